@@ -1,0 +1,432 @@
+"""Shared analysis of one module: which names alias torch, what is compiled, and
+where compiled callables are called.
+
+This is the only place that recognises ``torch.compile``.  Passes ask
+:class:`ModuleAnalysis`; they never look for ``compile`` themselves.
+
+Recognised compile forms::
+
+    @torch.compile / @torch.compile(...)        decorator, with or without args
+    import torch as th; th.compile(...)          any alias of torch
+    from torch import compile [as c]; c(...)
+    f = torch.compile(g, ...)                    wrap, bound to a name
+    self.f = torch.compile(...)                  wrap, bound to an attribute
+    opt.step = torch.compile(opt.step)
+    torch.compile(g, ...)(args)                  immediately called
+    torch.compile(**kw)(fn)                      compile-with-options, then fn
+    model = torch.compile(model)
+    model.compile(...)                           nn.Module.compile, only when
+                                                 ``model`` is known to be a Module
+
+Names that merely look alike (``re.compile``, builtin ``compile``, a user
+function called ``compile``) are resolved through libcst's qualified names
+and never match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+
+import libcst as cst
+from libcst.metadata import (
+    Assignment,
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+
+TORCH = "torch"
+TORCH_COMPILE = "torch.compile"
+
+# nn.Module constructors in torch.nn whose instances may be `.compile()`d
+_NN_PREFIXES = ("torch.nn.",)
+_MODULE_BASE_NAMES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+
+
+def dotted_name(node: cst.CSTNode) -> Optional[str]:
+    """``a.b.c`` for a chain of Names/Attributes, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def build_dotted(*parts: str) -> cst.BaseExpression:
+    """Build the expression ``parts[0].parts[1]...`` as CST nodes."""
+    expr: cst.BaseExpression = cst.Name(parts[0])
+    for part in parts[1:]:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
+
+
+@dataclass
+class CompileSite:
+    """One place where something is compiled."""
+
+    #: "decorator" | "wrap" | "method"
+    form: str
+    #: the node that carries compile options: the ``torch.compile(...)`` Call,
+    #: the ``model.compile(...)`` Call, or the bare decorator expression
+    node: cst.CSTNode
+    #: the call whose keyword arguments are compile options (None for a bare decorator)
+    options_call: Optional[cst.Call]
+    #: the compiled thing: a FunctionDef (decorator) or the expression passed in
+    target: Optional[cst.CSTNode]
+    #: the FunctionDef compiled, when it can be seen in this module
+    target_def: Optional[cst.FunctionDef]
+    #: dotted name the compiled callable is reached through ("f", "self.f", "opt.step")
+    binding: Optional[str]
+    #: the statement that performs the compile (for inserting code before it)
+    statement: Optional[cst.BaseStatement]
+    #: calls of the compiled callable found in this module
+    calls: List[cst.Call] = field(default_factory=list)
+
+    def option(self, name: str) -> Optional[cst.Arg]:
+        if self.options_call is None:
+            return None
+        for arg in self.options_call.args:
+            if arg.keyword is not None and arg.keyword.value == name:
+                return arg
+        return None
+
+    @property
+    def has_star_kwargs(self) -> bool:
+        return self.options_call is not None and any(
+            a.star == "**" for a in self.options_call.args
+        )
+
+
+class ModuleAnalysis:
+    """Facts about one parsed module, computed once and shared by every pass."""
+
+    def __init__(self, wrapper: MetadataWrapper) -> None:
+        self.wrapper = wrapper
+        self.module = wrapper.module
+        self._qnames = wrapper.resolve(QualifiedNameProvider)
+        self._parents = wrapper.resolve(ParentNodeProvider)
+        self._scopes = wrapper.resolve(ScopeProvider)
+        self._positions = wrapper.resolve(PositionProvider)
+        self.torch_alias: Optional[str] = None
+        self.compile_sites: List[CompileSite] = []
+        self.classes: Dict[str, cst.ClassDef] = {}
+        self.functions: Dict[str, cst.FunctionDef] = {}
+        self._collect_module_names()
+        self._collect_compile_sites()
+        for site in self.compile_sites:
+            site.calls = list(self._find_calls(site))
+
+    # -- metadata access -------------------------------------------------
+    def qualified_names(self, node: cst.CSTNode) -> Set[str]:
+        value = self._qnames.get(node)
+        if value is None:
+            return set()
+        if callable(value):  # libcst LazyValue
+            value = value()
+        return {q.name for q in value}
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self._parents.get(node)
+
+    def position(self, node: cst.CSTNode):
+        return self._positions[node]
+
+    def scope(self, node: cst.CSTNode):
+        return self._scopes.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        cur = self._parents.get(node)
+        while cur is not None:
+            yield cur
+            cur = self._parents.get(cur)
+
+    def enclosing(self, node: cst.CSTNode, kinds) -> Optional[cst.CSTNode]:
+        for anc in self.ancestors(node):
+            if isinstance(anc, kinds):
+                return anc
+        return None
+
+    def statement_of(self, node: cst.CSTNode) -> Optional[cst.BaseStatement]:
+        """The statement (simple line or compound) that contains ``node``."""
+        cur: Optional[cst.CSTNode] = node
+        while cur is not None:
+            if isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return cur
+            cur = self._parents.get(cur)
+        return None
+
+    def is_torch_compile(self, expr: cst.CSTNode) -> bool:
+        return TORCH_COMPILE in self.qualified_names(expr)
+
+    def torch_name(self) -> str:
+        """The name to emit for ``torch`` (the module's alias, else ``torch``)."""
+        return self.torch_alias or TORCH
+
+    def torch_expr(self, *attrs: str) -> cst.BaseExpression:
+        return build_dotted(self.torch_name(), *attrs)
+
+    # -- collection -------------------------------------------------------
+    def _collect_module_names(self) -> None:
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.ClassDef):
+                self.classes[stmt.name.value] = stmt
+            elif isinstance(stmt, cst.FunctionDef):
+                self.functions[stmt.name.value] = stmt
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Import) and not isinstance(small.names, cst.ImportStar):
+                        for alias in small.names:
+                            name = dotted_name(alias.name)
+                            if alias.asname is not None:
+                                if name == TORCH and isinstance(alias.asname.name, cst.Name):
+                                    self.torch_alias = self.torch_alias or alias.asname.name.value
+                            elif name == TORCH or (name or "").startswith(TORCH + "."):
+                                # `import torch` and `import torch.nn` both bind `torch`
+                                self.torch_alias = TORCH if self.torch_alias is None else self.torch_alias
+
+    def _collect_compile_sites(self) -> None:
+        analysis = self
+
+        class Collector(cst.CSTVisitor):
+            def visit_Decorator(self, node: cst.Decorator) -> None:
+                dec = node.decorator
+                if analysis.is_torch_compile(dec):
+                    fn = analysis.parent(node)
+                    analysis._add_decorated(node, dec, None, fn)
+
+            def visit_Call(self, node: cst.Call) -> None:
+                analysis._visit_call(node)
+
+        self.module.visit(Collector())
+
+    def _add_decorated(self, decorator, node, options_call, fn) -> None:
+        if not isinstance(fn, cst.FunctionDef):
+            return
+        cls = self.enclosing(fn, (cst.ClassDef, cst.FunctionDef))
+        binding = fn.name.value
+        if isinstance(cls, cst.ClassDef):
+            binding = f"self.{fn.name.value}"
+        self.compile_sites.append(
+            CompileSite(
+                form="decorator",
+                node=node,
+                options_call=options_call,
+                target=fn,
+                target_def=fn,
+                binding=binding,
+                statement=fn,
+            )
+        )
+
+    def _visit_call(self, node: cst.Call) -> None:
+        parent = self.parent(node)
+        if self.is_torch_compile(node.func):
+            positional = [a for a in node.args if a.keyword is None and a.star == ""]
+            if isinstance(parent, cst.Decorator):
+                self._add_decorated(parent, node, node, self.parent(parent))
+                return
+            if positional:
+                self._add_wrap(node, node, positional[0].value)
+                return
+            # torch.compile(**kw)(fn) / torch.compile(dynamic=False)(fn)
+            if isinstance(parent, cst.Call) and parent.func is node:
+                outer_pos = [a for a in parent.args if a.keyword is None and a.star == ""]
+                if outer_pos:
+                    self._add_wrap(parent, node, outer_pos[0].value)
+            return
+        # model.compile(...) on an nn.Module instance
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "compile"
+            and not self.qualified_names(func) - {f"{dotted_name(func.value)}.compile"}
+            and self._is_module_instance(func.value)
+        ):
+            self.compile_sites.append(
+                CompileSite(
+                    form="method",
+                    node=node,
+                    options_call=node,
+                    target=func.value,
+                    target_def=None,
+                    binding=dotted_name(func.value),
+                    statement=self.statement_of(node),
+                )
+            )
+
+    def _add_wrap(self, wrap_call: cst.Call, options_call: cst.Call, target: cst.BaseExpression) -> None:
+        parent = self.parent(wrap_call)
+        binding: Optional[str] = None
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            binding = dotted_name(parent.targets[0].target)
+        elif isinstance(parent, (cst.AnnAssign,)):
+            binding = dotted_name(parent.target)
+        target_def = None
+        if isinstance(target, cst.Name):
+            target_def = self._resolve_function(target)
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            cls = self.enclosing(wrap_call, cst.ClassDef)
+            if isinstance(cls, cst.ClassDef):
+                target_def = self._method(cls, target.attr.value)
+        self.compile_sites.append(
+            CompileSite(
+                form="wrap",
+                node=wrap_call,
+                options_call=options_call,
+                target=target,
+                target_def=target_def,
+                binding=binding,
+                statement=self.statement_of(wrap_call),
+            )
+        )
+
+    # -- resolution helpers ------------------------------------------------
+    def _resolve_function(self, name: cst.Name) -> Optional[cst.FunctionDef]:
+        scope = self.scope(name)
+        if scope is None:
+            return None
+        for assignment in scope[name.value]:
+            if isinstance(assignment, Assignment) and isinstance(assignment.node, cst.FunctionDef):
+                return assignment.node
+        return None
+
+    @staticmethod
+    def _method(cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
+        body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+        for stmt in body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                return stmt
+        return None
+
+    def is_module_class(self, cls: cst.ClassDef, _seen: Optional[Set[str]] = None) -> bool:
+        """Does ``cls`` subclass ``torch.nn.Module`` (directly or via classes of this module)?"""
+        seen = _seen or set()
+        for base in cls.bases:
+            qn = self.qualified_names(base.value)
+            if qn & _MODULE_BASE_NAMES or any(q.startswith(_NN_PREFIXES) for q in qn):
+                return True
+            name = dotted_name(base.value)
+            if name in self.classes and name not in seen:
+                seen.add(name)
+                if self.is_module_class(self.classes[name], seen):
+                    return True
+        return False
+
+    def module_class_of(self, expr: cst.CSTNode) -> Optional[cst.ClassDef]:
+        """The nn.Module subclass defined here that ``expr`` is an instance of, if visible.
+
+        ``Model()`` or a name assigned from ``Model()`` in the same scope.
+        """
+        if isinstance(expr, cst.Call):
+            name = dotted_name(expr.func)
+            cls = self.classes.get(name or "")
+            if cls is not None and self.is_module_class(cls):
+                return cls
+            return None
+        if isinstance(expr, cst.Name):
+            scope = self.scope(expr)
+            if scope is None:
+                return None
+            for assignment in scope[expr.value]:
+                if not isinstance(assignment, Assignment):
+                    continue
+                assign = self.parent(assignment.node)
+                if isinstance(assign, cst.AssignTarget):
+                    assign = self.parent(assign)
+                if isinstance(assign, (cst.Assign, cst.AnnAssign)) and assign.value is not None:
+                    value = assign.value
+                    # model = torch.compile(Model()) / model = Model().to(device)
+                    if isinstance(value, cst.Call) and self.is_torch_compile(value.func) and value.args:
+                        value = value.args[0].value
+                    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Call):
+                        value = value.func.value
+                    found = self.module_class_of(value) if isinstance(value, cst.Call) else None
+                    if found is not None:
+                        return found
+        return None
+
+    def _is_module_instance(self, expr: cst.CSTNode) -> bool:
+        if self.module_class_of(expr) is not None:
+            return True
+        if isinstance(expr, cst.Name) and expr.value == "self":
+            cls = self.enclosing(expr, cst.ClassDef)
+            return isinstance(cls, cst.ClassDef) and self.is_module_class(cls)
+        if isinstance(expr, cst.Name):
+            # a name bound to a torch.nn constructor call: model = nn.Linear(3, 3)
+            scope = self.scope(expr)
+            if scope is None:
+                return False
+            for assignment in scope[expr.value]:
+                if not isinstance(assignment, Assignment):
+                    continue
+                assign = self.parent(assignment.node)
+                if isinstance(assign, cst.AssignTarget):
+                    assign = self.parent(assign)
+                if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
+                    if any(q.startswith(_NN_PREFIXES) for q in self.qualified_names(assign.value.func)):
+                        return True
+        return False
+
+    # -- calls of compiled callables ----------------------------------------
+    def _find_calls(self, site: CompileSite) -> Iterator[cst.Call]:
+        if site.form == "wrap":
+            parent = self.parent(site.node)
+            if isinstance(parent, cst.Call) and parent.func is site.node:
+                yield parent  # torch.compile(g)(x)
+                return
+        binding = site.binding
+        if binding is None:
+            return
+        if "." not in binding:
+            yield from self._calls_of_name(site, binding)
+            return
+        # attribute bindings: self.f, opt.step — matched by dotted name, within
+        # the class for `self.` bindings, after the compile for others
+        cls = self.enclosing(site.node, cst.ClassDef) if binding.startswith("self.") else None
+        root = cls if cls is not None else self.module
+        start = self.position(site.node).start
+        analysis = self
+
+        class Finder(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.found: List[cst.Call] = []
+
+            def visit_Call(self, node: cst.Call) -> None:
+                if dotted_name(node.func) == binding:
+                    if cls is not None or analysis.position(node).start > start:
+                        self.found.append(node)
+
+        finder = Finder()
+        root.visit(finder)
+        yield from finder.found
+
+    def _calls_of_name(self, site: CompileSite, name: str) -> Iterator[cst.Call]:
+        anchor: cst.CSTNode
+        if site.form == "decorator":
+            anchor = site.target_def.name  # type: ignore[union-attr]
+        else:
+            assign = self.parent(site.node)
+            anchor = assign.targets[0].target if isinstance(assign, cst.Assign) else assign.target  # type: ignore[union-attr]
+        scope = self.scope(anchor)
+        if scope is None:
+            return
+        assignments = [
+            a
+            for a in scope.assignments[name]
+            if isinstance(a, Assignment) and (a.node is anchor or a.node is self.parent(anchor))
+        ]
+        seen: Set[int] = set()
+        for assignment in assignments:
+            for access in assignment.references:
+                ref = access.node
+                call = self.parent(ref)
+                if isinstance(call, cst.Call) and call.func is ref and id(call) not in seen:
+                    seen.add(id(call))
+                    yield call
+
+    def sites_for_call(self, call: cst.Call) -> List[CompileSite]:
+        return [s for s in self.compile_sites if any(c is call for c in s.calls)]

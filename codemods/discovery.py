@@ -1,0 +1,157 @@
+"""Which files a run looks at.
+
+Files named on the command line are always taken; folders are walked for
+``*.py``, skipping hidden folders, virtualenvs, build output and what the
+``.gitignore`` files (nested ones too) ignore.  Output order is sorted so runs
+are reproducible.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import pathspec
+
+DEFAULT_EXCLUDES = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "env",
+        ".env",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".fix_recompiles_cache",
+        "__pycache__",
+        "__pypackages__",
+        "build",
+        "dist",
+        "node_modules",
+        "site-packages",
+        ".eggs",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Discovered:
+    files: List[str]
+    #: (path, reason) for command-line paths that do not exist
+    missing: List[Tuple[str, str]]
+
+
+def _is_venv(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+
+
+class _GitIgnore:
+    """Stack of .gitignore specs keyed by the folder that holds them."""
+
+    def __init__(self) -> None:
+        self._cache: Dict[str, Optional[pathspec.PathSpec]] = {}
+
+    def spec_for(self, folder: str) -> Optional[pathspec.PathSpec]:
+        if folder not in self._cache:
+            spec = None
+            path = os.path.join(folder, ".gitignore")
+            if os.path.isfile(path):
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        spec = pathspec.PathSpec.from_lines("gitwildmatch", fh)
+                except OSError:
+                    spec = None
+            self._cache[folder] = spec
+        return self._cache[folder]
+
+    def ignored(self, path: str, is_dir: bool, parents: Sequence[str]) -> bool:
+        for folder in parents:
+            spec = self.spec_for(folder)
+            if spec is None:
+                continue
+            rel = os.path.relpath(path, folder).replace(os.sep, "/")
+            if is_dir:
+                rel += "/"
+            if spec.match_file(rel):
+                return True
+        return False
+
+
+def _repo_root(start: str) -> Optional[str]:
+    cur = os.path.abspath(start)
+    while True:
+        if os.path.exists(os.path.join(cur, ".git")):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
+def _ancestor_folders(folder: str) -> List[str]:
+    """Folders from the repository root (or the folder itself) down to ``folder``."""
+    folder = os.path.abspath(folder)
+    root = _repo_root(folder) or folder
+    chain = [folder]
+    while chain[-1] != root and os.path.dirname(chain[-1]) != chain[-1]:
+        chain.append(os.path.dirname(chain[-1]))
+    return list(reversed(chain))
+
+
+def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discovered:
+    files: List[str] = []
+    missing: List[Tuple[str, str]] = []
+    gitignore = _GitIgnore()
+    exclude_spec = pathspec.PathSpec.from_lines("gitwildmatch", extra_excludes) if extra_excludes else None
+    for raw in paths:
+        if not os.path.lexists(raw):
+            missing.append((raw, "no such file or directory"))
+            continue
+        if os.path.isfile(raw) or not os.path.isdir(raw):
+            files.append(raw)
+            continue
+        for dirpath, dirnames, filenames in os.walk(raw):
+            parents = _ancestor_folders(dirpath)
+            keep = []
+            for d in sorted(dirnames):
+                full = os.path.join(dirpath, d)
+                if d.startswith(".") or d in DEFAULT_EXCLUDES or _is_venv(full):
+                    continue
+                if gitignore.ignored(full, True, parents):
+                    continue
+                if exclude_spec is not None and exclude_spec.match_file(os.path.relpath(full).replace(os.sep, "/") + "/"):
+                    continue
+                keep.append(d)
+            dirnames[:] = keep
+            for name in sorted(filenames):
+                if not name.endswith(".py"):
+                    continue
+                full = os.path.join(dirpath, name)
+                if gitignore.ignored(full, False, parents):
+                    continue
+                if exclude_spec is not None and exclude_spec.match_file(os.path.relpath(full).replace(os.sep, "/")):
+                    continue
+                files.append(full)
+    # stable, duplicate-free order
+    seen = set()
+    unique = []
+    for f in sorted(files, key=lambda p: os.path.normpath(p)):
+        key = os.path.realpath(f)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return Discovered(unique, missing)
+
+
+def display_path(path: str) -> str:
+    """Path relative to the current folder when below it, with forward slashes."""
+    rel = os.path.relpath(os.path.abspath(path))
+    if rel.startswith(".."):
+        rel = os.path.abspath(path)
+    return rel.replace(os.sep, "/")

@@ -1,0 +1,229 @@
+"""The engine, top to bottom for one file:
+
+read bytes → cheap text prefilter → parse → shared analysis → every selected
+pass produces findings → drop suppressed ones → apply the chosen fixes in one
+CST walk (nested edits compose) → add ``import torch`` if a fix needs it →
+re-parse the result → hand back the findings and the new bytes.
+
+Nothing here writes files; :mod:`codemods.writer` does, atomically.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+
+from .context import FileContext, Settings
+from .findings import Edit, FileError, Finding, Safety
+from .transforms import REGISTRY, Rule
+
+_SUPPRESS_RE = re.compile(r"#\s*fix-recompiles:\s*ignore(?:\[([A-Za-z0-9_,\s]+)\])?")
+
+
+@dataclass
+class FileResult:
+    path: str
+    display_path: str
+    findings: List[Finding] = field(default_factory=list)
+    original: Optional[bytes] = None
+    #: the fixed file's bytes, or None when nothing changes
+    new: Optional[bytes] = None
+    error: Optional[str] = None
+    #: True when the text prefilter ruled the file out without parsing
+    prefiltered: bool = False
+    encoding: str = "utf-8"
+
+    @property
+    def changed(self) -> bool:
+        return self.new is not None and self.new != self.original
+
+
+def selected_rules(settings: Settings) -> List[Rule]:
+    return [rule for rule in REGISTRY if settings.selects(rule.code)]
+
+
+def prefilter(data: bytes, rules: Sequence[Rule], extra: Sequence[bytes] = ()) -> bool:
+    """Cheap byte test: can any selected rule find anything in this file?"""
+    for rule in rules:
+        for trigger in rule.triggers:
+            if trigger in data:
+                return True
+    return any(t in data for t in extra)
+
+
+def parse_source(path: str, data: bytes) -> cst.Module:
+    if b"\x00" in data:
+        raise FileError(path, "binary file (contains NUL bytes), not Python source")
+    try:
+        return cst.parse_module(data)
+    except cst.ParserSyntaxError as exc:
+        reason = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+        raise FileError(path, f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {reason}") from None
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise FileError(path, f"cannot decode: {exc}") from None
+    except SyntaxError as exc:  # e.g. a bad encoding cookie
+        raise FileError(path, f"cannot decode: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise FileError(path, "file too deeply nested to parse") from None
+
+
+def suppressions(code: str) -> Dict[int, Optional[frozenset]]:
+    """line -> None (every code) or the set of codes silenced on that line."""
+    result: Dict[int, Optional[frozenset]] = {}
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return result
+    for tok in tokens:
+        if tok.type != tokenize.COMMENT:
+            continue
+        match = _SUPPRESS_RE.search(tok.string)
+        if not match:
+            continue
+        line = tok.start[0]
+        if match.group(1) is None:
+            result[line] = None
+        elif line not in result or result[line] is not None:
+            codes = frozenset(c.strip() for c in match.group(1).split(",") if c.strip())
+            result[line] = (result.get(line) or frozenset()) | codes
+    return result
+
+
+def is_suppressed(finding: Finding, table: Dict[int, Optional[frozenset]]) -> bool:
+    if finding.line not in table:
+        return False
+    codes = table[finding.line]
+    return codes is None or any(finding.code.startswith(c) for c in codes)
+
+
+class _ApplyEdits(cst.CSTTransformer):
+    """Apply edits bottom-up; several edits on one node chain in finding order.
+
+    An edit that returns a FlattenSentinel (statement insertion) keeps the
+    edited statement as the sentinel's last node; later edits of the same node
+    apply to that last node.
+    """
+
+    def __init__(self, edits: Iterable[Edit]) -> None:
+        super().__init__()
+        self._by_node: Dict[int, List[Callable]] = defaultdict(list)
+        for edit in edits:
+            self._by_node[id(edit.node)].append(edit.apply)
+
+    def on_leave(self, original_node, updated_node):
+        updated = super().on_leave(original_node, updated_node)
+        for apply in self._by_node.get(id(original_node), ()):
+            if isinstance(updated, cst.FlattenSentinel):
+                nodes = list(updated.nodes)
+                last = apply(nodes[-1])
+                tail = list(last.nodes) if isinstance(last, cst.FlattenSentinel) else [last]
+                updated = cst.FlattenSentinel(nodes[:-1] + tail)
+            elif isinstance(updated, cst.RemovalSentinel):
+                break
+            else:
+                updated = apply(updated)
+        return updated
+
+
+def should_apply(finding: Finding, settings: Settings) -> bool:
+    return finding.fix is not None and (finding.fix.safety == Safety.SAFE or settings.unsafe_fixes)
+
+
+def apply_findings(ctx: FileContext, findings: Sequence[Finding]) -> cst.Module:
+    """The module with the fixes of ``findings`` applied (all of them, in order)."""
+    edits = [edit for f in findings if f.fix for edit in f.fix.edits]
+    if not edits:
+        return ctx.module
+    new_module = ctx.module.visit(_ApplyEdits(edits))
+    if any(f.fix.needs_torch for f in findings if f.fix) and ctx.analysis.torch_alias is None:
+        context = CodemodContext()
+        AddImportsVisitor.add_needed_import(context, "torch")
+        new_module = AddImportsVisitor(context).transform_module(new_module)
+    return new_module
+
+
+def analyze(path: str, display_path: str, data: bytes, settings: Settings, project=None) -> Tuple[Optional[FileContext], List[Finding]]:
+    """Parse and run every selected pass; (None, []) when the prefilter rules the file out."""
+    rules = selected_rules(settings)
+    extra = project.prefilter_tokens(path) if project is not None else ()
+    if not prefilter(data, rules, extra):
+        return None, []
+    module = parse_source(display_path, data)
+    ctx = FileContext.build(path, display_path, module, settings, project)
+    findings: List[Finding] = []
+    for rule in rules:
+        findings.extend(rule.check(ctx))
+    if b"fix-recompiles:" in data:  # cheap test before tokenizing for suppressions
+        table = suppressions(module.code)
+        findings = [f for f in findings if not is_suppressed(f, table)]
+    findings.sort(key=Finding.sort_key)
+    return ctx, findings
+
+
+def render(ctx: FileContext, findings: Sequence[Finding]) -> bytes:
+    """Bytes of the file with ``findings``' fixes applied; raises FileError if the
+    result would not parse (an internal error: never written)."""
+    new_module = apply_findings(ctx, findings)
+    if new_module is ctx.module:
+        return ctx.module.bytes
+    new_bytes = new_module.bytes
+    try:
+        cst.parse_module(new_bytes)
+    except Exception as exc:  # noqa: BLE001 - any failure here is our bug
+        raise FileError(ctx.display_path, f"internal error: the fixed code does not parse ({type(exc).__name__}); file left unchanged") from None
+    return new_bytes
+
+
+def process_source(path: str, display_path: str, data: bytes, settings: Settings, project=None) -> FileResult:
+    result = FileResult(path=path, display_path=display_path, original=data)
+    try:
+        ctx, findings = analyze(path, display_path, data, settings, project)
+        if ctx is None:
+            result.prefiltered = True
+            return result
+        result.encoding = ctx.module.encoding
+        result.findings = findings
+        chosen = [f for f in findings if should_apply(f, settings)]
+        for f in chosen:
+            f.applied = True
+        if chosen:
+            new = render(ctx, chosen)
+            if new != data:
+                result.new = new
+    except FileError as exc:
+        result.error = exc.reason
+        result.findings = []
+        result.new = None
+    except RecursionError:
+        result.error = "file too deeply nested to analyse"
+        result.findings = []
+        result.new = None
+    return result
+
+
+def read_file(path: str, display_path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise FileError(display_path, "file vanished before it could be read") from None
+    except IsADirectoryError:
+        raise FileError(display_path, "is a directory") from None
+    except OSError as exc:
+        raise FileError(display_path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def process_file(path: str, display_path: str, settings: Settings, project=None) -> FileResult:
+    try:
+        data = read_file(path, display_path)
+    except FileError as exc:
+        return FileResult(path=path, display_path=display_path, error=exc.reason)
+    return process_source(path, display_path, data, settings, project)

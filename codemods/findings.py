@@ -1,0 +1,77 @@
+"""What a pass produces: findings, each with an optional fix made of CST edits.
+
+A fix never edits text.  It is a list of :class:`Edit` objects, each naming a
+node of the *original* tree and a function that receives that node's *updated*
+form (children already rewritten by other edits) and returns its replacement.
+Because edits are applied bottom-up in one transformer walk, fixes on nested
+nodes compose instead of overwriting each other.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence, Union
+
+import libcst as cst
+
+EditResult = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
+
+
+class Safety(str, enum.Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace ``node`` (a node of the original tree) by ``apply(updated_node)``."""
+
+    node: cst.CSTNode
+    apply: Callable[[cst.CSTNode], EditResult]
+
+
+@dataclass(frozen=True)
+class Fix:
+    edits: Sequence[Edit]
+    safety: Safety
+    #: the fix emits ``<torch alias>.…`` names and needs ``import torch`` if absent
+    needs_torch: bool = False
+    #: one line saying what the fix does, e.g. "remove `dynamic=False`"
+    title: str = ""
+
+
+@dataclass
+class Finding:
+    code: str
+    message: str
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    fix: Optional[Fix] = None
+    #: the rule's name, for output formats that want it
+    rule_name: str = ""
+    #: filled by the engine: whether this run applied (or would apply) the fix
+    applied: bool = field(default=False, compare=False)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None
+
+    @property
+    def safety(self) -> Optional[Safety]:
+        return self.fix.safety if self.fix else None
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.column, self.code, self.message)
+
+
+class FileError(Exception):
+    """Bad input: reported as one line ``path: reason``, the run goes on, exit 2."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason

@@ -1,0 +1,89 @@
+"""Text report and unified diffs, both made from the same findings."""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from typing import Iterable, List, Sequence
+
+from .findings import Finding, Safety
+
+NO_NEWLINE = "\\ No newline at end of file\n"
+
+
+def split_lines(text: str) -> List[str]:
+    """Split on ``\\n`` only (as diff and git do), keeping line ends."""
+    if not text:
+        return []
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def unified_diff(display_path: str, before: str, after: str, context: int = 3) -> str:
+    """A patch ``git apply`` accepts: a/ b/ paths, 3 lines of context, and the
+    "No newline at end of file" marker where a side lacks a final newline."""
+    out: List[str] = []
+    for line in difflib.unified_diff(
+        split_lines(before),
+        split_lines(after),
+        fromfile=f"a/{display_path}",
+        tofile=f"b/{display_path}",
+        n=context,
+    ):
+        if line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n" + NO_NEWLINE)
+    return "".join(out)
+
+
+def format_finding(f: Finding, show_fix: bool = True) -> str:
+    mark = ""
+    if show_fix and f.fix is not None:
+        mark = " [*]" if f.fix.safety == Safety.SAFE else " [unsafe fix]"
+    return f"{f.path}:{f.line}:{f.column}: {f.code}{mark} {f.message}"
+
+
+def summary(
+    findings: Sequence[Finding],
+    *,
+    fixed: int,
+    errors: int,
+    files_changed: int,
+    fixing: bool,
+    unsafe_fixes: bool,
+) -> List[str]:
+    """Closing lines in ruff's style."""
+    lines: List[str] = []
+    remaining = len(findings) - fixed
+    pending = [f for f in findings if f.fix is not None and not (fixing and f.applied)]
+    safe_fixable = sum(1 for f in pending if f.fix.safety == Safety.SAFE)
+    unsafe_held = sum(1 for f in pending if f.fix.safety == Safety.UNSAFE and not unsafe_fixes)
+    if fixing:
+        if fixed:
+            lines.append(f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} ({fixed} fixed in {files_changed} file{'s' if files_changed != 1 else ''}, {remaining} remaining).")
+        elif findings:
+            lines.append(f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} (none fixed).")
+        else:
+            lines.append("All checks passed!")
+    else:
+        if findings:
+            lines.append(f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}.")
+            if safe_fixable:
+                lines.append(f"[*] {safe_fixable} fixable with `--fix`.")
+        else:
+            lines.append("All checks passed!")
+    if unsafe_held:
+        lines.append(f"{unsafe_held} unsafe fix{'es' if unsafe_held != 1 else ''} held back (enable with `--unsafe-fixes`).")
+    if errors:
+        lines.append(f"{errors} file{'s' if errors != 1 else ''} could not be processed (see above).")
+    return lines
+
+
+def statistics(findings: Iterable[Finding]) -> List[str]:
+    counts = Counter(f.code for f in findings)
+    names = {f.code: f.rule_name for f in findings}
+    return [f"{n:>5}\t{code}\t{names[code]}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]

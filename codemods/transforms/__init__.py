@@ -1,0 +1,24 @@
+"""The registry: every pass, in the order findings and fixes are produced.
+
+One module per pass (pyupgrade's ``_plugins/`` layout); adding a pass means
+writing its module and listing it here.  A list, not a set: output order is
+part of the contract.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List
+
+from .base import Example, Rule
+from .dynamic_shapes import DynamicShapes
+from .graph_break import GraphBreak
+
+REGISTRY: List[Rule] = [
+    DynamicShapes(),
+    GraphBreak(),
+]
+
+BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}
+BY_NAME: Dict[str, Rule] = {rule.name: rule for rule in REGISTRY}
+
+__all__ = ["REGISTRY", "BY_CODE", "BY_NAME", "Rule", "Example"]

@@ -1,0 +1,92 @@
+"""The interface every pass implements.
+
+A pass is one class: a stable ``code``, a ``name``, the rule documentation
+(ruff's four headings) and a ``check`` method that turns the shared
+:class:`~codemods.context.FileContext` into findings.  Examples live beside the
+rule (Fixit style) and are run as tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Iterable, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ..findings import Edit, Finding, Fix, Safety
+
+
+@dataclass(frozen=True)
+class Example:
+    """``before`` must produce a finding; when ``after`` is given, ``--unsafe-fixes``
+    (if ``unsafe``) or ``--fix`` turns ``before`` into ``after``."""
+
+    before: str
+    after: Optional[str] = None
+    unsafe: bool = False
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    what_it_does: ClassVar[str]
+    why_it_recompiles: ClassVar[str]
+    example: ClassVar[str]
+    fix_safety: ClassVar[str]
+    #: code that must produce no finding
+    valid: ClassVar[Sequence[str]] = ()
+    #: code that must produce a finding (and its fix)
+    invalid: ClassVar[Sequence[Example]] = ()
+    #: byte strings one of which a file must contain for this rule to find anything
+    #: (the engine's cheap text prefilter is the union over selected rules)
+    triggers: ClassVar[Tuple[bytes, ...]] = (b"compile",)
+
+    def check(self, ctx) -> Iterable[Finding]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    # helpers for subclasses -------------------------------------------------
+    def finding(
+        self,
+        ctx,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        edits: Sequence[Edit] = (),
+        safety: Optional[Safety] = None,
+        needs_torch: bool = False,
+        title: str = "",
+    ) -> Finding:
+        pos = ctx.analysis.position(node)
+        fix = Fix(edits=tuple(edits), safety=safety, needs_torch=needs_torch, title=title) if edits else None
+        return Finding(
+            code=self.code,
+            message=message,
+            path=ctx.display_path,
+            line=pos.start.line,
+            column=pos.start.column + 1,
+            end_line=pos.end.line,
+            end_column=pos.end.column + 1,
+            fix=fix,
+            rule_name=self.name,
+        )
+
+    @classmethod
+    def doc(cls) -> str:
+        """The rule's documentation, as ``fix-recompiles rules CODE`` prints it."""
+        parts = [
+            f"{cls.code} ({cls.name})",
+            "",
+            "## What it does",
+            cls.what_it_does.strip(),
+            "",
+            "## Why it recompiles",
+            cls.why_it_recompiles.strip(),
+            "",
+            "## Example",
+            cls.example.strip("\n"),
+            "",
+            "## Fix safety",
+            cls.fix_safety.strip(),
+        ]
+        return "\n".join(parts) + "\n"

@@ -1,0 +1,137 @@
+"""FR001 dynamic-shapes: ``dynamic=False`` where inputs vary."""
+
+from __future__ import annotations
+
+from typing import Iterable, List
+
+import libcst as cst
+
+from ..findings import Edit, Finding, Safety
+from ..variation import evidence_for
+from .base import Example, Rule
+
+
+def _remove_keyword(call: cst.Call, keyword: str) -> cst.Call:
+    args = list(call.args)
+    for i, arg in enumerate(args):
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            removed = args.pop(i)
+            if i == len(args) and args:
+                # the removed argument was last: the new last one takes its comma
+                args[-1] = args[-1].with_changes(comma=removed.comma)
+            return call.with_changes(args=args)
+    return call
+
+
+def _set_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
+    args = [
+        a.with_changes(value=value) if a.keyword is not None and a.keyword.value == keyword else a
+        for a in call.args
+    ]
+    return call.with_changes(args=args)
+
+
+class DynamicShapes(Rule):
+    code = "FR001"
+    name = "dynamic-shapes"
+    summary = "`dynamic=False` on a compiled function whose input shapes vary"
+    what_it_does = """
+Finds `torch.compile(..., dynamic=False)` (every compile form: decorator,
+wrapper, `model.compile`, aliases of torch) and removes `dynamic=False` when a
+call in the same module shows the inputs varying: the compiled function is
+called in a loop with a tensor whose shape comes from the loop variable
+(`f(torch.ones(i))`, `f(x[:n])`), with a number computed from the loop
+variable, or with tensors of different literal shapes at different calls.
+`dynamic=<variable>` is reported, never rewritten.
+
+With `--dynamic-fix true` (or `dynamic-fix = "true"` in the configuration) the
+fix writes `dynamic=True` instead of removing the argument.
+"""
+    why_it_recompiles = """
+`dynamic=False` turns off automatic dynamic shapes: every new input shape,
+and every new int or float value, is a guard failure and a new graph. After
+the recompile limit (8 by default) the function silently runs eager. With the
+default `dynamic=None`, torch compiles static first and, on the first change,
+recompiles once with dynamic shapes that serve every later size.
+
+Removal is the default rather than `dynamic=True`: `dynamic=None` costs one
+extra graph but keeps static-shape specialisation where shapes never change,
+while `dynamic=True` makes every dimension symbolic from the first call, which
+torch's docs call error-prone and which can be slower.
+"""
+    example = """
+    @torch.compile(dynamic=False)
+    def f(x):
+        return x * 2
+
+    for n in range(1, 20):
+        f(torch.ones(n))       # 8 graphs, then eager
+
+Use instead:
+
+    @torch.compile()
+    def f(x):
+        return x * 2           # 2 graphs for every n
+"""
+    fix_safety = """
+Safe when a call in the module shows the inputs varying: removing
+`dynamic=False` never changes results. Unsafe otherwise: `dynamic=False` is
+often deliberate (max-autotune, CUDA graphs, inputs that never change shape),
+so without evidence it is only reported and fixed with `--unsafe-fixes`.
+`dynamic=<variable>` has no fix.
+"""
+    valid = (
+        "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    return x\n",
+        "import re\nre.compile('a', dynamic=False)\n",
+        "def compile(fn, dynamic=False):\n    return fn\ng = compile(len, dynamic=False)\n",
+    )
+    invalid = (
+        Example(
+            "import torch\n@torch.compile(dynamic=False)\ndef f(x):\n    return x\nfor n in range(3):\n    f(torch.ones(n))\n",
+            "import torch\n@torch.compile()\ndef f(x):\n    return x\nfor n in range(3):\n    f(torch.ones(n))\n",
+        ),
+        Example(
+            "import torch\ndef g(x):\n    return x\nf = torch.compile(g, dynamic=False)\n",
+            "import torch\ndef g(x):\n    return x\nf = torch.compile(g)\n",
+            unsafe=True,
+        ),
+    )
+
+    def check(self, ctx) -> Iterable[Finding]:
+        analysis = ctx.analysis
+        findings: List[Finding] = []
+        for site in analysis.compile_sites:
+            arg = site.option("dynamic")
+            if arg is None or site.options_call is None:
+                continue
+            value = arg.value
+            if isinstance(value, cst.Name) and value.value in ("True", "None"):
+                continue
+            if not (isinstance(value, cst.Name) and value.value == "False"):
+                code = ctx.module.code_for_node(value)
+                findings.append(
+                    self.finding(
+                        ctx,
+                        arg,
+                        f"`dynamic={code}` is not a literal: if it is False, every new input shape or number recompiles (no automatic fix)",
+                    )
+                )
+                continue
+            evidence = evidence_for(analysis, site)
+            call = site.options_call
+            if ctx.settings.dynamic_fix == "true":
+                edit = Edit(call, lambda node: _set_keyword(node, "dynamic", cst.Name("True")))
+                title = "replace `dynamic=False` by `dynamic=True`"
+            else:
+                edit = Edit(call, lambda node: _remove_keyword(node, "dynamic"))
+                title = "remove `dynamic=False`"
+            if evidence:
+                ev = evidence[0]
+                line = analysis.position(ev.call).start.line
+                message = f"`dynamic=False` but inputs vary (line {line}: {ev.detail}); every variant recompiles"
+                safety = Safety.SAFE
+            else:
+                message = "`dynamic=False` turns off automatic dynamic shapes: every new shape or number recompiles (no varying call seen here; fix is unsafe as it may be deliberate)"
+                safety = Safety.UNSAFE
+            findings.append(self.finding(ctx, arg, message, edits=[edit], safety=safety, title=title))
+        return findings

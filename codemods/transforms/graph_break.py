@@ -1,0 +1,168 @@
+"""FR002 graph-break: ``# fix-recompiles: graph-break`` markers become
+``torch._dynamo.graph_break()``."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, List, Optional, Sequence
+
+import libcst as cst
+
+from ..findings import Edit, Finding, Safety
+from .base import Example, Rule
+
+MARKER_RE = re.compile(r"^#\s*fix-recompiles:\s*graph-break\s*$")
+
+
+def _is_marker(line: cst.EmptyLine) -> bool:
+    return line.comment is not None and bool(MARKER_RE.match(line.comment.value.strip()))
+
+
+def _marker_index(lines: Sequence[cst.EmptyLine], original_len: int, original_index: int) -> Optional[int]:
+    """Where the marker that stood at ``original_index`` is now.
+
+    Earlier graph-break edits on the same node only remove a prefix of the
+    lines, so the marker moved left by the number of lines removed.  If another
+    edit reshaped the lines, fall back to the first marker left.
+    """
+    index = original_index - (original_len - len(lines))
+    if 0 <= index < len(lines) and _is_marker(lines[index]):
+        return index
+    for i, line in enumerate(lines):
+        if _is_marker(line):
+            return i
+    return None
+
+
+class GraphBreak(Rule):
+    code = "FR002"
+    name = "graph-break"
+    summary = "`# fix-recompiles: graph-break` marker becomes `torch._dynamo.graph_break()`"
+    what_it_does = """
+Replaces a comment line `# fix-recompiles: graph-break` inside a function body
+by a call `torch._dynamo.graph_break()` at the same place and indentation
+(under the module's alias of torch; `import torch` is added if missing). The
+marker is consumed, so a second run changes nothing. A marker outside any
+function is reported without a fix.
+"""
+    why_it_recompiles = """
+When a large graph recompiles only because of a small tail (for example an
+int that changes under `dynamic=False`), the whole graph is compiled again
+each time. A graph break between them splits the function: the large part
+compiles once and only the small tail recompiles.
+"""
+    example = """
+    @torch.compile(dynamic=False)
+    def fn(x, c):
+        y = expensive(x)
+        # fix-recompiles: graph-break
+        return y + c
+
+Becomes:
+
+    @torch.compile(dynamic=False)
+    def fn(x, c):
+        y = expensive(x)
+        torch._dynamo.graph_break()
+        return y + c
+"""
+    fix_safety = """
+Safe: `torch._dynamo.graph_break()` exists on every torch release from 2.1,
+changes no value, and is a no-op outside compiled code. You asked for it with
+the marker.
+"""
+    triggers = (b"fix-recompiles",)
+    valid = ("def f(x):\n    # fix-recompiles: graph break please\n    return x\n",)
+    invalid = (
+        Example(
+            "import torch\ndef f(x):\n    y = x + 1\n    # fix-recompiles: graph-break\n    return y\n",
+            "import torch\ndef f(x):\n    y = x + 1\n    torch._dynamo.graph_break()\n    return y\n",
+        ),
+        Example("x = 1\n# fix-recompiles: graph-break\ny = 2\n"),
+    )
+
+    def check(self, ctx) -> Iterable[Finding]:
+        rule = self
+        analysis = ctx.analysis
+        findings: List[Finding] = []
+
+        def in_function(node: cst.CSTNode) -> bool:
+            owner = analysis.enclosing(node, (cst.FunctionDef, cst.ClassDef))
+            return isinstance(owner, cst.FunctionDef)
+
+        def make_call() -> cst.SimpleStatementLine:
+            call = cst.Call(func=analysis.torch_expr("_dynamo", "graph_break"))
+            return cst.SimpleStatementLine(body=[cst.Expr(call)])
+
+        def statement_edit(stmt: cst.BaseStatement, original_len: int, original_index: int) -> Edit:
+            def apply(updated: cst.CSTNode):
+                lines = list(updated.leading_lines)
+                i = _marker_index(lines, original_len, original_index)
+                if i is None:
+                    return updated
+                new = make_call().with_changes(leading_lines=lines[:i])
+                return cst.FlattenSentinel([new, updated.with_changes(leading_lines=lines[i + 1 :])])
+
+            return Edit(stmt, apply)
+
+        def footer_edit(block: cst.IndentedBlock, original_len: int, original_index: int) -> Edit:
+            def apply(updated: cst.CSTNode):
+                lines = list(updated.footer)
+                # footer lines are only ever removed from the front here as well
+                i = _marker_index(lines, original_len, original_index)
+                if i is None:
+                    return updated
+                new = make_call().with_changes(leading_lines=lines[:i])
+                return updated.with_changes(body=list(updated.body) + [new], footer=lines[i + 1 :])
+
+            return Edit(block, apply)
+
+        def report(anchor: cst.CSTNode, line_no: int, fixable: bool, edit: Optional[Edit]) -> None:
+            pos = analysis.position(anchor)
+            f = rule.finding(
+                ctx,
+                anchor,
+                "graph-break marker: insert `torch._dynamo.graph_break()` here"
+                if fixable
+                else "graph-break marker outside a function body has no effect (no fix)",
+                edits=[edit] if edit else (),
+                safety=Safety.SAFE if edit else None,
+                needs_torch=True,
+                title="insert `torch._dynamo.graph_break()`",
+            )
+            # a comment has no position of its own: point at the marker line
+            f.line, f.column, f.end_line, f.end_column = line_no, 1, line_no, 1
+            findings.append(f)
+
+        class Finder(cst.CSTVisitor):
+            def _lines(self, owner: cst.CSTNode, lines: Sequence[cst.EmptyLine], first_line: int, footer: bool) -> None:
+                markers = [i for i, line in enumerate(lines) if _is_marker(line)]
+                if not markers:
+                    return
+                fixable = in_function(owner) if not isinstance(owner, cst.Module) else False
+                if footer and isinstance(owner, cst.IndentedBlock):
+                    fixable = isinstance(analysis.parent(owner), cst.FunctionDef) or in_function(owner)
+                for i in markers:
+                    line_no = first_line + i
+                    edit = None
+                    if fixable:
+                        edit = footer_edit(owner, len(lines), i) if footer else statement_edit(owner, len(lines), i)
+                    report(owner, line_no, fixable, edit)
+
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                    lines = node.leading_lines
+                    if lines:
+                        start = analysis.position(node).start.line
+                        self._lines(node, lines, start - len(lines), footer=False)
+                elif isinstance(node, cst.Module):
+                    self._lines(node, node.header, 1, footer=False)
+                    n_lines = len(node.code.split("\n")) - (1 if node.code.endswith("\n") else 0)
+                    self._lines(node, node.footer, n_lines - len(node.footer) + 1, footer=True)
+                elif isinstance(node, cst.IndentedBlock) and node.footer:
+                    end = analysis.position(node).end.line
+                    self._lines(node, node.footer, end - len(node.footer) + 1, footer=True)
+                return True
+
+        ctx.module.visit(Finder())
+        return findings
