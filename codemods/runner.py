@@ -10,6 +10,7 @@ from .context import Settings
 from .discovery import discover, display_path
 from .engine import FileResult, process_file
 from .findings import FileError, Finding
+from .project import build_project_index
 from .writer import write_atomic
 
 
@@ -29,7 +30,7 @@ def run(paths: Sequence[str], settings: Settings, *, excludes: Sequence[str] = (
     out = RunResult()
     for path, reason in found.missing:
         out.errors.append((path, reason))
-    project = None
+    project = build_project_index(found.files, settings)
     for path in found.files:
         result = process_file(path, display_path(path), settings, project)
         out.results.append(result)
