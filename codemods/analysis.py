@@ -26,7 +26,7 @@ and never match.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Set
 
 import libcst as cst
 from libcst.metadata import (
@@ -54,6 +54,11 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
         base = dotted_name(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None
+
+
+def _after(pos, start) -> bool:
+    """Is CodePosition ``pos`` after ``start`` (CodePosition has no ordering)?"""
+    return (pos.line, pos.column) > (start.line, start.column)
 
 
 def build_dotted(*parts: str) -> cst.BaseExpression:
@@ -243,7 +248,11 @@ class ModuleAnalysis:
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value == "compile"
-            and not self.qualified_names(func) - {f"{dotted_name(func.value)}.compile"}
+            # a local name: `m.compile`, or `main.<locals>.m.compile` inside a function
+            and all(
+                q == f"{dotted_name(func.value)}.compile" or q.endswith(f".<locals>.{dotted_name(func.value)}.compile")
+                for q in self.qualified_names(func)
+            )
             and self._is_module_instance(func.value)
         ):
             self.compile_sites.append(
@@ -397,7 +406,7 @@ class ModuleAnalysis:
 
             def visit_Call(self, node: cst.Call) -> None:
                 if dotted_name(node.func) == binding:
-                    if cls is not None or analysis.position(node).start > start:
+                    if cls is not None or _after(analysis.position(node).start, start):
                         self.found.append(node)
 
         finder = Finder()
@@ -408,6 +417,10 @@ class ModuleAnalysis:
         anchor: cst.CSTNode
         if site.form == "decorator":
             anchor = site.target_def.name  # type: ignore[union-attr]
+        elif site.form == "method":
+            # model.compile(...): calls of the same binding of `model`, after the compile
+            yield from self._calls_after_method_compile(site)
+            return
         else:
             assign = self.parent(site.node)
             anchor = assign.targets[0].target if isinstance(assign, cst.Assign) else assign.target  # type: ignore[union-attr]
@@ -427,6 +440,28 @@ class ModuleAnalysis:
                 if isinstance(call, cst.Call) and call.func is ref and id(call) not in seen:
                     seen.add(id(call))
                     yield call
+
+    def _calls_after_method_compile(self, site: CompileSite) -> Iterator[cst.Call]:
+        name = site.target
+        scope = self.scope(name) if isinstance(name, cst.Name) else None
+        if scope is None:
+            return
+        start = self.position(site.node).start
+        seen: Set[int] = set()
+        for access in scope.accesses[name]:
+            if access.node is not name:
+                continue
+            for assignment in access.referents:
+                for ref in getattr(assignment, "references", ()):
+                    call = self.parent(ref.node)
+                    if (
+                        isinstance(call, cst.Call)
+                        and call.func is ref.node
+                        and id(call) not in seen
+                        and _after(self.position(call).start, start)
+                    ):
+                        seen.add(id(call))
+                        yield call
 
     def sites_for_call(self, call: cst.Call) -> List[CompileSite]:
         return [s for s in self.compile_sites if any(c is call for c in s.calls)]

@@ -40,6 +40,16 @@ def unified_diff(display_path: str, before: str, after: str, context: int = 3) -
     return "".join(out)
 
 
+def unified_diff_bytes(display_path: str, before: bytes, after: bytes, context: int = 3) -> bytes:
+    """:func:`unified_diff` on the files' raw bytes, so the patch keeps each
+    file's own encoding, BOM and line ends (and ``git apply`` accepts it for a
+    latin-1 or BOM file too).  Latin-1 maps every byte to one character, so the
+    diff is computed on exactly the bytes on disk."""
+    path = display_path.encode("utf-8", "surrogateescape").decode("latin-1")
+    text = unified_diff(path, before.decode("latin-1"), after.decode("latin-1"), context)
+    return text.encode("latin-1")
+
+
 def format_finding(f: Finding, show_fix: bool = True) -> str:
     mark = ""
     if show_fix and f.fix is not None:

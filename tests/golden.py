@@ -12,6 +12,8 @@ Directives in comments on the first lines of the input (or of ``in/main.py``):
     # golden: --unsafe-fixes --dynamic-fix true   extra CLI options for this case
     # golden: runtime                             runnable: prove fewer graphs at runtime
     # golden: runtime=nodes                       ... fewer FX nodes (graph-break cases)
+    # golden: runtime=limit_hits                  ... fewer recompile-limit hits (eager
+                                                  fallbacks); for limit raises, which compile more graphs
 
 Only the pass whose folder holds the case is selected.  Expected files are
 only ever written by ``python tests/regen_golden.py`` (for review in git diff).

@@ -8,7 +8,8 @@ wrapper, ``nn.Module.compile``) uses a counting backend that runs the graph
 as captured: graphs compiled and FX nodes compiled are counted.  Between runs
 dynamo is reset, its counters cleared and its config restored, so a script
 that changes the config (the fixes do) does not leak into the next run.
-Output: JSON {"eager": {...}, "<script>": {"graphs": G, "nodes": N, "stdout": S}}.
+Output: JSON {"eager": {...}, "<script>": {"graphs": G, "nodes": N, "limit_hits": L, "stdout": S}}
+where L counts functions that hit the recompile limit and fell back to eager.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def _run(script: str, *, compiled: bool) -> dict:
                     runpy.run_path(script, run_name="__main__")
     finally:
         torch.compile = _real_compile
+        limit_hits = sum(n for reason, n in counters["unimplemented"].items() if "recompile limit" in reason.lower())
         os.chdir(cwd)
         sys.path.pop(0)
         # forget modules the script imported from its own folder (cross-module cases)
@@ -79,7 +81,7 @@ def _run(script: str, *, compiled: bool) -> dict:
                 del sys.modules[name]
         torch._dynamo.config.load_config(saved_config)
         torch._dynamo.reset()
-    return {"graphs": counter.graphs, "nodes": counter.nodes, "stdout": buf.getvalue()}
+    return {"graphs": counter.graphs, "nodes": counter.nodes, "limit_hits": limit_hits, "stdout": buf.getvalue()}
 
 
 def main() -> None:

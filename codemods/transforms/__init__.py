@@ -12,10 +12,18 @@ from typing import Dict, List
 from .base import Example, Rule
 from .dynamic_shapes import DynamicShapes
 from .graph_break import GraphBreak
+from .float_args import FloatArgs
+from .optimizer_scalars import OptimizerScalars
+from .recompile_limit import RecompileLimit
+from .unspec_int_attrs import UnspecIntAttrs
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
     GraphBreak(),
+    FloatArgs(),
+    OptimizerScalars(),
+    UnspecIntAttrs(),
+    RecompileLimit(),
 ]
 
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}

@@ -34,6 +34,20 @@ def _marker_index(lines: Sequence[cst.EmptyLine], original_len: int, original_in
     return None
 
 
+def _clause_keyword(node: cst.CSTNode, parent: Optional[cst.CSTNode]) -> str:
+    """``elif``/``else``/``except``/``finally`` when ``node`` is such a clause
+    (its leading lines sit between two blocks, not before a statement)."""
+    if isinstance(node, cst.If) and isinstance(parent, cst.If) and parent.orelse is node:
+        return "elif"
+    if isinstance(node, cst.Else):
+        return "else"
+    if isinstance(node, (cst.ExceptHandler, cst.ExceptStarHandler)):
+        return "except"
+    if isinstance(node, cst.Finally):
+        return "finally"
+    return ""
+
+
 class GraphBreak(Rule):
     code = "FR002"
     name = "graph-break"
@@ -43,7 +57,8 @@ Replaces a comment line `# fix-recompiles: graph-break` inside a function body
 by a call `torch._dynamo.graph_break()` at the same place and indentation
 (under the module's alias of torch; `import torch` is added if missing). The
 marker is consumed, so a second run changes nothing. A marker outside any
-function is reported without a fix.
+function, or right before `elif`/`else`/`except`/`finally`, is reported
+without a fix; one inside a loop or `try` statement gets an unsafe fix.
 """
     why_it_recompiles = """
 When a large graph recompiles only because of a small tail (for example an
@@ -69,7 +84,9 @@ Becomes:
     fix_safety = """
 Safe: `torch._dynamo.graph_break()` exists on every torch release from 2.1,
 changes no value, and is a no-op outside compiled code. You asked for it with
-the marker.
+the marker. Unsafe when the marker sits inside a `for`/`while` loop or a `try`
+statement of its function: a graph break there makes dynamo (2.13, measured)
+skip the whole frame, so the function runs eagerly instead of being split.
 """
     triggers = (b"fix-recompiles",)
     valid = ("def f(x):\n    # fix-recompiles: graph break please\n    return x\n",)
@@ -89,6 +106,17 @@ the marker.
         def in_function(node: cst.CSTNode) -> bool:
             owner = analysis.enclosing(node, (cst.FunctionDef, cst.ClassDef))
             return isinstance(owner, cst.FunctionDef)
+
+        def blocker(node: cst.CSTNode) -> str:
+            """"a loop"/"a try statement" when ``node`` sits inside one within its function."""
+            for anc in analysis.ancestors(node):
+                if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                    return ""
+                if isinstance(anc, (cst.For, cst.While)):
+                    return "a loop"
+                if isinstance(anc, (cst.Try, cst.TryStar)):
+                    return "a `try` statement"
+            return ""
 
         def make_call() -> cst.SimpleStatementLine:
             call = cst.Call(func=analysis.torch_expr("_dynamo", "graph_break"))
@@ -117,16 +145,25 @@ the marker.
 
             return Edit(block, apply)
 
-        def report(anchor: cst.CSTNode, line_no: int, fixable: bool, edit: Optional[Edit]) -> None:
-            pos = analysis.position(anchor)
+        def report(anchor: cst.CSTNode, line_no: int, fixable: bool, edit: Optional[Edit], why: str = "") -> None:
+            inside = blocker(anchor) if edit else ""
+            if inside:
+                # measured on torch 2.13: a graph break inside a loop or a try
+                # block makes dynamo skip the whole frame (0 graphs, all eager)
+                message = (
+                    f"graph-break marker inside {inside}: `torch._dynamo.graph_break()` there makes "
+                    "torch run the whole function eagerly (fix is unsafe; move the marker out of it)"
+                )
+            elif fixable:
+                message = "graph-break marker: insert `torch._dynamo.graph_break()` here"
+            else:
+                message = why or "graph-break marker outside a function body has no effect (no fix)"
             f = rule.finding(
                 ctx,
                 anchor,
-                "graph-break marker: insert `torch._dynamo.graph_break()` here"
-                if fixable
-                else "graph-break marker outside a function body has no effect (no fix)",
+                message,
                 edits=[edit] if edit else (),
-                safety=Safety.SAFE if edit else None,
+                safety=(Safety.UNSAFE if inside else Safety.SAFE) if edit else None,
                 needs_torch=True,
                 title="insert `torch._dynamo.graph_break()`",
             )
@@ -135,9 +172,16 @@ the marker.
             findings.append(f)
 
         class Finder(cst.CSTVisitor):
-            def _lines(self, owner: cst.CSTNode, lines: Sequence[cst.EmptyLine], first_line: int, footer: bool) -> None:
+            def _lines(self, owner: cst.CSTNode, lines: Sequence[cst.EmptyLine], first_line: int, footer: bool, clause: str = "") -> None:
                 markers = [i for i, line in enumerate(lines) if _is_marker(line)]
                 if not markers:
+                    return
+                if clause:
+                    # a comment right before `elif`/`else`/`except`/`finally` has no
+                    # statement position: a call there would end the block
+                    why = f"graph-break marker right before `{clause}` has no statement position (no fix): move it into a block"
+                    for i in markers:
+                        report(owner, first_line + i, False, None, why)
                     return
                 fixable = in_function(owner) if not isinstance(owner, cst.Module) else False
                 if footer and isinstance(owner, cst.IndentedBlock):
@@ -150,7 +194,13 @@ the marker.
                     report(owner, line_no, fixable, edit)
 
             def on_visit(self, node: cst.CSTNode) -> bool:
-                if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                clause = _clause_keyword(node, analysis.parent(node))
+                if clause:
+                    lines = node.leading_lines
+                    if lines:
+                        start = analysis.position(node).start.line
+                        self._lines(node, lines, start - len(lines), footer=False, clause=clause)
+                elif isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
                     lines = node.leading_lines
                     if lines:
                         start = analysis.position(node).start.line

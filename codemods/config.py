@@ -1,0 +1,193 @@
+"""``[tool.fix-recompiles]`` in ``pyproject.toml``: the closest one up from the
+first path (or the current folder) that has the table wins.  Command-line
+flags override it.  Unknown keys are an error naming the key (exit 2).
+
+    [tool.fix-recompiles]
+    select = ["FR001", "FR002"]       # rule codes or prefixes (default: all)
+    ignore = ["FR006"]
+    exclude = ["generated/"]          # gitignore-style patterns, relative to this file's folder
+    extend-exclude = ["legacy/*.py"]  # more patterns (added to exclude)
+    unsafe-fixes = false
+    per-file-ignores = { "tests/*" = ["FR003"] }
+    dynamic-fix = "remove"            # or "true"
+    target-torch = "2.5"              # the torch release emitted code must run on
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+TABLE = "fix-recompiles"
+KNOWN_KEYS = (
+    "select",
+    "ignore",
+    "exclude",
+    "extend-exclude",
+    "unsafe-fixes",
+    "per-file-ignores",
+    "dynamic-fix",
+    "target-torch",
+)
+
+
+class ConfigError(Exception):
+    """A bad configuration: one line, exit 2."""
+
+
+@dataclass(frozen=True)
+class Config:
+    #: the pyproject.toml read, or None when there is none
+    path: Optional[str] = None
+    #: the folder patterns are relative to (the pyproject's folder, else the current one)
+    root: str = "."
+    select: Optional[Tuple[str, ...]] = None
+    ignore: Tuple[str, ...] = ()
+    exclude: Tuple[str, ...] = ()
+    extend_exclude: Tuple[str, ...] = ()
+    unsafe_fixes: Optional[bool] = None
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    dynamic_fix: Optional[str] = None
+    target_torch: Optional[Tuple[int, int]] = None
+
+    @property
+    def excludes(self) -> Tuple[str, ...]:
+        return self.exclude + self.extend_exclude
+
+
+def parse_version(text: str, where: str = "--target-torch") -> Tuple[int, int]:
+    match = re.match(r"^\s*(\d+)\.(\d+)(?:[.+\-].*)?\s*$", str(text))
+    if not match:
+        raise ConfigError(f"{where}: expected a torch version like 2.5, not {text!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def installed_torch() -> Optional[Tuple[int, int]]:
+    """The installed torch's (major, minor), read from package metadata (torch is
+    never imported); None when torch is not installed (then: the newest)."""
+    from importlib import metadata
+
+    try:
+        return parse_version(metadata.version("torch"))
+    except (metadata.PackageNotFoundError, ConfigError, ValueError):
+        return None
+
+
+def find_pyproject(start: str) -> Optional[str]:
+    """The closest ``pyproject.toml`` with a ``[tool.fix-recompiles]`` table,
+    from ``start`` (a file or folder) up to the filesystem root."""
+    cur = os.path.abspath(start)
+    if not os.path.isdir(cur):
+        cur = os.path.dirname(cur)
+    while True:
+        candidate = os.path.join(cur, "pyproject.toml")
+        if os.path.isfile(candidate):
+            try:
+                with open(candidate, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                data = b""
+            if b"fix-recompiles" in data:
+                try:
+                    doc = tomllib.loads(data.decode("utf-8", "replace"))
+                except tomllib.TOMLDecodeError as exc:
+                    raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
+                if TABLE in doc.get("tool", {}):
+                    return candidate
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
+def _str_list(value, key: str, path: str) -> Tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: [tool.{TABLE}] {key} must be a list of strings")
+    return tuple(value)
+
+
+def load_config(path: Optional[str]) -> Config:
+    """Read ``path`` (a pyproject.toml); ``None`` gives the empty configuration."""
+    if path is None:
+        return Config(root=os.getcwd())
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    table = doc.get("tool", {}).get(TABLE, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
+    for key in table:
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"{path}: unknown key {key!r} in [tool.{TABLE}] (known: {', '.join(KNOWN_KEYS)})")
+    values: Dict[str, object] = {"path": path, "root": os.path.dirname(os.path.abspath(path))}
+    if "select" in table:
+        values["select"] = tuple(c.upper() for c in _str_list(table["select"], "select", path))
+    if "ignore" in table:
+        values["ignore"] = tuple(c.upper() for c in _str_list(table["ignore"], "ignore", path))
+    if "exclude" in table:
+        values["exclude"] = _str_list(table["exclude"], "exclude", path)
+    if "extend-exclude" in table:
+        values["extend_exclude"] = _str_list(table["extend-exclude"], "extend-exclude", path)
+    if "unsafe-fixes" in table:
+        if not isinstance(table["unsafe-fixes"], bool):
+            raise ConfigError(f"{path}: [tool.{TABLE}] unsafe-fixes must be true or false")
+        values["unsafe_fixes"] = table["unsafe-fixes"]
+    if "per-file-ignores" in table:
+        pfi = table["per-file-ignores"]
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{path}: [tool.{TABLE}] per-file-ignores must be a table of pattern = [codes]")
+        values["per_file_ignores"] = tuple(
+            (pattern, tuple(c.upper() for c in _str_list(codes, f"per-file-ignores.{pattern}", path))) for pattern, codes in pfi.items()
+        )
+    if "dynamic-fix" in table:
+        if table["dynamic-fix"] not in ("remove", "true"):
+            raise ConfigError(f"{path}: [tool.{TABLE}] dynamic-fix must be \"remove\" or \"true\", not {table['dynamic-fix']!r}")
+        values["dynamic_fix"] = table["dynamic-fix"]
+    if "target-torch" in table:
+        values["target_torch"] = parse_version(str(table["target-torch"]), f"{path}: [tool.{TABLE}] target-torch")
+    return Config(**values)  # type: ignore[arg-type]
+
+
+def config_for(paths: Sequence[str]) -> Config:
+    """The configuration for a run over ``paths`` (the first path decides)."""
+    start = paths[0] if paths else "."
+    if start == "-" or not os.path.exists(start):
+        start = "."
+    return load_config(find_pyproject(start))
+
+
+class PerFileIgnores:
+    """``per-file-ignores``: extra ignored codes for files matching a pattern
+    (gitignore-style, relative to the configuration's folder)."""
+
+    def __init__(self, entries: Sequence[Tuple[str, Sequence[str]]], root: str) -> None:
+        import pathspec
+
+        self.root = os.path.abspath(root)
+        self.entries: List[Tuple[object, frozenset]] = [
+            (pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), frozenset(codes)) for pattern, codes in entries
+        ]
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def codes_for(self, path: str) -> frozenset:
+        rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
+        out: frozenset = frozenset()
+        for spec, codes in self.entries:
+            if spec.match_file(rel):  # type: ignore[attr-defined]
+                out = out | codes
+        return out

@@ -1,0 +1,577 @@
+"""``fix-recompiles -i``: review every proposed fix one at a time, like ``git add -p``.
+
+Three layers, each testable on its own:
+
+* the decision logic (pure): :func:`parse_answer` turns what the user typed into a
+  :class:`Choice`; :class:`FileDecisions` turns choices into verdicts and
+  remembers ``a`` / ``d`` / ``q``; :func:`decide` runs a whole answer script over
+  files of fixes without any I/O;
+* :func:`line_map` (pure): where a line of a file lands after a fix, used to
+  recognise an already decided finding after the file was re-analysed;
+* :class:`Session`, the I/O layer: input and output are streams, so tests drive
+  it without a terminal; the CLI passes ``sys.stdin`` / ``sys.stdout``.
+
+What is shown is what is written.  For each fix the session renders the file as
+accepted so far with and without that one fix (``engine.render``) and shows the
+difference; on ``y`` the rendered bytes become the new state of the file, which
+is analysed again, so a later fix that overlaps or depends on an accepted one is
+recomputed on the accepted code instead of applied blindly.  A file's accepted
+fixes are written (atomically) when the file is done, on ``q``, Ctrl-C or end of
+input; nothing else is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import enum
+import os
+import signal
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
+
+import typer
+
+from .context import Settings
+from .engine import FileResult, analyze, read_file, render
+from .findings import FileError, Finding, Safety
+from .output import unified_diff
+from .writer import write_atomic
+
+# --------------------------------------------------------------------------
+# decision logic (pure)
+# --------------------------------------------------------------------------
+
+
+class Choice(enum.Enum):
+    YES = "y"
+    NO = "n"
+    ALL = "a"  # accept this and the rest of the file
+    DONE = "d"  # reject this and the rest of the file
+    QUIT = "q"
+    HELP = "?"
+
+
+class Verdict(str, enum.Enum):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    #: never decided (the user quit before it)
+    LEFT = "left"
+
+
+_WORDS: Dict[str, Choice] = {
+    "y": Choice.YES,
+    "yes": Choice.YES,
+    "n": Choice.NO,
+    "no": Choice.NO,
+    "a": Choice.ALL,
+    "all": Choice.ALL,
+    "d": Choice.DONE,
+    "done": Choice.DONE,
+    "q": Choice.QUIT,
+    "quit": Choice.QUIT,
+    "?": Choice.HELP,
+    "h": Choice.HELP,
+    "help": Choice.HELP,
+}
+
+HELP_TEXT = """\
+y - accept this fix
+n - reject this fix
+a - accept this fix and all remaining fixes in this file
+d - reject this fix and all remaining fixes in this file
+q - quit; fixes accepted so far are written, nothing else
+? - print this help and the rule's explanation
+Enter takes the default shown in capitals (yes for safe fixes, no for unsafe ones).
+"""
+
+
+def default_choice(safe: bool) -> Choice:
+    return Choice.YES if safe else Choice.NO
+
+
+def prompt_keys(safe: bool) -> str:
+    """``[Y,n,a,d,q,?]`` for a safe fix, ``[y,N,a,d,q,?]`` for an unsafe one."""
+    return "[Y,n,a,d,q,?]" if safe else "[y,N,a,d,q,?]"
+
+
+def parse_answer(text: Optional[str], safe: bool) -> Optional[Choice]:
+    """What the user typed → a choice; ``None`` (end of input) is QUIT, an empty
+    line is the default, anything unknown is ``None`` (ask again)."""
+    if text is None:
+        return Choice.QUIT
+    word = text.strip().lower()
+    if not word:
+        return default_choice(safe)
+    return _WORDS.get(word)
+
+
+@dataclass
+class FileDecisions:
+    """The verdicts of one file, with ``a`` / ``d`` / ``q`` remembered."""
+
+    #: set by ``a`` or ``d``: the verdict of every later fix of this file
+    rest: Optional[Verdict] = None
+    quit: bool = False
+    verdicts: List[Verdict] = field(default_factory=list)
+
+    def automatic(self) -> Optional[Verdict]:
+        """The verdict of the next fix if no question is needed, else None."""
+        if self.quit:
+            return Verdict.LEFT
+        return self.rest
+
+    def answer(self, choice: Choice) -> Verdict:
+        """Record ``choice`` (never HELP) for the current fix; returns its verdict."""
+        if choice is Choice.HELP:
+            raise ValueError("HELP decides nothing")
+        if choice is Choice.QUIT:
+            self.quit = True
+            verdict = Verdict.LEFT
+        elif choice in (Choice.YES, Choice.ALL):
+            verdict = Verdict.ACCEPTED
+        else:
+            verdict = Verdict.REJECTED
+        if choice is Choice.ALL:
+            self.rest = Verdict.ACCEPTED
+        elif choice is Choice.DONE:
+            self.rest = Verdict.REJECTED
+        self.verdicts.append(verdict)
+        return verdict
+
+    def record(self, verdict: Verdict) -> Verdict:
+        self.verdicts.append(verdict)
+        return verdict
+
+
+def decide(files: Sequence[Sequence[bool]], answers: Iterable[Optional[str]]) -> List[List[Verdict]]:
+    """Run an answer script over files of fixes (``True`` = safe fix), without I/O.
+
+    Every answer is a line as typed (``""`` takes the default); running out of
+    answers is end of input (quit).  Unknown answers and ``?`` ask again.
+    ``q`` leaves every later fix of every file undecided.
+    """
+    script: Iterator[Optional[str]] = iter(answers)
+    out: List[List[Verdict]] = []
+    quit = False
+    for safeties in files:
+        state = FileDecisions(quit=quit)
+        for safe in safeties:
+            auto = state.automatic()
+            if auto is not None:
+                state.record(auto)
+                continue
+            while True:
+                choice = parse_answer(next(script, None), safe)
+                if choice is not None and choice is not Choice.HELP:
+                    break
+            state.answer(choice)
+        quit = state.quit
+        out.append(state.verdicts)
+    return out
+
+
+# --------------------------------------------------------------------------
+# following findings across re-analysis (pure)
+# --------------------------------------------------------------------------
+
+
+def line_map(before: bytes, after: bytes) -> Callable[[int], int]:
+    """Where each (1-based) line of ``before`` lands in ``after``.
+
+    Unchanged lines follow their shift; a line inside a rewritten block maps to
+    the line at the same offset in the new block (or its last line); a deleted
+    line maps to the line that now follows the deletion.
+    """
+    a = before.splitlines()
+    b = after.splitlines()
+    mapping: Dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for k in range(i2 - i1):
+            if tag == "equal":
+                target = j1 + k
+            elif tag == "replace":
+                target = j1 + min(k, j2 - j1 - 1)
+            else:  # delete
+                target = j1
+            mapping[i1 + k + 1] = target + 1
+    return lambda line: mapping.get(line, line)
+
+
+Key = Tuple[str, int]
+
+
+def finding_key(f: Finding) -> Key:
+    """A finding's identity across re-analysis: its rule and line (the message
+    may mention things the accepted fixes changed)."""
+    return (f.code, f.line)
+
+
+def undecided(findings: Sequence[Finding], decided: Sequence[Key]) -> List[Finding]:
+    """Fixable findings whose key is not in ``decided`` (a multiset: two
+    decided keys hide the first two findings with that key)."""
+    budget: Dict[Key, int] = {}
+    for key in decided:
+        budget[key] = budget.get(key, 0) + 1
+    out: List[Finding] = []
+    for f in findings:
+        if f.fix is None:
+            continue
+        key = finding_key(f)
+        if budget.get(key, 0) > 0:
+            budget[key] -= 1
+            continue
+        out.append(f)
+    return out
+
+
+# --------------------------------------------------------------------------
+# the I/O layer
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    accepted: int = 0
+    rejected: int = 0
+    left: int = 0
+    files_written: int = 0
+    #: findings that have no automatic fix (only listed, never offered)
+    unfixable: int = 0
+    errors: List[Tuple[str, str]] = field(default_factory=list)
+
+    def count(self, verdict: Verdict, n: int = 1) -> None:
+        if verdict is Verdict.ACCEPTED:
+            self.accepted += n
+        elif verdict is Verdict.REJECTED:
+            self.rejected += n
+        else:
+            self.left += n
+
+
+@contextlib.contextmanager
+def _no_interrupt():
+    """Hold Ctrl-C back while a file is written; re-raise it afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    hit: List[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: hit.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if hit:
+        raise KeyboardInterrupt
+
+
+@dataclass
+class _FileState:
+    result: FileResult
+    data: bytes
+    encoding: str = "utf-8"
+    accepted: int = 0
+    ctx: object = None
+    #: fixes still open in this file (counted as left if the user interrupts)
+    open: int = 0
+
+
+class Session:
+    """One interactive review over the results of :func:`codemods.runner.run`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        inp: TextIO,
+        out: TextIO,
+        *,
+        err: Optional[TextIO] = None,
+        color: bool = False,
+        project=None,
+    ) -> None:
+        self.settings = settings
+        self.inp = inp
+        self.out = out
+        self.err = err if err is not None else out
+        self.color = color
+        self.project = project
+        self.tally = Tally()
+        self.quit = False
+
+    # output helpers -------------------------------------------------------
+    def _style(self, text: str, **kw) -> str:
+        return typer.style(text, **kw) if self.color else text
+
+    def _say(self, text: str = "") -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _error(self, path: str, reason: str) -> None:
+        self.tally.errors.append((path, reason))
+        self.err.write(f"error: {path}: {reason}\n")
+        self.err.flush()
+
+    def _diff(self, display_path: str, before: str, after: str) -> str:
+        lines = []
+        for line in unified_diff(display_path, before, after, context=3).splitlines():
+            if line.startswith(("---", "+++")):
+                lines.append(self._style(line, bold=True))
+            elif line.startswith("@@"):
+                lines.append(self._style(line, fg=typer.colors.CYAN))
+            elif line.startswith("+"):
+                lines.append(self._style(line, fg=typer.colors.GREEN))
+            elif line.startswith("-"):
+                lines.append(self._style(line, fg=typer.colors.RED))
+            else:
+                lines.append(line)
+        return "\n".join(lines)
+
+    def _ask(self, safe: bool, f: Finding) -> Choice:
+        """Prompt until a deciding answer; end of input and Ctrl-C are QUIT."""
+        while True:
+            self.out.write(self._style(f"Apply this fix {prompt_keys(safe)}? ", fg=typer.colors.BLUE, bold=True))
+            self.out.flush()
+            try:
+                line = self.inp.readline()
+            except KeyboardInterrupt:
+                self._say()
+                return Choice.QUIT
+            if line == "":  # end of input
+                self._say()
+                return Choice.QUIT
+            choice = parse_answer(line, safe)
+            if choice is None:
+                self._say(f"unknown answer {line.strip()!r}")
+                self._say(HELP_TEXT.rstrip("\n"))
+            elif choice is Choice.HELP:
+                self._say(HELP_TEXT.rstrip("\n"))
+                self._say()
+                self._say(_rule_doc(f.code).rstrip("\n"))
+                self._say()
+            else:
+                return choice
+
+    # the walk -------------------------------------------------------------
+    def review(self, results: Sequence[FileResult]) -> Tally:
+        """Walk every fix of every result; returns the counts."""
+        for index, result in enumerate(results):
+            if result.error or not result.findings:
+                continue
+            if self.quit:
+                self.tally.left += sum(1 for f in result.findings if f.fix is not None)
+                self.tally.unfixable += sum(1 for f in result.findings if f.fix is None)
+                continue
+            try:
+                self._review_file(result)
+            except KeyboardInterrupt:
+                self.quit = True
+        return self.tally
+
+    def _review_file(self, result: FileResult) -> None:
+        state = _FileState(result=result, data=result.original or b"", encoding=result.encoding)
+        try:
+            self._walk(state)
+        except KeyboardInterrupt:
+            self._say()
+            self.quit = True
+            self.tally.left += state.open
+        finally:
+            self._write(state)
+
+    def _analyze(self, state: _FileState, data: bytes) -> List[Finding]:
+        result = state.result
+        try:
+            ctx, findings = analyze(result.path, result.display_path, data, self.settings, self.project)
+        except FileError as exc:
+            raise _Stop(exc.reason) from None
+        except RecursionError:
+            raise _Stop("file too deeply nested to analyse") from None
+        except Exception as exc:  # noqa: BLE001 - a pass crashed: our bug; keep what was accepted
+            raise _Stop(f"internal error: {type(exc).__name__}: {exc}") from None
+        if ctx is None:
+            return []
+        state.encoding = ctx.module.encoding
+        state.ctx = ctx
+        return findings
+
+    def _walk(self, state: _FileState) -> None:
+        result = state.result
+        try:
+            findings = self._analyze(state, state.data)
+        except _Stop as stop:
+            self._error(result.display_path, stop.reason)
+            return
+        self.tally.unfixable += sum(1 for f in findings if f.fix is None)
+        decided: List[Key] = []
+        decisions = FileDecisions()
+        shown = 0
+        header_done = False
+        # a fix whose result has a new finding is offered too; never loop for ever
+        limit = 4 * len(undecided(findings, decided)) + 16
+        while True:
+            pending = undecided(findings, decided)
+            state.open = len(pending)
+            if not pending:
+                return
+            if shown >= limit:
+                self._error(result.display_path, "internal error: the fixes keep producing new findings; review stopped")
+                self.tally.left += len(pending)
+                return
+            f = pending[0]
+            try:
+                after = render(state.ctx, [f])
+            except FileError as exc:
+                # our bug, not the user's: skip this fix, keep going
+                self._error(result.display_path, f"{f.code} at line {f.line}: {exc.reason}")
+                decided.append(finding_key(f))
+                self.tally.left += 1
+                state.open -= 1
+                continue
+            if after == state.data:  # the fix became a no-op on the accepted code
+                decided.append(finding_key(f))
+                continue
+            safe = f.fix.safety == Safety.SAFE
+            shown += 1
+            verdict = decisions.automatic()
+            if verdict is None:
+                if not header_done:
+                    self._say(self._style(f"==> {result.display_path}", bold=True))
+                    header_done = True
+                self._show(f, safe, shown, shown + len(pending) - 1, state, after)
+                choice = self._ask(safe, f)
+                verdict = decisions.answer(choice)
+            else:
+                decisions.record(verdict)
+                word = "accepted" if verdict is Verdict.ACCEPTED else "rejected"
+                self._say(f"  {word}: {f.path}:{f.line}: {f.code} {_fix_title(f)}{'' if safe else ' (UNSAFE)'}")
+            self.tally.count(verdict, 1 if verdict is not Verdict.LEFT else len(pending))
+            state.open = 0 if verdict is Verdict.LEFT else state.open - 1
+            if verdict is Verdict.LEFT:
+                self.quit = True
+                return
+            if verdict is Verdict.REJECTED:
+                decided.append(finding_key(f))
+                continue
+            # accepted: the rendered bytes become the file; analyse them again
+            moved = line_map(state.data, after)
+            decided = [(code, moved(line)) for code, line in decided]
+            decided.append((f.code, moved(f.line)))
+            state.data = after
+            state.accepted += 1
+            try:
+                findings = self._analyze(state, after)
+            except _Stop as stop:  # our bug (render() checked the result parses); keep what was accepted
+                self._error(result.display_path, stop.reason)
+                self.tally.left += state.open
+                state.open = 0
+                return
+
+    def _show(self, f: Finding, safe: bool, k: int, n: int, state: _FileState, after: bytes) -> None:
+        where = self._style(f"{f.path}:{f.line}:{f.column}:", bold=True)
+        self._say(f"({k}/{n}) {where} {self._style(f.code, bold=True)} {f.message}")
+        if safe:
+            kind = self._style("safe fix", fg=typer.colors.GREEN)
+        else:
+            kind = self._style("UNSAFE fix: may change behaviour or speed, review it", fg=typer.colors.RED, bold=True)
+        title = _fix_title(f)
+        self._say(f"  {kind}{': ' + title if title else ''}")
+        before_text = state.data.decode(state.encoding, "replace")
+        after_text = after.decode(state.encoding, "replace")
+        self._say(self._diff(f.path, before_text, after_text))
+
+    def _write(self, state: _FileState) -> None:
+        if not state.accepted:
+            return
+        result = state.result
+        with _no_interrupt():
+            try:
+                on_disk = read_file(result.path, result.display_path)
+                if on_disk != result.original:
+                    raise FileError(result.display_path, "changed on disk during the review; accepted fixes not written")
+                write_atomic(result.path, state.data, result.display_path)
+            except FileError as exc:
+                self._error(exc.path, exc.reason)
+                self.tally.accepted -= state.accepted
+                self.tally.left += state.accepted
+                return
+            self.tally.files_written += 1
+            self._say(f"wrote {state.accepted} fix{'es' if state.accepted != 1 else ''} to {result.display_path}")
+
+    def summary(self) -> List[str]:
+        t = self.tally
+        lines = [
+            f"{t.accepted} fix{'es' if t.accepted != 1 else ''} accepted, {t.rejected} rejected, {t.left} left"
+            f" ({t.files_written} file{'s' if t.files_written != 1 else ''} written)."
+        ]
+        if t.unfixable:
+            lines.append(
+                f"{t.unfixable} finding{'s have' if t.unfixable != 1 else ' has'} no automatic fix"
+                " (list them with `fix-recompiles PATH`)."
+            )
+        return lines
+
+
+class _Stop(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _fix_title(f: Finding) -> str:
+    return f.fix.title if f.fix is not None and f.fix.title else ""
+
+
+def _rule_doc(code: str) -> str:
+    from .transforms import BY_CODE
+
+    rule = BY_CODE.get(code)
+    return rule.doc() if rule is not None else f"{code}: no documentation\n"
+
+
+# --------------------------------------------------------------------------
+# entry point used by the CLI
+# --------------------------------------------------------------------------
+
+
+def run_interactive(
+    paths: Sequence[str],
+    settings: Settings,
+    inp: TextIO,
+    out: TextIO,
+    err: TextIO,
+    *,
+    color: Optional[bool] = None,
+) -> int:
+    """Compute every file's findings up front, then review them; the exit code
+    (0 nothing left, 1 findings remain, 2 an error occurred).  ``color=None``:
+    ANSI colours when ``out`` is a terminal and ``NO_COLOR`` is not set."""
+    if color is None:
+        isatty = getattr(out, "isatty", None)
+        color = bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+    from .project import build_project_index
+    from .runner import run
+
+    try:
+        result = run(paths, settings)
+    except KeyboardInterrupt:
+        err.write("Interrupted before any fix was shown; nothing written.\n")
+        return 1
+    for path, reason in result.errors:
+        err.write(f"error: {path}: {reason}\n")
+    err.flush()
+    project = getattr(result, "project", None)
+    if project is None:
+        project = build_project_index([r.path for r in result.results], settings)
+    session = Session(settings, inp, out, err=err, color=color, project=project)
+    tally = session.review(result.results)
+    for line in session.summary():
+        out.write(line + "\n")
+    if result.errors or tally.errors:
+        n = len(result.errors) + len(tally.errors)
+        out.write(f"{n} file{'s' if n != 1 else ''} could not be processed (see above).\n")
+    out.flush()
+    if result.errors or tally.errors:
+        return 2
+    return 1 if (tally.rejected or tally.left or tally.unfixable) else 0

@@ -1,0 +1,558 @@
+"""Trace-guided fixing: run a command under ``TORCH_TRACE``, read which compiled
+functions recompiled and why, and apply only the findings of the passes at the
+sites the trace implicates.
+
+``fix-recompiles run [--diff|--fix] -- CMD...`` and ``fix-recompiles check PATH
+--from-trace DIR`` both end in :func:`guide`.  The command runs in its own
+process; this module never imports torch.
+
+A finding *matches* a traced code object when it is in the same file and
+
+- it lies on a compile site (the compile call, its options, or a call of the
+  compiled callable) whose compiled function -- the decorated or wrapped
+  ``def``, or ``forward`` of a compiled ``nn.Module`` -- starts at the code
+  object's ``co_firstlineno`` (on Python 3.11 the first decorator's line, or
+  the ``def`` line: both are accepted), and
+- its rule cures one of the causes observed for that code object
+  (:data:`codemods.trace.CURES`).
+
+Optimizer-lr recompiles happen in torch's own ``step``; they are mapped to the
+user file whose frame called it, and match every FR004 finding of that file.
+
+A matched unsafe fix whose rule is marked ``upgrade`` for the cause becomes
+safe: the trace is the evidence of variation it lacked.  The finding's message
+says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from . import trace as tr
+from .context import FileContext, Settings
+from .engine import analyze, render, should_apply
+from .findings import FileError, Finding, Fix, Safety
+from .project import build_project_index
+from .transforms import BY_CODE
+from .writer import write_atomic
+
+
+@dataclass
+class Match:
+    finding: Finding
+    entry: tr.CodeEntry
+    cause: str
+    upgraded: bool = False
+
+
+@dataclass
+class GuidedFile:
+    path: str
+    display_path: str
+    original: bytes
+    new: Optional[bytes] = None
+    matches: List[Match] = field(default_factory=list)
+    #: findings of this file the trace does not implicate (not applied)
+    others: List[Finding] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.new is not None and self.new != self.original
+
+
+@dataclass
+class Guided:
+    files: List[GuidedFile] = field(default_factory=list)
+    errors: List[Tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def matches(self) -> List[Match]:
+        return [m for f in self.files for m in f.matches]
+
+
+# -- files the trace names -----------------------------------------------------
+
+
+def _real(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+def entry_file(entry: tr.CodeEntry) -> Optional[str]:
+    """The user file a code object belongs to (torch-internal code objects: the
+    file of the user frame that reached them)."""
+    if entry.filename and not tr._is_torch_file(entry.filename):
+        return entry.filename
+    if entry.user_frame is not None:
+        return entry.user_frame[0]
+    return None
+
+
+def implicated_files(
+    trace: tr.Trace, within: Optional[Sequence[str]] = None
+) -> List[str]:
+    """Existing user files named by recompiling code objects, in trace order;
+    with ``within``, only files under those paths."""
+    roots = [_real(p) for p in within] if within else None
+    out: List[str] = []
+    seen = set()
+    for entry in trace.entries:
+        if not entry.reasons and not entry.limit_hit:
+            continue
+        path = entry_file(entry)
+        if not path or not os.path.isfile(path):
+            continue
+        real = _real(path)
+        if real in seen:
+            continue
+        if roots is not None and not any(
+            real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots
+        ):
+            continue
+        seen.add(real)
+        out.append(path)
+    return out
+
+
+# -- matching ------------------------------------------------------------------
+
+
+def _lines_of_def(analysis, fn: cst.FunctionDef) -> List[int]:
+    lines = [analysis.position(d).start.line for d in fn.decorators]
+    lines.append(analysis.position(fn.name).start.line)
+    return lines
+
+
+def _forward(cls: cst.ClassDef) -> Optional[cst.FunctionDef]:
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+    for stmt in body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward":
+            return stmt
+    return None
+
+
+def site_first_lines(analysis, site) -> List[int]:
+    """Lines a traced code object of this compile site can start on."""
+    lines: List[int] = []
+    if site.target_def is not None:
+        lines.extend(_lines_of_def(analysis, site.target_def))
+    if site.target is not None and not isinstance(site.target, cst.FunctionDef):
+        cls = analysis.module_class_of(site.target)
+        if (
+            cls is None
+            and isinstance(site.target, cst.Attribute)
+            and isinstance(site.target.value, cst.Name)
+        ):
+            # model.compile() / torch.compile(model.forward)
+            cls = analysis.module_class_of(site.target.value)
+        if cls is not None:
+            fwd = _forward(cls)
+            if fwd is not None:
+                lines.extend(_lines_of_def(analysis, fwd))
+    return lines
+
+
+def _span(analysis, node) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+    pos = analysis.position(node)
+    return (pos.start.line, pos.start.column + 1), (pos.end.line, pos.end.column + 1)
+
+
+def site_spans(analysis, site) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:
+    nodes = [site.node]
+    if site.options_call is not None:
+        nodes.append(site.options_call)
+    nodes.extend(site.calls)
+    return [_span(analysis, n) for n in nodes]
+
+
+def _inside(finding: Finding, span) -> bool:
+    start, end = span
+    return (
+        start <= (finding.line, finding.column)
+        and (finding.end_line, finding.end_column) <= end
+    )
+
+
+def _evidence(entry: tr.CodeEntry, cause: str) -> str:
+    sources = []
+    for r in entry.reasons:
+        if r.cause == cause and r.source and r.source not in sources:
+            sources.append(r.source)
+    what = f"{cause} `{', '.join(sources)}`" if sources else cause
+    limit = ", hit the recompile limit" if entry.limit_hit else ""
+    return f"`{entry.name}` compiled {entry.graphs} graphs on {what}{limit}"
+
+
+def upgrade(finding: Finding, evidence: str) -> Finding:
+    """A copy of ``finding`` whose unsafe fix is safe, saying why."""
+    assert finding.fix is not None
+    fix: Fix = dataclasses.replace(finding.fix, safety=Safety.SAFE)
+    return dataclasses.replace(
+        finding,
+        fix=fix,
+        message=f"{finding.message} (safe: cures recompiles observed in trace: {evidence})",
+        applied=False,
+    )
+
+
+def match_file(
+    ctx: FileContext, findings: Sequence[Finding], entries: Sequence[tr.CodeEntry]
+) -> Tuple[List[Match], List[Finding]]:
+    """(matches, findings not implicated) for one file's findings."""
+    analysis = ctx.analysis
+    real = _real(ctx.path)
+    sites = [
+        (site_first_lines(analysis, s), site_spans(analysis, s))
+        for s in analysis.compile_sites
+    ]
+    matched: Dict[int, Match] = {}
+    for entry in entries:
+        path = entry_file(entry)
+        if path is None or _real(path) != real:
+            continue
+        internal = tr._is_torch_file(entry.filename)
+        for cause in entry.causes:
+            for cure in tr.CURES.get(cause, ()):
+                for index, f in enumerate(findings):
+                    if f.code != cure.code or index in matched:
+                        continue
+                    if internal:
+                        ok = cause == tr.OPTIMIZER_LR
+                    else:
+                        ok = any(
+                            entry.firstlineno in lines
+                            and any(_inside(f, sp) for sp in spans)
+                            for lines, spans in sites
+                        )
+                    if not ok:
+                        continue
+                    if (
+                        cure.upgrade
+                        and f.fix is not None
+                        and f.fix.safety == Safety.UNSAFE
+                    ):
+                        matched[index] = Match(
+                            upgrade(f, _evidence(entry, cause)),
+                            entry,
+                            cause,
+                            upgraded=True,
+                        )
+                    else:
+                        matched[index] = Match(f, entry, cause)
+    matches = [matched[i] for i in sorted(matched)]
+    others = [f for i, f in enumerate(findings) if i not in matched]
+    return matches, others
+
+
+def guide(
+    trace: tr.Trace,
+    settings: Settings,
+    within: Optional[Sequence[str]] = None,
+    *,
+    fixing: bool,
+) -> Guided:
+    """Analyse the files the trace implicates; compute the new bytes with only
+    the matched findings' fixes (safe ones, or all with ``--unsafe-fixes``)."""
+    from .discovery import display_path
+
+    out = Guided()
+    files = implicated_files(trace, within)
+    project = build_project_index(files, settings)
+    for path in files:
+        shown = display_path(path)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            ctx, findings = analyze(path, shown, data, settings, project)
+        except FileError as exc:
+            out.errors.append((exc.path, exc.reason))
+            continue
+        except OSError as exc:
+            out.errors.append((shown, f"cannot read: {exc.strerror or exc}"))
+            continue
+        guided = GuidedFile(path, shown, data)
+        out.files.append(guided)
+        if ctx is None:
+            continue
+        guided.matches, guided.others = match_file(ctx, findings, trace.entries)
+        chosen = [
+            m.finding for m in guided.matches if should_apply(m.finding, settings)
+        ]
+        for f in chosen:
+            f.applied = True
+        if chosen:
+            try:
+                guided.new = render(ctx, chosen)
+            except FileError as exc:
+                out.errors.append((exc.path, exc.reason))
+                for f in chosen:
+                    f.applied = False
+    return out
+
+
+def write(guided: Guided) -> int:
+    written = 0
+    for g in guided.files:
+        if not g.changed:
+            continue
+        try:
+            write_atomic(g.path, g.new, g.display_path)  # type: ignore[arg-type]
+            written += 1
+        except FileError as exc:
+            guided.errors.append((exc.path, exc.reason))
+            g.new = None
+            for m in g.matches:
+                m.finding.applied = False
+    return written
+
+
+def restore(guided: Guided) -> None:
+    for g in guided.files:
+        if g.changed:
+            write_atomic(g.path, g.original, g.display_path)
+
+
+# -- running the command ---------------------------------------------------------
+
+
+def run_traced(cmd: Sequence[str], trace_dir: str) -> int:
+    """Run ``cmd`` with ``TORCH_TRACE=trace_dir``, its output streaming through;
+    its exit code (127 when it cannot start)."""
+    env = dict(os.environ)
+    env["TORCH_TRACE"] = trace_dir
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        return subprocess.call(list(cmd), env=env)
+    except FileNotFoundError:
+        print(f"error: command not found: {cmd[0]}", file=sys.stderr)
+        return 127
+    except PermissionError:
+        print(f"error: cannot execute: {cmd[0]}", file=sys.stderr)
+        return 126
+
+
+def traced_run(cmd: Sequence[str]) -> Tuple[int, tr.Trace]:
+    folder = tempfile.mkdtemp(prefix="fix-recompiles-trace-")
+    try:
+        code = run_traced(cmd, folder)
+        return code, tr.read_trace(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- reporting -------------------------------------------------------------------
+
+
+def available_codes(settings: Settings) -> List[str]:
+    return [code for code in BY_CODE if settings.selects(code)]
+
+
+def report_lines(trace: tr.Trace, settings: Settings) -> List[str]:
+    rows = tr.table_rows(trace, available_codes(settings), relative_to=os.getcwd())
+    if not rows:
+        return [
+            "No compiled function recompiled (the trace holds no compile of user code)."
+            if not trace.entries
+            else "No compiled function recompiled."
+        ]
+    return tr.format_table(rows)
+
+
+def compare(before: tr.Trace, after: tr.Trace) -> List[Tuple[str, int, int]]:
+    """(function, graphs before, graphs after) per code object, keyed by file and
+    name (a fix may move the ``def`` line)."""
+
+    def by_name(t: tr.Trace) -> Dict[Tuple[str, str], int]:
+        out: Dict[Tuple[str, str], int] = {}
+        for e in t.entries:
+            key = (e.filename, e.name)
+            out[key] = out.get(key, 0) + e.graphs
+        return out
+
+    b, a = by_name(before), by_name(after)
+    keys = list(b) + [k for k in a if k not in b]
+    rows = []
+    for key in keys:
+        nb, na = b.get(key, 0), a.get(key, 0)
+        if nb == 0 and na == 0:
+            continue
+        filename, name = key
+        where = (
+            os.path.relpath(filename)
+            if filename and not os.path.relpath(filename).startswith("..")
+            else filename
+        )
+        rows.append((f"{name} ({where})", nb, na))
+    return rows
+
+
+# -- the two entry points (cli.py) -------------------------------------------------
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _out(line: str = "") -> None:
+    print(line, flush=True)
+
+
+def _err(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _print_diff(guided: Guided) -> None:
+    from .output import unified_diff_bytes
+
+    sys.stdout.flush()
+    out = getattr(sys.stdout, "buffer", None)
+    for g in guided.files:
+        if g.changed:
+            patch = unified_diff_bytes(g.display_path, g.original, g.new)  # type: ignore[arg-type]
+            if out is not None:
+                out.write(patch)
+            else:
+                sys.stdout.write(patch.decode("utf-8", "replace"))
+    if out is not None:
+        out.flush()
+
+
+def _print_matches(guided: Guided, settings: Settings, *, fixing: bool) -> None:
+    from .output import format_finding
+
+    for g in guided.files:
+        for m in g.matches:
+            f = m.finding
+            if fixing and f.applied:
+                _out(f"fixed: {format_finding(f, show_fix=False)}")
+            else:
+                _out(format_finding(f))
+    n_other = sum(len(g.others) for g in guided.files)
+    if n_other:
+        _out(
+            f"{n_other} other finding{'s' if n_other != 1 else ''} in these files not implicated by the trace (left alone; see `fix-recompiles check`)."
+        )
+    unsafe_left = [
+        m
+        for m in guided.matches
+        if not m.finding.applied
+        and m.finding.fix is not None
+        and m.finding.fix.safety == Safety.UNSAFE
+    ]
+    if unsafe_left and not settings.unsafe_fixes:
+        _out(
+            f"{len(unsafe_left)} implicated fix{'es' if len(unsafe_left) != 1 else ''} stay unsafe (a trace proves the recompile, not that the rewrite keeps results); apply with --unsafe-fixes."
+        )
+
+
+def report_and_apply(
+    trace: tr.Trace,
+    settings: Settings,
+    within: Optional[Sequence[str]],
+    *,
+    diff: bool,
+    fix: bool,
+) -> Tuple[int, Guided, int]:
+    """Print the table, the implicated findings, and the diff or the writes.
+    (exit code, guided, files written)."""
+    for line in report_lines(trace, settings):
+        _out(line)
+    guided = guide(trace, settings, within, fixing=fix)
+    for path, reason in guided.errors:
+        _err(f"error: {path}: {reason}")
+    if not guided.matches:
+        _out(
+            "No finding of the passes matches a recompile in the trace: nothing to fix."
+        )
+    else:
+        _out("")
+        _out("Findings at the sites the trace implicates:")
+        _print_matches(guided, settings, fixing=fix)
+    written = 0
+    if diff:
+        _print_diff(guided)
+    elif fix:
+        written = write(guided)
+        for path, reason in guided.errors:
+            _err(f"error: {path}: {reason}")
+        applied = sum(1 for m in guided.matches if m.finding.applied)
+        if applied:
+            _out(
+                f"Fixed {applied} finding{'s' if applied != 1 else ''} in {written} file{'s' if written != 1 else ''}."
+            )
+    pending = any(
+        m.finding.fix is not None and not (fix and m.finding.applied)
+        for m in guided.matches
+    )
+    code = (
+        EXIT_FINDINGS
+        if pending or (diff and any(g.changed for g in guided.files))
+        else EXIT_CLEAN
+    )
+    if guided.errors:
+        code = EXIT_ERROR
+    return code, guided, written
+
+
+def from_trace(
+    folder: str, paths: Sequence[str], settings: Settings, *, diff: bool, fix: bool
+) -> int:
+    """``fix-recompiles check PATH --from-trace DIR``."""
+    if not os.path.exists(folder):
+        _err(f"error: {folder}: no such trace folder")
+        return EXIT_ERROR
+    trace = tr.read_trace(folder)
+    if not trace.files:
+        _err(f"error: {folder}: no trace files (expected TORCH_TRACE output)")
+        return EXIT_ERROR
+    code, _guided, _written = report_and_apply(
+        trace, settings, list(paths) or ["."], diff=diff, fix=fix
+    )
+    return code
+
+
+def run(cmd: Sequence[str], settings: Settings, *, diff: bool, fix: bool) -> int:
+    """``fix-recompiles run [--diff|--fix] -- CMD...``."""
+    if not cmd:
+        _err(
+            "error: no command given: fix-recompiles run [--diff | --fix] -- CMD ARGS..."
+        )
+        return EXIT_ERROR
+    _err(f"fix-recompiles: running {' '.join(cmd)} with TORCH_TRACE")
+    code_before, before = traced_run(cmd)
+    _out("")
+    if code_before != 0:
+        for line in report_lines(before, settings):
+            _out(line)
+        _err(f"error: the command failed with exit code {code_before}; nothing changed")
+        return EXIT_ERROR
+    code, guided, written = report_and_apply(
+        before, settings, [os.getcwd()], diff=diff, fix=fix
+    )
+    if not fix or not written:
+        return code
+    _err(f"fix-recompiles: running {' '.join(cmd)} again with the fixes")
+    code_after, after = traced_run(cmd)
+    _out("")
+    _out("Graphs compiled, before -> after:")
+    rows = compare(before, after)
+    width = max([len(r[0]) for r in rows] + [5])
+    for name, nb, na in rows:
+        _out(f"  {name.ljust(width)}  {nb} -> {na}")
+    _out(f"  {'total'.ljust(width)}  {before.total_graphs} -> {after.total_graphs}")
+    if code_after == code_before:
+        _out(f"Exit code unchanged ({code_after}).")
+    else:
+        restore(guided)
+        _err(
+            f"error: exit code changed {code_before} -> {code_after} after the fixes; the files were restored"
+        )
+        return EXIT_ERROR
+    return code

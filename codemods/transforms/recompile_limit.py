@@ -1,0 +1,227 @@
+"""FR006 recompile-limit: a ``dynamic=False`` function that visibly needs more
+variants than the recompile limit gets the limit raised to that bound."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional
+
+import libcst as cst
+
+from ..analysis import CompileSite
+from ..findings import Finding, Safety
+from ..variation import Evidence, evidence_for
+from .base import Example, Rule
+from .unspec_int_attrs import (
+    block_of,
+    builtin_shadowed,
+    config_mentions,
+    dominates,
+    function_of,
+    insert_before,
+    start_of,
+    torch_at_least,
+)
+
+#: torch's default recompile limit (2.2+; 64 on 2.1)
+DEFAULT_LIMIT = 8
+#: above this many variants compiling each one is no cure: report, do not fix
+MAX_FIXED_BOUND = 64
+#: `recompile_limit` is the name from 2.7; `cache_size_limit` works on every release
+RENAMED_IN = (2, 7)
+LIMIT_NAMES = ("cache_size_limit", "recompile_limit")
+
+
+@dataclass
+class _Need:
+    """One place that needs the limit raised: the statement to insert before."""
+
+    anchor: cst.BaseStatement
+    bound: int
+    site: CompileSite
+    evidence: Evidence
+    others: List[CompileSite] = field(default_factory=list)
+
+
+def _is_false(arg: Optional[cst.Arg]) -> bool:
+    return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False"
+
+
+class RecompileLimit(Rule):
+    code = "FR006"
+    name = "recompile-limit"
+    summary = "`dynamic=False` function that visibly needs more variants than the recompile limit"
+    what_it_does = """
+Finds a function compiled with `dynamic=False` whose calls in the same module
+show a constant number of variants above the default recompile limit (8): it
+is called in `for i in range(12)` with a shape or a number taken from the loop
+variable, with each tensor of a literal list of shapes, or with more than 8
+different literal shapes. Before the outermost loop around the call (or the
+first call), in the same function or at module level, it inserts:
+
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 12)
+
+`cache_size_limit` is accepted by every release from 2.1 (`recompile_limit`,
+its new name since 2.7, is written when `target_torch >= 2.7`), and `max`
+never lowers a limit raised elsewhere. Nothing is reported when the module
+already sets the limit (`cache_size_limit`/`recompile_limit` assigned, set
+with `config.patch`, or passed as `torch.compile(recompile_limit=...)`), when
+the bound is 8 or less, or when it is unknown. Above 64 variants it reports
+without a fix: compiling that many graphs is no cure.
+"""
+    why_it_recompiles = """
+Under `dynamic=False` every new input shape and every new int or float value
+is a guard failure and a new graph. After `cache_size_limit` graphs (8) the
+function, and the functions it calls, silently run eager for the rest of the
+process. When the set of variants is small and known, a limit at least that
+large keeps every variant compiled (measured on 2.13: `range(12)` int under
+`dynamic=False`, 8 graphs and an eager fallback → 12 graphs, no fallback).
+
+Removing `dynamic=False` (FR001) is usually the better cure: one dynamic graph
+serves every variant. Raising the limit is the cure when `dynamic=False` is
+deliberate (max-autotune, CUDA graphs, "static shapes are much faster").
+"""
+    example = """
+    @torch.compile(dynamic=False)
+    def f(x, i):
+        return x * i
+
+    for i in range(12):
+        f(x, i)            # 8 graphs, then eager
+
+Becomes (with --unsafe-fixes):
+
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 12)
+    for i in range(12):
+        f(x, i)            # 12 graphs, all compiled
+"""
+    fix_safety = """
+Unsafe. Values never change, but speed does, both ways: every extra variant
+is a full compile (seconds with inductor), and the limit is process-wide, so
+it also lets every other compiled function of the process recompile more.
+Whether compiling 12 graphs beats running 4 of 12 variants eager depends on
+how often they run. When `dynamic=False` is not deliberate, FR001's removal
+is the better (and safe) cure, so this fix is only applied with
+`--unsafe-fixes`.
+"""
+    valid = (
+        # bound below the limit
+        "import torch\n@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\n"
+        "for i in range(6):\n    f(torch.ones(2), i)\n",
+        # the limit is already set
+        "import torch\ntorch._dynamo.config.cache_size_limit = 32\n"
+        "@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\nfor i in range(12):\n    f(torch.ones(2), i)\n",
+        # automatic dynamic handles it
+        "import torch\n@torch.compile\ndef f(x, i):\n    return x * i\nfor i in range(12):\n    f(torch.ones(2), i)\n",
+    )
+    invalid = (
+        Example(
+            "import torch\n@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\n"
+            "for i in range(12):\n    f(torch.ones(2), i)\n",
+            "import torch\n@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\n"
+            "torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 12)\n"
+            "for i in range(12):\n    f(torch.ones(2), i)\n",
+            unsafe=True,
+        ),
+        # too many variants to compile each: reported, no fix
+        Example(
+            "import torch\n@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\n"
+            "for i in range(1000):\n    f(torch.ones(2), i)\n",
+        ),
+    )
+
+    def check(self, ctx) -> Iterable[Finding]:
+        analysis = ctx.analysis
+        if config_mentions(ctx.module, LIMIT_NAMES):
+            return []
+        needs: List[_Need] = []
+        for site in analysis.compile_sites:
+            if not _is_false(site.option("dynamic")) or site.option("recompile_limit") is not None:
+                continue
+            counted = [e for e in evidence_for(analysis, site) if e.variants is not None]
+            # per loop (None: literal shapes at several calls), the largest count seen
+            per_loop: List[Evidence] = []
+            for ev in counted:
+                same_loop = next((i for i, e in enumerate(per_loop) if e.loop is ev.loop), None)
+                if same_loop is None:
+                    per_loop.append(ev)
+                elif (ev.variants or 0) > (per_loop[same_loop].variants or 0):
+                    per_loop[same_loop] = ev
+            # report only when one loop alone certainly exceeds the limit ...
+            if not per_loop or max(e.variants or 0 for e in per_loop) <= DEFAULT_LIMIT:
+                continue
+            # ... but raise it to cover every loop: the variants share one cache
+            total = sum(e.variants or 0 for e in per_loop)
+            for ev in per_loop:
+                call = ev.call
+                if ev.loop is None and site.calls:  # literal shapes at several calls: before the first
+                    call = min(site.calls, key=lambda c: start_of(analysis, c))
+                anchor = self._anchor(analysis, call)
+                if anchor is None:
+                    continue
+                same = next((n for n in needs if n.anchor is anchor), None)
+                if same is None:
+                    needs.append(_Need(anchor, total, site, ev))
+                elif site is not same.site and all(site is not o for o in same.others):
+                    # another compiled function in the same loop: a limit per code object
+                    same.others.append(site)
+                    same.bound = max(same.bound, total)
+        needs.sort(key=lambda n: start_of(analysis, n.anchor))
+
+        findings: List[Finding] = []
+        chosen: List[_Need] = []
+        for need in needs:
+            if any(c.bound >= need.bound and dominates(analysis, c.anchor, need.anchor) for c in chosen):
+                continue  # an earlier raise already covers it
+            names = ", ".join(
+                f"`{s.binding}`" if s.binding else f"line {analysis.position(s.node).start.line}"
+                for s in [need.site] + need.others
+            )
+            message = (
+                f"{names} compiled with `dynamic=False` needs "
+                f"{'' if need.bound == need.evidence.variants else 'up to '}{need.bound} variants "
+                f"({need.evidence.detail}), more than the recompile limit ({DEFAULT_LIMIT}): "
+                "the rest run eager"
+            )
+            node = need.evidence.loop.iter if need.evidence.loop is not None else need.evidence.call
+            if need.bound > MAX_FIXED_BOUND:
+                findings.append(self.finding(ctx, node, message + "; too many to compile each, make the input dynamic (no automatic fix)"))
+                continue
+            if block_of(analysis, need.anchor) is None or builtin_shadowed(analysis, need.anchor, "max"):
+                findings.append(self.finding(ctx, node, message + " (no automatic fix here)"))
+                continue
+            limit = LIMIT_NAMES[1] if torch_at_least(ctx.settings, RENAMED_IN) else LIMIT_NAMES[0]
+            chosen.append(need)
+            findings.append(
+                self.finding(
+                    ctx,
+                    node,
+                    message + f"; raise `{limit}` to {need.bound} (or remove `dynamic=False`, FR001)",
+                    edits=[insert_before(need.anchor, self._raise(ctx, limit, need.bound))],
+                    safety=Safety.UNSAFE,
+                    needs_torch=True,
+                    title=f"raise `torch._dynamo.config.{limit}` to at least {need.bound}",
+                )
+            )
+        return findings
+
+    @staticmethod
+    def _anchor(analysis, call: cst.Call) -> Optional[cst.BaseStatement]:
+        """The outermost loop around ``call`` in its function, else its statement."""
+        stmt = analysis.statement_of(call)
+        fn = function_of(analysis, call)
+        for anc in analysis.ancestors(call):
+            if anc is fn:
+                break
+            if isinstance(anc, (cst.For, cst.While)):
+                stmt = anc
+        return stmt
+
+    @staticmethod
+    def _raise(ctx, limit: str, bound: int) -> cst.BaseStatement:
+        target = ctx.analysis.torch_expr("_dynamo", "config", limit)
+        value = cst.Call(
+            func=cst.Name("max"),
+            args=[cst.Arg(ctx.analysis.torch_expr("_dynamo", "config", limit)), cst.Arg(cst.Integer(str(bound)))],
+        )
+        return cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(target)], value=value)])

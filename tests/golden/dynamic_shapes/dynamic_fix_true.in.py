@@ -1,0 +1,11 @@
+# golden: runtime --dynamic-fix true
+import torch
+
+
+@torch.compile(dynamic=False)
+def scale(x):
+    return (x * 2 + 1).sum()
+
+
+for n in range(1, 11):
+    print(n, round(float(scale(torch.ones(n))), 4))

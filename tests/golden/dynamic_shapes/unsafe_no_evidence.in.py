@@ -1,0 +1,15 @@
+# golden: runtime --unsafe-fixes
+import torch
+
+
+def batches():
+    return [torch.ones(n) for n in range(1, 11)]
+
+
+@torch.compile(dynamic=False)
+def total(x):
+    return (x * 3).sum()
+
+
+for i, batch in enumerate(batches()):
+    print(i, round(float(total(batch)), 4))

@@ -1,0 +1,17 @@
+# golden: --unsafe-fixes
+import torch
+
+
+@torch.compile(dynamic=False)
+def fn(x, c):
+    i = 0
+    while i < 2:
+        x = torch.tanh(x) + x
+        torch._dynamo.graph_break()
+        i += 1
+    try:
+        x = x * 2
+        torch._dynamo.graph_break()
+    finally:
+        pass
+    return x.sum() + c

@@ -1,0 +1,17 @@
+# golden: runtime=nodes
+import torch
+
+
+@torch.compile(dynamic=False)
+def fn(x, c):
+    with torch.no_grad():
+        y = x
+        for _ in range(15):
+            y = torch.sin(y) * 1.01 + y
+        # fix-recompiles: graph-break
+    return y.sum() + c
+
+
+x = torch.linspace(0, 1, 8)
+for c in range(5):
+    print(c, round(float(fn(x, c)), 4))

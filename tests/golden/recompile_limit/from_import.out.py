@@ -1,0 +1,17 @@
+# golden: --unsafe-fixes runtime=limit_hits
+from torch import compile, ones
+import torch
+
+
+@compile(dynamic=False)
+def f(x):
+    return (x + 1).sum()
+
+
+def run():
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 11)
+    for n in range(1, 12):
+        print(n, round(float(f(ones(n, 2))), 4))
+
+
+run()

@@ -1,0 +1,15 @@
+# golden: --unsafe-fixes runtime=limit_hits
+import torch
+
+
+@torch.compile(dynamic=False)
+def scale(x, c):
+    return (x * c).sum()
+
+
+total = 0.0
+torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 10)
+for epoch in range(2):
+    for n in range(1, 11):
+        total += float(scale(torch.ones(n), 0.5 * n))
+print(round(total, 4))

@@ -1,0 +1,11 @@
+# without --unsafe-fixes the limit is only reported
+import torch
+
+
+@torch.compile(dynamic=False)
+def step(x, i):
+    return (x * i).sum()
+
+
+for i in range(12):
+    print(round(float(step(torch.ones(2), i)), 4))

@@ -1,0 +1,276 @@
+"""Bad input: each kind gets one ``error: PATH: reason`` line on stderr (no
+traceback), the run goes on with the other files, the bad file stays
+byte-identical, and the exit code is 2.
+
+Tests run as root, so unreadable files are simulated in-process (``open``
+monkeypatched) and with dangling symlinks; files vanishing mid-run are
+simulated by deleting them between discovery and reading, or before writing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from typing import Iterable, List
+
+import libcst as cst
+import pytest
+
+import cli
+from codemods import engine, runner, writer
+from codemods.findings import Edit, Safety
+from codemods.transforms import REGISTRY
+from codemods.transforms.base import Rule
+from test_cli import MARKER, SAFE, SAFE_FIXED, finding_lines, fr, read, snapshot, write
+
+ERROR_LINE = re.compile(r"^error: (?P<path>[^:]+): (?P<reason>.+)$")
+
+BAD_FILES = {
+    "syntax.py": (b"import torch\n@torch.compile(dynamic=False)\ndef f(:\n    return x\n", "syntax error at line 3"),
+    "indent.py": (b"import torch\ntorch.compile(f, dynamic=False)\n  x = 1\n", "syntax error"),
+    "continuation.py": (b"import torch\ntorch.compile(f, dynamic=False)\nx = 1 \\", "syntax error"),
+    "badutf8.py": (b"import torch\ns = 'caf\xe9'\ntorch.compile(f, dynamic=False)\n", "cannot decode"),
+    "badascii.py": (b"# -*- coding: ascii -*-\nimport torch\ns = 'caf\xc3\xa9'\ntorch.compile(f, dynamic=False)\n", "cannot decode"),
+    "badcookie.py": (b"# -*- coding: klingon -*-\nimport torch\ntorch.compile(f, dynamic=False)\n", "unknown encoding"),
+    "binary.py": (b"\x7fELF\x02\x01\x01\x00\x00torch.compile\x00\x00\xff\xfe", "binary"),
+    "utf16.py": ("import torch\ntorch.compile(f, dynamic=False)\n".encode("utf-16"), "binary"),
+    "deep.py": (b"import torch\ntorch.compile(f, dynamic=False)\nx = " + b"-" * 1000 + b"1\n", "too deeply nested"),
+}
+
+
+def error_lines(stderr: str) -> List[re.Match]:
+    return [m for m in (ERROR_LINE.match(line) for line in stderr.splitlines()) if m]
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_each_bad_file_is_named_with_a_reason(tmp_path, name):
+    data, reason = BAD_FILES[name]
+    write(tmp_path, {name: data, "good.py": SAFE})
+    proc = fr(tmp_path, "--fix", ".")
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 2, stderr
+    assert "Traceback" not in stderr
+    errors = error_lines(stderr)
+    assert [e["path"] for e in errors] == [name]
+    assert reason in errors[0]["reason"]
+    assert read(tmp_path, name) == data
+    assert read(tmp_path, "good.py") == SAFE_FIXED.encode()
+    assert "1 file could not be processed" in proc.stdout.decode()
+
+
+def test_dangling_symlink_is_reported(tmp_path):
+    write(tmp_path, {"good.py": SAFE})
+    os.symlink(str(tmp_path / "gone.py"), str(tmp_path / "link.py"))
+    for args in (["."], ["link.py"]):
+        proc = fr(tmp_path, *args)
+        stderr = proc.stderr.decode()
+        assert proc.returncode == 2
+        assert "Traceback" not in stderr
+        [e] = error_lines(stderr)
+        assert e["path"] == "link.py" and "symbolic link" in e["reason"]
+
+
+def test_must_show_folder_with_good_and_bad_files(tmp_path):
+    """--fix fixes the good file, leaves the others byte-identical, names each
+    on stderr without a traceback, exits 2."""
+    bad = {
+        "proj/broken.py": BAD_FILES["syntax.py"][0],
+        "proj/latin.py": BAD_FILES["badutf8.py"][0],
+        "proj/blob.py": BAD_FILES["binary.py"][0],
+    }
+    write(tmp_path, dict(bad, **{"proj/good.py": SAFE, "proj/plain.py": b"def f():\n    return 1\n"}))
+    proc = fr(tmp_path, "--fix", "proj")
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 2, stderr
+    assert "Traceback" not in stderr
+    assert sorted(e["path"] for e in error_lines(stderr)) == sorted(bad)
+    assert len(stderr.strip().splitlines()) == len(bad)  # one line each, nothing else
+    for rel, data in bad.items():
+        assert read(tmp_path, rel) == data
+    assert read(tmp_path, "proj/good.py") == SAFE_FIXED.encode()
+    assert read(tmp_path, "proj/plain.py") == b"def f():\n    return 1\n"
+    # the same with --diff: the good file's patch, nothing written, still 2
+    write(tmp_path, {"proj/good.py": SAFE})
+    before = snapshot(tmp_path)
+    proc = fr(tmp_path, "--diff", "proj")
+    assert proc.returncode == 2
+    assert proc.stdout.decode().startswith("--- a/proj/good.py\n+++ b/proj/good.py\n")
+    assert snapshot(tmp_path) == before
+    # and a report run
+    proc = fr(tmp_path, "proj")
+    assert proc.returncode == 2
+    assert [m["path"] for m in finding_lines(proc.stdout.decode())] == ["proj/good.py"]
+
+
+def test_missing_path_exits_2(tmp_path):
+    proc = fr(tmp_path, "missing.py", "missing_dir")
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 2
+    assert sorted(e["path"] for e in error_lines(stderr)) == ["missing.py", "missing_dir"]
+    assert "Traceback" not in stderr
+
+
+# ------------------------------------------------------------ in-process cases
+
+
+def run_main(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(list(args))
+    captured = capsys.readouterr()
+    return exc.value.code, captured.out, captured.err
+
+
+def test_unreadable_file(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"locked.py": SAFE, "good.py": SAFE})
+    monkeypatch.chdir(tmp_path)
+    real_open = open
+
+    def fake_open(path, *args, **kwargs):
+        if os.path.basename(str(path)) == "locked.py":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "open", fake_open, raising=False)
+    code, out, err = run_main(["--fix", "."], capsys)
+    assert code == 2
+    assert err.splitlines() == ["error: locked.py: cannot read: Permission denied"]
+    assert read(tmp_path, "locked.py") == SAFE.encode()
+    assert read(tmp_path, "good.py") == SAFE_FIXED.encode()
+
+
+def test_file_vanishes_between_discovery_and_reading(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"a_gone.py": SAFE, "good.py": SAFE})
+    monkeypatch.chdir(tmp_path)
+    real_index = runner.build_project_index
+
+    def index_then_delete(files, settings):
+        os.unlink("a_gone.py")
+        return real_index(files, settings)
+
+    monkeypatch.setattr(runner, "build_project_index", index_then_delete)
+    code, out, err = run_main(["--fix", "."], capsys)
+    assert code == 2
+    [e] = error_lines(err)
+    assert e["path"] == "a_gone.py" and "vanished" in e["reason"]
+    assert read(tmp_path, "good.py") == SAFE_FIXED.encode()
+
+
+def test_file_vanishes_before_writing(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"a_gone.py": SAFE, "good.py": SAFE})
+    monkeypatch.chdir(tmp_path)
+    real_write = runner.write_atomic
+
+    def delete_then_write(path, data, display=None):
+        if os.path.basename(path) == "a_gone.py":
+            os.unlink(path)
+        return real_write(path, data, display)
+
+    monkeypatch.setattr(runner, "write_atomic", delete_then_write)
+    code, out, err = run_main(["--fix", "."], capsys)
+    assert code == 2
+    [e] = error_lines(err)
+    assert e["path"] == "a_gone.py" and "vanished" in e["reason"]
+    assert not os.path.exists(tmp_path / "a_gone.py")  # not re-created
+    assert read(tmp_path, "good.py") == SAFE_FIXED.encode()
+    assert sorted(os.listdir(tmp_path)) == ["good.py"]  # no temp file left
+
+
+def test_failed_rename_leaves_original_and_no_temp_file(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"a.py": SAFE})
+    os.chmod(tmp_path / "a.py", 0o604)
+    monkeypatch.chdir(tmp_path)
+
+    def failing_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writer.os, "replace", failing_replace)
+    code, out, err = run_main(["--fix", "."], capsys)
+    assert code == 2
+    [e] = error_lines(err)
+    assert e["path"] == "a.py" and "cannot write" in e["reason"]
+    assert read(tmp_path, "a.py") == SAFE.encode()
+    assert sorted(os.listdir(tmp_path)) == ["a.py"]
+    assert stat.S_IMODE(os.stat(tmp_path / "a.py").st_mode) == 0o604
+    # the finding was not fixed, so it is still reported
+    assert [m["path"] for m in finding_lines(out)] == ["a.py"]
+
+
+def test_write_goes_through_a_temp_file_in_the_same_folder(tmp_path, monkeypatch):
+    write(tmp_path, {"sub/a.py": "old\n"})
+    os.chmod(tmp_path / "sub" / "a.py", 0o755)
+    seen = []
+    real_replace = os.replace
+
+    def spy(src, dst):
+        seen.append((os.path.dirname(os.path.abspath(src)), os.path.abspath(dst), stat.S_IMODE(os.stat(src).st_mode)))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(writer.os, "replace", spy)
+    writer.write_atomic(str(tmp_path / "sub" / "a.py"), b"new\n")
+    assert seen == [(str(tmp_path / "sub"), str(tmp_path / "sub" / "a.py"), 0o755)]
+    assert read(tmp_path, "sub/a.py") == b"new\n"
+
+
+# ------------------------------------------------------------ internal errors
+
+
+class _Broken(Rule):
+    """A deliberately buggy pass: rewrites every name ``BREAK_ME``."""
+
+    code = "FR900"
+    name = "broken"
+    summary = what_it_does = why_it_recompiles = example = fix_safety = "test only"
+    triggers = (b"BREAK_ME",)
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def replacement(self, node: cst.CSTNode) -> cst.CSTNode:
+        if self.how == "unparsable":
+            return cst.Name("def")  # a valid identifier to libcst, a syntax error to Python
+        raise ValueError("edit exploded")
+
+    def check(self, ctx) -> Iterable:
+        if self.how == "check" and "BREAK_ME" in ctx.module.code:
+            raise KeyError("pass exploded")
+        names: List[cst.Name] = []
+
+        class Collect(cst.CSTVisitor):
+            def visit_Name(self, node: cst.Name) -> None:
+                if node.value == "BREAK_ME":
+                    names.append(node)
+
+        ctx.module.visit(Collect())
+        return [
+            self.finding(ctx, n, "broken rewrite", edits=[Edit(n, self.replacement)], safety=Safety.SAFE)
+            for n in names
+        ]
+
+
+@pytest.mark.parametrize("how, reason", [
+    ("unparsable", "internal error: the fixed code does not parse"),
+    ("raise", "internal error: applying a fix failed"),
+    ("check", "internal error: KeyError"),
+])
+@pytest.mark.parametrize("mode", ["--fix", "--diff"])
+def test_internal_error_writes_nothing(tmp_path, monkeypatch, capsys, how, reason, mode):
+    victim = b"import torch\nBREAK_ME = 1\n@torch.compile(dynamic=False)\ndef f(x):\n    return x\nfor n in range(3):\n    f(torch.ones(n))\n"
+    write(tmp_path, {"victim.py": victim, "good.py": SAFE, "other.py": MARKER})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(engine, "REGISTRY", list(REGISTRY) + [_Broken(how)])
+    code, out, err = run_main([mode, "."], capsys)
+    assert code == 2
+    assert "Traceback" not in err
+    [e] = error_lines(err)
+    assert e["path"] == "victim.py"
+    assert e["reason"].startswith(reason), e["reason"]
+    assert "left unchanged" in e["reason"]
+    assert read(tmp_path, "victim.py") == victim
+    if mode == "--fix":
+        assert read(tmp_path, "good.py") == SAFE_FIXED.encode()
+        assert sorted(os.listdir(tmp_path)) == ["good.py", "other.py", "victim.py"]
+    else:
+        assert read(tmp_path, "good.py") == SAFE.encode()
+        assert "victim.py" not in out
+        assert "--- a/good.py" in out and "--- a/other.py" in out

@@ -1,0 +1,299 @@
+"""FR003 float-args: dtype choice measured under real torch, rule examples,
+safety messages, the project index, and a property test on random float
+expressions."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pickle
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codemods.context import Settings
+from codemods.engine import process_source
+from codemods.project import build_project_index, module_key
+from codemods.runner import run
+from codemods.transforms import BY_CODE
+
+RULE = BY_CODE["FR003"]
+FIX = Settings(select=frozenset({"FR003"}))
+UNSAFE = Settings(select=frozenset({"FR003"}), unsafe_fixes=True)
+VALUES = [0.1, 1 / 3, 0.7 + 1e-9, 1e-3, 123.456, 2.5, -0.37]
+FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.dtype == b.dtype and torch.equal(torch.nan_to_num(a), torch.nan_to_num(b))
+
+
+def test_dtype_choice():
+    """Why the fix emits ``dtype=torch.float64`` and accepts only some uses."""
+    torch.manual_seed(0)
+    safe_ops = {
+        "x + c": lambda x, c: x + c,
+        "c + x": lambda x, c: c + x,
+        "x - c": lambda x, c: x - c,
+        "c - x": lambda x, c: c - x,
+        "x * c": lambda x, c: x * c,
+        "x / c": lambda x, c: x / c,
+        "x > c": lambda x, c: x > c,
+        "clamp(max=c)": lambda x, c: torch.clamp(x, max=c),
+        "clamp(min=c)": lambda x, c: x.clamp(min=c),
+    }
+    for dtype in FLOAT_DTYPES:
+        x = torch.randn(1000).to(dtype)
+        for v in VALUES:
+            t = torch.tensor(v, dtype=torch.float64)
+            for name, op in safe_ops.items():
+                assert _same(op(x, v), op(x, t)), (dtype, v, name)
+            if dtype in (torch.float32, torch.float64):
+                assert _same(v * x, t * x), (dtype, v)
+    # what the rule refuses, and why: each differs for some dtype / value
+    x16 = torch.randn(1000).to(torch.float16)
+    x32 = torch.randn(1000)
+    assert any(not _same(v * x16, torch.tensor(v, dtype=torch.float64) * x16) for v in VALUES)  # `c * x`, half
+    assert any(not _same(v / x32, torch.tensor(v, dtype=torch.float64) / x32) for v in VALUES)  # `c / x`
+    assert any(not _same(x32.abs() ** v, x32.abs() ** torch.tensor(v, dtype=torch.float64)) for v in VALUES)  # `**`
+    # the float32 default of torch.tensor(c) would round c for float64 tensors
+    x64 = torch.randn(1000, dtype=torch.float64)
+    assert not _same(x64 + 0.1, x64 + torch.tensor(0.1))
+    # no float dtype is right for integer tensors: the result dtype changes
+    xi = torch.arange(1, 100)
+    assert (xi * 0.5).dtype == torch.float32
+    assert (xi * torch.tensor(0.5, dtype=torch.float64)).dtype == torch.float64
+
+
+def _fix(src: str, settings: Settings = FIX):
+    result = process_source("m.py", "m.py", src.encode(), settings)
+    assert result.error is None, result.error
+    return result
+
+
+def test_rule_examples():
+    for src in RULE.valid:
+        assert _fix(src).findings == [], src
+    for example in RULE.invalid:
+        result = _fix(example.before)
+        assert result.findings, example.before
+        assert all(f.code == "FR003" for f in result.findings)
+        safe = _fix(example.before).new
+        if example.unsafe:
+            assert safe is None
+            assert _fix(example.before, UNSAFE).new.decode() == example.after
+        else:
+            assert safe.decode() == example.after
+
+
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        ("return x * round(c, 2)", "round()"),
+        ("if c > 0.5:\n        return x\n    return x * c", "condition"),
+        ("return x * int(c)", "int()"),
+        ("import math\n    return x * math.cos(c)", "math.cos"),
+        ("return {c: x}", "dict"),
+        ("return f'{c}'", "f-string"),
+        ("return x * max(c, 0.1)", "max()"),
+        ("return c", "returned"),
+        ("return x ** c", "`**`"),
+        ("return c / x", "`c / x`"),
+        ("return x.cpu() * c", "not visibly"),
+    ],
+)
+def test_unsafe_uses_are_explained(body, why):
+    src = f"import torch\n@torch.compile\ndef f(x, c):\n    {body}\nf(torch.ones(3), 0.5)\n"
+    result = _fix(src)
+    assert len(result.findings) == 1
+    finding = result.findings[0]
+    assert finding.fix.safety.value == "unsafe"
+    assert why in finding.message, finding.message
+    assert result.new is None  # --fix leaves it alone
+
+
+def test_safe_uses():
+    src = (
+        "import torch\nimport torch.nn.functional as F\n"
+        "@torch.compile\ndef f(x, y, c):\n"
+        "    d = c + 1e-6\n"
+        "    z = torch.where(x > c, x * d, x - c)\n"
+        "    return F.softmax(y / d, -1) * z + (1 - c) * torch.sigmoid(x) + x.clamp(max=c)\n"
+        "x = torch.randn(3)\n"
+        "y = torch.ones(3).float()\n"
+        "for i in range(4):\n"
+        "    f(x, y, c=0.1 * i)\n"
+    )
+    result = _fix(src)
+    assert [f.fix.safety.value for f in result.findings] == ["safe"]
+    assert b"c=torch.tensor(0.1 * i, dtype=torch.float64)" in result.new
+
+
+def test_not_floats():
+    src = (
+        "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\n"
+        "t = torch.tensor(0.5)\n"
+        "def run(unknown):\n"
+        "    for i in range(3):\n"
+        "        f(t, i)\n        f(t, True)\n        f(t, None)\n        f(t, 'a')\n        f(t, t)\n"
+        "        f(t, unknown)\n        f(t, len('ab') * 2)\n        f(t, i // 2)\n"
+    )
+    assert _fix(src).findings == []
+
+
+def test_unseen_callee_is_unsafe():
+    src = (
+        "import torch\nmodel = torch.compile(torch.nn.Dropout())\n"
+        "opt_fn = torch.compile(getattr(torch, 'mul'))\n"
+        "opt_fn(torch.ones(2), 0.5)\n"
+    )
+    result = _fix(src)
+    assert len(result.findings) == 1
+    assert "cannot be seen" in result.findings[0].message
+
+
+def test_adds_import_and_uses_alias():
+    src = "import torch as th\n@th.compile\ndef f(x, c):\n    return x + c\nf(th.ones(2), 0.5)\n"
+    assert b"th.tensor(0.5, dtype=th.float64)" in _fix(src).new
+
+
+# -- project index -----------------------------------------------------------
+
+
+def _tree(root, files):
+    for rel, text in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write(text)
+
+
+KERNELS = "import torch\n\n@torch.compile\ndef smooth(x, beta):\n    return x * beta\n\ndef _g(x, b):\n    return x + b\n\ng = torch.compile(_g)\n\ndef plain(x, b):\n    return x * b\n"
+
+
+def test_project_index(tmp_path):
+    _tree(
+        str(tmp_path),
+        {
+            "pkg/__init__.py": "",
+            "pkg/kernels.py": KERNELS,
+            "pkg/train.py": "from .kernels import smooth\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/deep.py": "",
+            "script.py": "",
+        },
+    )
+    files = sorted(str(p) for p in tmp_path.rglob("*.py"))
+    index = build_project_index(files, FIX)
+    index = pickle.loads(pickle.dumps(index))
+    root = str(tmp_path)
+    assert module_key(str(tmp_path / "pkg/sub/deep.py")) == (root, "pkg.sub.deep")
+    assert module_key(str(tmp_path / "pkg/__init__.py")) == (root, "pkg")
+    assert sorted(index.compiled[(root, "pkg.kernels")]) == ["g", "smooth"]
+    train = str(tmp_path / "pkg/train.py")
+    deep = str(tmp_path / "pkg/sub/deep.py")
+    assert index.resolve(train, ".kernels.smooth")[1].name == "smooth"
+    assert index.resolve(train, "pkg.kernels.g")[1].name == "_g"
+    assert index.resolve(deep, "..kernels.smooth")[1].name == "smooth"
+    assert index.resolve(train, ".kernels.plain") is None
+    assert index.resolve(str(tmp_path / "script.py"), "pkg.kernels.smooth") is not None
+    assert b"smooth" in index.prefilter_tokens(train)
+    assert index.compiled[(root, "pkg.kernels")]["smooth"].uses["beta"].safe
+
+
+def test_cross_module_file_without_compile(tmp_path):
+    """train.py never mentions `compile` nor imports torch: it is still fixed."""
+    _tree(
+        str(tmp_path),
+        {
+            "kernels.py": KERNELS,
+            "train.py": "import kernels as k\nfrom kernels import g\nfor i in range(3):\n    k.smooth(k.torch.ones(2), 0.5 * i)\n    g(None, b=1.5)\n    k.plain(None, 0.5)\n",
+        },
+    )
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = run(["."], UNSAFE)
+    finally:
+        os.chdir(cwd)
+    by_path = {r.display_path: r for r in result.results}
+    train = by_path["train.py"]
+    assert [f.line for f in train.findings] == [4, 5]
+    new = train.new.decode()
+    assert new.startswith("import torch\n") or "\nimport torch\n" in new
+    assert "k.smooth(k.torch.ones(2), torch.tensor(0.5 * i, dtype=torch.float64))" in new
+    assert "g(None, b=torch.tensor(1.5, dtype=torch.float64))" in new
+    assert "k.plain(None, 0.5)" in new
+
+
+# -- property: wrapped float expressions give the same values ------------------
+
+_leaf = st.one_of(
+    st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False).map(repr),
+    st.integers(min_value=-5, max_value=5).map(str),
+    st.just("i"),
+)
+
+
+def _expr(children):
+    return st.tuples(children, st.sampled_from(["+", "-", "*", "/"]), children).map(lambda t: f"({t[0]} {t[1]} {t[2]})")
+
+
+EXPRS = st.recursive(_leaf, _expr, max_leaves=6)
+
+PROGRAM = """import torch
+
+
+@torch.compile
+def f(x, c):
+    return (x + c, c - x, x * c, x / c, (x > c).float(), x.clamp(max=c))
+
+
+def show(out):
+    print([t.dtype for t in out], [t.tolist() for t in out])
+
+
+def main():
+    x16 = torch.linspace(-3, 3, 7, dtype=torch.float16)
+    x32 = torch.linspace(-3, 3, 7)
+    x64 = torch.linspace(-3, 3, 7, dtype=torch.float64)
+    for i in range(3):
+        try:
+            c = {expr}
+        except ZeroDivisionError:
+            print("zero division")
+            continue
+        if abs(c) < 6e4:  # a Python float beyond float16's range raises for x16
+            show(f(x16, c))
+        if abs(c) < 3e38:  # ... and beyond float32's range for x32 (a tensor gives inf)
+            show(f(x32, c))
+        show(f(x64, c))
+
+
+main()
+"""
+
+
+def _run_eager(src: str) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), torch._dynamo.config.patch(disable=True):
+        exec(compile(src, "<fr003>", "exec"), {"__name__": "__main__"})
+    return buf.getvalue()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(EXPRS)
+def test_wrapped_expressions_keep_values(expr):
+    src = PROGRAM.format(expr=expr)
+    result = _fix(src)
+    new = result.new.decode() if result.new else None
+    is_float = "." in expr or "e" in expr or "/" in expr
+    if not is_float:
+        assert new is None  # an int expression is left alone
+        return
+    assert new is not None, expr
+    assert "f(x64, torch.tensor(c, dtype=torch.float64))" in new
+    assert _run_eager(new) == _run_eager(src)

@@ -1,0 +1,204 @@
+"""Property tests (hypothesis + hypothesmith).
+
+1. Arbitrary valid Python (hypothesmith): the engine never crashes, every
+   output parses, a second run changes nothing, files without findings are
+   byte-identical.  Programs libcst itself refuses are skipped with
+   ``assume()`` (hypothesmith generates a few, see FACTS.md).
+2. Small programs built from compile-related fragments (decorators with
+   ``dynamic=False``, wrappers, graph-break markers, torch aliases, loops that
+   vary shapes, suppression comments, CRLF, no final newline) so fixes really
+   fire: same properties, plus the number of findings is what the fragments
+   predict and only the expected lines change.
+3. Both mixed: fragments followed by a generated program.
+
+Health checks are suppressed per test, deliberately: hypothesmith programs are
+slow to generate (``too_slow``) and ``assume`` on libcst parseability filters
+some out (``filter_too_much``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+from typing import List, Tuple
+
+import hypothesmith
+import libcst as cst
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from codemods import screen
+from codemods.context import Settings
+from codemods.engine import process_source
+
+SLOW = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+ALL_SAFE = Settings()
+ALL_UNSAFE = Settings(unsafe_fixes=True)
+# a comment line that gets every program past the byte prefilter; with the
+# ast screen off too (``no_screen``), the analysis and every pass really run
+PAST_PREFILTER = "# torch.compile fix-recompiles\n"
+
+
+@contextlib.contextmanager
+def no_screen():
+    """Turn off the engine's ast screen (the byte triggers stay on)."""
+    old = getattr(screen, "ENABLED", None)
+    screen.ENABLED = False
+    try:
+        yield
+    finally:
+        screen.ENABLED = old
+
+
+def libcst_parses(code: str) -> bool:
+    try:
+        cst.parse_module(code)
+        return True
+    except Exception:  # noqa: BLE001 - any refusal means: not a case for us
+        return False
+
+
+def check_engine_properties(data: bytes, settings: Settings):
+    """Run twice; return the first result.  No crash, output parses, idempotent,
+    byte-identical when nothing is found."""
+    result = process_source("gen.py", "gen.py", data, settings)
+    assert result.error is None, result.error
+    if not result.findings:
+        assert result.new is None or result.new == data
+    if result.new is not None:
+        assert result.new != data
+        cst.parse_module(result.new)
+        again = process_source("gen.py", "gen.py", result.new, settings)
+        assert again.error is None, again.error
+        assert again.new is None or again.new == result.new, "a second run changed the output again"
+    return result
+
+
+# ------------------------------------------------------------ 1. generated programs
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=SLOW)
+@given(code=hypothesmith.from_grammar())
+def test_generated_programs(code):
+    assume(libcst_parses(code))
+    data = code.encode("utf-8")
+    for s in (ALL_SAFE, ALL_UNSAFE):
+        # as is (mostly ruled out by the prefilter), and forced through every pass
+        check_engine_properties(data, s)
+        with no_screen():
+            forced = check_engine_properties((PAST_PREFILTER + code).encode("utf-8"), s)
+        assert forced.prefiltered is False
+
+
+# ------------------------------------------------------------ 2. fragment programs
+
+
+@st.composite
+def fragment_programs(draw) -> Tuple[str, int, int, List[str]]:
+    """(source, expected FR001 findings, expected FR002 findings, lines that may change)."""
+    alias = draw(st.sampled_from(["torch", "th"]))
+    lines: List[str] = ["import torch" if alias == "torch" else "import torch as th", ""]
+    n_dynamic = n_markers = 0
+    may_change: List[str] = []
+    for i in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["decorator", "wrapper", "plain"]))
+        options = draw(
+            st.sampled_from(
+                ["dynamic=False", "fullgraph=True, dynamic=False", "dynamic=False, fullgraph=True", "dynamic=True", "", "mode=None"]
+            )
+        )
+        suppressed = draw(st.booleans()) if "dynamic=False" in options else False
+        comment = "  # fix-recompiles: ignore" if suppressed else ""
+        marker = draw(st.booleans())
+        marker_indent = draw(st.sampled_from(["    ", "        "])) if marker else ""
+        if kind == "decorator":
+            lines.append(f"@{alias}.compile({options}){comment}" if options or draw(st.booleans()) else f"@{alias}.compile")
+        lines.append(f"def f{i}(x):")
+        if marker and marker_indent == "        ":
+            lines += ["    if x.sum() > 0:", "        x = x + 1", "        # fix-recompiles: graph-break", "        x = x * 2"]
+        else:
+            lines.append("    y = x + 1")
+            if marker:
+                lines.append("    # fix-recompiles: graph-break")
+            lines.append("    x = y * 2")
+        lines.append("    return x")
+        if marker:
+            n_markers += 1
+        if kind == "wrapper":
+            lines.append(f"g{i} = {alias}.compile(f{i}, {options}){comment}" if options else f"g{i} = {alias}.compile(f{i})")
+        if "dynamic=False" in options and kind != "plain" and not suppressed:
+            n_dynamic += 1
+            may_change.append("dynamic=False")
+        name = f"g{i}" if kind == "wrapper" else f"f{i}"
+        loop = draw(st.sampled_from(["shapes", "same", "none"]))
+        if loop == "shapes":
+            lines += ["for n in range(1, 4):", f"    {name}({alias}.ones(n))"]
+        elif loop == "same":
+            lines += [f"{name}({alias}.ones(3))"]
+        lines += draw(st.sampled_from([[], [""], ["x = 1"], ["# a comment"], ['print("done")']]))
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    final = draw(st.booleans())
+    source = newline.join(lines) + (newline if final else "")
+    return source, n_dynamic, n_markers, may_change
+
+
+def changed_line_pairs(before: str, after: str):
+    a, b = before.splitlines(), after.splitlines()
+    removed, added = [], []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            removed += a[i1:i2]
+            added += b[j1:j2]
+    return removed, added
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW)
+@given(program=fragment_programs())
+def test_fragment_programs(program):
+    source, n_dynamic, n_markers, _ = program
+    data = source.encode("utf-8")
+    newline = "\r\n" if "\r\n" in source else "\n"
+    for s in (ALL_SAFE, ALL_UNSAFE):
+        check_engine_properties(data, s)
+
+    # only FR001 and FR002: the findings the fragments predict, and only their lines change
+    only = Settings(select=frozenset({"FR001", "FR002"}), unsafe_fixes=True)
+    result = check_engine_properties(data, only)
+    codes = [f.code for f in result.findings]
+    assert codes.count("FR001") == n_dynamic
+    assert codes.count("FR002") == n_markers
+    if not (n_dynamic or n_markers):
+        assert result.new is None
+        return
+    after = result.new.decode("utf-8")
+    removed, added = changed_line_pairs(source, after)
+    for line in removed:
+        assert ("dynamic=False" in line and "ignore" not in line) or line.strip() == "# fix-recompiles: graph-break", line
+    for line in added:
+        assert line.strip() in ("torch._dynamo.graph_break()", "th._dynamo.graph_break()") or ".compile(" in line, line
+    assert len([a for a in added if "graph_break()" in a]) == n_markers
+    # the untouched structure: line ends, final newline, suppressed lines
+    assert after.count("\n") == after.count(newline) if newline == "\r\n" else "\r" not in after
+    assert after.endswith(newline) == source.endswith(newline)
+    assert "fix-recompiles: graph-break" not in after
+    assert after.count("dynamic=False") == source.count("# fix-recompiles: ignore")
+    compile(after, "gen.py", "exec")
+
+
+# ------------------------------------------------------------ 3. mixed
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=SLOW)
+@given(program=fragment_programs(), code=hypothesmith.from_grammar())
+def test_fragments_followed_by_generated_code(program, code):
+    source = program[0]
+    newline = "\r\n" if "\r\n" in source else "\n"
+    if not source.endswith(newline):
+        source += newline
+    mixed = source + code
+    assume(libcst_parses(mixed))
+    for s in (ALL_SAFE, ALL_UNSAFE):
+        result = check_engine_properties(mixed.encode("utf-8"), s)
+        if result.new is not None and code:
+            # the generated tail is never touched by fixes aimed at the fragments
+            assert result.new.decode("utf-8").endswith(code) or any(f.line > source.count(newline) for f in result.findings)

@@ -1,0 +1,442 @@
+"""Monorepo scale: configuration, discovery, output formats, cache, parallel
+runs, the fast screen, pre-commit hooks."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import textwrap
+
+import pytest
+
+from codemods import screen
+from codemods.context import Settings
+from codemods.engine import process_source
+from codemods.runner import run
+from codemods.transforms import REGISTRY
+from golden import discover_cases, read_inputs
+
+import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+VARYING = textwrap.dedent(
+    """\
+    import torch
+
+    @torch.compile(dynamic=False)
+    def f(x):
+        return x * 2
+
+    for n in range(1, 4):
+        f(torch.ones(n))
+    """
+)
+UNSAFE = "import torch\ndef g(x):\n    return x\nh = torch.compile(g, dynamic=False)\n"
+CLEAN = "import re\nPATTERN = re.compile('a+')\n"
+
+
+def write(root, files):
+    for rel, text in files.items():
+        path = os.path.join(str(root), rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def main(args, capsys, stdin=None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    with pytest.raises(SystemExit) as exc:
+        cli.main(args)
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def report_lines(out):
+    return [line for line in out.splitlines() if ": FR" in line]
+
+
+# -- configuration ---------------------------------------------------------------
+def test_config_select_ignore_and_cli_override(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"a.py": UNSAFE, "pyproject.toml": '[tool.fix-recompiles]\nignore = ["FR001"]\n'})
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = main(["--no-cache", "."], capsys)
+    assert code == 0 and report_lines(out) == []
+    code, out, _ = main(["--no-cache", "--ignore", "FR002", "."], capsys)  # the flag replaces the config's list
+    assert code == 1 and [line.split()[1] for line in report_lines(out)] == ["FR001"]
+
+
+def test_config_unsafe_fixes_and_dynamic_fix(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"a.py": UNSAFE, "pyproject.toml": '[tool.fix-recompiles]\nunsafe-fixes = true\ndynamic-fix = "true"\n'})
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = main(["--no-cache", "--fix", "."], capsys)
+    assert code == 0
+    assert "torch.compile(g, dynamic=True)" in (tmp_path / "a.py").read_text()
+
+
+def test_unknown_config_key_is_an_error_naming_it(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"a.py": UNSAFE, "pyproject.toml": "[tool.fix-recompiles]\nselekt = ['FR001']\n"})
+    monkeypatch.chdir(tmp_path)
+    code, out, err = main(["."], capsys)
+    assert code == 2 and "'selekt'" in err and "unknown key" in err
+
+
+def test_closest_pyproject_wins(tmp_path, monkeypatch, capsys):
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.fix-recompiles]\nignore = ["FR001"]\n',
+            "sub/pyproject.toml": '[tool.fix-recompiles]\nselect = ["FR001"]\n',
+            "sub/a.py": UNSAFE,
+        },
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = main(["--no-cache", "sub"], capsys)
+    assert code == 1 and len(report_lines(out)) == 1
+
+
+def test_exclude_extend_exclude_and_per_file_ignores(tmp_path, monkeypatch, capsys):
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": textwrap.dedent(
+                """\
+                [tool.fix-recompiles]
+                exclude = ["gen/"]
+                extend-exclude = ["legacy_*.py"]
+                per-file-ignores = { "tests/*" = ["FR001"] }
+                """
+            ),
+            "gen/a.py": UNSAFE,
+            "legacy_b.py": UNSAFE,
+            "tests/c.py": UNSAFE,
+            "src/d.py": UNSAFE,
+        },
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = main(["--no-cache", "."], capsys)
+    assert [line.split(":")[0] for line in report_lines(out)] == ["src/d.py"]
+    # a file named explicitly is kept ... unless --force-exclude (pre-commit)
+    code, out, _ = main(["--no-cache", "gen/a.py"], capsys)
+    assert len(report_lines(out)) == 1
+    code, out, _ = main(["--no-cache", "--force-exclude", "gen/a.py", "legacy_b.py", "src/d.py"], capsys)
+    assert [line.split(":")[0] for line in report_lines(out)] == ["src/d.py"]
+
+
+def test_force_exclude_honours_default_excludes(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"build/a.py": UNSAFE})
+    monkeypatch.chdir(tmp_path)
+    assert len(report_lines(main(["--no-cache", "build/a.py"], capsys)[1])) == 1
+    assert report_lines(main(["--no-cache", "--force-exclude", "build/a.py"], capsys)[1]) == []
+
+
+def test_nested_gitignore_and_generated(tmp_path, monkeypatch, capsys):
+    write(
+        tmp_path,
+        {
+            "pkg/.gitignore": "skip_me.py\n",
+            "pkg/skip_me.py": UNSAFE,
+            "pkg/keep.py": UNSAFE,
+            "pkg/gen.py": "# @generated by a tool\n" + UNSAFE,
+        },
+    )
+    os.makedirs(tmp_path / ".git")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = main(["--no-cache", "--statistics", "."], capsys)
+    assert [line.split(":")[0] for line in report_lines(out)] == ["pkg/keep.py"]
+    assert "1 generated" in out
+
+
+def test_files_from_file_and_stdin(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"a.py": UNSAFE, "b.py": UNSAFE, "c.py": UNSAFE, "list.txt": "a.py\n\nc.py\n"})
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = main(["--no-cache", "--files-from", "list.txt"], capsys)
+    assert [line.split(":")[0] for line in report_lines(out)] == ["a.py", "c.py"]
+    code, out, _ = main(["--no-cache", "--files-from", "-"], capsys, stdin="b.py\n", monkeypatch=monkeypatch)
+    assert [line.split(":")[0] for line in report_lines(out)] == ["b.py"]
+    code, out, _ = main(["--no-cache", "--files-from", "-"], capsys, stdin="", monkeypatch=monkeypatch)
+    assert code == 0 and report_lines(out) == []
+
+
+def test_target_torch(tmp_path, monkeypatch, capsys):
+    from codemods.config import installed_torch, parse_version
+
+    assert parse_version("2.13.0+cpu") == (2, 13)
+    assert installed_torch() == (2, 13)  # read from metadata; torch is not imported
+    write(tmp_path, {"a.py": UNSAFE})
+    monkeypatch.chdir(tmp_path)
+    assert main(["--no-cache", "--target-torch", "two", "."], capsys)[0] == 2
+
+
+# -- output formats ------------------------------------------------------------------
+SARIF_SCHEMA = {
+    # the structure SARIF 2.1.0 requires of what we emit (from the OASIS schema)
+    "type": "object",
+    "required": ["version", "runs"],
+    "properties": {
+        "version": {"enum": ["2.1.0"]},
+        "runs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["tool"],
+                "properties": {
+                    "tool": {
+                        "type": "object",
+                        "required": ["driver"],
+                        "properties": {
+                            "driver": {
+                                "type": "object",
+                                "required": ["name"],
+                                "properties": {
+                                    "name": {"type": "string"},
+                                    "rules": {
+                                        "type": "array",
+                                        "items": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}},
+                                    },
+                                },
+                            }
+                        },
+                    },
+                    "results": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["message"],
+                            "properties": {
+                                "ruleId": {"type": "string"},
+                                "ruleIndex": {"type": "integer", "minimum": -1},
+                                "level": {"enum": ["none", "note", "warning", "error"]},
+                                "message": {"type": "object", "anyOf": [{"required": ["text"]}, {"required": ["id"]}]},
+                                "locations": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "properties": {
+                                            "physicalLocation": {
+                                                "type": "object",
+                                                "properties": {
+                                                    "artifactLocation": {"type": "object", "properties": {"uri": {"type": "string"}}},
+                                                    "region": {
+                                                        "type": "object",
+                                                        "properties": {k: {"type": "integer", "minimum": 1} for k in ("startLine", "startColumn", "endLine", "endColumn")},
+                                                    },
+                                                },
+                                            }
+                                        },
+                                    },
+                                },
+                                "fixes": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "required": ["artifactChanges"],
+                                        "properties": {
+                                            "artifactChanges": {
+                                                "type": "array",
+                                                "minItems": 1,
+                                                "items": {
+                                                    "type": "object",
+                                                    "required": ["artifactLocation", "replacements"],
+                                                    "properties": {
+                                                        "replacements": {
+                                                            "type": "array",
+                                                            "minItems": 1,
+                                                            "items": {"type": "object", "required": ["deletedRegion"]},
+                                                        }
+                                                    },
+                                                },
+                                            }
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def test_json_format_parses_and_edits_rebuild_the_fix(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"a.py": VARYING, "b.py": UNSAFE})
+    monkeypatch.chdir(tmp_path)
+    code, out, err = main(["--no-cache", "--format", "json", "."], capsys)
+    data = json.loads(out)
+    assert [(d["path"], d["code"], d["safety"]) for d in data] == [("a.py", "FR001", "safe"), ("b.py", "FR001", "unsafe")]
+    assert data[0]["line"] == 3 and set(data[0]["end"]) == {"line", "column"}
+    # applying the edits of a.py's finding gives the --fix output
+    lines = VARYING.splitlines(keepends=True)
+    for e in reversed(data[0]["fix"]["edits"]):
+        lines[e["start"]["line"] - 1 : e["end"]["line"] - 1] = [e["content"]]
+    assert data[1]["fix"]["edits"] is None  # unsafe: not applied without --unsafe-fixes
+    main(["--no-cache", "--fix", "a.py"], capsys)
+    assert "".join(lines) == (tmp_path / "a.py").read_text()
+
+
+def test_sarif_validates(tmp_path, monkeypatch, capsys):
+    jsonschema = pytest.importorskip("jsonschema")
+    write(tmp_path, {"a.py": VARYING, "b.py": UNSAFE})
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = main(["--no-cache", "--format", "sarif", "."], capsys)
+    doc = json.loads(out)
+    jsonschema.validate(doc, SARIF_SCHEMA)
+    run0 = doc["runs"][0]
+    assert [r["ruleId"] for r in run0["results"]] == ["FR001", "FR001"]
+    assert "fixes" in run0["results"][0] and "fixes" not in run0["results"][1]
+    ids = [r["id"] for r in run0["tool"]["driver"]["rules"]]
+    assert all(ids[r["ruleIndex"]] == r["ruleId"] for r in run0["results"])
+
+
+def test_github_format(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"a.py": VARYING})
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = main(["--no-cache", "--format", "github", "."], capsys)
+    [line] = out.splitlines()
+    assert line.startswith("::warning file=a.py,line=3,col=16,") and ",title=FR001::FR001 " in line
+    assert code == 1
+
+
+# -- cache --------------------------------------------------------------------------
+def test_cache_hit_miss_invalidation(tmp_path, monkeypatch):
+    write(tmp_path, {"a.py": VARYING, "b.py": CLEAN})
+    monkeypatch.chdir(tmp_path)
+    cache_dir = str(tmp_path / ".fix_recompiles_cache")
+    first = run(["."], Settings(), cache_dir=cache_dir)
+    assert first.stats.cached == 0 and open(os.path.join(cache_dir, ".gitignore")).read().strip().endswith("*")
+    second = run(["."], Settings(), cache_dir=cache_dir)
+    assert second.stats.cached == 2
+    assert [(f.code, f.line, f.message, f.safety) for f in second.findings] == [(f.code, f.line, f.message, f.safety) for f in first.findings]
+    assert [r.new for r in second.results] == [r.new for r in first.results]
+    # a changed file is a miss (same size too: the content hash decides)
+    write(tmp_path, {"a.py": VARYING.replace("x * 2", "x * 3")})
+    third = run(["."], Settings(), cache_dir=cache_dir)
+    assert third.stats.cached == 1
+    # other settings: another cache
+    assert run(["."], Settings(unsafe_fixes=True), cache_dir=cache_dir).stats.cached == 0
+
+
+def test_cache_cross_module_invalidation(tmp_path, monkeypatch):
+    """A file's result depends on functions compiled in other modules: changing
+    the defining module invalidates the user's cached result."""
+    write(
+        tmp_path,
+        {
+            "kernels.py": "import torch\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n",
+            "train.py": "import torch\nfrom kernels import scale\n\nfor i in range(5):\n    scale(torch.ones(2), i / 7)\n",
+        },
+    )
+    monkeypatch.chdir(tmp_path)
+    cache_dir = str(tmp_path / ".fix_recompiles_cache")
+    before = run(["."], Settings(), cache_dir=cache_dir)
+    if not any(f.path == "train.py" for f in before.findings):
+        pytest.skip("no cross-module pass finds anything here yet")
+    write(tmp_path, {"kernels.py": "import torch\n\ndef scale(x, c):\n    return x * c\n"})
+    after = run(["."], Settings(), cache_dir=cache_dir)
+    fresh = run(["."], Settings())
+    assert [(f.path, f.code, f.line) for f in after.findings] == [(f.path, f.code, f.line) for f in fresh.findings]
+    assert not any(f.path == "train.py" for f in after.findings)
+
+
+def test_no_cache_flag_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("FIX_RECOMPILES_NO_CACHE", raising=False)
+    monkeypatch.delenv("FIX_RECOMPILES_CACHE_DIR", raising=False)
+    write(tmp_path, {"a.py": VARYING})
+    monkeypatch.chdir(tmp_path)
+    main(["--no-cache", "."], capsys)
+    assert not (tmp_path / ".fix_recompiles_cache").exists()
+    main(["."], capsys)
+    assert (tmp_path / ".fix_recompiles_cache" / ".gitignore").exists()
+
+
+# -- parallel runs and the screen ------------------------------------------------------
+def _corpus_files():
+    """Golden inputs, rule examples and the shipped examples as {name: text}."""
+    files = {}
+    for case in discover_cases():
+        for rel, data in read_inputs(case).items():
+            files[f"golden/{case.id.replace('/', '_')}/{rel}"] = data.decode("utf-8", "surrogateescape")
+    for rule in REGISTRY:
+        for i, ex in enumerate(rule.invalid):
+            files[f"examples/{rule.code}_invalid_{i}.py"] = ex.before
+        for i, src in enumerate(rule.valid):
+            files[f"examples/{rule.code}_valid_{i}.py"] = src
+    examples = os.path.join(ROOT, "examples")
+    if os.path.isdir(examples):
+        for dirpath, _dirs, names in os.walk(examples):
+            for name in names:
+                if name.endswith(".py"):
+                    with open(os.path.join(dirpath, name), encoding="utf-8", errors="surrogateescape") as fh:
+                        files[f"shipped/{os.path.relpath(os.path.join(dirpath, name), examples)}"] = fh.read()
+    return files
+
+
+def _key(result):
+    return [(f.path, f.line, f.column, f.code, f.message, f.safety) for f in result.findings], [(r.display_path, r.new, r.error) for r in result.results]
+
+
+def test_screen_never_drops_a_finding(monkeypatch):
+    """Every golden input, rule example and shipped example: the same findings
+    with the stdlib-ast screen as with the byte triggers alone."""
+    files = _corpus_files()
+    assert len(files) > 10
+    settings = Settings(unsafe_fixes=True)
+    n_screened = 0
+    for name, text in files.items():
+        data = text.encode("utf-8", "surrogateescape")
+        monkeypatch.setattr(screen, "ENABLED", True)
+        with_screen = process_source(name, name, data, settings)
+        monkeypatch.setattr(screen, "ENABLED", False)
+        without = process_source(name, name, data, settings)
+        assert [(f.code, f.line, f.message) for f in with_screen.findings] == [(f.code, f.line, f.message) for f in without.findings], name
+        assert with_screen.new == without.new and with_screen.error == without.error, name
+        n_screened += with_screen.prefiltered and not without.prefiltered
+    assert n_screened > 0  # the screen did rule some files out
+
+
+def test_screen_facts():
+    facts = screen.ScreenFacts(b"import re\nr = re.compile('x')\n")
+    assert not facts.may_compile
+    facts = screen.ScreenFacts(b"import torch as th\nf = th.compile(g, dynamic=False)\n")
+    assert facts.may_compile and facts.compile_option("dynamic")
+    facts = screen.ScreenFacts(b"from torch import compile as c\nf = c(g, mode='x')\n")
+    assert facts.may_compile and facts.compile_keywords == {"mode"}
+    facts = screen.ScreenFacts(b"import torch.nn as nn\nclass M(nn.Module): pass\nm = M()\nm.compile()\n")
+    assert facts.may_compile
+    assert screen.ScreenFacts(b"def broken(:\n").may_compile  # unparsable: kept, libcst reports it
+
+
+def test_j1_and_j2_give_the_same_results(tmp_path, monkeypatch):
+    files = {name: text for name, text in _corpus_files().items()}
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    one = run(["."], Settings(unsafe_fixes=True), jobs=1)
+    two = run(["."], Settings(unsafe_fixes=True), jobs=2)
+    assert _key(one) == _key(two)
+    assert sum(1 for r in one.results if not r.prefiltered) >= 4  # the pool was used
+    cache_dir = str(tmp_path / "cache")
+    cold = run(["."], Settings(unsafe_fixes=True), jobs=2, cache_dir=cache_dir)
+    warm = run(["."], Settings(unsafe_fixes=True), jobs=2, cache_dir=cache_dir)
+    assert _key(cold) == _key(one) == _key(warm)
+    assert warm.stats.cached == len(warm.results)
+
+
+# -- pre-commit ------------------------------------------------------------------------
+def test_pre_commit_hooks_file(tmp_path, monkeypatch, capsys):
+    yaml = pytest.importorskip("yaml")
+    with open(os.path.join(ROOT, ".pre-commit-hooks.yaml"), encoding="utf-8") as fh:
+        hooks = yaml.safe_load(fh)
+    by_id = {h["id"]: h for h in hooks}
+    assert set(by_id) == {"fix-recompiles", "fix-recompiles-fix"}
+    for hook in hooks:
+        assert hook["language"] == "python" and hook["types"] == ["python"]
+        assert "--force-exclude" in hook["args"]
+        # pre-commit runs `entry args... files...`; with no files: nothing to do, exit 0
+        monkeypatch.chdir(tmp_path)
+        argv = hook["entry"].split()[1:] + hook["args"]
+        assert main(argv, capsys)[0] == 0

@@ -1,0 +1,490 @@
+"""Trace-guided fixing (issue 7).
+
+Unit tests read trace files captured under torch 2.13 from the scripts in
+``tests/trace_scripts`` (trimmed by ``tests/trace_fixtures/trim.py``).  The
+end-to-end tests really run those scripts, under ``fix-recompiles run``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemods import trace as tr
+from codemods import trace_run
+from codemods.context import Settings
+from codemods.findings import Safety
+from codemods.transforms import BY_CODE
+
+HERE = Path(__file__).parent
+FIXTURES = HERE / "trace_fixtures"
+SCRIPTS = HERE / "trace_scripts"
+PYTHON = sys.executable
+CLI = [PYTHON, "-c", "from cli import main; main()"]
+
+
+def fixture(name: str) -> tr.Trace:
+    return tr.read_trace(str(FIXTURES / f"{name}.log"))
+
+
+def only(trace: tr.Trace, name: str) -> tr.CodeEntry:
+    found = [e for e in trace.entries if e.name == name]
+    assert len(found) == 1, [e.name for e in trace.entries]
+    return found[0]
+
+
+# -- parsing captured traces ----------------------------------------------------------
+
+CASES = [
+    # fixture, function, first line (decorator line for decorated defs), graphs, limit hit, cause, source
+    ("anneal_float", "scaled_softmax", 5, 2, False, tr.FLOAT_ARG, "temperature"),
+    ("module_counter", "forward", 11, 8, True, tr.MODULE_INT_ATTR, "self.calls"),
+    ("growing_inputs", "normalize", 6, 8, True, tr.TENSOR_SHAPE, "x"),
+    ("loader_shapes", "energy", 12, 6, False, tr.TENSOR_SHAPE, "x"),
+    ("int_global", "add_n", 8, 4, False, tr.INT_ARG, "n"),
+    ("int_global", "shifted", 13, 4, False, tr.GLOBAL, "SHIFT"),
+    (
+        "optimizer_lr",
+        "step",
+        None,
+        2,
+        False,
+        tr.OPTIMIZER_LR,
+        "self.param_groups[0]['lr']",
+    ),
+    ("fails", "scale", 7, 4, False, tr.TENSOR_SHAPE, "x"),
+]
+
+
+@pytest.mark.parametrize("name,function,line,graphs,limit,cause,source", CASES)
+def test_entries_from_captured_traces(
+    name, function, line, graphs, limit, cause, source
+):
+    trace = fixture(name)
+    entry = only(trace, function)
+    assert entry.graphs == graphs
+    assert entry.limit_hit is limit
+    assert entry.causes == [cause]
+    assert {r.source for r in entry.reasons} == {source}
+    # every compile after the first has a reason (the limit-hit attempt adds one more)
+    assert entry.recompiles == graphs - 1 + (1 if limit else 0)
+    if line is not None:
+        assert Path(entry.filename).name == f"{name}.py"
+        assert entry.firstlineno == line
+        # the script's own source agrees: the line is the def or its decorator
+        text = (SCRIPTS / f"{name}.py").read_text().splitlines()[line - 1]
+        assert text.lstrip().startswith(("@", "def "))
+        assert function in text or text.lstrip().startswith("@")
+
+
+def test_decorated_function_starts_at_the_decorator_line():
+    entry = only(fixture("growing_inputs"), "normalize")
+    lines = (SCRIPTS / "growing_inputs.py").read_text().splitlines()
+    assert lines[entry.firstlineno - 1].startswith("@torch.compile")
+    assert lines[entry.firstlineno].startswith("def normalize")
+
+
+def test_optimizer_recompiles_are_mapped_to_the_user_frame():
+    entry = only(fixture("optimizer_lr"), "step")
+    assert "torch/optim" in entry.filename.replace("\\", "/")
+    fname, line, func = entry.user_frame
+    assert Path(fname).name == "optimizer_lr.py" and func == "opt_step"
+    assert (SCRIPTS / "optimizer_lr.py").read_text().splitlines()[
+        line - 1
+    ].strip() == "opt.step()"
+    assert tr.display_location(entry).endswith(f"optimizer_lr.py:{line}")
+
+
+def test_unmapped_reason_is_shown_raw_as_other():
+    trace = fixture("dtype_other")
+    entry = only(trace, "plus_one")
+    assert entry.causes == [tr.OTHER]
+    rows = tr.table_rows(trace, list(BY_CODE))
+    assert rows == [
+        [
+            "plus_one",
+            tr.display_location(entry),
+            "3",
+            "no",
+            "other: tensor 'x' dtype mismatch. expected Float, actual Double",
+            "none",
+        ]
+    ]
+
+
+def test_payload_lines_and_garbage_are_skipped(tmp_path):
+    src = (FIXTURES / "anneal_float.log").read_text()
+    assert "\n\t" in src  # the fixture keeps one payload record
+    (tmp_path / "t.log").write_text(
+        "not json at all\n" + src + "V1 x.py:1] {broken json\n"
+    )
+    trace = tr.read_trace(str(tmp_path))
+    assert trace.bad_lines == 2
+    assert [(e.name, e.graphs) for e in trace.entries] == [("scaled_softmax", 2)]
+
+
+def test_one_file_per_process_is_read(tmp_path):
+    for i, name in enumerate(("anneal_float", "growing_inputs")):
+        shutil.copy(
+            FIXTURES / f"{name}.log",
+            tmp_path / f"dedicated_log_torch_trace_rank_{i}.log",
+        )
+    trace = tr.read_trace(str(tmp_path))
+    assert [e.name for e in trace.entries] == ["scaled_softmax", "normalize"]
+    assert trace.total_graphs == 10
+
+
+def test_recompile_limit_needs_the_limit_failure(tmp_path):
+    # the same records without the limit-hit attempt: no limit
+    lines = (FIXTURES / "growing_inputs.log").read_text().splitlines(keepends=True)
+    kept = [ln for ln in lines if "recompile limit exceeded" not in ln]
+    assert len(kept) == len(lines) - 1
+    (tmp_path / "t.log").write_text("".join(kept))
+    entry = only(tr.read_trace(str(tmp_path)), "normalize")
+    assert entry.limit_hit is False and entry.graphs == 8
+
+
+# -- classifying guard text: structure, several releases' spellings -------------------
+
+
+@pytest.mark.parametrize(
+    "reason,cause,source",
+    [
+        ("0/0: c == 0.5  # return x + c  # s1.py:4 in fn", tr.FLOAT_ARG, "c"),
+        ("0/3: L['c'] == 0.25", tr.FLOAT_ARG, "c"),  # 2.1-era local source
+        ("1/0: n == 3", tr.INT_ARG, "n"),
+        ("0/1: L['n'] == -2", tr.INT_ARG, "n"),
+        ("0/0: x == 1e-05", tr.FLOAT_ARG, "x"),
+        ("0/0: G['SCALE'] == 0.5", tr.GLOBAL, "SCALE"),
+        (
+            "0/0: self.count == 4  # self.count += 1 (HINT: ...)",
+            tr.MODULE_INT_ATTR,
+            "self.count",
+        ),
+        ("0/0: L['self'].count == 4", tr.MODULE_INT_ATTR, "self.count"),
+        (
+            "2/0: self.param_groups[0]['lr'] == 0.01",
+            tr.OPTIMIZER_LR,
+            "self.param_groups[0]['lr']",
+        ),
+        (
+            "0/0: tensor 'x' size mismatch at index 0. expected 2, actual 3",
+            tr.TENSOR_SHAPE,
+            "x",
+        ),
+        (
+            "0/0: tensor 'L['x']' size mismatch at index 1. expected 4, actual 5",
+            tr.TENSOR_SHAPE,
+            "x",
+        ),
+        (
+            "0/0: tensor 'x' stride mismatch at index 0. expected 1, actual 2",
+            tr.TENSOR_SHAPE,
+            "x",
+        ),
+        (
+            "0/0: tensor 'x' dtype mismatch. expected Float, actual Double",
+            tr.OTHER,
+            "x",
+        ),
+        ("0/0: flag == True", tr.OTHER, "flag"),
+        ("0/0: ___check_type_id(L['x'], 94000)", tr.OTHER, ""),
+        ("0/0: len(L['xs']) == 3", tr.OTHER, "len(xs)"),
+        ("0/0: a completely new sentence torch 3.0 might write", tr.OTHER, ""),
+    ],
+)
+def test_classify(reason, cause, source):
+    [parsed] = tr.parse_reason(reason)
+    assert (parsed.cause, parsed.source) == (cause, source)
+    if cause == tr.OTHER:
+        assert parsed.text == re.sub(
+            r"^\d+/\d+: ", "", reason
+        )  # raw, only the id stripped
+
+
+def test_reason_user_stack_gives_file_and_line():
+    entry = only(fixture("anneal_float"), "scaled_softmax")
+    [r] = entry.reasons
+    assert Path(r.file).name == "anneal_float.py" and r.line == 6
+
+
+def test_cure_table_follows_the_registry():
+    assert tr.cure_codes(tr.FLOAT_ARG, ["FR001", "FR003"]) == ["FR003", "FR001"]
+    assert tr.cure_codes(tr.FLOAT_ARG, ["FR001"]) == ["FR001"]
+    assert tr.cure_codes(tr.GLOBAL, list(BY_CODE)) == []
+    assert tr.cure_codes(tr.OTHER, list(BY_CODE)) == []
+    assert set(tr.CURES) == set(tr.CAUSES)
+
+
+# -- matching findings to traced code objects ------------------------------------------
+
+
+def _retarget(name: str, script: Path) -> str:
+    """The fixture's records with the script's path replaced by ``script``."""
+    text = (FIXTURES / f"{name}.log").read_text()
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("\t"):
+            out.append(line)
+            continue
+        start = line.find("] {") + 2
+        rec = json.loads(line[start:])
+        m = rec.get("compilation_metrics")
+        if m and m.get("co_filename") and m["co_filename"].endswith(f"/{name}.py"):
+            m["co_filename"] = str(script)
+        if "str" in rec and rec["str"][0].endswith(f"/{name}.py"):
+            rec["str"][0] = str(script)
+        out.append(line[:start] + json.dumps(rec) + "\n")
+    return "".join(out)
+
+
+@pytest.fixture
+def copied(tmp_path, monkeypatch):
+    def make(name: str):
+        script = tmp_path / f"{name}.py"
+        shutil.copy(SCRIPTS / f"{name}.py", script)
+        folder = tmp_path / "trace"
+        folder.mkdir()
+        (folder / "t.log").write_text(_retarget(name, script))
+        monkeypatch.chdir(tmp_path)
+        return script, tr.read_trace(str(folder))
+
+    return make
+
+
+def test_static_unsafe_fix_is_upgraded_by_the_trace(copied):
+    script, trace = copied("loader_shapes")
+    from codemods.runner import run
+
+    [static] = [f for f in run([str(script)], Settings()).findings if f.code == "FR001"]
+    assert static.fix.safety == Safety.UNSAFE  # no variation visible statically
+    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [m] = guided.matches
+    assert (
+        m.upgraded and m.finding.code == "FR001" and m.finding.fix.safety == Safety.SAFE
+    )
+    assert (
+        "(safe: cures recompiles observed in trace: `energy` compiled 6 graphs on tensor shape `x`)"
+        in m.finding.message
+    )
+    assert m.finding.applied and guided.files[0].changed
+    assert b'@torch.compile(backend="eager")\ndef energy' in guided.files[0].new
+    assert static.message in m.finding.message
+
+
+def test_only_implicated_findings_are_applied(copied):
+    script, trace = copied("growing_inputs")
+    guided = trace_run.guide(
+        trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True
+    )
+    assert [m.finding.code for m in guided.matches] == ["FR001"]
+    # FR006 (raise the limit) is found statically but cures nothing: not applied
+    assert [f.code for f in guided.files[0].others] == ["FR006"]
+    new = guided.files[0].new.decode()
+    assert (
+        "cache_size_limit" not in new
+        and '@torch.compile(backend="eager")\ndef normalize' in new
+    )
+
+
+def test_a_trace_of_another_function_implicates_nothing(copied, tmp_path):
+    _script, trace = copied("growing_inputs")
+    for e in trace.entries:
+        e.firstlineno += 100  # the traced code object is not this file's compiled def
+    guided = trace_run.guide(trace, Settings(), [str(tmp_path)], fixing=True)
+    assert guided.matches == [] and not guided.files[0].changed
+
+
+def test_files_outside_the_paths_are_left_alone(copied, tmp_path):
+    _script, trace = copied("growing_inputs")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    guided = trace_run.guide(trace, Settings(), [str(other)], fixing=True)
+    assert guided.files == []
+
+
+@pytest.mark.skipif(
+    "FR005" not in BY_CODE, reason="FR005 unspec-int-attrs is not in the registry yet"
+)
+def test_module_counter_matches_forward_of_the_compiled_module(copied):
+    script, trace = copied("module_counter")
+    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert [(m.finding.code, m.cause) for m in guided.matches] == [
+        ("FR005", tr.MODULE_INT_ATTR)
+    ]
+
+
+@pytest.mark.skipif(
+    "FR004" not in BY_CODE, reason="FR004 optimizer-scalars is not in the registry yet"
+)
+def test_optimizer_lr_matches_fr004_in_the_calling_file(copied, tmp_path):
+    _script, trace = copied("optimizer_lr")
+    guided = trace_run.guide(trace, Settings(), [str(tmp_path)], fixing=True)
+    assert [(m.finding.code, m.cause) for m in guided.matches] == [
+        ("FR004", tr.OPTIMIZER_LR)
+    ]
+
+
+def test_check_from_trace_cli_diff_and_fix(copied, tmp_path):
+    script, _trace = copied("loader_shapes")
+    before = script.read_bytes()
+    proc = subprocess.run(
+        check=False,
+        args=CLI
+        + ["check", str(tmp_path), "--from-trace", str(tmp_path / "trace"), "--diff"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(),
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert (
+        "energy" in proc.stdout
+        and "loader_shapes.py:12" in proc.stdout
+        and "tensor shape `x`" in proc.stdout
+    )
+    assert '-@torch.compile(backend="eager", dynamic=False)' in proc.stdout
+    assert script.read_bytes() == before
+    proc = subprocess.run(
+        check=False,
+        args=CLI
+        + ["check", str(tmp_path), "--from-trace", str(tmp_path / "trace"), "--fix"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert b'@torch.compile(backend="eager")\ndef energy' in script.read_bytes()
+
+
+def test_check_from_trace_missing_folder(tmp_path):
+    proc = subprocess.run(
+        check=False,
+        args=CLI + ["check", str(tmp_path), "--from-trace", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(),
+    )
+    assert proc.returncode == 2 and "no such trace folder" in proc.stderr
+
+
+# -- end to end: really run the scripts -----------------------------------------------
+
+
+def _env():
+    env = dict(os.environ)
+    env.pop("TORCH_TRACE", None)
+    env["PYTHONPATH"] = str(HERE.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run_cli(tmp_path, name, *flags):
+    shutil.copy(SCRIPTS / f"{name}.py", tmp_path / f"{name}.py")
+    proc = subprocess.run(
+        check=False,
+        args=CLI + ["run", *flags, "--", PYTHON, f"{name}.py"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+        timeout=600,
+    )
+    return proc, tmp_path / f"{name}.py"
+
+
+def results(output: str):
+    return [ln for ln in output.splitlines() if ln.startswith("result:")]
+
+
+def graphs(output: str, label: str):
+    m = re.search(rf"^\s+{re.escape(label)}\s+(\d+) -> (\d+)$", output, re.MULTILINE)
+    assert m, output
+    return int(m.group(1)), int(m.group(2))
+
+
+E2E = [
+    # script, function, line, cause, rule that must be applied
+    ("anneal_float", "scaled_softmax", 5, "float argument `temperature`", "FR003"),
+    ("module_counter", "forward", 11, "module int attribute `self.calls`", "FR005"),
+    ("growing_inputs", "normalize", 6, "tensor shape `x`", "FR001"),
+    ("loader_shapes", "energy", 12, "tensor shape `x`", "FR001"),
+]
+
+
+@pytest.mark.parametrize("name,function,line,cause,rule", E2E)
+def test_run_fix_cures_recompiles(tmp_path, name, function, line, cause, rule):
+    if rule not in BY_CODE:
+        pytest.skip(f"{rule} is not in the registry yet")
+    proc, script = run_cli(tmp_path, name, "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    row = re.search(
+        rf"^{function}\s+{name}\.py:{line}\s+(\d+)\s+(yes|no)\s+{re.escape(cause)}\s+(.*)$",
+        out,
+        re.MULTILINE,
+    )
+    assert row, out
+    assert rule in row.group(3)
+    assert f"fixed: {name}.py:" in out and f" {rule} " in out
+    before, after = graphs(out, "total")
+    assert after < before, out
+    assert (
+        graphs(out, f"{function} ({name}.py)")[1]
+        < graphs(out, f"{function} ({name}.py)")[0]
+    )
+    assert "Exit code unchanged (0)." in out
+    first, second = results(out)
+    assert first == second  # same printed values after the fix
+    assert script.read_text() != (SCRIPTS / f"{name}.py").read_text()
+
+
+def test_run_diff_writes_nothing(tmp_path):
+    proc, script = run_cli(tmp_path, "loader_shapes", "--diff")
+    assert proc.returncode == 1, proc.stdout
+    assert "(safe: cures recompiles observed in trace:" in proc.stdout
+    assert '+@torch.compile(backend="eager")' in proc.stdout
+    assert script.read_text() == (SCRIPTS / "loader_shapes.py").read_text()
+
+
+def test_run_other_cause_is_reported_raw_and_nothing_changes(tmp_path):
+    proc, script = run_cli(tmp_path, "dtype_other", "--fix")
+    assert proc.returncode == 0, proc.stdout
+    assert re.search(
+        r"^plus_one\s+dtype_other\.py:5\s+3\s+no\s+other: tensor 'x' dtype mismatch\. expected Float, actual Double\s+none$",
+        proc.stdout,
+        re.MULTILINE,
+    ), proc.stdout
+    assert "nothing to fix" in proc.stdout
+    assert script.read_text() == (SCRIPTS / "dtype_other.py").read_text()
+
+
+def test_run_failing_command_is_reported_and_nothing_changes(tmp_path):
+    proc, script = run_cli(tmp_path, "fails", "--fix")
+    assert proc.returncode == 2, proc.stdout
+    assert "the command failed with exit code 3; nothing changed" in proc.stdout
+    assert re.search(
+        r"^scale\s+fails\.py:7\s+4\s+no\s+tensor shape `x`", proc.stdout, re.MULTILINE
+    ), proc.stdout
+    assert script.read_text() == (SCRIPTS / "fails.py").read_text()
+
+
+def test_run_without_command(tmp_path):
+    proc = subprocess.run(
+        check=False,
+        args=CLI + ["run", "--fix"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=_env(),
+    )
+    assert proc.returncode == 2 and "no command given" in proc.stderr
