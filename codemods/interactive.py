@@ -421,7 +421,7 @@ class Session:
                 return
             f = pending[0]
             try:
-                after = render(state.ctx, [f])
+                after = render(state.ctx, [f], state.data)
             except FileError as exc:
                 # our bug, not the user's: skip this fix, keep going
                 self._error(result.display_path, f"{f.code} at line {f.line}: {exc.reason}")

@@ -290,7 +290,7 @@ def guide(
             f.applied = True
         if chosen:
             try:
-                guided.new = render(ctx, chosen)
+                guided.new = render(ctx, chosen, data)
             except FileError as exc:
                 out.errors.append((exc.path, exc.reason))
                 for f in chosen:
