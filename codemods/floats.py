@@ -4,8 +4,10 @@ Two halves, usable by any pass:
 
 * **call side** (libcst, on the module being processed):
   :func:`float_reason` says why an argument expression is a Python float (a
-  float literal, arithmetic with one or with true division, a name bound in the
-  enclosing scope to such a value, a parameter or variable annotated
+  float literal, arithmetic with one or with true division, a float-returning
+  call such as ``float()``, ``math.cos()``, ``random.random()`` or ``max`` of
+  floats, a name bound in the enclosing scope to such a value -- also rebuilt
+  from itself, ``t = t * 0.95`` -- a parameter or variable annotated
   ``float``); :func:`tensor_width` says whether an expression is visibly a
   floating tensor (``torch.randn(...)``, ``x.float()``, a name bound to one).
 
@@ -65,6 +67,11 @@ HALF_DTYPES = frozenset({"float16", "bfloat16", "half"})
 #: math functions that return an int or a bool, not a float
 _MATH_NOT_FLOAT = frozenset({"floor", "ceil", "trunc", "factorial", "gcd", "lcm", "isqrt", "comb", "perm", "isnan", "isinf", "isfinite", "isclose", "prod"})
 
+#: ``random`` functions that return a float
+_RANDOM_FLOAT = frozenset({"random", "uniform", "gauss", "normalvariate", "lognormvariate", "expovariate", "betavariate", "gammavariate", "triangular", "vonmisesvariate", "paretovariate", "weibullvariate"})
+#: "the value of a name being resolved further up" (see :meth:`_CallSide.number`)
+_CYCLE = "cycle"
+
 Width = Optional[str]  # None (not visibly floating), "float" (floating, width unknown), "full" (float32/float64)
 
 
@@ -118,6 +125,8 @@ class _CallSide:
 
     def __init__(self, analysis: ModuleAnalysis) -> None:
         self.analysis = analysis
+        #: steps left for :meth:`number` (bounds pathological chains of names)
+        self.budget = 5000
 
     def _torch_last(self, func: cst.BaseExpression) -> Optional[str]:
         for q in sorted(self.analysis.qualified_names(func)):
@@ -126,8 +135,17 @@ class _CallSide:
         return None
 
     # -- Python numbers ---------------------------------------------------
-    def number(self, expr: cst.BaseExpression, seen: Set[int]) -> Optional[str]:
-        """"float", "int" or None (not visibly a Python number)."""
+    #
+    # ``number`` returns "float", "int", None (not visibly a Python number) or
+    # ``_CYCLE``: the value of a name already being resolved further up, as in
+    # ``t = t * 0.95``.  A cycle adds no kind of its own -- the name's other
+    # bindings decide (a least fixpoint): ``t = 1.0`` then ``t = t * 0.95`` is a
+    # float, ``t = x`` then ``t = t * 0.95`` is unknown because ``x`` is.
+    def number(self, expr: cst.BaseExpression, seen: Set) -> Optional[str]:
+        """"float", "int", ``_CYCLE`` or None (not visibly a Python number)."""
+        self.budget -= 1
+        if self.budget < 0:
+            return None
         if isinstance(expr, cst.Float):
             return "float"
         if isinstance(expr, cst.Integer):
@@ -142,26 +160,58 @@ class _CallSide:
                 return None
             if isinstance(expr.operator, cst.Divide) or "float" in (left, right):
                 return "float"
-            return "int"
+            return _CYCLE if _CYCLE in (left, right) else "int"
         if isinstance(expr, cst.Call):
-            name = dotted_name(expr.func)
-            qn = self.analysis.qualified_names(expr.func)
-            if name == "float" and "builtins.float" in qn | {"float"} and not any(q.startswith("torch") for q in qn):
-                return "float"
-            if name in ("int", "len", "round") and len(expr.args) == 1:
-                return "int"
-            for q in sorted(qn):
-                if q.startswith("math.") and q.count(".") == 1:
-                    return "int" if q.split(".")[1] in _MATH_NOT_FLOAT else "float"
-            return None
+            return self._call_number(expr, seen)
         if isinstance(expr, cst.Name):
-            if id(expr) in seen:
-                return None
-            seen = seen | {id(expr)}
-            return self._name_number(expr, seen)
+            scope = self.analysis.scope(expr)
+            key = (id(scope), expr.value)
+            if key in seen:
+                return _CYCLE
+            return self._name_number(expr, seen | {key})
         return None
 
-    def _name_number(self, name: cst.Name, seen: Set[int]) -> Optional[str]:
+    def _call_number(self, expr: cst.Call, seen: Set) -> Optional[str]:
+        name = dotted_name(expr.func)
+        qn = self.analysis.qualified_names(expr.func)
+        if any(q.startswith("torch") for q in qn):
+            return None
+        builtin = name is not None and "." not in name and f"builtins.{name}" in qn  # not a shadowing def
+        plain = all(a.keyword is None and not a.star for a in expr.args)
+        if builtin and name == "float":
+            return "float"
+        if builtin and name in ("int", "len") and len(expr.args) == 1:
+            return "int"
+        if builtin and name == "round" and plain and len(expr.args) in (1, 2):
+            if len(expr.args) == 1:
+                return "int"
+            kind = self.number(expr.args[0].value, seen)  # round(x, n) keeps x's type
+            return kind if self.number(expr.args[1].value, seen) == "int" else None
+        if builtin and name == "abs" and plain and len(expr.args) == 1:
+            return self.number(expr.args[0].value, seen)
+        if builtin and name in ("max", "min") and plain and len(expr.args) >= 2:
+            # the result is one of the arguments: a float only when every argument is
+            kinds = [self.number(a.value, seen) for a in expr.args]
+            if None in kinds:
+                return None
+            known = [k for k in kinds if k != _CYCLE]
+            if not known:
+                return _CYCLE
+            if any(k != known[0] for k in known) or (_CYCLE in kinds and known[0] != "float"):
+                return None  # ints with the name itself: a float if the name is one, so mixed
+            return known[0]
+        for q in sorted(qn):
+            if q.startswith("math.") and q.count(".") == 1:
+                return "int" if q.split(".")[1] in _MATH_NOT_FLOAT else "float"
+            if q.startswith("random.") and q.count(".") == 1:
+                fn = q.split(".")[1]
+                if fn in _RANDOM_FLOAT:
+                    return "float"
+                if fn in ("randint", "randrange", "getrandbits"):
+                    return "int"
+        return None
+
+    def _name_number(self, name: cst.Name, seen: Set) -> Optional[str]:
         kinds: List[Optional[str]] = []
         for assignment in _assignments(self.analysis, name):
             kind, node = _assign_value(self.analysis, assignment)
@@ -182,15 +232,26 @@ class _CallSide:
                 else:
                     kinds.append(None)
             elif kind == "aug":
+                if not isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.PowerAssign, cst.FloorDivideAssign, cst.ModuloAssign)):
+                    kinds.append(None)
+                    continue
                 value = self.number(node.value, seen)
-                kinds.append(None if value is None else ("float" if value == "float" or isinstance(node.operator, cst.DivideAssign) else "int"))
+                if value is None:
+                    kinds.append(None)
+                elif value == "float" or isinstance(node.operator, cst.DivideAssign):
+                    kinds.append("float")
+                else:  # ``t *= 2`` keeps t's own kind, which t's other bindings give
+                    kinds.append(_CYCLE if value == _CYCLE else "int")
             elif kind == "for":
                 kinds.append(self._loop_number(node))
             else:
                 kinds.append(None)
         if not kinds or any(k is None for k in kinds):
             return None
-        return "float" if "float" in kinds else "int"
+        known = [k for k in kinds if k != _CYCLE]
+        if not known:
+            return _CYCLE
+        return "float" if "float" in known else "int"
 
     def _loop_number(self, loop: cst.For) -> Optional[str]:
         it = loop.iter

@@ -2,8 +2,10 @@
 
     fix-recompiles examples/float_args_demo.py --diff
 
-The temperature, loss weight and blend factor are fixed by `--fix` (wrapped in
-`torch.tensor(..., dtype=torch.float64)`); `quantize` feeds its float to
+The temperature (annealed: rebuilt from itself every step, the classic
+sampling loop), loss weight and blend factor are fixed by `--fix` (wrapped in
+`torch.tensor(..., dtype=torch.float64)` at the call only: the loop keeps
+using `temperature` as a Python float); `quantize` feeds its float to
 `round()` and is only reported.
 """
 
@@ -38,13 +40,14 @@ def main():
     target = torch.randn(8)
     a = torch.linspace(0, 1, 6)
     b = torch.linspace(1, 2, 6)
+    temperature = 1.0
     for step in range(10):
-        temperature = 1.0 - 0.05 * step
+        temperature = max(temperature * 0.9, 0.5)
         probs = sample_probs(logits, temperature)
         loss = mixed_loss(pred, target, weight=0.9**step)
         mix = blend(a, b, alpha=step / 9)
         q = quantize(a, 0.1 * step)
-        print(step, round(float(probs.max()), 5), round(float(loss), 5), round(float(mix.sum()), 5), round(float(q.sum()), 5))
+        print(step, round(temperature, 5), round(float(probs.max()), 5), round(float(loss), 5), round(float(mix.sum()), 5), round(float(q.sum()), 5))
 
 
 if __name__ == "__main__":

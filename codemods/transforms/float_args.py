@@ -40,9 +40,15 @@ class FloatArgs(Rule):
 Finds calls of compiled functions (every compile form, and functions compiled
 in another module of the run and imported here) where a positional or keyword
 argument is a Python float: a float literal, arithmetic with a float literal
-or a true division (`0.5 + i`, `i / 7`), a name bound in the enclosing scope
-to such a value (also when recomputed in a loop), or a parameter or variable
-annotated `float`. It wraps the argument: `torch.tensor(<expr>, dtype=torch.float64)`
+or a true division (`0.5 + i`, `i / 7`), a call that returns a float
+(`float(y)`, `math.cos(a)`, `random.random()`, `abs`/`round(v, n)` of a float,
+`max`/`min` of floats), a name bound in the enclosing scope to such a value --
+also when recomputed in a loop or rebuilt from itself (`t = t * 0.95`,
+`t *= 0.9`, `lr = max(lr * 0.5, 1e-4)`) -- or a parameter or variable
+annotated `float`. A name counts only when every binding of it is a Python
+number and one is a float: a name that is a tensor or unknown on some path is
+left alone, as are floats passed through `functools.partial` or `**kwargs`.
+It wraps the argument: `torch.tensor(<expr>, dtype=torch.float64)`
 under the module's alias of torch (`import torch` is added if missing).
 Ints, bools, strings, None and tensors are left alone (automatic dynamic
 already handles plain int arguments).
