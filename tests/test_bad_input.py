@@ -274,3 +274,30 @@ def test_internal_error_writes_nothing(tmp_path, monkeypatch, capsys, how, reaso
         assert read(tmp_path, "good.py") == SAFE.encode()
         assert "victim.py" not in out
         assert "--- a/good.py" in out and "--- a/other.py" in out
+
+
+# Bad input is reported even in files no pass could touch (no torch, no
+# compile): they never reach libcst, but the stdlib parser still checks them.
+PLAIN_BAD_FILES = {
+    "syntax.py": (b"def f(:\n    return 1\n", "syntax error at line 1"),
+    "badutf8.py": (b"s = 'caf\xe9'\n", "cannot decode"),
+    "badcookie.py": (b"# -*- coding: klingon -*-\nx = 1\n", "unknown encoding"),
+    "binary.py": (b"\x7fELF\x02\x01\x01\x00\x00\xff\xfe", "binary"),
+    "utf16.py": ("x = 1\n".encode("utf-16"), "binary"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN_BAD_FILES))
+def test_bad_file_without_torch_is_still_reported(tmp_path, name):
+    data, reason = PLAIN_BAD_FILES[name]
+    write(tmp_path, {name: data, "good.py": SAFE, "plain.py": b"def g():\n    return 2\n"})
+    proc = fr(tmp_path, "--fix", ".")
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 2, stderr
+    assert "Traceback" not in stderr
+    errors = error_lines(stderr)
+    assert [e["path"] for e in errors] == [name]
+    assert reason in errors[0]["reason"]
+    assert read(tmp_path, name) == data
+    assert read(tmp_path, "good.py") == SAFE_FIXED.encode()
+    assert read(tmp_path, "plain.py") == b"def g():\n    return 2\n"
