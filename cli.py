@@ -2,6 +2,7 @@
 
     fix-recompiles [check] PATH... [--diff | --fix | -i] [--unsafe-fixes] [--select CODES] [--ignore CODES]
     fix-recompiles rules [CODE]
+    fix-recompiles run [--diff | --fix | -i] [--unsafe-fixes] -- CMD ARGS...
 
 Exit codes (ruff's): 0 nothing found (or everything fixed), 1 findings remain
 (or ``--diff`` would change something), 2 an error occurred. 2 wins.
@@ -140,7 +141,7 @@ def check(
     files_from: Optional[str] = typer.Option(None, "--files-from", metavar="FILE", help="Read paths, one a line, from FILE ('-': stdin)."),
     target_torch: Optional[str] = typer.Option(None, "--target-torch", metavar="VERSION", help="The torch release fixed code must run on (default: the installed one)."),
     interactive: bool = typer.Option(False, "-i", "--interactive", help="Review every fix, one at a time (like `git add -p`); write the accepted ones."),
-    from_trace: Optional[str] = typer.Option(None, "--from-trace", metavar="DIR", help="A TORCH_TRACE folder: report its recompiles and fix only the findings they implicate."),
+    from_trace: Optional[str] = typer.Option(None, "--from-trace", metavar="DIR", help="A TORCH_TRACE folder: report its recompiles and diff, fix or (-i) review only the findings they implicate."),
 ) -> None:
     """Report (default), diff or fix recompile causes in PATHs."""
     if diff and fix:
@@ -165,12 +166,9 @@ def check(
     settings, cfg = _configured(paths or ["."], select, ignore, unsafe_fixes, dynamic_fix, target_torch)
     unsafe_fixes = settings.unsafe_fixes
     if from_trace is not None:
-        if interactive:
-            _err("error: --from-trace does not support --interactive yet; use --diff or --fix")
-            raise typer.Exit(EXIT_ERROR)
         from codemods import trace_run
 
-        raise typer.Exit(trace_run.from_trace(from_trace, paths or ["."], settings, diff=diff, fix=fix))
+        raise typer.Exit(trace_run.from_trace(from_trace, paths or ["."], settings, diff=diff, fix=fix, interactive=interactive))
     if interactive:
         from codemods.interactive import run_interactive
 
@@ -267,6 +265,7 @@ def run_cmd(
     ctx: typer.Context,
     diff: bool = typer.Option(False, "--diff", help="Print a diff of the fixes the trace implicates; write nothing."),
     fix: bool = typer.Option(False, "--fix", help="Apply them, run CMD again and compare graphs compiled."),
+    interactive: bool = typer.Option(False, "-i", "--interactive", help="Review the fixes the trace implicates one at a time, write the accepted ones, run CMD again and compare."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also apply implicated fixes that stay unsafe."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to enable (comma-separated)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to disable (comma-separated)."),
@@ -275,6 +274,12 @@ def run_cmd(
     """Run `-- CMD ARGS...` under TORCH_TRACE, explain its recompiles, fix their causes."""
     if diff and fix:
         _err("error: --diff and --fix are exclusive (--diff writes nothing)")
+        raise typer.Exit(EXIT_ERROR)
+    if interactive and (diff or fix):
+        _err("error: --interactive is exclusive with --diff and --fix")
+        raise typer.Exit(EXIT_ERROR)
+    if interactive and not sys.stdin.isatty():
+        _err("error: --interactive needs a terminal on stdin; use --diff to preview the fixes or --fix to apply them")
         raise typer.Exit(EXIT_ERROR)
     if dynamic_fix not in ("remove", "true"):
         _err(f"error: --dynamic-fix must be 'remove' or 'true', not {dynamic_fix!r}")
@@ -287,7 +292,7 @@ def run_cmd(
     )
     from codemods import trace_run
 
-    raise typer.Exit(trace_run.run(list(ctx.args), settings, diff=diff, fix=fix))
+    raise typer.Exit(trace_run.run(list(ctx.args), settings, diff=diff, fix=fix, interactive=interactive))
 
 
 COMMANDS = ("check", "rules", "run")

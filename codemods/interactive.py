@@ -18,6 +18,12 @@ is analysed again, so a later fix that overlaps or depends on an accepted one is
 recomputed on the accepted code instead of applied blindly.  A file's accepted
 fixes are written (atomically) when the file is done, on ``q``, Ctrl-C or end of
 input; nothing else is written.
+
+A *finding filter* (``(ctx, findings) -> findings``) narrows or rewrites what is
+offered; it is applied after every (re-)analysis of a file, so it sees the
+accepted code.  Trace-guided fixing (``codemods.trace_run``) passes one that
+keeps only the findings a trace implicates and upgrades their safety; the
+default is the identity.
 """
 
 from __future__ import annotations
@@ -38,6 +44,9 @@ from .engine import FileResult, analyze, read_file, render
 from .findings import FileError, Finding, Safety
 from .output import unified_diff
 from .writer import write_atomic
+
+#: ``(ctx, findings) -> findings``: applied after every analysis of a file
+FindingFilter = Callable[[object, List[Finding]], List[Finding]]
 
 # --------------------------------------------------------------------------
 # decision logic (pure)
@@ -241,6 +250,8 @@ class Tally:
     #: findings that have no automatic fix (only listed, never offered)
     unfixable: int = 0
     errors: List[Tuple[str, str]] = field(default_factory=list)
+    #: (path, display path, bytes before the review) of every file written
+    written: List[Tuple[str, str, bytes]] = field(default_factory=list)
 
     def count(self, verdict: Verdict, n: int = 1) -> None:
         if verdict is Verdict.ACCEPTED:
@@ -290,8 +301,10 @@ class Session:
         err: Optional[TextIO] = None,
         color: bool = False,
         project=None,
+        finding_filter: Optional[FindingFilter] = None,
     ) -> None:
         self.settings = settings
+        self.finding_filter = finding_filter
         self.inp = inp
         self.out = out
         self.err = err if err is not None else out
@@ -360,8 +373,9 @@ class Session:
             if result.error or not result.findings:
                 continue
             if self.quit:
-                self.tally.left += sum(1 for f in result.findings if f.fix is not None)
-                self.tally.unfixable += sum(1 for f in result.findings if f.fix is None)
+                findings = self._unreviewed(result)
+                self.tally.left += sum(1 for f in findings if f.fix is not None)
+                self.tally.unfixable += sum(1 for f in findings if f.fix is None)
                 continue
             try:
                 self._review_file(result)
@@ -380,6 +394,16 @@ class Session:
         finally:
             self._write(state)
 
+    def _unreviewed(self, result: FileResult) -> List[Finding]:
+        """The findings a file never reviewed would have offered (filtered)."""
+        if self.finding_filter is None:
+            return list(result.findings)
+        state = _FileState(result=result, data=result.original or b"", encoding=result.encoding)
+        try:
+            return self._analyze(state, state.data)
+        except _Stop:
+            return []
+
     def _analyze(self, state: _FileState, data: bytes) -> List[Finding]:
         result = state.result
         try:
@@ -394,6 +418,11 @@ class Session:
             return []
         state.encoding = ctx.module.encoding
         state.ctx = ctx
+        if self.finding_filter is not None:
+            try:
+                findings = list(self.finding_filter(ctx, findings))
+            except Exception as exc:  # noqa: BLE001 - the filter is our code: our bug
+                raise _Stop(f"internal error: {type(exc).__name__}: {exc}") from None
         return findings
 
     def _walk(self, state: _FileState) -> None:
@@ -497,6 +526,7 @@ class Session:
                 self.tally.left += state.accepted
                 return
             self.tally.files_written += 1
+            self.tally.written.append((result.path, result.display_path, result.original or b""))
             self._say(f"wrote {state.accepted} fix{'es' if state.accepted != 1 else ''} to {result.display_path}")
 
     def summary(self) -> List[str]:
@@ -543,10 +573,32 @@ def run_interactive(
     err: TextIO,
     *,
     color: Optional[bool] = None,
+    finding_filter: Optional[FindingFilter] = None,
+    files: Optional[Sequence[str]] = None,
 ) -> int:
     """Compute every file's findings up front, then review them; the exit code
     (0 nothing left, 1 findings remain, 2 an error occurred).  ``color=None``:
-    ANSI colours when ``out`` is a terminal and ``NO_COLOR`` is not set."""
+    ANSI colours when ``out`` is a terminal and ``NO_COLOR`` is not set.
+    ``finding_filter``: see the module docstring; ``files``: review exactly
+    these files instead of discovering ``paths``."""
+    return review_paths(
+        paths, settings, inp, out, err, color=color, finding_filter=finding_filter, files=files
+    )[0]
+
+
+def review_paths(
+    paths: Sequence[str],
+    settings: Settings,
+    inp: TextIO,
+    out: TextIO,
+    err: TextIO,
+    *,
+    color: Optional[bool] = None,
+    finding_filter: Optional[FindingFilter] = None,
+    files: Optional[Sequence[str]] = None,
+) -> Tuple[int, Tally]:
+    """:func:`run_interactive`, also returning the session's counts (which
+    files were written, with their bytes before the review)."""
     if color is None:
         isatty = getattr(out, "isatty", None)
         color = bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
@@ -554,17 +606,17 @@ def run_interactive(
     from .runner import run
 
     try:
-        result = run(paths, settings)
+        result = run(list(files) if files is not None else paths, settings)
     except KeyboardInterrupt:
         err.write("Interrupted before any fix was shown; nothing written.\n")
-        return 1
+        return 1, Tally()
     for path, reason in result.errors:
         err.write(f"error: {path}: {reason}\n")
     err.flush()
     project = getattr(result, "project", None)
     if project is None:
         project = build_project_index([r.path for r in result.results], settings)
-    session = Session(settings, inp, out, err=err, color=color, project=project)
+    session = Session(settings, inp, out, err=err, color=color, project=project, finding_filter=finding_filter)
     tally = session.review(result.results)
     for line in session.summary():
         out.write(line + "\n")
@@ -573,5 +625,5 @@ def run_interactive(
         out.write(f"{n} file{'s' if n != 1 else ''} could not be processed (see above).\n")
     out.flush()
     if result.errors or tally.errors:
-        return 2
-    return 1 if (tally.rejected or tally.left or tally.unfixable) else 0
+        return 2, tally
+    return (1 if (tally.rejected or tally.left or tally.unfixable) else 0), tally

@@ -252,6 +252,36 @@ def match_file(
     return matches, others
 
 
+class TraceFilter:
+    """The ``-i`` session's finding filter for a trace: keep only the findings
+    :func:`match_file` matches (upgraded as in ``--fix``).  The session calls it
+    again on the accepted code after every accepted fix; the trace's line
+    numbers are of the file as it ran, so they are first moved to the accepted
+    code (``interactive.line_map`` from the bytes first seen for that file)."""
+
+    def __init__(self, trace: tr.Trace) -> None:
+        self.trace = trace
+        self._original: Dict[str, bytes] = {}
+
+    def __call__(self, ctx: FileContext, findings: Sequence[Finding]) -> List[Finding]:
+        real = _real(ctx.path)
+        data = ctx.module.bytes
+        original = self._original.setdefault(real, data)
+        entries = self.trace.entries
+        if data != original:
+            from .interactive import line_map
+
+            moved = line_map(original, data)
+            entries = [
+                dataclasses.replace(e, firstlineno=moved(e.firstlineno))
+                if e.firstlineno and entry_file(e) and _real(entry_file(e)) == real
+                else e
+                for e in entries
+            ]
+        matches, _others = match_file(ctx, findings, entries)
+        return [m.finding for m in matches]
+
+
 def guide(
     trace: tr.Trace,
     settings: Settings,
@@ -501,10 +531,63 @@ def report_and_apply(
     return code, guided, written
 
 
+def review(
+    trace: tr.Trace, settings: Settings, within: Optional[Sequence[str]]
+) -> Tuple[int, List[Tuple[str, str, bytes]]]:
+    """``-i``: print the table, then review only the implicated fixes one at a
+    time (``codemods.interactive`` with a :class:`TraceFilter`).
+    (exit code, files written as (path, display path, bytes before))."""
+    from .interactive import review_paths
+
+    for line in report_lines(trace, settings):
+        _out(line)
+    guided = guide(trace, settings, within, fixing=False)
+    for path, reason in guided.errors:
+        _err(f"error: {path}: {reason}")
+    files = [g for g in guided.files if g.matches]
+    if not files:
+        _out(
+            "No finding of the passes matches a recompile in the trace: nothing to fix."
+        )
+        return (EXIT_ERROR if guided.errors else EXIT_CLEAN), []
+    n = len(guided.matches)
+    _out("")
+    _out(
+        f"Reviewing the {n} finding{'s' if n != 1 else ''} the trace implicates"
+        f" in {len(files)} file{'s' if len(files) != 1 else ''}:"
+    )
+    n_other = sum(len(g.others) for g in files)
+    if n_other:
+        _out(
+            f"({n_other} other finding{'s' if n_other != 1 else ''} in these files"
+            f" {'are' if n_other != 1 else 'is'} not implicated by the trace and not offered;"
+            " see `fix-recompiles check -i`.)"
+        )
+    sys.stdout.flush()
+    code, tally = review_paths(
+        [g.path for g in files],
+        settings,
+        sys.stdin,
+        sys.stdout,
+        sys.stderr,
+        finding_filter=TraceFilter(trace),
+        files=[g.path for g in files],
+    )
+    if guided.errors:
+        code = EXIT_ERROR
+    return code, list(tally.written)
+
+
 def from_trace(
-    folder: str, paths: Sequence[str], settings: Settings, *, diff: bool, fix: bool
+    folder: str,
+    paths: Sequence[str],
+    settings: Settings,
+    *,
+    diff: bool,
+    fix: bool,
+    interactive: bool = False,
 ) -> int:
-    """``fix-recompiles check PATH --from-trace DIR``."""
+    """``fix-recompiles check PATH --from-trace DIR [--diff | --fix | -i]``."""
     if not os.path.exists(folder):
         _err(f"error: {folder}: no such trace folder")
         return EXIT_ERROR
@@ -512,32 +595,25 @@ def from_trace(
     if not trace.files:
         _err(f"error: {folder}: no trace files (expected TORCH_TRACE output)")
         return EXIT_ERROR
+    within = list(paths) or ["."]
+    if interactive:
+        return review(trace, settings, within)[0]
     code, _guided, _written = report_and_apply(
-        trace, settings, list(paths) or ["."], diff=diff, fix=fix
+        trace, settings, within, diff=diff, fix=fix
     )
     return code
 
 
-def run(cmd: Sequence[str], settings: Settings, *, diff: bool, fix: bool) -> int:
-    """``fix-recompiles run [--diff|--fix] -- CMD...``."""
-    if not cmd:
-        _err(
-            "error: no command given: fix-recompiles run [--diff | --fix] -- CMD ARGS..."
-        )
-        return EXIT_ERROR
-    _err(f"fix-recompiles: running {' '.join(cmd)} with TORCH_TRACE")
-    code_before, before = traced_run(cmd)
-    _out("")
-    if code_before != 0:
-        for line in report_lines(before, settings):
-            _out(line)
-        _err(f"error: the command failed with exit code {code_before}; nothing changed")
-        return EXIT_ERROR
-    code, guided, written = report_and_apply(
-        before, settings, [os.getcwd()], diff=diff, fix=fix
-    )
-    if not fix or not written:
-        return code
+def _compare_after(
+    cmd: Sequence[str],
+    before: tr.Trace,
+    code_before: int,
+    written: Sequence[Tuple[str, str, bytes]],
+    code: int,
+) -> int:
+    """Run ``cmd`` again on the fixed files and print graphs before -> after;
+    restore ``written`` (path, display path, bytes before) if its exit code
+    changed."""
     _err(f"fix-recompiles: running {' '.join(cmd)} again with the fixes")
     code_after, after = traced_run(cmd)
     _out("")
@@ -549,10 +625,46 @@ def run(cmd: Sequence[str], settings: Settings, *, diff: bool, fix: bool) -> int
     _out(f"  {'total'.ljust(width)}  {before.total_graphs} -> {after.total_graphs}")
     if code_after == code_before:
         _out(f"Exit code unchanged ({code_after}).")
-    else:
-        restore(guided)
+        return code
+    for path, shown, original in written:
+        write_atomic(path, original, shown)
+    _err(
+        f"error: exit code changed {code_before} -> {code_after} after the fixes; the files were restored"
+    )
+    return EXIT_ERROR
+
+
+def run(
+    cmd: Sequence[str],
+    settings: Settings,
+    *,
+    diff: bool,
+    fix: bool,
+    interactive: bool = False,
+) -> int:
+    """``fix-recompiles run [--diff | --fix | -i] -- CMD...``."""
+    if not cmd:
         _err(
-            f"error: exit code changed {code_before} -> {code_after} after the fixes; the files were restored"
+            "error: no command given: fix-recompiles run [--diff | --fix | -i] -- CMD ARGS..."
         )
         return EXIT_ERROR
-    return code
+    _err(f"fix-recompiles: running {' '.join(cmd)} with TORCH_TRACE")
+    code_before, before = traced_run(cmd)
+    _out("")
+    if code_before != 0:
+        for line in report_lines(before, settings):
+            _out(line)
+        _err(f"error: the command failed with exit code {code_before}; nothing changed")
+        return EXIT_ERROR
+    if interactive:
+        code, written = review(before, settings, [os.getcwd()])
+    else:
+        code, guided, _n = report_and_apply(
+            before, settings, [os.getcwd()], diff=diff, fix=fix
+        )
+        written = [
+            (g.path, g.display_path, g.original) for g in guided.files if g.changed
+        ] if fix else []
+    if not written:
+        return code
+    return _compare_after(cmd, before, code_before, written, code)

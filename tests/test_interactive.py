@@ -278,6 +278,74 @@ def test_session_does_not_overwrite_a_file_changed_during_review(tmp_path):
     assert (tally.accepted, tally.left, tally.files_written) == (0, 2, 0)
 
 
+# -- the finding filter hook (trace-guided -i narrows the findings with it) --
+
+
+def _filtered_session(paths, answers, finding_filter):
+    out = io.StringIO()
+    session = Session(Settings(), io.StringIO(answers), out, color=False, finding_filter=finding_filter)
+    tally = session.review(run(paths, Settings()).results)
+    return tally, out.getvalue()
+
+
+def test_filter_narrows_what_is_offered(tmp_path):
+    path = _write(tmp_path, "two.py", TWO)
+    seen = []
+
+    def only_last(ctx, findings):
+        seen.append([f.line for f in findings])
+        return findings[-1:]
+
+    tally, out = _filtered_session([path], "y\n", only_last)
+    assert open(path).read() == TWO_SECOND  # the first marker was never offered first
+    assert "(1/1) " + path + ":8:" in out
+    # called on the file as read, then again on the accepted code: the second
+    # marker is gone, the first is what the filter keeps now, offered next
+    # (input ended there)
+    assert seen == [[6, 8], [6]]
+    assert "(2/2) " + path + ":6:" in out
+    assert (tally.accepted, tally.left) == (1, 1)
+
+
+def test_filter_can_rewrite_findings(tmp_path):
+    import dataclasses
+
+    path = _write(tmp_path, "mixed.py", MIXED)
+
+    def upgrade(ctx, findings):
+        return [
+            dataclasses.replace(f, fix=dataclasses.replace(f.fix, safety=Safety.SAFE), message=f.message + " (upgraded)")
+            if f.code == "FR001"
+            else f
+            for f in findings
+        ]
+
+    tally, out = _filtered_session([path], "\n\n", upgrade)
+    # the FR001 fix is shown (and defaults) as safe now: Enter accepts both
+    assert "[y,N,a,d,q,?]" not in out and "(upgraded)" in out
+    assert "dynamic=False" not in open(path).read()
+    assert tally.accepted == 2
+
+
+def test_filter_applies_to_files_left_after_quit(tmp_path):
+    a = _write(tmp_path, "a.py", TWO)
+    b = _write(tmp_path, "b.py", TWO)
+    tally, _ = _filtered_session([a, b], "q\n", lambda ctx, findings: findings[:1])
+    # a.py: its one offered fix left at the prompt; b.py: one (filtered), not two
+    assert (tally.accepted, tally.left) == (0, 2)
+
+
+def test_run_interactive_files_restricts_the_review(tmp_path):
+    from codemods.interactive import run_interactive
+
+    a = _write(tmp_path, "a.py", TWO)
+    b = _write(tmp_path, "b.py", TWO)
+    out = io.StringIO()
+    code = run_interactive([str(tmp_path)], Settings(), io.StringIO("a\n"), out, io.StringIO(), files=[b])
+    assert code == 0 and open(b).read() == TWO_BOTH and open(a).read() == TWO
+    assert "a.py" not in out.getvalue()
+
+
 # --------------------------------------------------------------------------
 # the real program in a pseudo-terminal
 # --------------------------------------------------------------------------

@@ -488,3 +488,170 @@ def test_run_without_command(tmp_path):
         env=_env(),
     )
     assert proc.returncode == 2 and "no command given" in proc.stderr
+
+
+# -- interactive review of the implicated fixes (-i) -----------------------------------
+
+PROMPT = r"Apply this fix \[[Yy],[Nn],a,d,q,\?\]\? "
+
+
+def _spawn(args, cwd):
+    import pexpect
+
+    env = _env()
+    env["NO_COLOR"] = "1"
+    return pexpect.spawn(
+        PYTHON,
+        CLI[1:] + list(args),
+        cwd=str(cwd),
+        env=env,
+        encoding="utf-8",
+        timeout=600,
+        dimensions=(60, 200),
+    )
+
+
+def _finish(child):
+    import pexpect
+
+    child.expect(pexpect.EOF)
+    tail = child.before
+    child.close()
+    return tail, child.exitstatus
+
+
+def test_check_from_trace_interactive_offers_the_upgraded_fix(copied, tmp_path):
+    script, trace = copied("loader_shapes")
+    original = script.read_bytes()
+    expected = trace_run.guide(trace, Settings(), [str(tmp_path)], fixing=True)
+    [g] = expected.files
+    assert g.changed
+    child = _spawn(["check", ".", "--from-trace", "trace", "-i"], tmp_path)
+    child.expect(PROMPT)
+    shown = child.before.replace("\r\n", "\n")
+    # the table, then the fix the trace upgraded: safe, saying why, Enter = yes
+    assert re.search(r"^energy\s+loader_shapes\.py:12\s+6\s+no\s+tensor shape `x`", shown, re.MULTILINE)
+    assert (
+        "(safe: cures recompiles observed in trace: `energy` compiled 6 graphs on tensor shape `x`)"
+        in shown
+    )
+    assert "  safe fix" in shown and "UNSAFE" not in shown
+    assert child.after.startswith("Apply this fix [Y,n,")
+    assert '+@torch.compile(backend="eager")' in shown
+    assert script.read_bytes() == original  # nothing written before the answer
+    child.sendline("y")
+    tail, status = _finish(child)
+    assert "1 fix accepted, 0 rejected, 0 left (1 file written)." in tail
+    assert status == 0
+    assert script.read_bytes() == g.new  # exactly the implicated fix
+
+
+def test_check_from_trace_interactive_never_offers_findings_not_implicated(
+    copied, tmp_path
+):
+    script, _trace = copied("growing_inputs")
+    original = script.read_text()
+    # without the trace, -i offers two fixes in this file: FR001 and FR006
+    child = _spawn(["check", "-i", "growing_inputs.py"], tmp_path)
+    child.expect(PROMPT)
+    first = child.before
+    child.sendline("n")
+    child.expect(PROMPT)
+    assert "FR001" in first and "FR006" in child.before
+    child.sendline("n")
+    _finish(child)
+    assert script.read_text() == original
+    # with the trace: only FR001 (the trace shows the shape recompiles), and
+    # rejecting it offers nothing more
+    child = _spawn(["check", ".", "--from-trace", "trace", "-i"], tmp_path)
+    child.expect(PROMPT)
+    assert "FR001" in child.before
+    assert "1 other finding in these files is not implicated by the trace and not offered" in child.before
+    child.sendline("n")
+    tail, status = _finish(child)
+    assert "Apply this fix" not in tail and "FR006" not in tail
+    assert "0 fixes accepted, 1 rejected, 0 left (0 files written)." in tail
+    assert status == 1
+    assert script.read_text() == original
+
+
+def test_trace_filter_follows_lines_moved_by_accepted_fixes(copied):
+    from codemods.engine import analyze
+
+    script, trace = copied("loader_shapes")
+    keep = trace_run.TraceFilter(trace)
+    data = script.read_bytes()
+    ctx, findings = analyze(str(script), script.name, data, Settings())
+    [f] = keep(ctx, findings)
+    assert f.code == "FR001" and f.fix.safety == Safety.SAFE
+    # the same file after an accepted fix added three lines on top: the traced
+    # code object (first line 12 when it ran) is now at line 15
+    shifted = b"# a\n# b\n# c\n" + data
+    ctx2, findings2 = analyze(str(script), script.name, shifted, Settings())
+    [f2] = keep(ctx2, findings2)
+    assert (f2.code, f2.line) == ("FR001", f.line + 3)
+    # a filter that never saw the original cannot follow the move
+    assert trace_run.TraceFilter(trace)(ctx2, findings2) == []
+
+
+def test_run_interactive_needs_a_terminal(tmp_path):
+    marker = tmp_path / "ran"
+    for flags in (["run", "-i"], ["check", ".", "--from-trace", "trace", "-i"]):
+        args = flags + (
+            ["--", PYTHON, "-c", f"open({str(marker)!r}, 'w')"] if flags[0] == "run" else []
+        )
+        proc = subprocess.run(
+            CLI + args,
+            check=False,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=120,
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert (
+            "needs a terminal" in proc.stderr
+            and "--diff" in proc.stderr
+            and "--fix" in proc.stderr
+        )
+    assert not marker.exists()  # the command was not run
+
+
+@pytest.mark.parametrize("other", ["--diff", "--fix"])
+def test_run_interactive_is_exclusive_with_diff_and_fix(tmp_path, other):
+    proc = subprocess.run(
+        check=False,
+        args=CLI + ["run", "-i", other, "--", PYTHON, "-c", "pass"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "exclusive" in proc.stderr
+
+
+def test_run_interactive_end_to_end(tmp_path):
+    name = "loader_shapes"
+    shutil.copy(SCRIPTS / f"{name}.py", tmp_path / f"{name}.py")
+    child = _spawn(["run", "-i", "--", PYTHON, f"{name}.py"], tmp_path)
+    child.expect(PROMPT)
+    shown = child.before.replace("\r\n", "\n")
+    assert "(safe: cures recompiles observed in trace:" in shown
+    assert '-@torch.compile(backend="eager", dynamic=False)' in shown
+    child.sendline("y")
+    out, status = _finish(child)
+    out = shown + out.replace("\r\n", "\n")
+    assert status == 0, out
+    assert "1 fix accepted, 0 rejected, 0 left (1 file written)." in out
+    before, after = graphs(out, "total")
+    assert after < before, out
+    fb, fa = graphs(out, f"energy ({name}.py)")
+    assert fa < fb, out
+    assert "Exit code unchanged (0)." in out
+    first, second = results(out)
+    assert first == second  # same printed values after the fix
+    assert '@torch.compile(backend="eager")\ndef energy' in (tmp_path / f"{name}.py").read_text()
