@@ -70,6 +70,15 @@ def project_key(project) -> str:
     if project is None:
         return ""
     facts = getattr(project, "compiled", None)
+    if isinstance(facts, dict):
+        # by value (dataclass reprs): equal facts give equal keys whether they
+        # were just computed or read back from the index cache (pickle bytes
+        # differ with object sharing)
+        try:
+            blob = repr(sorted((key, sorted(fns.items())) for key, fns in facts.items())).encode()
+            return hashlib.blake2b(blob, digest_size=16).hexdigest()
+        except TypeError:
+            pass
     try:
         blob = pickle.dumps(facts if facts is not None else project, protocol=4)
     except Exception:  # noqa: BLE001 - unpicklable index: never reuse results

@@ -17,11 +17,15 @@ Module names come from the file's path: the chain of folders holding an
 from __future__ import annotations
 
 import ast
+import dataclasses
+import json
 import os
+import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .floats import FunctionSummary, resolve_ast, summarize_function, torch_aliases
+from .floats import FunctionSummary, ParamUse, resolve_ast, summarize_function, torch_aliases
 
 ModuleKey = Tuple[str, str]  # (root folder, dotted module name)
 
@@ -116,27 +120,107 @@ def compiled_functions(tree: ast.Module) -> Dict[str, FunctionSummary]:
     return out
 
 
-def build_project_index(files: Sequence[str], settings) -> ProjectIndex:
+def _file_functions(path: str) -> Optional[Dict[str, FunctionSummary]]:
+    """The compiled functions of one file ({} for none or unparsable; None: unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if b"compile" not in data or b"torch" not in data:  # both needed for a compiled function
+        return {}
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    return compiled_functions(tree)
+
+
+def _summary_to_json(s: FunctionSummary):
+    return dataclasses.asdict(s)
+
+
+def _summary_from_json(d) -> FunctionSummary:
+    uses = {k: ParamUse(safe=u["safe"], reason=u["reason"], needs=tuple(tuple(n) for n in u["needs"])) for k, u in d["uses"].items()}
+    return FunctionSummary(
+        name=d["name"], line=d["line"], positional=tuple(d["positional"]), kwonly=tuple(d["kwonly"]), has_varargs=d["has_varargs"], uses=uses
+    )
+
+
+class _FactsCache:
+    """Per-file index facts kept in the cache folder, keyed by (path, size,
+    mtime_ns) and the tool's source fingerprint, so a warm run only stats
+    files.  JSON, not pickle: a cache folder must never run code."""
+
+    def __init__(self, folder: str) -> None:
+        from .cache import FORMAT, RACY_NS, _tool_fingerprint
+
+        self.racy_ns = RACY_NS
+        self.file = os.path.join(folder, f"v{FORMAT}", f"index-{_tool_fingerprint()}.json")
+        self.entries: Dict[str, list] = {}
+        self.dirty = False
+        try:
+            with open(self.file, "r", encoding="utf-8") as fh:
+                loaded = json.load(fh)
+            if isinstance(loaded, dict):
+                self.entries = loaded
+        except (OSError, ValueError):
+            pass
+
+    def functions(self, path: str) -> Optional[Dict[str, FunctionSummary]]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = os.path.abspath(path)
+        entry = self.entries.get(key)
+        # size + mtime decide, unless the file changed close to when it was
+        # cached ("racily clean"): then it is read again
+        if entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and st.st_mtime_ns + self.racy_ns < entry[2]:
+            try:
+                return {name: _summary_from_json(d) for name, d in entry[3].items()}
+            except (KeyError, TypeError, ValueError):
+                pass  # a damaged entry: recompute
+        functions = _file_functions(path)
+        if functions is None:
+            return None
+        encoded = {name: _summary_to_json(s) for name, s in functions.items()}
+        try:  # store only what reads back identically
+            ok = all(_summary_from_json(encoded[name]) == s for name, s in functions.items())
+        except (KeyError, TypeError, ValueError):
+            ok = False
+        if ok:
+            self.entries[key] = [st.st_size, st.st_mtime_ns, time.time_ns(), encoded]
+            self.dirty = True
+        return functions
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            os.makedirs(os.path.dirname(self.file), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(self.file))
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(self.entries, fh, separators=(",", ":"))
+            os.replace(tmp, self.file)
+        except OSError:
+            pass  # a cache that cannot be written is only slower
+
+
+def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str] = None, cache_write: bool = True) -> ProjectIndex:
     """One cheap pass over ``files``; unreadable or unparsable files are skipped
-    here (the engine reports them)."""
+    here (the engine reports them).  With ``cache_dir``, per-file facts are
+    reused for files whose size and mtime did not change."""
     index = ProjectIndex()
     cache: Dict[str, bool] = {}
+    facts = _FactsCache(cache_dir) if cache_dir is not None else None
     for path in files:
         index.modules[path] = module_key(path, cache)
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        if b"compile" not in data:
-            continue
-        try:
-            tree = ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        functions = compiled_functions(tree)
+        functions = facts.functions(path) if facts is not None else _file_functions(path)
         if functions:
             index.compiled[index.modules[path]] = functions
+    if facts is not None and cache_write:
+        facts.save()
     names: List[bytes] = sorted({name.encode() for fns in index.compiled.values() for name in fns})
     if names:
         tokens = tuple(names)

@@ -139,7 +139,7 @@ def run(
     files = found.files
     if config_excludes or force_exclude:
         files = _filter_excludes(files, config_excludes, config_root, explicit, force_exclude)
-    project = build_project_index(files, settings)
+    project = build_project_index(files, settings, cache_dir=cache_dir, cache_write=cache_write)
     cache = None
     if cache_dir is not None:
         from .cache import Cache

@@ -11,7 +11,9 @@ Three steps, cheapest first, each only for files the previous one kept:
 
 The screen must never drop a file that would have findings, so it is
 conservative: a rule without a screen keeps every file its triggers keep, a
-file ``ast`` cannot parse is kept (libcst reports the error), and files that
+file ``ast`` cannot parse is kept when it mentions ``torch`` and ``compile``
+(libcst reports the error; other bad files get the engine's stdlib syntax
+check), and files that
 mention a name the project index knows (cross-module facts) are always kept.
 ``tests/test_scale.py`` compares findings with and without the screen over the
 golden inputs and the rules' examples.
@@ -25,7 +27,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Callable, Dict, List, Optional, Sequence, Set
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set
 
 TORCH = "torch"
 
@@ -163,17 +165,21 @@ class ScreenFacts:
         Every recognised form needs torch imported (qualified names resolve
         through imports only) and either an attribute named ``compile``
         (``torch.compile``, ``th.compile``, ``model.compile``) or
-        ``from torch import compile``.
+        ``from torch import compile``.  So the bytes ``torch`` and ``compile``
+        are needed too (checked first: no parse for files lacking them; an
+        unparsable file lacking them is reported by the engine's syntax check).
         """
+        if b"compile" not in self.data or TORCH.encode() not in self.data:
+            return False
         if self.ensure().parse_failed:
             return True
         return self.imports_torch and (self.compile_attribute or self.imports_compile)
 
     def compile_option(self, keyword: str) -> bool:
         """Could a compile site pass the option ``keyword`` explicitly?"""
-        if self.ensure().parse_failed:
-            return True
-        return self.may_compile and keyword in self.compile_keywords
+        if not self.may_compile:
+            return False
+        return self.parse_failed or keyword in self.compile_keywords
 
 
 _GRAPH_BREAK_MARKER = re.compile(rb"#[ \t]*fix-recompiles:[ \t]*graph-break")
@@ -206,10 +212,16 @@ def _needs_compile_site(facts: ScreenFacts) -> bool:
 
 def _fr003(facts: ScreenFacts) -> bool:
     # float-args: a call of a function compiled here with an argument visibly a
-    # float: a float literal, `/`, `float` (call or annotation) or `math.*`
+    # float: a float literal, `/`, `float` (call or annotation), `math.*` or `random.*`
     if not facts.may_compile:
         return False
-    return facts.parse_failed or b"float" in facts.data or b"math" in facts.data or facts.float_syntax
+    return (
+        facts.parse_failed
+        or b"float" in facts.data
+        or b"math" in facts.data
+        or b"random" in facts.data
+        or facts.float_syntax
+    )
 
 
 def _fr005(facts: ScreenFacts) -> bool:
@@ -237,19 +249,44 @@ def rule_screen(rule) -> Optional[Callable[[ScreenFacts], bool]]:
     return BUILTIN_SCREENS.get(rule.code)
 
 
-def keep(data: bytes, rules: Sequence, extra: Sequence[bytes] = (), *, use_screens: bool = True) -> bool:
-    """Should the engine parse this file with libcst?"""
+class Screened(NamedTuple):
+    #: the rules that may find something in the file, in ``rules`` order
+    rules: List
+    #: True when a token of the project index occurs in the file
+    cross_module: bool
+    #: the ``ast`` facts, when a screen needed them (else None)
+    facts: Optional[ScreenFacts]
+
+    @property
+    def parsed_ok(self) -> bool:
+        """The stdlib parser accepted the file (so it has no syntax error)."""
+        return self.facts is not None and self.facts._done and not self.facts.parse_failed
+
+
+def select(data: bytes, rules: Sequence, extra: Sequence[bytes] = (), *, use_screens: bool = True) -> Screened:
+    """Which of ``rules`` the engine must run on this file (none: no libcst).
+
+    A rule runs when one of its triggers occurs and its screen keeps the file;
+    every rule runs when a project-index token occurs (another module's facts
+    may apply here, which the per-rule screens do not know about)."""
     if any(t in data for t in extra):
-        return True  # the project index says another module's facts apply here
+        return Screened(list(rules), True, None)
     facts: Optional[ScreenFacts] = None
+    out: List = []
     for rule in rules:
         if not any(t in data for t in rule.triggers):
             continue
         screen = rule_screen(rule) if use_screens else None
         if screen is None:
-            return True
+            out.append(rule)
+            continue
         if facts is None:
             facts = ScreenFacts(data)
         if screen(facts):
-            return True
-    return False
+            out.append(rule)
+    return Screened(out, False, facts)
+
+
+def keep(data: bytes, rules: Sequence, extra: Sequence[bytes] = (), *, use_screens: bool = True) -> bool:
+    """Should the engine parse this file with libcst?"""
+    return bool(select(data, rules, extra, use_screens=use_screens).rules)

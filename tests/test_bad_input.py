@@ -144,9 +144,9 @@ def test_file_vanishes_between_discovery_and_reading(tmp_path, monkeypatch, caps
     monkeypatch.chdir(tmp_path)
     real_index = runner.build_project_index
 
-    def index_then_delete(files, settings):
+    def index_then_delete(files, settings, **kwargs):
         os.unlink("a_gone.py")
-        return real_index(files, settings)
+        return real_index(files, settings, **kwargs)
 
     monkeypatch.setattr(runner, "build_project_index", index_then_delete)
     code, out, err = run_main(["--fix", "."], capsys)

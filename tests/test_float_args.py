@@ -398,8 +398,6 @@ def test_wrapping_changes_only_the_call():
     assert changed == [("    out = f(torch.ones(2), t)", "    out = f(torch.ones(2), torch.tensor(t, dtype=torch.float64))")]
 
 
-@pytest.mark.xfail(strict=True, reason="codemods/screen.py `_fr003` keeps files by `float`/`math`/float syntax only: "
-                   "a float made only by `random.random()` is screened out (reported to the lead; add b\"random\")")
 def test_screen_keeps_random_only_floats(monkeypatch):
     from codemods import screen
 

@@ -408,7 +408,11 @@ def test_screen_facts():
     assert facts.may_compile and facts.compile_keywords == {"mode"}
     facts = screen.ScreenFacts(b"import torch.nn as nn\nclass M(nn.Module): pass\nm = M()\nm.compile()\n")
     assert facts.may_compile
-    assert screen.ScreenFacts(b"def broken(:\n").may_compile  # unparsable: kept, libcst reports it
+    assert screen.ScreenFacts(b"import torch\ntorch.compile(f)\ndef broken(:\n").may_compile  # unparsable: kept, libcst reports it
+    # without the bytes `torch` and `compile` no compile site can exist: not
+    # parsed by the screen (the engine's stdlib syntax check reports it)
+    broken = screen.ScreenFacts(b"def broken(:\n")
+    assert not broken.may_compile and not broken._done
 
 
 def test_j1_and_j2_give_the_same_results(tmp_path, monkeypatch):
@@ -440,3 +444,37 @@ def test_pre_commit_hooks_file(tmp_path, monkeypatch, capsys):
         monkeypatch.chdir(tmp_path)
         argv = hook["entry"].split()[1:] + hook["args"]
         assert main(argv, capsys)[0] == 0
+
+
+def test_project_index_cache_reuses_unchanged_files_only(tmp_path, monkeypatch):
+    """A warm index build only stats files: unchanged ones are not parsed;
+    a changed one (new size, or same size and a new mtime) is."""
+    import time
+
+    from codemods import project as project_mod
+
+    kernels = tmp_path / "kernels.py"
+    kernels.write_text("import torch\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n")
+    old = time.time() - 100  # not "racily clean": size + mtime decide alone
+    os.utime(kernels, (old, old))
+    cache_dir = str(tmp_path / "cache")
+    files = [str(kernels)]
+    first = project_mod.build_project_index(files, Settings(), cache_dir=cache_dir)
+    assert [sorted(fns) for fns in first.compiled.values()] == [["scale"]]
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("parsed a file whose size and mtime did not change")
+
+    with monkeypatch.context() as m:
+        m.setattr(project_mod.ast, "parse", no_parse)
+        warm = project_mod.build_project_index(files, Settings(), cache_dir=cache_dir)
+    assert warm.compiled == first.compiled
+    # same size, other content, other mtime: parsed again
+    kernels.write_text("import torch\n\n@torch.compile\ndef scal2(x, c):\n    return x * c\n")
+    os.utime(kernels, (old + 10, old + 10))
+    changed = project_mod.build_project_index(files, Settings(), cache_dir=cache_dir)
+    assert [sorted(fns) for fns in changed.compiled.values()] == [["scal2"]]
+    # no longer compiled
+    kernels.write_text("import torch\n\ndef scale(x, c):\n    return x * c\n")
+    os.utime(kernels, (old + 20, old + 20))
+    assert project_mod.build_project_index(files, Settings(), cache_dir=cache_dir).compiled == {}

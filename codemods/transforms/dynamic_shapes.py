@@ -8,19 +8,8 @@ import libcst as cst
 
 from ..findings import Edit, Finding, Safety
 from ..variation import evidence_for
+from ._cst import remove_keyword
 from .base import Example, Rule
-
-
-def _remove_keyword(call: cst.Call, keyword: str) -> cst.Call:
-    args = list(call.args)
-    for i, arg in enumerate(args):
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            removed = args.pop(i)
-            if i == len(args) and args:
-                # the removed argument was last: the new last one takes its comma
-                args[-1] = args[-1].with_changes(comma=removed.comma)
-            return call.with_changes(args=args)
-    return call
 
 
 def _set_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
@@ -123,7 +112,7 @@ so without evidence it is only reported and fixed with `--unsafe-fixes`.
                 edit = Edit(call, lambda node: _set_keyword(node, "dynamic", cst.Name("True")))
                 title = "replace `dynamic=False` by `dynamic=True`"
             else:
-                edit = Edit(call, lambda node: _remove_keyword(node, "dynamic"))
+                edit = Edit(call, lambda node: remove_keyword(node, "dynamic"))
                 title = "remove `dynamic=False`"
             if evidence:
                 ev = evidence[0]

@@ -21,6 +21,7 @@ from ..optim_table import (
     optimizer_row,
     scheduler_row,
 )
+from ._cst import remove_keyword
 from .base import Example, Rule
 
 _TENSOR_FACTORIES = {"torch.tensor", "torch.as_tensor", "torch.full", "torch.scalar_tensor", "torch.ones", "torch.zeros"}
@@ -188,8 +189,10 @@ step).
     # ------------------------------------------------------------------ check
     def check(self, ctx) -> Iterable[Finding]:
         a = ctx.analysis
+        if not a.compile_sites:  # early exit before walking the module
+            return []
         built = self._constructions(ctx)
-        if not built or not a.compile_sites:
+        if not built:
             return []
         self._mark_stepped(ctx, built)
         findings: List[Finding] = []
@@ -433,7 +436,7 @@ step).
                     out.append(self.finding(ctx, foreach, f"{lead}; `{b.short}` with `foreach=True` rejects a tensor lr before torch {need} (no automatic fix; use --target-torch {need} if you only run {need}+)"))
                     return out
             if row.foreach_needs_capturable and capturable is not True:
-                edits.append(Edit(b.call, lambda node: _drop_keyword(node, "foreach")))
+                edits.append(Edit(b.call, lambda node: remove_keyword(node, "foreach")))
                 unsafe.append("`foreach=True` rejects a tensor lr without `capturable=True` (which fails on CPU), so it is removed and the step may be slower")
         # schedulers stepped inside the region: their scalars
         for s in b.schedulers:
@@ -536,14 +539,3 @@ def _to_fill(node: cst.CSTNode):
     target = node.targets[0].target
     call = cst.Call(func=cst.Attribute(value=target, attr=cst.Name("fill_")), args=[cst.Arg(node.value)])
     return cst.Expr(call)
-
-
-def _drop_keyword(call: cst.Call, keyword: str) -> cst.Call:
-    args = list(call.args)
-    for i, arg in enumerate(args):
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            removed = args.pop(i)
-            if i == len(args) and args:
-                args[-1] = args[-1].with_changes(comma=removed.comma)
-            return call.with_changes(args=args)
-    return call

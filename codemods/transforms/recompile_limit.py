@@ -132,8 +132,6 @@ is the better (and safe) cure, so this fix is only applied with
 
     def check(self, ctx) -> Iterable[Finding]:
         analysis = ctx.analysis
-        if config_mentions(ctx.module, LIMIT_NAMES):
-            return []
         needs: List[_Need] = []
         for site in analysis.compile_sites:
             if not _is_false(site.option("dynamic")) or site.option("recompile_limit") is not None:
@@ -166,6 +164,8 @@ is the better (and safe) cure, so this fix is only applied with
                     # another compiled function in the same loop: a limit per code object
                     same.others.append(site)
                     same.bound = max(same.bound, total)
+        if not needs or config_mentions(ctx.module, LIMIT_NAMES):  # the module walk last: costly
+            return []
         needs.sort(key=lambda n: start_of(analysis, n.anchor))
 
         findings: List[Finding] = []

@@ -419,7 +419,7 @@ all dynamo config is.
 
     def check(self, ctx) -> Iterable[Finding]:
         analysis = ctx.analysis
-        if config_mentions(ctx.module, [FLAG]):
+        if not analysis.compile_sites:  # early exit before walking the module
             return []
         # (site, class, first mutation), in source order of the compile
         candidates = []
@@ -430,6 +430,8 @@ all dynamo config is.
             mutations = int_mutations_in_forward(analysis, cls)
             if mutations and site.statement is not None:
                 candidates.append((site, cls, mutations[0]))
+        if not candidates or config_mentions(ctx.module, [FLAG]):  # the module walk last: costly
+            return []
         candidates.sort(key=lambda c: start_of(analysis, c[0].statement))
         findings: List[Finding] = []
         chosen: List[cst.CSTNode] = []
