@@ -426,26 +426,30 @@ class ModuleAnalysis:
                 return cls
             return None
         if isinstance(expr, cst.Name):
-            scope = self.scope(expr)
-            if scope is None:
-                return None
-            for assignment in scope[expr.value]:
-                if not isinstance(assignment, Assignment):
-                    continue
-                assign = self.parent(assignment.node)
-                if isinstance(assign, cst.AssignTarget):
-                    assign = self.parent(assign)
-                if isinstance(assign, (cst.Assign, cst.AnnAssign)) and assign.value is not None:
-                    value = assign.value
-                    # model = torch.compile(Model()) / model = Model().to(device)
-                    if isinstance(value, cst.Call) and self.is_torch_compile(value.func) and value.args:
-                        value = value.args[0].value
-                    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Call):
-                        value = value.func.value
-                    found = self.module_class_of(value) if isinstance(value, cst.Call) else None
-                    if found is not None:
-                        return found
+            for value in self.assigned_values(expr):
+                # model = torch.compile(Model()) / model = Model().to(device)
+                if isinstance(value, cst.Call) and self.is_torch_compile(value.func) and value.args:
+                    value = value.args[0].value
+                while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Call):
+                    value = value.func.value
+                found = self.module_class_of(value) if isinstance(value, cst.Call) else None
+                if found is not None:
+                    return found
         return None
+
+    def assigned_values(self, name: cst.Name) -> Iterator[cst.BaseExpression]:
+        """The values assigned to ``name`` (``x = v``, ``x: T = v``, ``(x := v)``) in its scope."""
+        scope = self.scope(name)
+        if scope is None:
+            return
+        for assignment in scope[name.value]:
+            if not isinstance(assignment, Assignment):
+                continue
+            assign = self.parent(assignment.node)
+            if isinstance(assign, cst.AssignTarget):
+                assign = self.parent(assign)
+            if isinstance(assign, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and assign.value is not None:
+                yield assign.value
 
     def _is_module_instance(self, expr: cst.CSTNode) -> bool:
         if self.module_class_of(expr) is not None:
@@ -455,18 +459,9 @@ class ModuleAnalysis:
             return isinstance(cls, cst.ClassDef) and self.is_module_class(cls)
         if isinstance(expr, cst.Name):
             # a name bound to a torch.nn constructor call: model = nn.Linear(3, 3)
-            scope = self.scope(expr)
-            if scope is None:
-                return False
-            for assignment in scope[expr.value]:
-                if not isinstance(assignment, Assignment):
-                    continue
-                assign = self.parent(assignment.node)
-                if isinstance(assign, cst.AssignTarget):
-                    assign = self.parent(assign)
-                if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
-                    if any(q.startswith(_NN_PREFIXES) for q in self.qualified_names(assign.value.func)):
-                        return True
+            for value in self.assigned_values(expr):
+                if isinstance(value, cst.Call) and any(q.startswith(_NN_PREFIXES) for q in self.qualified_names(value.func)):
+                    return True
         return False
 
     # -- calls of compiled callables ----------------------------------------

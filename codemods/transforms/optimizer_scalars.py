@@ -250,16 +250,7 @@ step).
         if isinstance(expr, cst.Call):
             return by_call.get(id(expr))
         if isinstance(expr, cst.Name):
-            scope = a.scope(expr)
-            if scope is None:
-                return None
-            for assignment in scope[expr.value]:
-                if not isinstance(assignment, Assignment):
-                    continue
-                assign = a.parent(assignment.node)
-                if isinstance(assign, cst.AssignTarget):
-                    assign = a.parent(assign)
-                value = getattr(assign, "value", None)
+            for value in a.assigned_values(expr):
                 if isinstance(value, cst.Call) and id(value) in by_call:
                     return by_call[id(value)]
             return None
