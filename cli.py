@@ -300,6 +300,9 @@ COMMANDS = ("check", "rules", "run")
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--version"], ["-V"]):
+        typer.echo(f"fix-recompiles {_version()}")
+        return
     if not args or (args[0] not in COMMANDS and args[0] not in ("-h", "--help")):
         args.insert(0, "check")
     app(args=args, prog_name="fix-recompiles")

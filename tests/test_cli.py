@@ -569,3 +569,13 @@ def test_in_process_main_matches_script(tmp_path, monkeypatch, capsys):
         cli.main(["."])
     assert exc.value.code == expected.returncode == 1
     assert capsys.readouterr().out == out(expected)
+
+
+def test_version(tmp_path):
+    import tomllib
+
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as fh:
+        version = tomllib.load(fh)["project"]["version"]
+    proc = fr(tmp_path, "--version")
+    assert proc.returncode == 0
+    assert proc.stdout.decode().strip() == f"fix-recompiles {version}"
