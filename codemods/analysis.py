@@ -16,7 +16,11 @@ Recognised compile forms::
     torch.compile(**kw)(fn)                      compile-with-options, then fn
     model = torch.compile(model)
     model.compile(...)                           nn.Module.compile, only when
-                                                 ``model`` is known to be a Module
+    self.model.compile(...)                      ``model`` is known to be a Module
+                                                 (``self.model = Model()`` in the class)
+
+Not a compile site: ``Model().compile()`` on a fresh instance (Module.compile
+compiles in place and returns None, so the instance can never be called).
 
 Names that merely look alike (``re.compile``, builtin ``compile``, a user
 function called ``compile``) are resolved through libcst's qualified names
@@ -332,11 +336,14 @@ class ModuleAnalysis:
                 if outer_pos:
                     self._add_wrap(parent, node, outer_pos[0].value)
             return
-        # model.compile(...) on an nn.Module instance
+        # model.compile(...) on an nn.Module instance.  Not on a fresh instance
+        # (`Model().compile()`): Module.compile compiles in place and returns
+        # None, so nothing compiled that way can ever be called
         func = node.func
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value == "compile"
+            and not isinstance(func.value, cst.Call)
             # a local name: `m.compile`, or `main.<locals>.m.compile` inside a function
             and all(
                 q == f"{dotted_name(func.value)}.compile" or q.endswith(f".<locals>.{dotted_name(func.value)}.compile")
@@ -417,7 +424,8 @@ class ModuleAnalysis:
     def module_class_of(self, expr: cst.CSTNode) -> Optional[cst.ClassDef]:
         """The nn.Module subclass defined here that ``expr`` is an instance of, if visible.
 
-        ``Model()`` or a name assigned from ``Model()`` in the same scope.
+        ``Model()``, a name assigned from ``Model()`` in the same scope, or
+        ``self.model`` assigned from ``Model()`` in a method of the same class.
         """
         if isinstance(expr, cst.Call):
             name = dotted_name(expr.func)
@@ -425,17 +433,53 @@ class ModuleAnalysis:
             if cls is not None and self.is_module_class(cls):
                 return cls
             return None
+        values: Iterator[cst.BaseExpression] = iter(())
         if isinstance(expr, cst.Name):
-            for value in self.assigned_values(expr):
-                # model = torch.compile(Model()) / model = Model().to(device)
-                if isinstance(value, cst.Call) and self.is_torch_compile(value.func) and value.args:
-                    value = value.args[0].value
-                while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Call):
-                    value = value.func.value
-                found = self.module_class_of(value) if isinstance(value, cst.Call) else None
-                if found is not None:
-                    return found
+            values = self.assigned_values(expr)
+        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            # self.model, assigned `self.model = Model()` in a method of the same class
+            cls = self.enclosing(expr, cst.ClassDef)
+            if isinstance(cls, cst.ClassDef):
+                values = self.self_attr_values(cls, expr.attr.value)
+        for value in values:
+            # model = torch.compile(Model()) / model = Model().to(device)
+            if isinstance(value, cst.Call) and self.is_torch_compile(value.func) and value.args:
+                value = value.args[0].value
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Call):
+                value = value.func.value
+            found = self.module_class_of(value) if isinstance(value, cst.Call) else None
+            if found is not None:
+                return found
         return None
+
+    @staticmethod
+    def self_attr_values(class_def: cst.ClassDef, attr: str) -> List[cst.BaseExpression]:
+        """The values assigned to ``self.<attr>`` (``=``, annotated ``=``) in the
+        methods of ``class_def`` (not in nested classes), in source order."""
+        found: List[cst.BaseExpression] = []
+
+        def is_target(node: cst.BaseExpression) -> bool:
+            return (
+                isinstance(node, cst.Attribute)
+                and isinstance(node.value, cst.Name)
+                and node.value.value == "self"
+                and node.attr.value == attr
+            )
+
+        class V(cst.CSTVisitor):
+            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                return node is class_def
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                if any(is_target(t.target) for t in node.targets):
+                    found.append(node.value)
+
+            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                if node.value is not None and is_target(node.target):
+                    found.append(node.value)
+
+        class_def.visit(V())
+        return found
 
     def assigned_values(self, name: cst.Name) -> Iterator[cst.BaseExpression]:
         """The values assigned to ``name`` (``x = v``, ``x: T = v``, ``(x := v)``) in its scope."""
@@ -546,6 +590,69 @@ class ModuleAnalysis:
                     ):
                         seen.add(id(call))
                         yield call
+
+    # -- options passed through **kwargs ------------------------------------------
+    def star_kwargs_option(self, site: CompileSite, name: str) -> Optional[Tuple[cst.CSTNode, cst.BaseExpression]]:
+        """``(entry, value)`` when compile option ``name`` reaches ``site`` through
+        ``**opts``, ``opts`` a name assigned once in its scope from a dict display
+        (``{"name": v}``) or ``dict(name=v)``, and only ever used as ``**opts``
+        (no ``opts["name"] = …``, ``opts.update(…)``); ``entry`` is the
+        DictElement / Arg that sets it.  None when the dict cannot be seen."""
+        if site.options_call is None:
+            return None
+        for arg in site.options_call.args:
+            if arg.star != "**" or not isinstance(arg.value, cst.Name):
+                continue
+            found = self._dict_entry(arg.value, name)
+            if found is not None:
+                return found
+        return None
+
+    def _dict_entry(self, ref: cst.Name, key: str) -> Optional[Tuple[cst.CSTNode, cst.BaseExpression]]:
+        scope = self.scope(ref)
+        if scope is None:
+            return None
+        assignments = list(scope[ref.value])
+        if len(assignments) != 1 or not isinstance(assignments[0], Assignment):
+            return None
+        # every use of the dict is a `**opts` argument: nothing else can change it
+        for access in assignments[0].references:
+            parent = self.parent(access.node)
+            if not (isinstance(parent, cst.Arg) and parent.star == "**" and parent.value is access.node):
+                return None
+        values = list(self.assigned_values(ref))
+        if len(values) != 1:
+            return None
+        value = values[0]
+        entries: List[Tuple[Optional[str], cst.CSTNode, Optional[cst.BaseExpression]]] = []
+        if isinstance(value, cst.Dict):
+            for el in value.elements:
+                if isinstance(el, cst.DictElement):
+                    k = el.key.evaluated_value if isinstance(el.key, cst.SimpleString) else None
+                    if k is None:
+                        return None  # a computed key may be `key`
+                    entries.append((k, el, el.value))
+                else:
+                    entries.append((None, el, None))  # **other
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
+            if self.qualified_names(value.func) != {"builtins.dict"}:
+                return None  # `dict` rebound
+            for a in value.args:
+                if a.keyword is not None:
+                    entries.append((a.keyword.value, a, a.value))
+                elif a.star == "**":
+                    entries.append((None, a, None))
+                else:
+                    return None  # dict(pairs) / dict(mapping, ...)
+        else:
+            return None
+        hit: Optional[Tuple[cst.CSTNode, cst.BaseExpression]] = None
+        for k, node, v in entries:
+            if k == key and v is not None:
+                hit = (node, v)
+            elif k is None and hit is not None:
+                hit = None  # a later `**other` may override it
+        return hit
 
     def sites_for_call(self, call: cst.Call) -> List[CompileSite]:
         return [s for s in self.compile_sites if any(c is call for c in s.calls)]

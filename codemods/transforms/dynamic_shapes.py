@@ -31,7 +31,10 @@ call in the same module shows the inputs varying: the compiled function is
 called in a loop with a tensor whose shape comes from the loop variable
 (`f(torch.ones(i))`, `f(x[:n])`), with a number computed from the loop
 variable, or with tensors of different literal shapes at different calls.
-`dynamic=<variable>` is reported, never rewritten.
+`dynamic=<variable>` is reported, never rewritten, and so is `dynamic=False`
+passed through `**opts` when `opts` is a dict built in the same module
+(`opts = dict(dynamic=False)`, `opts = {"dynamic": False}`) and used only as
+`**opts`.
 
 With `--dynamic-fix true` (or `dynamic-fix = "true"` in the configuration) the
 fix writes `dynamic=True` instead of removing the argument.
@@ -67,12 +70,15 @@ Safe when a call in the module shows the inputs varying: removing
 `dynamic=False` never changes results. Unsafe otherwise: `dynamic=False` is
 often deliberate (max-autotune, CUDA graphs, inputs that never change shape),
 so without evidence it is only reported and fixed with `--unsafe-fixes`.
-`dynamic=<variable>` has no fix.
+`dynamic=<variable>` and `dynamic=False` inside `**` options have no fix.
 """
     valid = (
         "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    return x\n",
         "import re\nre.compile('a', dynamic=False)\n",
         "def compile(fn, dynamic=False):\n    return fn\ng = compile(len, dynamic=False)\n",
+        # options dict changed after it is built, or not visible here
+        "import torch\nopts = {'dynamic': False}\nopts['dynamic'] = None\nf = torch.compile(len, **opts)\n",
+        "import torch\ndef build(fn, **opts):\n    return torch.compile(fn, **opts)\n",
     )
     invalid = (
         Example(
@@ -84,13 +90,30 @@ so without evidence it is only reported and fixed with `--unsafe-fixes`.
             "import torch\ndef g(x):\n    return x\nf = torch.compile(g)\n",
             unsafe=True,
         ),
+        # `dynamic=False` through `**opts`: reported at the dict entry, no fix
+        Example("import torch\nopts = dict(dynamic=False, fullgraph=True)\nf = torch.compile(len, **opts)\n"),
     )
+
+    def screen(self, facts) -> bool:
+        """The fast screen (:mod:`codemods.screen`): the builtin FR001 screen
+        (an explicit `dynamic=` other than True/None), or a compile call passing
+        `**opts` in a file that mentions `dynamic` (the options dict)."""
+        from ..screen import BUILTIN_SCREENS
+
+        if BUILTIN_SCREENS["FR001"](facts):
+            return True
+        if b"dynamic" not in facts.data or not facts.may_compile:
+            return False
+        return facts.parse_failed or facts.compile_star_kwargs
 
     def check(self, ctx) -> Iterable[Finding]:
         analysis = ctx.analysis
         findings: List[Finding] = []
         for site in analysis.compile_sites:
             arg = site.option("dynamic")
+            if arg is None and site.has_star_kwargs:
+                self._check_star_kwargs(ctx, site, findings)
+                continue
             if arg is None or site.options_call is None:
                 continue
             value = arg.value
@@ -124,3 +147,23 @@ so without evidence it is only reported and fixed with `--unsafe-fixes`.
                 safety = Safety.UNSAFE
             findings.append(self.finding(ctx, arg, message, edits=[edit], safety=safety, title=title))
         return findings
+
+    def _check_star_kwargs(self, ctx, site, findings: List[Finding]) -> None:
+        """``opts = dict(dynamic=False)`` … ``torch.compile(fn, **opts)``: reported at
+        the dict entry, never fixed (the dict may be shared or deliberate)."""
+        found = ctx.analysis.star_kwargs_option(site, "dynamic")
+        if found is None:
+            return
+        entry, value = found
+        if not (isinstance(value, cst.Name) and value.value == "False"):
+            return
+        line = ctx.analysis.position(site.options_call).start.line
+        findings.append(
+            self.finding(
+                ctx,
+                entry,
+                f"`dynamic=False` reaches the compile on line {line} through `**` options: it turns off "
+                "automatic dynamic shapes, so every new shape or number recompiles (no automatic fix: "
+                "remove it from the options if the inputs vary)",
+            )
+        )

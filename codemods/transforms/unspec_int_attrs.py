@@ -338,8 +338,9 @@ Finds an `nn.Module` subclass whose `forward` (or a `self.method()` it calls)
 changes an attribute initialised to an int (`self.calls += 1`,
 `self.step = self.step + 1`), when an instance of it is compiled in the same
 module (`torch.compile(Model())`, `m = Model(); torch.compile(m)`,
-`m.compile()`). It inserts, once before the first such compile (in the same
-block, so the flag is set before compiling):
+`m.compile()`, `self.model = Model(); self.model.compile()`). It inserts,
+once before the first such compile (in the same block, so the flag is set
+before compiling):
 
     if hasattr(torch._dynamo.config, "allow_unspec_int_on_nn_module"):
         torch._dynamo.config.allow_unspec_int_on_nn_module = True
@@ -393,6 +394,9 @@ all dynamo config is.
         "import torch\ntorch._dynamo.config.allow_unspec_int_on_nn_module = True\n"
         "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.n = 0\n"
         "    def forward(self, x):\n        self.n += 1\n        return x * self.n\nm = torch.compile(M())\n",
+        # Module.compile() on a fresh instance returns None: nothing compiled can run
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.n = 0\n"
+        "    def forward(self, x):\n        self.n += 1\n        return x * self.n\nM().compile()\n",
     )
     invalid = (
         Example(
@@ -414,6 +418,18 @@ all dynamo config is.
             '    if hasattr(torch._dynamo.config, "allow_unspec_int_on_nn_module"):\n'
             "        torch._dynamo.config.allow_unspec_int_on_nn_module = True\n"
             "    m.compile()\n",
+        ),
+        # an instance held by another class: `self.model = M()` then `self.model.compile()`
+        Example(
+            "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.n = 0\n"
+            "    def forward(self, x):\n        self.n += 1\n        return x * self.n\n"
+            "class Trainer:\n    def __init__(self):\n        self.model = M()\n        self.model.compile()\n",
+            "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.n = 0\n"
+            "    def forward(self, x):\n        self.n += 1\n        return x * self.n\n"
+            "class Trainer:\n    def __init__(self):\n        self.model = M()\n"
+            '        if hasattr(torch._dynamo.config, "allow_unspec_int_on_nn_module"):\n'
+            "            torch._dynamo.config.allow_unspec_int_on_nn_module = True\n"
+            "        self.model.compile()\n",
         ),
     )
 
