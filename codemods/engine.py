@@ -193,11 +193,14 @@ def apply_findings(ctx: FileContext, findings: Sequence[Finding]) -> cst.Module:
     return new_module
 
 
-def analyze(path: str, display_path: str, data: bytes, settings: Settings, project=None) -> Tuple[Optional[FileContext], List[Finding]]:
-    """Parse and run every selected pass; (None, []) when the prefilter rules the file out."""
+def analyze(
+    path: str, display_path: str, data: bytes, settings: Settings, project=None, screen_facts=None
+) -> Tuple[Optional[FileContext], List[Finding]]:
+    """Parse and run every selected pass; (None, []) when the prefilter rules the file out.
+    ``screen_facts``: the screen's facts of exactly ``data``, when already computed."""
     rules = selected_rules(settings)
     extra = project.prefilter_tokens(path) if project is not None else ()
-    screened = screen.select(data, rules, extra, use_screens=screen.ENABLED)  # bytes, then stdlib ast
+    screened = screen.select(data, rules, extra, use_screens=screen.ENABLED, facts_of_data=screen_facts)  # bytes, then stdlib ast
     if not screened.rules:
         # bad input is reported even where no pass applies (unless the
         # screen's own stdlib parse already accepted the file)
@@ -259,10 +262,10 @@ def render(ctx: FileContext, findings: Sequence[Finding], data: Optional[bytes] 
     return new_bytes
 
 
-def process_source(path: str, display_path: str, data: bytes, settings: Settings, project=None) -> FileResult:
+def process_source(path: str, display_path: str, data: bytes, settings: Settings, project=None, screen_facts=None) -> FileResult:
     result = FileResult(path=path, display_path=display_path, original=data)
     try:
-        ctx, findings = analyze(path, display_path, data, settings, project)
+        ctx, findings = analyze(path, display_path, data, settings, project, screen_facts)
         if ctx is None:
             result.prefiltered = True
             return result

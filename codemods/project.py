@@ -12,12 +12,16 @@ module-level functions compiled by a decorator (``@torch.compile``,
 level, each with a per-parameter summary (:func:`codemods.floats.summarize_function`).
 Module names come from the file's path: the chain of folders holding an
 ``__init__.py`` plus the file's stem, rooted at the first folder without one.
+With ``jobs > 1`` the parsing runs in a process pool; the same parse gives the
+screen's facts (:meth:`codemods.screen.ScreenFacts.from_tree`), which the
+runner passes to the engine so the file is not parsed again.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
 import json
 import os
 import tempfile
@@ -25,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .floats import FunctionSummary, ParamUse, resolve_ast, summarize_function, torch_aliases
+from .floats import FunctionSummary, ParamUse, resolve_ast, summarize_function
 
 ModuleKey = Tuple[str, str]  # (root folder, dotted module name)
 
@@ -93,6 +97,42 @@ def module_key(path: str, _cache: Optional[Dict[str, bool]] = None) -> ModuleKey
     return folder, ".".join(parts)
 
 
+#: statement fields that hold statements (or ``ExceptHandler``/``match_case``
+#: nodes, which hold statements); expressions never contain statements
+_STMT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
+
+
+def torch_aliases(tree: ast.Module) -> Dict[str, str]:
+    """Same result as :func:`codemods.floats.torch_aliases` (imports are
+    statements, so only statements are visited), several times faster: the
+    breadth-first order of ``ast.walk`` is kept (``ExceptHandler`` and
+    ``match_case`` count as levels), so a name imported twice ends with the
+    same value."""
+    out: Dict[str, str] = {}
+    level: List[ast.AST] = [tree]
+    while level:
+        following: List[ast.AST] = []
+        for node in level:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name == "torch" or alias.name.startswith("torch."):
+                        if alias.asname:
+                            out[alias.asname] = alias.name
+                        else:
+                            out["torch"] = "torch"
+            elif isinstance(node, ast.ImportFrom):
+                if node.level == 0 and node.module and (node.module == "torch" or node.module.startswith("torch.")):
+                    for alias in node.names:
+                        out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            else:
+                for name in _STMT_FIELDS:
+                    children = getattr(node, name, None)
+                    if children:
+                        following.extend(children)
+        level = following
+    return out
+
+
 def _is_compile(expr: ast.AST, aliases: Dict[str, str]) -> bool:
     if isinstance(expr, ast.Call):
         expr = expr.func
@@ -136,6 +176,31 @@ def _file_functions(path: str) -> Optional[Dict[str, FunctionSummary]]:
     return compiled_functions(tree)
 
 
+def data_digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _file_facts(path: str):
+    """(:func:`_file_functions`, (digest of the bytes, the screen's facts) or
+    None) of one file: the screen's ``ast`` facts come from the same parse,
+    so the engine does not parse the file again."""
+    from .screen import ScreenFacts
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None, None
+    if b"compile" not in data or b"torch" not in data:
+        return {}, None
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}, None
+    screen = (data_digest(data), ScreenFacts.from_tree(tree))
+    return compiled_functions(tree), screen
+
+
 def _summary_to_json(s: FunctionSummary):
     return dataclasses.asdict(s)
 
@@ -167,23 +232,27 @@ class _FactsCache:
         except (OSError, ValueError):
             pass
 
-    def functions(self, path: str) -> Optional[Dict[str, FunctionSummary]]:
+    def lookup(self, path: str):
+        """(cached functions or None, stat or None): the stat is None when the
+        file cannot be stat-ed (skipped), the functions None on a miss."""
         try:
             st = os.stat(path)
         except OSError:
-            return None
-        key = os.path.abspath(path)
-        entry = self.entries.get(key)
+            return None, None
+        entry = self.entries.get(os.path.abspath(path))
         # size + mtime decide, unless the file changed close to when it was
         # cached ("racily clean"): then it is read again
         if entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and st.st_mtime_ns + self.racy_ns < entry[2]:
             try:
-                return {name: _summary_from_json(d) for name, d in entry[3].items()}
+                return {name: _summary_from_json(d) for name, d in entry[3].items()}, st
             except (KeyError, TypeError, ValueError):
                 pass  # a damaged entry: recompute
-        functions = _file_functions(path)
+        return None, st
+
+    def store(self, path: str, st, functions: Optional[Dict[str, FunctionSummary]]) -> None:
         if functions is None:
-            return None
+            return
+        key = os.path.abspath(path)
         encoded = {name: _summary_to_json(s) for name, s in functions.items()}
         try:  # store only what reads back identically
             ok = all(_summary_from_json(encoded[name]) == s for name, s in functions.items())
@@ -192,7 +261,6 @@ class _FactsCache:
         if ok:
             self.entries[key] = [st.st_size, st.st_mtime_ns, time.time_ns(), encoded]
             self.dirty = True
-        return functions
 
     def save(self) -> None:
         if not self.dirty:
@@ -207,16 +275,83 @@ class _FactsCache:
             pass  # a cache that cannot be written is only slower
 
 
-def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str] = None, cache_write: bool = True) -> ProjectIndex:
+#: below this many files to parse, a pool costs more than it saves
+POOL_MIN_PARSE = 16
+
+
+def _candidate(path: str) -> Optional[bool]:
+    """Whether the file may define a compiled function (None: unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    return b"compile" in data and b"torch" in data
+
+
+def _compute_functions(paths: List[str], jobs: int, screen_facts: Optional[dict] = None) -> List[Optional[Dict[str, FunctionSummary]]]:
+    """:func:`_file_functions` of each path, in order; only the files with both
+    ``compile`` and ``torch`` are parsed, in a process pool when ``jobs > 1``
+    and there are enough of them.  With ``screen_facts`` (a dict), the
+    screen's facts from the same parse go there: path -> (digest, facts)."""
+    out: List[Optional[Dict[str, FunctionSummary]]] = []
+    parse: List[int] = []
+    for i, path in enumerate(paths):
+        candidate = _candidate(path)
+        out.append(None if candidate is None else {})
+        if candidate:
+            parse.append(i)
+    if jobs > 1 and len(parse) >= POOL_MIN_PARSE:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        workers = min(jobs, len(parse))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
+            chunk = max(1, len(parse) // (workers * 4))
+            work = _file_facts if screen_facts is not None else _file_functions
+            computed = list(pool.map(work, [paths[i] for i in parse], chunksize=chunk))
+    elif screen_facts is not None:
+        computed = [_file_facts(paths[i]) for i in parse]
+    else:
+        computed = [_file_functions(paths[i]) for i in parse]
+    for i, functions in zip(parse, computed):
+        if screen_facts is not None:
+            functions, screen = functions
+            if screen is not None:
+                screen_facts[paths[i]] = screen
+        out[i] = functions
+    return out
+
+
+def build_project_index(
+    files: Sequence[str], settings, cache_dir: Optional[str] = None, cache_write: bool = True, jobs: int = 1, screen_facts: Optional[dict] = None
+) -> ProjectIndex:
     """One cheap pass over ``files``; unreadable or unparsable files are skipped
     here (the engine reports them).  With ``cache_dir``, per-file facts are
-    reused for files whose size and mtime did not change."""
+    reused for files whose size and mtime did not change.  The files to parse
+    are parsed in a process pool when ``jobs > 1``.  ``screen_facts``: a dict
+    that receives, for the files parsed, path -> (digest of the bytes parsed,
+    :class:`codemods.screen.ScreenFacts`), for the engine to reuse."""
     index = ProjectIndex()
     cache: Dict[str, bool] = {}
     facts = _FactsCache(cache_dir) if cache_dir is not None else None
+    found: List[Optional[Dict[str, FunctionSummary]]] = []
+    misses: List[int] = []
+    stats: List[Optional[os.stat_result]] = []
     for path in files:
         index.modules[path] = module_key(path, cache)
-        functions = facts.functions(path) if facts is not None else _file_functions(path)
+        functions, st = facts.lookup(path) if facts is not None else (None, None)
+        found.append(functions)
+        stats.append(st)
+        if functions is None and (facts is None or st is not None):
+            misses.append(len(found) - 1)
+    computed = _compute_functions([files[i] for i in misses], jobs, screen_facts)
+    for i, functions in zip(misses, computed):
+        found[i] = functions
+        if facts is not None:
+            facts.store(files[i], stats[i], functions)
+    for path, functions in zip(files, found):
         if functions:
             index.compiled[index.modules[path]] = functions
     if facts is not None and cache_write:

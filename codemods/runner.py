@@ -4,7 +4,8 @@ stable order.  The CLI and the interactive mode both start here.
 For a monorepo the work is staged, cheapest first:
 
 1. discovery (gitignore, default and configured excludes);
-2. the project index (cross-module facts), built once and shared;
+2. the project index (cross-module facts), built once (parsing in a pool
+   when ``jobs > 1``) and shared; its parse also yields the screen's facts;
 3. per file: ``stat`` + cache lookup (no read when size and mtime match),
    else read + the byte prefilter (most files never mention a trigger);
 4. the files left go through the engine (stdlib-``ast`` screen, then libcst),
@@ -27,7 +28,7 @@ from .context import Settings
 from .discovery import DEFAULT_EXCLUDES, discover, display_path
 from .engine import FileResult, process_source, read_file
 from .findings import FileError, Finding, Fix
-from .project import build_project_index
+from .project import build_project_index, data_digest
 from .writer import write_atomic
 
 GENERATED_MARKER = b"@generated"
@@ -78,9 +79,9 @@ def _init_worker(project) -> None:
     _W["project"] = project
 
 
-def _work(task: Tuple[str, str, bytes, Settings]) -> FileResult:
-    path, display, data, settings = task
-    return _portable(process_source(path, display, data, settings, _W.get("project")))
+def _work(task) -> FileResult:
+    path, display, data, settings, facts = task
+    return _portable(process_source(path, display, data, settings, _W.get("project"), facts))
 
 
 def _is_generated(data: bytes) -> bool:
@@ -139,7 +140,9 @@ def run(
     files = found.files
     if config_excludes or force_exclude:
         files = _filter_excludes(files, config_excludes, config_root, explicit, force_exclude)
-    project = build_project_index(files, settings, cache_dir=cache_dir, cache_write=cache_write)
+    # the screen's facts of the files the index parsed (no second parse)
+    screen_facts: Dict[str, tuple] = {}
+    project = build_project_index(files, settings, cache_dir=cache_dir, cache_write=cache_write, jobs=jobs, screen_facts=screen_facts)
     cache = None
     if cache_dir is not None:
         from .cache import Cache
@@ -148,7 +151,7 @@ def run(
     stats = out.stats
     stats.seen = len(files)
     results: List[FileResult] = []
-    todo: List[Tuple[str, str, bytes, Settings, Optional[os.stat_result]]] = []
+    todo: List[Tuple[str, str, bytes, Settings, Optional[os.stat_result], object]] = []
     done = 0
     for path in files:
         display = display_path(path)
@@ -190,13 +193,15 @@ def run(
             continue
         # every file goes to the engine: the screen is cheap, and bad input
         # (binary, undecodable, syntax error) is reported even where no pass applies
-        todo.append((path, display, data, file_settings, st))
+        known = screen_facts.pop(path, None)
+        facts = known[1] if known is not None and known[0] == data_digest(data) else None  # same bytes only
+        todo.append((path, display, data, file_settings, st, facts))
     if progress is not None:
         progress(done, len(files))
 
     def finish(task, result: FileResult) -> None:
         nonlocal done
-        path, display, data, file_settings, st = task
+        path, display, data, file_settings, st, _facts = task
         result.original = data
         if not result.prefiltered:
             stats.analysed += 1
@@ -217,15 +222,15 @@ def run(
         # biggest first so one large file does not finish the run alone
         order = sorted(range(len(todo)), key=lambda i: -len(todo[i][2]))
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=mp, initializer=_init_worker, initargs=(project,)) as pool:
-            futures = {pool.submit(_work, todo[i][:4]): i for i in order}
+            futures = {pool.submit(_work, todo[i][:4] + todo[i][5:]): i for i in order}
             from concurrent.futures import as_completed
 
             for fut in as_completed(futures):
                 finish(todo[futures[fut]], fut.result())
     else:
         for task in todo:
-            path, display, data, file_settings, st = task
-            result = process_source(path, display, data, file_settings, project)
+            path, display, data, file_settings, st, facts = task
+            result = process_source(path, display, data, file_settings, project, facts)
             finish(task, _portable(result) if cache is not None else result)
     results.sort(key=lambda r: r.display_path)
     for r in results:

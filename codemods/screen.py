@@ -67,12 +67,24 @@ class ScreenFacts:
         self.attribute_update = False
 
     def _compute(self) -> None:
-        self._done = True
         try:
             tree = ast.parse(self.data)
         except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError):
+            self._done = True
             self.parse_failed = True
             return
+        self.compute_from(tree)
+
+    @classmethod
+    def from_tree(cls, tree: ast.Module) -> "ScreenFacts":
+        """The facts of an already parsed file, without its bytes (picklable
+        and small; :func:`select` attaches the bytes again)."""
+        facts = cls(b"")
+        facts.compute_from(tree)
+        return facts
+
+    def compute_from(self, tree: ast.Module) -> None:
+        self._done = True
         calls: List[ast.Call] = []
         attrs: List[ast.Attribute] = []
         torch_aliases: Set[str] = set()
@@ -263,12 +275,15 @@ class Screened(NamedTuple):
         return self.facts is not None and self.facts._done and not self.facts.parse_failed
 
 
-def select(data: bytes, rules: Sequence, extra: Sequence[bytes] = (), *, use_screens: bool = True) -> Screened:
+def select(data: bytes, rules: Sequence, extra: Sequence[bytes] = (), *, use_screens: bool = True, facts_of_data: Optional[ScreenFacts] = None) -> Screened:
     """Which of ``rules`` the engine must run on this file (none: no libcst).
 
     A rule runs when one of its triggers occurs and its screen keeps the file;
     every rule runs when a project-index token occurs (another module's facts
-    may apply here, which the per-rule screens do not know about)."""
+    may apply here, which the per-rule screens do not know about).
+    ``facts_of_data``: the facts of exactly these bytes, already computed
+    (:meth:`ScreenFacts.from_tree`, by the project index's parse); used where
+    they would have been computed."""
     if any(t in data for t in extra):
         return Screened(list(rules), True, None)
     facts: Optional[ScreenFacts] = None
@@ -282,6 +297,9 @@ def select(data: bytes, rules: Sequence, extra: Sequence[bytes] = (), *, use_scr
             continue
         if facts is None:
             facts = ScreenFacts(data)
+            if facts_of_data is not None:
+                facts = facts_of_data
+                facts.data = data
         if screen(facts):
             out.append(rule)
     return Screened(out, False, facts)
