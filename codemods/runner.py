@@ -29,7 +29,7 @@ from .discovery import DEFAULT_EXCLUDES, discover, display_path
 from .engine import FileResult, process_source, read_file
 from .findings import FileError, Finding, Fix
 from .project import build_project_index, data_digest
-from .writer import write_atomic
+from .writer import write_changed
 
 GENERATED_MARKER = b"@generated"
 #: how far into a file the ``@generated`` marker is looked for
@@ -250,19 +250,7 @@ def run(
 
 def write_results(run_result: RunResult) -> int:
     """Write every changed file atomically; returns how many were written."""
-    written = 0
-    for result in run_result.results:
-        if not result.changed:
-            continue
-        try:
-            write_atomic(result.path, result.new, result.display_path)  # type: ignore[arg-type]
-            written += 1
-        except FileError as exc:
-            run_result.errors.append((exc.path, exc.reason))
-            for f in result.findings:
-                f.applied = False
-            result.new = None
-    return written
+    return write_changed(run_result.results, run_result.errors, lambda r: r.findings)
 
 
 def run_summary(stats: RunStats) -> List[str]:

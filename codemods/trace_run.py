@@ -43,7 +43,7 @@ from .engine import analyze, render, should_apply
 from .findings import FileError, Finding, Fix, Safety
 from .project import build_project_index
 from .transforms import BY_CODE
-from .writer import write_atomic
+from .writer import write_atomic, write_changed
 
 
 @dataclass
@@ -329,19 +329,8 @@ def guide(
 
 
 def write(guided: Guided) -> int:
-    written = 0
-    for g in guided.files:
-        if not g.changed:
-            continue
-        try:
-            write_atomic(g.path, g.new, g.display_path)  # type: ignore[arg-type]
-            written += 1
-        except FileError as exc:
-            guided.errors.append((exc.path, exc.reason))
-            g.new = None
-            for m in g.matches:
-                m.finding.applied = False
-    return written
+    """Write the guided fixes atomically; returns how many files were written."""
+    return write_changed(guided.files, guided.errors, lambda g: [m.finding for m in g.matches])
 
 
 def restore(guided: Guided) -> None:

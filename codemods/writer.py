@@ -31,3 +31,24 @@ def write_atomic(path: str, data: bytes, display_path: str | None = None) -> Non
         except OSError:
             pass
         raise FileError(display, f"cannot write: {exc.strerror or exc}; file left unchanged") from None
+
+
+def write_changed(files, errors, findings_of) -> int:
+    """Write every file of ``files`` whose ``changed`` is true (each has ``path``,
+    ``display_path`` and ``new``), atomically.  A file that cannot be written
+    keeps its original, gets ``(path, reason)`` appended to ``errors``, and the
+    findings ``findings_of(file)`` are marked not applied.  Returns how many
+    files were written."""
+    written = 0
+    for item in files:
+        if not item.changed:
+            continue
+        try:
+            write_atomic(item.path, item.new, item.display_path)
+            written += 1
+        except FileError as exc:
+            errors.append((exc.path, exc.reason))
+            for finding in findings_of(item):
+                finding.applied = False
+            item.new = None
+    return written

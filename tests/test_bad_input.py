@@ -159,14 +159,14 @@ def test_file_vanishes_between_discovery_and_reading(tmp_path, monkeypatch, caps
 def test_file_vanishes_before_writing(tmp_path, monkeypatch, capsys):
     write(tmp_path, {"a_gone.py": SAFE, "good.py": SAFE})
     monkeypatch.chdir(tmp_path)
-    real_write = runner.write_atomic
+    real_write = writer.write_atomic
 
     def delete_then_write(path, data, display=None):
         if os.path.basename(path) == "a_gone.py":
             os.unlink(path)
         return real_write(path, data, display)
 
-    monkeypatch.setattr(runner, "write_atomic", delete_then_write)
+    monkeypatch.setattr(writer, "write_atomic", delete_then_write)
     code, out, err = run_main(["--fix", "."], capsys)
     assert code == 2
     [e] = error_lines(err)
