@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .floats import FunctionSummary, ParamUse, resolve_ast, summarize_function
+from .floats import FunctionSummary, ParamUse, resolve_ast, summarize_function, torch_aliases
 
 ModuleKey = Tuple[str, str]  # (root folder, dotted module name)
 
@@ -95,42 +95,6 @@ def module_key(path: str, _cache: Optional[Dict[str, bool]] = None) -> ModuleKey
         parts.insert(0, os.path.basename(folder))
         folder = os.path.dirname(folder)
     return folder, ".".join(parts)
-
-
-#: statement fields that hold statements (or ``ExceptHandler``/``match_case``
-#: nodes, which hold statements); expressions never contain statements
-_STMT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
-
-
-def torch_aliases(tree: ast.Module) -> Dict[str, str]:
-    """Same result as :func:`codemods.floats.torch_aliases` (imports are
-    statements, so only statements are visited), several times faster: the
-    breadth-first order of ``ast.walk`` is kept (``ExceptHandler`` and
-    ``match_case`` count as levels), so a name imported twice ends with the
-    same value."""
-    out: Dict[str, str] = {}
-    level: List[ast.AST] = [tree]
-    while level:
-        following: List[ast.AST] = []
-        for node in level:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name == "torch" or alias.name.startswith("torch."):
-                        if alias.asname:
-                            out[alias.asname] = alias.name
-                        else:
-                            out["torch"] = "torch"
-            elif isinstance(node, ast.ImportFrom):
-                if node.level == 0 and node.module and (node.module == "torch" or node.module.startswith("torch.")):
-                    for alias in node.names:
-                        out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-            else:
-                for name in _STMT_FIELDS:
-                    children = getattr(node, name, None)
-                    if children:
-                        following.extend(children)
-        level = following
-    return out
 
 
 def _is_compile(expr: ast.AST, aliases: Dict[str, str]) -> bool:
