@@ -194,7 +194,10 @@ class ModuleAnalysis:
         self._collect_module_names()
         self._collect_compile_sites()
         for site in self.compile_sites:
+            # references come from sets: source order keeps every result stable
             site.calls = list(self._find_calls(site))
+            if len(site.calls) > 1:
+                site.calls.sort(key=lambda c: (self.position(c).start.line, self.position(c).start.column))
 
     # -- metadata access -------------------------------------------------
     @property
@@ -390,11 +393,19 @@ class ModuleAnalysis:
         )
 
     # -- resolution helpers ------------------------------------------------
+    def in_source_order(self, assignments) -> List:
+        """libcst's assignments of a name (a set: no stable order) as a list in
+        source order, so results never depend on set iteration."""
+        found = [a for a in assignments if isinstance(a, Assignment)]
+        if len(found) > 1:
+            found.sort(key=lambda a: (self.position(a.node).start.line, self.position(a.node).start.column))
+        return found
+
     def _resolve_function(self, name: cst.Name) -> Optional[cst.FunctionDef]:
         scope = self.scope(name)
         if scope is None:
             return None
-        for assignment in scope[name.value]:
+        for assignment in self.in_source_order(scope[name.value]):
             if isinstance(assignment, Assignment) and isinstance(assignment.node, cst.FunctionDef):
                 return assignment.node
         return None
@@ -486,9 +497,7 @@ class ModuleAnalysis:
         scope = self.scope(name)
         if scope is None:
             return
-        for assignment in scope[name.value]:
-            if not isinstance(assignment, Assignment):
-                continue
+        for assignment in self.in_source_order(scope[name.value]):
             assign = self.parent(assignment.node)
             if isinstance(assign, cst.AssignTarget):
                 assign = self.parent(assign)

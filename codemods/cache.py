@@ -57,6 +57,7 @@ def settings_key(settings) -> str:
             settings.unsafe_fixes,
             settings.dynamic_fix,
             settings.target_torch,
+            settings.check_syntax,
         )
     )
 
@@ -140,6 +141,7 @@ def result_to_dict(result) -> Dict[str, Any]:
         "new": None if result.new is None else result.new.decode("latin-1"),
         "error": result.error,
         "prefiltered": result.prefiltered,
+        "generated": result.generated,
         "encoding": result.encoding,
     }
 
@@ -196,13 +198,15 @@ class Cache:
         self.hits += 1
         return entry
 
-    def store(self, path: str, settings, stat: Optional[os.stat_result], data: Optional[bytes], result) -> None:
-        if stat is None or data is None or result.error is not None and "vanished" in result.error:
+    def store(self, path: str, settings, stat: Optional[os.stat_result], digest: Optional[str], result) -> None:
+        """Keep ``result`` for ``path`` (``digest``: :func:`content_hash` of the
+        bytes the result was computed from)."""
+        if stat is None or digest is None or result.error is not None and "vanished" in result.error:
             return
         self.entries[os.path.abspath(path)] = {
             "size": stat.st_size,
             "mtime_ns": stat.st_mtime_ns,
-            "hash": content_hash(data),
+            "hash": digest,
             "stored_ns": time.time_ns(),
             "settings": settings_key(settings),
             "facts": self.facts_key(path),
@@ -240,5 +244,6 @@ def restore(entry: Dict[str, Any], path: str, display: str, original: Optional[b
     result.new = None if r["new"] is None else r["new"].encode("latin-1")
     result.error = r["error"]
     result.prefiltered = r["prefiltered"]
+    result.generated = r.get("generated", False)
     result.encoding = r["encoding"]
     return result

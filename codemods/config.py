@@ -11,6 +11,7 @@ flags override it.  Unknown keys are an error naming the key (exit 2).
     per-file-ignores = { "tests/*" = ["FR003"] }
     dynamic-fix = "remove"            # or "true"
     target-torch = "2.5"              # the torch release emitted code must run on
+    check-syntax = false              # also parse files no pass applies to
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ KNOWN_KEYS = (
     "per-file-ignores",
     "dynamic-fix",
     "target-torch",
+    "check-syntax",
 )
 
 
@@ -56,6 +58,7 @@ class Config:
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     dynamic_fix: Optional[str] = None
     target_torch: Optional[Tuple[int, int]] = None
+    check_syntax: Optional[bool] = None
 
     @property
     def excludes(self) -> Tuple[str, ...]:
@@ -156,6 +159,10 @@ def load_config(path: Optional[str]) -> Config:
         if table["dynamic-fix"] not in ("remove", "true"):
             raise ConfigError(f"{path}: [tool.{TABLE}] dynamic-fix must be \"remove\" or \"true\", not {table['dynamic-fix']!r}")
         values["dynamic_fix"] = table["dynamic-fix"]
+    if "check-syntax" in table:
+        if not isinstance(table["check-syntax"], bool):
+            raise ConfigError(f"{path}: [tool.{TABLE}] check-syntax must be true or false")
+        values["check_syntax"] = table["check-syntax"]
     if "target-torch" in table:
         values["target_torch"] = parse_version(str(table["target-torch"]), f"{path}: [tool.{TABLE}] target-torch")
     return Config(**values)  # type: ignore[arg-type]

@@ -22,6 +22,10 @@ class Settings:
     dynamic_fix: str = "remove"
     #: the torch release emitted code must run on, as (major, minor); None: any from 2.1
     target_torch: Optional[Tuple[int, int]] = None
+    #: also parse files no pass applies to, so a syntax error anywhere is
+    #: reported (by default such files only get the byte-level checks:
+    #: binary, undecodable)
+    check_syntax: bool = False
 
     def selects(self, code: str) -> bool:
         def matches(codes) -> bool:

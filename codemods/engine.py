@@ -43,6 +43,8 @@ class FileResult:
     error: Optional[str] = None
     #: True when the text prefilter ruled the file out without parsing
     prefiltered: bool = False
+    #: True when the file is marked ``@generated`` (skipped, so prefiltered too)
+    generated: bool = False
     encoding: str = "utf-8"
 
     @property
@@ -87,18 +89,20 @@ def parse_source(path: str, data: bytes) -> cst.Module:
         raise FileError(path, "file too deeply nested to parse") from None
 
 
-def check_source(path: str, data: bytes) -> None:
-    """Report bad input in a file no pass will parse, as ruff and black would:
-    binary, undecodable, or a syntax error — with the stdlib's C parser (about
-    10x cheaper than libcst), never libcst."""
-    try:
-        # fast path: the C parser plus scope analysis, without building the
-        # Python AST objects (~30% cheaper); it accepts only what the parser
-        # accepts, and anything it refuses gets the exact check below
-        symtable.symtable(data, path, "exec")  # type: ignore[arg-type]
-        return
-    except Exception:  # noqa: BLE001 - decided (and reported) below
-        pass
+def check_source(path: str, data: bytes, parse: bool = True) -> None:
+    """Report bad input in a file no pass will parse: binary or undecodable
+    (bytes only), and with ``parse`` a syntax error too, as ruff and black
+    would -- with the stdlib's C parser (about 10x cheaper than libcst), never
+    libcst."""
+    if parse:
+        try:
+            # fast path: the C parser plus scope analysis, without building the
+            # Python AST objects (~30% cheaper); it accepts only what the parser
+            # accepts, and anything it refuses gets the exact check below
+            symtable.symtable(data, path, "exec")  # type: ignore[arg-type]
+            return
+        except Exception:  # noqa: BLE001 - decided (and reported) below
+            pass
     if b"\x00" in data:
         raise FileError(path, "binary file (contains NUL bytes), not Python source")
     try:
@@ -108,6 +112,8 @@ def check_source(path: str, data: bytes) -> None:
         raise FileError(path, f"cannot decode: {exc}") from None
     except SyntaxError as exc:  # a bad encoding cookie
         raise FileError(path, f"cannot decode: {exc.msg}") from None
+    if not parse:
+        return
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
@@ -205,7 +211,7 @@ def analyze(
         # bad input is reported even where no pass applies (unless the
         # screen's own stdlib parse already accepted the file)
         if not screened.parsed_ok:
-            check_source(display_path, data)
+            check_source(display_path, data, parse=settings.check_syntax)
         return None, []
     module = parse_source(display_path, data)
     # cross-module facts reach a file only through names the index lists

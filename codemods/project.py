@@ -5,23 +5,23 @@ Passes that need to know about other modules (e.g. a function compiled in
 :class:`ProjectIndex` in ``ctx.project``.  The index must stay picklable (it is
 sent to worker processes) and cheap to build.
 
-The pass: read each file's bytes; skip those without ``b"compile"``; parse the
+Per file: skip those without ``b"compile"`` and ``b"torch"``; parse the
 rest with the stdlib :mod:`ast` (much faster than libcst) and collect the
 module-level functions compiled by a decorator (``@torch.compile``,
 ``@torch.compile(...)``) or by ``name = torch.compile(fn, ...)`` at module
 level, each with a per-parameter summary (:func:`codemods.floats.summarize_function`).
 Module names come from the file's path: the chain of folders holding an
 ``__init__.py`` plus the file's stem, rooted at the first folder without one.
-With ``jobs > 1`` the parsing runs in a process pool; the same parse gives the
-screen's facts (:meth:`codemods.screen.ScreenFacts.from_tree`), which the
-runner passes to the engine so the file is not parsed again.
+A whole run (:func:`codemods.runner.run`) does this inside each worker's
+first look at a file, so the same ``ast`` parse also gives the screen's facts
+(:meth:`codemods.screen.ScreenFacts.from_tree`); :func:`build_project_index`
+does it alone, for callers that need only the index.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
-import hashlib
 import json
 import os
 import tempfile
@@ -36,16 +36,32 @@ ModuleKey = Tuple[str, str]  # (root folder, dotted module name)
 
 @dataclass
 class ProjectIndex:
-    #: extra byte strings that make the prefilter keep a file (per path), e.g.
-    #: names of compiled functions defined in other modules
-    tokens: Dict[str, Tuple[bytes, ...]] = field(default_factory=dict)
+    #: the names of the compiled functions (sorted, as bytes): a file of the
+    #: run that contains none of them cannot call one
+    names: Tuple[bytes, ...] = ()
     #: path -> (root, dotted module name) for every file of the run
     modules: Dict[str, ModuleKey] = field(default_factory=dict)
     #: (root, module) -> {function name: summary} for module-level compiled functions
     compiled: Dict[ModuleKey, Dict[str, FunctionSummary]] = field(default_factory=dict)
 
     def prefilter_tokens(self, path: str) -> Tuple[bytes, ...]:
-        return self.tokens.get(path, ())
+        """Byte strings one of which a file of the run must contain for the
+        index to matter there (none for files outside the run)."""
+        return self.names if path in self.modules else ()
+
+    @classmethod
+    def from_functions(cls, files: Sequence[str], functions: Dict[str, Optional[Dict[str, FunctionSummary]]]) -> "ProjectIndex":
+        """The index of ``files`` given each file's compiled functions
+        (:func:`compiled_functions`; None or missing: unreadable, skipped)."""
+        index = cls()
+        folders: Dict[str, bool] = {}
+        for path in files:
+            key = index.modules[path] = module_key(path, folders)
+            found = functions.get(path)
+            if found:
+                index.compiled[key] = found
+        index.names = tuple(sorted({name.encode() for fns in index.compiled.values() for name in fns}))
+        return index
 
     def resolve(self, path: str, qualified: str) -> Optional[Tuple[ModuleKey, FunctionSummary]]:
         """The compiled function that ``qualified`` (a libcst qualified name as
@@ -124,6 +140,21 @@ def compiled_functions(tree: ast.Module) -> Dict[str, FunctionSummary]:
     return out
 
 
+def parse_for_index(data: bytes) -> Tuple[Dict[str, FunctionSummary], Optional[ast.Module]]:
+    """(the compiled functions, the ``ast`` tree) of a file's bytes: ({}, None)
+    when the bytes rule a compiled function out (:func:`codemods.screen.mentions_compile`)
+    or they do not parse."""
+    from .screen import mentions_compile
+
+    if not mentions_compile(data):  # `torch` and a `compile` other than re.compile
+        return {}, None
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}, None
+    return compiled_functions(tree), tree
+
+
 def _file_functions(path: str) -> Optional[Dict[str, FunctionSummary]]:
     """The compiled functions of one file ({} for none or unparsable; None: unreadable)."""
     try:
@@ -131,38 +162,7 @@ def _file_functions(path: str) -> Optional[Dict[str, FunctionSummary]]:
             data = fh.read()
     except OSError:
         return None
-    if b"compile" not in data or b"torch" not in data:  # both needed for a compiled function
-        return {}
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
-    return compiled_functions(tree)
-
-
-def data_digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-def _file_facts(path: str):
-    """(:func:`_file_functions`, (digest of the bytes, the screen's facts) or
-    None) of one file: the screen's ``ast`` facts come from the same parse,
-    so the engine does not parse the file again."""
-    from .screen import ScreenFacts
-
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None, None
-    if b"compile" not in data or b"torch" not in data:
-        return {}, None
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}, None
-    screen = (data_digest(data), ScreenFacts.from_tree(tree))
-    return compiled_functions(tree), screen
+    return parse_for_index(data)[0]
 
 
 def _summary_to_json(s: FunctionSummary):
@@ -176,7 +176,7 @@ def _summary_from_json(d) -> FunctionSummary:
     )
 
 
-class _FactsCache:
+class FactsCache:
     """Per-file index facts kept in the cache folder, keyed by (path, size,
     mtime_ns) and the tool's source fingerprint, so a warm run only stats
     files.  JSON, not pickle: a cache folder must never run code."""
@@ -204,18 +204,37 @@ class _FactsCache:
         except OSError:
             return None, None
         entry = self.entries.get(os.path.abspath(path))
+        if entry is None or len(entry) != 5 or entry[0] != st.st_size:
+            return None, st
         # size + mtime decide, unless the file changed close to when it was
-        # cached ("racily clean"): then it is read again
-        if entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and st.st_mtime_ns + self.racy_ns < entry[2]:
-            try:
-                return {name: _summary_from_json(d) for name, d in entry[3].items()}, st
-            except (KeyError, TypeError, ValueError):
-                pass  # a damaged entry: recompute
-        return None, st
+        # cached ("racily clean") or its mtime changed: then the content hash
+        if not (entry[1] == st.st_mtime_ns and st.st_mtime_ns + self.racy_ns < entry[2]):
+            from .cache import content_hash
 
-    def store(self, path: str, st, functions: Optional[Dict[str, FunctionSummary]]) -> None:
-        if functions is None:
+            try:
+                with open(path, "rb") as fh:
+                    if content_hash(fh.read()) != entry[4]:
+                        return None, st
+            except OSError:
+                return None, st
+        try:
+            return {name: _summary_from_json(d) for name, d in entry[3].items()}, st
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None, st  # a damaged entry: recompute
+
+    def store(self, path: str, st, functions: Optional[Dict[str, FunctionSummary]], digest: Optional[str] = None) -> None:
+        """Keep ``functions`` for ``path`` (``digest``: the content hash of the
+        bytes they were computed from; without it the file is hashed now)."""
+        if functions is None or st is None:
             return
+        if digest is None:
+            from .cache import content_hash
+
+            try:
+                with open(path, "rb") as fh:
+                    digest = content_hash(fh.read())
+            except OSError:
+                return
         key = os.path.abspath(path)
         encoded = {name: _summary_to_json(s) for name, s in functions.items()}
         try:  # store only what reads back identically
@@ -223,7 +242,7 @@ class _FactsCache:
         except (KeyError, TypeError, ValueError):
             ok = False
         if ok:
-            self.entries[key] = [st.st_size, st.st_mtime_ns, time.time_ns(), encoded]
+            self.entries[key] = [st.st_size, st.st_mtime_ns, time.time_ns(), encoded, digest]
             self.dirty = True
 
     def save(self) -> None:
@@ -253,11 +272,10 @@ def _candidate(path: str) -> Optional[bool]:
     return b"compile" in data and b"torch" in data
 
 
-def _compute_functions(paths: List[str], jobs: int, screen_facts: Optional[dict] = None) -> List[Optional[Dict[str, FunctionSummary]]]:
+def _compute_functions(paths: List[str], jobs: int) -> List[Optional[Dict[str, FunctionSummary]]]:
     """:func:`_file_functions` of each path, in order; only the files with both
     ``compile`` and ``torch`` are parsed, in a process pool when ``jobs > 1``
-    and there are enough of them.  With ``screen_facts`` (a dict), the
-    screen's facts from the same parse go there: path -> (digest, facts)."""
+    and there are enough of them."""
     out: List[Optional[Dict[str, FunctionSummary]]] = []
     parse: List[int] = []
     for i, path in enumerate(paths):
@@ -273,56 +291,34 @@ def _compute_functions(paths: List[str], jobs: int, screen_facts: Optional[dict]
         workers = min(jobs, len(parse))
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
             chunk = max(1, len(parse) // (workers * 4))
-            work = _file_facts if screen_facts is not None else _file_functions
-            computed = list(pool.map(work, [paths[i] for i in parse], chunksize=chunk))
-    elif screen_facts is not None:
-        computed = [_file_facts(paths[i]) for i in parse]
+            computed = list(pool.map(_file_functions, [paths[i] for i in parse], chunksize=chunk))
     else:
         computed = [_file_functions(paths[i]) for i in parse]
     for i, functions in zip(parse, computed):
-        if screen_facts is not None:
-            functions, screen = functions
-            if screen is not None:
-                screen_facts[paths[i]] = screen
         out[i] = functions
     return out
 
 
-def build_project_index(
-    files: Sequence[str], settings, cache_dir: Optional[str] = None, cache_write: bool = True, jobs: int = 1, screen_facts: Optional[dict] = None
-) -> ProjectIndex:
+def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str] = None, cache_write: bool = True, jobs: int = 1) -> ProjectIndex:
     """One cheap pass over ``files``; unreadable or unparsable files are skipped
     here (the engine reports them).  With ``cache_dir``, per-file facts are
     reused for files whose size and mtime did not change.  The files to parse
-    are parsed in a process pool when ``jobs > 1``.  ``screen_facts``: a dict
-    that receives, for the files parsed, path -> (digest of the bytes parsed,
-    :class:`codemods.screen.ScreenFacts`), for the engine to reuse."""
-    index = ProjectIndex()
-    cache: Dict[str, bool] = {}
-    facts = _FactsCache(cache_dir) if cache_dir is not None else None
-    found: List[Optional[Dict[str, FunctionSummary]]] = []
-    misses: List[int] = []
-    stats: List[Optional[os.stat_result]] = []
+    are parsed in a process pool when ``jobs > 1``.  (A whole run builds the
+    index as it goes instead: :func:`codemods.runner.run`.)"""
+    facts = FactsCache(cache_dir) if cache_dir is not None else None
+    found: Dict[str, Optional[Dict[str, FunctionSummary]]] = {}
+    misses: List[str] = []
+    stats: Dict[str, Optional[os.stat_result]] = {}
     for path in files:
-        index.modules[path] = module_key(path, cache)
         functions, st = facts.lookup(path) if facts is not None else (None, None)
-        found.append(functions)
-        stats.append(st)
+        found[path] = functions
+        stats[path] = st
         if functions is None and (facts is None or st is not None):
-            misses.append(len(found) - 1)
-    computed = _compute_functions([files[i] for i in misses], jobs, screen_facts)
-    for i, functions in zip(misses, computed):
-        found[i] = functions
+            misses.append(path)
+    for path, functions in zip(misses, _compute_functions(misses, jobs)):
+        found[path] = functions
         if facts is not None:
-            facts.store(files[i], stats[i], functions)
-    for path, functions in zip(files, found):
-        if functions:
-            index.compiled[index.modules[path]] = functions
+            facts.store(path, stats[path], functions)
     if facts is not None and cache_write:
         facts.save()
-    names: List[bytes] = sorted({name.encode() for fns in index.compiled.values() for name in fns})
-    if names:
-        tokens = tuple(names)
-        for path in files:
-            index.tokens[path] = tokens
-    return index
+    return ProjectIndex.from_functions(files, found)

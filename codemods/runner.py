@@ -1,18 +1,30 @@
 """A whole run over many files: discover, process each file, gather results in a
 stable order.  The CLI and the interactive mode both start here.
 
-For a monorepo the work is staged, cheapest first:
+For a monorepo the work is staged, cheapest first, and each file is read and
+parsed as few times as possible:
 
 1. discovery (gitignore, default and configured excludes);
-2. the project index (cross-module facts), built once (parsing in a pool
-   when ``jobs > 1``) and shared; its parse also yields the screen's facts;
-3. per file: ``stat`` + cache lookup (no read when size and mtime match),
-   else read + the byte prefilter (most files never mention a trigger);
-4. the files left go through the engine (stdlib-``ast`` screen, then libcst),
-   in a process pool when ``jobs > 1``;
-5. results are merged sorted by display path, so ``-j1`` and ``-jN`` print the
+2. with a cache: ``stat`` each file; the project index's per-file facts and
+   the results of files whose size and mtime did not change come from the
+   cache folder (no read);
+3. **first look** at every other file, in chunks, in a process pool when
+   ``jobs > 1``: read it once; if it mentions both ``torch`` and ``compile``,
+   ``ast``-parse it once for the project index (its compiled functions) *and*
+   the screen's facts; then the engine: the byte prefilter and screen, and
+   libcst only for the rules the screen keeps.  Cross-module facts are not
+   known yet, so this result holds for every file that mentions none of the
+   index's names;
+4. the project index is built from every file's compiled functions;
+5. **second look**, only when the index lists compiled functions: the files
+   that mention one of their names are processed again with the index (rare:
+   they call a function compiled in another module), and cached files whose
+   result was stored under other cross-module facts are processed afresh;
+6. results are merged sorted by display path, so ``-j1`` and ``-jN`` print the
    same thing, and stored in the cache.
 
+Workers read files themselves (paths go to them, not bytes) and send back
+small results: the original bytes only where a finding or a fix needs them.
 With ``jobs == 1`` and no cache (the defaults of :func:`run`), findings keep
 their fixes' CST edits; results from workers or the cache carry the fix's
 safety and title and the fixed bytes, but no edits.
@@ -22,20 +34,24 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .context import Settings
 from .discovery import DEFAULT_EXCLUDES, discover, display_path
 from .engine import FileResult, process_source, read_file
 from .findings import FileError, Finding, Fix
-from .project import build_project_index, data_digest
+from .project import FactsCache, ProjectIndex, parse_for_index
 from .writer import write_changed
 
 GENERATED_MARKER = b"@generated"
 #: how far into a file the ``@generated`` marker is looked for
 GENERATED_HEAD = 2048
-#: below this many files to analyse, a pool costs more than it saves
+#: below this many files to look at, a pool costs more than it saves
 POOL_MIN_FILES = 4
+#: a chunk of work sent to a worker: at most this many files ...
+CHUNK_FILES = 32
+#: ... or about this many bytes (a big file goes alone)
+CHUNK_BYTES = 256 * 1024
 
 
 @dataclass
@@ -55,6 +71,8 @@ class RunResult:
     #: (display path, reason) for every path or file that failed
     errors: List[Tuple[str, str]] = field(default_factory=list)
     stats: RunStats = field(default_factory=RunStats)
+    #: the project index the run used (cross-module facts)
+    project: Optional[ProjectIndex] = None
 
     @property
     def findings(self) -> List[Finding]:
@@ -67,21 +85,7 @@ def _portable(result: FileResult) -> FileResult:
     for f in result.findings:
         if f.fix is not None and f.fix.edits:
             f.fix = Fix(edits=(), safety=f.fix.safety, needs_torch=f.fix.needs_torch, title=f.fix.title)
-    result.original = None
     return result
-
-
-# worker state, set once per process by the pool initializer
-_W: Dict[str, object] = {}
-
-
-def _init_worker(project) -> None:
-    _W["project"] = project
-
-
-def _work(task) -> FileResult:
-    path, display, data, settings, facts = task
-    return _portable(process_source(path, display, data, settings, _W.get("project"), facts))
 
 
 def _is_generated(data: bytes) -> bool:
@@ -117,6 +121,136 @@ def _filter_excludes(files: Sequence[str], patterns: Sequence[str], root: str, e
     return out
 
 
+# -- the work on one file -----------------------------------------------------
+@dataclass
+class _Options:
+    """What a worker needs besides the file (the same for the whole run)."""
+
+    skip_generated: bool = True
+    #: results cross a process boundary or go into the cache: no CST edits
+    portable: bool = False
+    #: the cache needs each file's content hash
+    want_hash: bool = False
+
+
+@dataclass
+class _Looked:
+    """One file after a look: its result, and what the run needs to know."""
+
+    path: str
+    result: FileResult
+    #: its compiled functions (None: unreadable), first look only
+    functions: Optional[dict] = None
+    stat: Optional[os.stat_result] = None
+    content_hash: Optional[str] = None
+
+
+#: per-process state of the worker pool: options and (second look) the index
+_W: Dict[str, object] = {}
+
+
+def _init_worker(options: _Options, project: Optional[ProjectIndex]) -> None:
+    _W["options"] = options
+    _W["project"] = project
+
+
+def _look(path: str, display: str, settings: Settings, mode: str, options: _Options, project: Optional[ProjectIndex]) -> Optional[_Looked]:
+    """``mode``: "first" (no index yet; also the file's compiled functions),
+    "full" (with the index), or "mentions" (with the index, only if the file
+    contains one of its names; None otherwise)."""
+    try:
+        st: Optional[os.stat_result] = os.stat(path)
+    except OSError:
+        st = None
+    try:
+        data = read_file(path, display)
+    except FileError as exc:
+        if mode == "mentions":
+            return None  # the first look reported it
+        return _Looked(path, FileResult(path=path, display_path=display, error=exc.reason), None, st)
+    if mode == "mentions" and not any(name in data for name in project.prefilter_tokens(path)):  # type: ignore[union-attr]
+        return None
+    functions, tree = parse_for_index(data) if mode == "first" else (None, None)
+    if options.skip_generated and _is_generated(data):
+        result = FileResult(path=path, display_path=display, prefiltered=True, generated=True)
+    else:
+        facts = None
+        if tree is not None:
+            from .screen import ScreenFacts
+
+            facts = ScreenFacts.from_tree(tree)
+        result = process_source(path, display, data, settings, project if mode != "first" else None, facts)
+        if options.portable:
+            _portable(result)
+    # the bytes go back only where a diff or a fix needs them (all of them in
+    # process: the interactive review re-analyses files with findings)
+    result.original = data if (result.new is not None or not options.portable) else None
+    digest = None
+    if options.want_hash:
+        from .cache import content_hash
+
+        digest = content_hash(data)
+    return _Looked(path, result, functions, st, digest)
+
+
+def _look_chunk(chunk: List[Tuple[str, str, Settings, str]]) -> List[Optional[_Looked]]:
+    options = _W["options"]
+    project = _W.get("project")
+    return [_look(path, display, settings, mode, options, project) for path, display, settings, mode in chunk]  # type: ignore[arg-type]
+
+
+def _chunks(tasks: List[Tuple[str, str, Settings, str]]) -> List[List[Tuple[str, str, Settings, str]]]:
+    """Tasks grouped so each chunk is a few hundred KB of source, biggest files
+    first (one large file should not finish the run alone)."""
+    sizes = {}
+    for task in tasks:
+        try:
+            sizes[task[0]] = os.path.getsize(task[0])
+        except OSError:
+            sizes[task[0]] = 0
+    ordered = sorted(tasks, key=lambda t: -sizes[t[0]])
+    chunks: List[List[Tuple[str, str, Settings, str]]] = []
+    current: List[Tuple[str, str, Settings, str]] = []
+    weight = 0
+    for task in ordered:
+        if current and (len(current) >= CHUNK_FILES or weight + sizes[task[0]] > CHUNK_BYTES):
+            chunks.append(current)
+            current, weight = [], 0
+        current.append(task)
+        weight += sizes[task[0]]
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _look_all(
+    tasks: List[Tuple[str, str, Settings, str]], jobs: int, options: _Options, project: Optional[ProjectIndex], tick: Callable[[int], None]
+) -> Iterator[_Looked]:
+    """Every task looked at, in a pool (forked: workers inherit the index)
+    when ``jobs > 1`` and there are enough files; ``tick(n)`` after each chunk."""
+    if jobs > 1 and len(tasks) >= POOL_MIN_FILES:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        chunks = _chunks(tasks)
+        with ProcessPoolExecutor(
+            max_workers=min(jobs, len(chunks)), mp_context=multiprocessing.get_context(method), initializer=_init_worker, initargs=(options, project)
+        ) as pool:
+            futures = [pool.submit(_look_chunk, chunk) for chunk in chunks]
+            for fut in as_completed(futures):
+                looked = fut.result()
+                yield from (item for item in looked if item is not None)
+                tick(len(looked))
+        return
+    for path, display, settings, mode in tasks:
+        item = _look(path, display, settings, mode, options, project)
+        if item is not None:
+            yield item
+        tick(1)
+
+
+# -- the run ----------------------------------------------------------------------
 def run(
     paths: Sequence[str],
     settings: Settings,
@@ -140,111 +274,110 @@ def run(
     files = found.files
     if config_excludes or force_exclude:
         files = _filter_excludes(files, config_excludes, config_root, explicit, force_exclude)
-    # the screen's facts of the files the index parsed (no second parse)
-    screen_facts: Dict[str, tuple] = {}
-    project = build_project_index(files, settings, cache_dir=cache_dir, cache_write=cache_write, jobs=jobs, screen_facts=screen_facts)
+    stats = out.stats
+    stats.seen = len(files)
+    displays = {path: display_path(path) for path in files}
+    file_settings: Dict[str, Settings] = {}
+    for path in files:
+        extra = per_file_ignores.codes_for(path) if per_file_ignores else frozenset()
+        file_settings[path] = replace(settings, ignore=frozenset(settings.ignore | extra)) if extra else settings
+    options = _Options(skip_generated=skip_generated, portable=jobs > 1 or cache_dir is not None, want_hash=cache_dir is not None)
+    done = 0
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(done, len(files))
+
+    # 2. what the cache already knows: index facts (and stats) of unchanged files
+    facts_cache = FactsCache(cache_dir) if cache_dir is not None else None
+    functions: Dict[str, Optional[dict]] = {}
+    stat_of: Dict[str, Optional[os.stat_result]] = {}
+    first: List[str] = []
+    for path in files:
+        known, st = facts_cache.lookup(path) if facts_cache is not None else (None, None)
+        if known is not None:
+            functions[path] = known
+            stat_of[path] = st
+        else:
+            first.append(path)
+
+    # 3. first look at every other file
+    looked: Dict[str, _Looked] = {}
+    for item in _look_all([(p, displays[p], file_settings[p], "first") for p in first], jobs, options, None, tick):
+        looked[item.path] = item
+        functions[item.path] = item.functions
+        if facts_cache is not None and item.functions is not None:
+            facts_cache.store(item.path, item.stat, item.functions, item.content_hash)
+
+    # 4. the index
+    project = ProjectIndex.from_functions(files, functions)
+    out.project = project
     cache = None
     if cache_dir is not None:
         from .cache import Cache
 
         cache = Cache(cache_dir, settings, project)
-    stats = out.stats
-    stats.seen = len(files)
-    results: List[FileResult] = []
-    todo: List[Tuple[str, str, bytes, Settings, Optional[os.stat_result], object]] = []
-    done = 0
+
+    # 5. cached results, and the files that need a (second) look with the index
+    results: Dict[str, FileResult] = {}
+    second: List[Tuple[str, str, Settings, str]] = []
     for path in files:
-        display = display_path(path)
-        file_settings = settings
-        if per_file_ignores:
-            extra = per_file_ignores.codes_for(path)
-            if extra:
-                file_settings = replace(settings, ignore=frozenset(settings.ignore | extra))
-        try:
-            st: Optional[os.stat_result] = os.stat(path)
-        except OSError:
-            st = None
-        if cache is not None:
-            entry = cache.lookup(path, file_settings, st)
-            if entry is not None:
-                from .cache import restore
+        item = looked.get(path)
+        if item is not None:
+            results[path] = item.result
+            if project.names and item.result.error is None and not item.result.generated:
+                second.append((path, displays[path], file_settings[path], "mentions"))
+            continue
+        entry = cache.lookup(path, file_settings[path], stat_of.get(path)) if cache is not None else None
+        if entry is not None:
+            from .cache import restore
 
-                original = None
-                if entry["result"]["new"] is not None:  # diff and fix need the original bytes
-                    try:
-                        original = read_file(path, display)
-                    except FileError:
-                        original = None
-                if entry["result"]["new"] is None or original is not None:
-                    results.append(restore(entry, path, display, original))
-                    stats.cached += 1
-                    done += 1
-                    continue
-        try:
-            data = read_file(path, display)
-        except FileError as exc:
-            results.append(FileResult(path=path, display_path=display, error=exc.reason))
-            done += 1
+            original = None
+            if entry["result"]["new"] is not None:  # diff and fix need the original bytes
+                try:
+                    original = read_file(path, displays[path])
+                except FileError:
+                    original = None
+            if entry["result"]["new"] is None or original is not None:
+                results[path] = restore(entry, path, displays[path], original)
+                stats.cached += 1
+                tick(1)
+                continue
+        second.append((path, displays[path], file_settings[path], "full"))
+    if second:
+        for item in _look_all(second, jobs, options, project, lambda n: None):
+            looked[item.path] = item
+            results[item.path] = item.result
+    for path in files:
+        if path not in results:  # pragma: no cover - every path has a result
             continue
-        if skip_generated and _is_generated(data):
-            results.append(FileResult(path=path, display_path=display, original=data, prefiltered=True))
-            stats.generated += 1
-            done += 1
-            continue
-        # every file goes to the engine: the screen is cheap, and bad input
-        # (binary, undecodable, syntax error) is reported even where no pass applies
-        known = screen_facts.pop(path, None)
-        facts = known[1] if known is not None and known[0] == data_digest(data) else None  # same bytes only
-        todo.append((path, display, data, file_settings, st, facts))
+        if path in looked and cache is not None:
+            item = looked[path]
+            cache.store(path, file_settings[path], item.stat, item.content_hash, item.result)
     if progress is not None:
-        progress(done, len(files))
+        progress(len(files), len(files))
 
-    def finish(task, result: FileResult) -> None:
-        nonlocal done
-        path, display, data, file_settings, st, _facts = task
-        result.original = data
-        if not result.prefiltered:
-            stats.analysed += 1
-        results.append(result)
-        if cache is not None:
-            cache.store(path, file_settings, st, data, result)
-        done += 1
-        if progress is not None:
-            progress(done, len(files))
-
-    if jobs > 1 and len(todo) >= POOL_MIN_FILES:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        # fork (Linux): workers inherit the imported modules; spawn elsewhere
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-        mp = multiprocessing.get_context(method)
-        # biggest first so one large file does not finish the run alone
-        order = sorted(range(len(todo)), key=lambda i: -len(todo[i][2]))
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=mp, initializer=_init_worker, initargs=(project,)) as pool:
-            futures = {pool.submit(_work, todo[i][:4] + todo[i][5:]): i for i in order}
-            from concurrent.futures import as_completed
-
-            for fut in as_completed(futures):
-                finish(todo[futures[fut]], fut.result())
-    else:
-        for task in todo:
-            path, display, data, file_settings, st, facts = task
-            result = process_source(path, display, data, file_settings, project, facts)
-            finish(task, _portable(result) if cache is not None else result)
-    results.sort(key=lambda r: r.display_path)
-    for r in results:
-        if r.prefiltered and r.error is None:
+    # 6. merge
+    ordered = sorted(results.values(), key=lambda r: r.display_path)
+    for r in ordered:
+        if r.generated:
+            stats.generated += 1
+        elif r.prefiltered and r.error is None:
             stats.prefiltered += 1
+        elif r.path in looked and not r.prefiltered:
+            stats.analysed += 1
         if r.error:
             out.errors.append((r.display_path, r.error))
             stats.failed += 1
         if r.changed:
             stats.changed += 1
-    stats.prefiltered -= stats.generated  # generated files are counted apart
+    if facts_cache is not None and cache_write:
+        facts_cache.save()
     if cache is not None and cache_write:
         cache.save()
-    out.results = results
+    out.results = ordered
     return out
 
 

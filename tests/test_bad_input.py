@@ -22,7 +22,7 @@ from codemods import engine, runner, writer
 from codemods.findings import Edit, Safety
 from codemods.transforms import REGISTRY
 from codemods.transforms.base import Rule
-from test_cli import MARKER, SAFE, SAFE_FIXED, finding_lines, fr, read, snapshot, write
+from test_cli import MARKER, MARKER_FIXED, SAFE, SAFE_FIXED, finding_lines, fr, read, snapshot, write
 
 ERROR_LINE = re.compile(r"^error: (?P<path>[^:]+): (?P<reason>.+)$")
 
@@ -142,13 +142,14 @@ def test_unreadable_file(tmp_path, monkeypatch, capsys):
 def test_file_vanishes_between_discovery_and_reading(tmp_path, monkeypatch, capsys):
     write(tmp_path, {"a_gone.py": SAFE, "good.py": SAFE})
     monkeypatch.chdir(tmp_path)
-    real_index = runner.build_project_index
+    real_discover = runner.discover
 
-    def index_then_delete(files, settings, **kwargs):
+    def discover_then_delete(paths, excludes):
+        found = real_discover(paths, excludes)
         os.unlink("a_gone.py")
-        return real_index(files, settings, **kwargs)
+        return found
 
-    monkeypatch.setattr(runner, "build_project_index", index_then_delete)
+    monkeypatch.setattr(runner, "discover", discover_then_delete)
     code, out, err = run_main(["--fix", "."], capsys)
     assert code == 2
     [e] = error_lines(err)
@@ -277,7 +278,8 @@ def test_internal_error_writes_nothing(tmp_path, monkeypatch, capsys, how, reaso
 
 
 # Bad input is reported even in files no pass could touch (no torch, no
-# compile): they never reach libcst, but the stdlib parser still checks them.
+# compile): they are never parsed, but their bytes are checked (binary,
+# undecodable); with --check-syntax the stdlib parser checks them too.
 PLAIN_BAD_FILES = {
     "syntax.py": (b"def f(:\n    return 1\n", "syntax error at line 1"),
     "badutf8.py": (b"s = 'caf\xe9'\n", "cannot decode"),
@@ -291,7 +293,8 @@ PLAIN_BAD_FILES = {
 def test_bad_file_without_torch_is_still_reported(tmp_path, name):
     data, reason = PLAIN_BAD_FILES[name]
     write(tmp_path, {name: data, "good.py": SAFE, "plain.py": b"def g():\n    return 2\n"})
-    proc = fr(tmp_path, "--fix", ".")
+    # a syntax error where no rule applies needs --check-syntax (see below)
+    proc = fr(tmp_path, "--fix", *(["--check-syntax"] if name == "syntax.py" else []), ".")
     stderr = proc.stderr.decode()
     assert proc.returncode == 2, stderr
     assert "Traceback" not in stderr
@@ -301,3 +304,27 @@ def test_bad_file_without_torch_is_still_reported(tmp_path, name):
     assert read(tmp_path, name) == data
     assert read(tmp_path, "good.py") == SAFE_FIXED.encode()
     assert read(tmp_path, "plain.py") == b"def g():\n    return 2\n"
+
+
+def test_syntax_error_where_no_rule_applies_is_left_to_check_syntax(tmp_path):
+    """By default a file the byte prefilter rules out (no `torch`, no
+    `compile`, no marker, no name of a compiled function ...) is never
+    parsed, so its syntax error is not reported (ruff and the interpreter
+    report it); its bytes are still checked.  `--check-syntax` (or
+    `check-syntax = true`) parses every file."""
+    broken = b"def (:\n    return 1\n"
+    # the good file compiles nothing at module level: no cross-module names
+    write(tmp_path, {"broken.py": broken, "good.py": MARKER})
+    proc = fr(tmp_path, "--fix", ".")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert error_lines(proc.stderr.decode()) == []
+    assert read(tmp_path, "good.py") == MARKER_FIXED.encode()
+    write(tmp_path, {"good.py": MARKER, "pyproject.toml": b"[tool.fix-recompiles]\ncheck-syntax = true\n"})
+    proc = fr(tmp_path, "--fix", ".")
+    assert proc.returncode == 2
+    [e] = error_lines(proc.stderr.decode())
+    assert e["path"] == "broken.py" and "syntax error at line 1" in e["reason"]
+    assert read(tmp_path, "broken.py") == broken
+    assert read(tmp_path, "good.py") == MARKER_FIXED.encode()
+    proc = fr(tmp_path, "--fix", ".", "--check-syntax")  # the flag does the same
+    assert proc.returncode == 2 and [e["path"] for e in error_lines(proc.stderr.decode())] == ["broken.py"]

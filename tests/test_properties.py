@@ -202,3 +202,153 @@ def test_fragments_followed_by_generated_code(program, code):
         if result.new is not None and code:
             # the generated tail is never touched by fixes aimed at the fragments
             assert result.new.decode("utf-8").endswith(code) or any(f.line > source.count(newline) for f in result.findings)
+
+
+# ------------------------------------------------------------ 4. the screen is conservative
+
+#: blocks of code the ast screen reasons about, by role: imports (aliases of
+#: torch, compile, math/random, optim, re), compile sites, values (floats from
+#: literals, arithmetic, math/random, annotations, loops; names shadowed in
+#: other scopes), uses (calls of compiled callables), and the rest
+#: (optimizers, int attributes, options dicts, re.compile); each block is
+#: valid at module level
+SCREEN_IMPORTS = [
+    "import torch",
+    "import torch as th",
+    "from torch import compile",
+    "from torch import compile as tc",
+    "import math",
+    "import math as m",
+    "from math import cos",
+    "from random import uniform as U",
+    "import random",
+    "import re",
+    "import re, os",
+    "import torch.optim as optim",
+    "from torch.optim import SGD, Adam",
+    "from torch.optim import *",
+    "from torch import nn",
+]
+SCREEN_SITES = [  # compiled functions
+    "@torch.compile\ndef f(x, c):\n    return x * c",
+    "@torch.compile(dynamic=False)\ndef f(x, c=1.0):\n    return x + c",
+    "@th.compile\ndef f(x, c):\n    return x - c",
+    "@compile\ndef f(x, c):\n    return x * c",
+    "def f0(x, c):\n    return x * c\ng = torch.compile(f0)",
+    "def f0(x, c):\n    return x * c\ng = tc(f0, dynamic=False)",
+    "g = torch.compile(lambda x, c: x * c)",
+    "h = torch.compile(dynamic=False)(lambda x, c: x + c)",
+    "opts = dict(dynamic=False)\nk = torch.compile(f0, **opts)",
+    "opts = {'dynamic': False, 'fullgraph': True}\nk = torch.compile(f0, **opts)",
+    "k = torch.compile(f0, **cfg.to_dict())",
+    "pat = re.compile('x+')",
+    "re = torch",
+]
+SCREEN_MODULE_SITES = [  # compiled modules
+    "model = torch.compile(Net())",
+    "net = Net()\nnet.compile()",
+    "net = Net()\nnet2 = torch.compile(net)",
+    "class Trainer:\n    def __init__(self):\n        self.model = Net()\n        self.model.compile()\n        self.fn = torch.compile(self.fwd)\n    def fwd(self, x, c):\n        return x * c\n    def go(self, x):\n        return self.fn(x, 0.5)",
+]
+SCREEN_STEP_SITES = [  # optimizer steps in compiled code
+    "@torch.compile\ndef step():\n    opt.step()",
+    "opt.step = torch.compile(opt.step)",
+    "@torch.compile\ndef train(x):\n    opt.step()\n    sched.step()",
+    "@th.compile(dynamic=False)\ndef step2():\n    opt.step()",
+]
+SCREEN_VALUES = [
+    "c = 0.5",
+    "c = 3",
+    "c = 1 / 3",
+    "c = 2 * 3",
+    "c = math.cos(0.5)",
+    "c = m.sqrt(2)",
+    "c = cos(1)",
+    "c = U(0, 1)",
+    "c = random.random()",
+    "c = float(n)",
+    "c = round(c, 2)",
+    "c = max(c, 0.1)",
+    "c: float = get()",
+    "c = x.sum()",
+    "t = 1\nt /= 2",
+    "def other():\n    c = 0.5\n    return c",
+    "def setter():\n    global c\n    c = 0.75",
+]
+SCREEN_USES = [
+    "f(x, c)",
+    "f(x, c=c)",
+    "g(x, c)",
+    "g(x, 2.0)",
+    "h(x, c)",
+    "h(x, t)",
+    "model(x, c)",
+    "net(x, 0.5)",
+    "torch.compile(f0)(x, 0.5)",
+    "obj.f(x, c)",
+    "for c in [0.1, 0.2]:\n    f(x, c)",
+    "for c in range(3):\n    g(x, c)",
+    "t = 1.0\nfor _ in range(3):\n    t = t * 0.9\n    f(x, t)",
+    "def run(c: float):\n    return f(x, c)",
+    "def run2(c):\n    return g(x, c)",
+    "def outer():\n    c = 0.25\n    def inner():\n        return f(x, c)\n    return inner",
+    "for n in range(1, 4):\n    f(torch.ones(n), 1)",
+]
+SCREEN_OPTIMIZERS = [
+    "params = [torch.zeros(2, requires_grad=True)]",
+    "opt = torch.optim.SGD(params, lr=0.1)",
+    "opt = optim.Adam(params, lr=c)",
+    "opt = SGD(params, lr=0.01)",
+    "opt = Adam(params, lr=0.01, foreach=True)",
+    "opt = th.optim.AdamW(params, lr=1e-3)",
+    "sched = torch.optim.lr_scheduler.StepLR(opt, 1)",
+]
+SCREEN_CLASSES = [
+    "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.calls = 0\n    def forward(self, x):\n        self.calls += 1\n        return x * self.calls",
+    "class Net(torch.nn.Module):\n    n = 0\n    def forward(self, x):\n        self.n = self.n + 1\n        return x",
+    "class Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.scale = 0.5\n    def forward(self, x):\n        self.scale += 1\n        return x",
+    "class Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.k = -1\n    def forward(self, x):\n        return self.bump(x)\n    def bump(self, x):\n        self.k -= 1\n        return x",
+    "class Net(th.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.step = int(0)\n    def forward(self, x):\n        self.step *= 2\n        return x",
+]
+SCREEN_CONFIG = [
+    "torch._dynamo.config.cache_size_limit = 8",
+    "torch._dynamo.config.recompile_limit = 8",
+    "torch._dynamo.config.allow_unspec_int_on_nn_module = True",
+]
+
+
+@st.composite
+def screen_programs(draw) -> str:
+    """A program focused on one rule's screen (floats, optimizers, int
+    attributes) or mixing everything, blocks optionally shuffled."""
+    focus = draw(st.sampled_from(["floats", "optim", "ints", "mixed"]))
+    plan = {
+        "floats": ((SCREEN_SITES, 1, 2), (SCREEN_VALUES, 1, 3), (SCREEN_USES, 1, 3)),
+        "optim": ((SCREEN_OPTIMIZERS, 1, 3), (SCREEN_STEP_SITES, 1, 2), (SCREEN_VALUES, 0, 2)),
+        "ints": ((SCREEN_CLASSES, 1, 1), (SCREEN_MODULE_SITES, 1, 2), (SCREEN_USES, 0, 1), (SCREEN_CONFIG, 0, 1)),
+        "mixed": (
+            (SCREEN_SITES, 0, 2), (SCREEN_MODULE_SITES, 0, 1), (SCREEN_STEP_SITES, 0, 1), (SCREEN_OPTIMIZERS, 0, 2),
+            (SCREEN_CLASSES, 0, 1), (SCREEN_CONFIG, 0, 1), (SCREEN_VALUES, 0, 3), (SCREEN_USES, 0, 3),
+        ),
+    }[focus]
+    blocks: List[str] = [draw(st.sampled_from(["import torch", "import torch as th\nimport torch"]))]
+    blocks += draw(st.lists(st.sampled_from(SCREEN_IMPORTS), max_size=4))
+    for pool, low, high in plan:
+        blocks += draw(st.lists(st.sampled_from(pool), min_size=low, max_size=high))
+    if draw(st.booleans()):
+        blocks = draw(st.permutations(blocks))
+    return "\n".join(blocks) + "\n"
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=SLOW)
+@given(source=screen_programs())
+def test_screen_never_drops_a_finding_on_generated_programs(source):
+    """The stdlib-ast screen is a superset of what the passes find: the same
+    findings and fixes with it as with byte triggers alone."""
+    assume(libcst_parses(source))
+    data = source.encode("utf-8")
+    with_screen = process_source("gen.py", "gen.py", data, ALL_UNSAFE)
+    with no_screen():
+        without = process_source("gen.py", "gen.py", data, ALL_UNSAFE)
+    assert [(f.code, f.line, f.message) for f in with_screen.findings] == [(f.code, f.line, f.message) for f in without.findings]
+    assert with_screen.new == without.new and with_screen.error == without.error

@@ -415,6 +415,43 @@ def test_screen_facts():
     assert not broken.may_compile and not broken._done
 
 
+@pytest.mark.parametrize(
+    "source, regex_only",
+    [
+        (b"import re\nimport torch\nPAT = re.compile('x')\n", True),
+        (b"import re, os\nimport torch\nP = re . compile('x')  # compile it\n", True),
+        (b"import regex\nimport torch\nP = regex.compile('x')\n", True),
+        (b"import torch\nx = 1  # we do not compile anything\n", True),
+        # torch.compile under any spelling: parse
+        (b"import re\nimport torch\nf = torch.compile(g)\n", False),
+        (b"import re\nimport torch\nf = torch . compile(g)\n", False),
+        (b"import re\nimport torch\nf = (torch.\n     compile)(g)\n", False),
+        (b"import re\nimport torch\nf = (torch.  # note\n     compile)(g)\n", False),
+        (b"import re\nimport torch\nf = torch.\\\ncompile(g)\n", False),
+        # `re` that may not be the stdlib module: parse
+        (b"import torch as re\nf = re.compile(g)\n", False),
+        (b"import torch\nimport re\nre = torch\nf = re.compile(g)\n", False),
+        (b"import torch, re\ndef k(re):\n    return re.compile(g)\n", False),
+        (b"import torch, re\nfor re in mods:\n    re.compile(g)\n", False),
+        # a name `compile` (or anything) imported: parse
+        (b"import re\nimport torch\nfrom torch import compile\n", False),
+        (b"import re\nimport torch\nfrom torch import (\n    compile,\n)\n", False),
+        (b"import re\nimport torch\nfrom torch import \\\n    compile\n", False),
+        (b"import re\nimport torch\nfrom torch import *\n", False),
+        # model.compile() / self.model.compile()
+        (b"import re\nimport torch\nm = Net()\nm.compile()\n", False),
+        (b"import re\nimport torch\nself.re.compile()\n", False),
+    ],
+)
+def test_compile_is_regex_only(source, regex_only):
+    """The byte test that spares the ast parse of files whose only `compile`
+    is `re.compile` answers True only when no compile site can exist."""
+    assert screen.compile_is_regex_only(source) is regex_only
+    if regex_only:
+        facts = screen.ScreenFacts(source).ensure()
+        assert not (facts.imports_torch and (facts.compile_attribute or facts.imports_compile))
+
+
 def test_j1_and_j2_give_the_same_results(tmp_path, monkeypatch):
     files = {name: text for name, text in _corpus_files().items()}
     write(tmp_path, files)

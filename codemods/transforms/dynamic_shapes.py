@@ -104,7 +104,8 @@ so without evidence it is only reported and fixed with `--unsafe-fixes`.
             return True
         if b"dynamic" not in facts.data or not facts.may_compile:
             return False
-        return facts.parse_failed or facts.compile_star_kwargs
+        # only a `**name` can be followed to a visible dict (ModuleAnalysis.star_kwargs_option)
+        return facts.parse_failed or bool(facts.compile_star_names)
 
     def check(self, ctx) -> Iterable[Finding]:
         analysis = ctx.analysis

@@ -306,7 +306,7 @@ step).
             scope = a.scope(func)
             if scope is None:
                 return None
-            for assignment in scope[func.value]:
+            for assignment in a.in_source_order(scope[func.value]):
                 if isinstance(assignment, Assignment) and isinstance(assignment.node, cst.FunctionDef):
                     return assignment.node
             return None
