@@ -10,8 +10,9 @@ Runs, alternately and ``--runs`` times each (medians reported):
   fix-recompiles --no-cache -jN CORPUS                        (cold)
   fix-recompiles -jN CORPUS, cache already filled, no change  (warm)
 then checks that the findings are the same with and without the cache and
-with -j1 and -jN.  Peak RSS is the largest single process (os.wait4 reports
-the child and the children it reaped, i.e. the pool workers).
+with -j1 and -jN.  Peak RSS is that of the largest single process of each
+command's tree (the command and its pool workers), measured per command in
+a fresh wrapper process (``getrusage(RUSAGE_CHILDREN)``).
 Numbers are wall-clock on a shared machine: run it when the machine is quiet.
 """
 
@@ -25,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.dirname(sys.executable)
@@ -36,15 +36,25 @@ def tool(name: str) -> str:
     return path if os.path.exists(path) else (shutil.which(name) or name)
 
 
+#: runs one command and reports its wall time and the peak RSS of the largest
+#: single process of its tree (the command and the workers it waited for):
+#: a fresh process, so RUSAGE_CHILDREN holds that command only
+WRAPPER = (
+    "import resource, subprocess, sys, time\n"
+    "start = time.perf_counter()\n"
+    "code = subprocess.run(sys.argv[1:], stderr=subprocess.DEVNULL).returncode\n"
+    "elapsed = time.perf_counter() - start\n"
+    "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "sys.stderr.write(f'{elapsed} {rss}\\n')\n"
+    "sys.exit(code)\n"
+)
+
+
 def timed(cmd, cwd=None, env=None):
-    """(seconds, peak RSS in MB, stdout) of one run."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    out = proc.stdout.read()  # type: ignore[union-attr]
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    elapsed = time.perf_counter() - start
-    return elapsed, usage.ru_maxrss / 1024, out
+    """(seconds, peak RSS in MB of the largest process, stdout) of one run."""
+    proc = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], cwd=cwd, env=env, capture_output=True)
+    elapsed, rss_kb = proc.stderr.decode().split()[-2:]
+    return float(elapsed), int(rss_kb) / 1024, proc.stdout
 
 
 def findings(out: bytes):

@@ -19,6 +19,9 @@ PACKAGES=(
   "peft==0.13.2"
   "lightning==2.4.0"
   "torchvision==0.20.1"
+  "nemo_toolkit==2.0.0"
+  "monai==1.4.0"
+  "torchmetrics==1.6.0"
 )
 mkdir -p "$WHEELS" "$CORPUS"
 # the corpus stands for a repository of its own: without this marker the
