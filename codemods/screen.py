@@ -30,6 +30,8 @@ import os
 import re
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
+from .optim_table import is_optimizer_name
+
 TORCH = "torch"
 
 #: False: byte triggers only (tests compare findings with and without the screen)
@@ -635,8 +637,6 @@ def _names(annotation: Optional[ast.expr], name: str) -> bool:
     return _last_name(annotation) == name
 
 
-_OPTIM = "torch.optim."
-_SCHED = "torch.optim.lr_scheduler."
 
 
 def _is_optimizer_callee(func: ast.expr, torch_paths: Dict[str, Set[str]], star_from_torch: bool) -> bool:
@@ -653,7 +653,7 @@ def _is_optimizer_callee(func: ast.expr, torch_paths: Dict[str, Set[str]], star_
     tail = ".".join(reversed(parts))
     for base in torch_paths.get(func.id, ()):
         path = f"{base}.{tail}" if tail else base
-        if path.startswith(_OPTIM) and not path.startswith(_SCHED) and path.rsplit(".", 1)[-1][:1].isupper():
+        if is_optimizer_name(path):  # the name FR004 resolves through libcst
             return True
     return False
 
