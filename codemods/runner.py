@@ -41,6 +41,7 @@ from .discovery import DEFAULT_EXCLUDES, discover, display_path
 from .engine import FileResult, process_source, read_file
 from .findings import FileError, Finding, Fix
 from .project import FactsCache, ProjectIndex, parse_for_index
+from .screen import mentions_any
 from .writer import write_changed
 
 GENERATED_MARKER = b"@generated"
@@ -168,7 +169,7 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
         if mode == "mentions":
             return None  # the first look reported it
         return _Looked(path, FileResult(path=path, display_path=display, error=exc.reason), None, st)
-    if mode == "mentions" and not any(name in data for name in project.prefilter_tokens(path)):  # type: ignore[union-attr]
+    if mode == "mentions" and not mentions_any(data, project.prefilter_tokens(path)):  # type: ignore[union-attr]
         return None
     functions, tree = parse_for_index(data) if mode == "first" else (None, None)
     if options.skip_generated and _is_generated(data):

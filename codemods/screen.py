@@ -103,6 +103,26 @@ def compile_is_regex_only(data: bytes) -> bool:
     return True
 
 
+def _word_byte(byte: int) -> bool:
+    # ASCII letters, digits, `_`, and any non-ASCII byte (identifiers may use them)
+    return byte >= 0x80 or byte == 0x5F or 0x30 <= byte <= 0x39 or 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
+
+
+def mentions_any(data: bytes, names: Sequence[bytes]) -> bool:
+    """Does one of ``names`` occur in the bytes as a whole word (not inside a
+    longer name: ``f`` is not in ``def``)?  The project index's names of
+    compiled functions, which a file must mention to call one."""
+    size = len(data)
+    for name in names:
+        at = data.find(name)
+        while at >= 0:
+            end = at + len(name)
+            if (at == 0 or not _word_byte(data[at - 1])) and (end >= size or not _word_byte(data[end])):
+                return True
+            at = data.find(name, end)
+    return False
+
+
 def mentions_compile(data: bytes) -> bool:
     """May the file hold a compile site or a compiled function?  Cheap byte
     tests: ``torch`` and ``compile`` both occur, and not only as ``re.compile``."""
@@ -164,6 +184,8 @@ class ScreenFacts:
         self.float_called: Set[str] = set()
         #: the analysis ran out of budget: any callee may get a float
         self.float_called_any = False
+        #: ``from m import name as alias``: alias -> the names it stands for
+        self.import_aliases: Dict[str, Set[str]] = {}
 
     def _compute(self) -> None:
         try:
@@ -310,6 +332,8 @@ class ScreenFacts:
                         self.compile_aliases.add(alias.asname or "compile")
                     else:
                         imported.add(alias.asname or alias.name)
+                    if alias.asname is not None:
+                        self.import_aliases.setdefault(alias.asname, set()).add(alias.name)
                 continue
             names = fields_of.get(kind)
             if names is None:
@@ -705,7 +729,10 @@ def fr003_cross_module(facts: ScreenFacts, names: Sequence[bytes] = ()) -> bool:
     with an argument that may be a float."""
     if facts.ensure().parse_failed or facts.float_called_any:
         return True
-    return any(name.decode() in facts.float_called for name in names)
+    called = set(facts.float_called)
+    for local in facts.float_called:
+        called |= facts.import_aliases.get(local, set())  # `from kernels import smooth as sm; sm(...)`
+    return any(name.decode() in called for name in names)
 
 
 def _fr004(facts: ScreenFacts) -> bool:
@@ -776,7 +803,7 @@ def select(data: bytes, rules: Sequence, extra: Sequence[bytes] = (), *, use_scr
     ``facts_of_data``: the facts of exactly these bytes, already computed
     (:meth:`ScreenFacts.from_tree`, by the project index's parse); used where
     they would have been computed."""
-    cross = bool(extra) and any(t in data for t in extra)
+    cross = bool(extra) and mentions_any(data, extra)
     facts: Optional[ScreenFacts] = None
     out: List = []
     for rule in rules:

@@ -409,3 +409,28 @@ def test_screen_keeps_random_only_floats(monkeypatch):
     assert len(_fix(src).findings) == 1
     monkeypatch.setattr(screen, "ENABLED", True)
     assert len(_fix(src).findings) == 1
+
+
+def test_cross_module_call_through_an_alias(tmp_path, monkeypatch):
+    """`from kernels import smooth as sm; sm(x, 0.5)`: the screen follows the
+    import alias to the compiled function's name (same findings as without
+    the screen)."""
+    from codemods import screen
+
+    _tree(
+        str(tmp_path),
+        {
+            "kernels.py": KERNELS,
+            "alias.py": "import torch\nfrom kernels import smooth as sm\nsm(torch.ones(2), 0.5)\n",
+            "star.py": "import torch\nfrom kernels import *\nsmooth(torch.ones(2), 0.25)\n",
+        },
+    )
+    monkeypatch.chdir(tmp_path)
+    results = {}
+    for enabled in (True, False):
+        monkeypatch.setattr(screen, "ENABLED", enabled)
+        result = run(["."], UNSAFE)
+        results[enabled] = [(f.path, f.line, f.message) for f in result.findings]
+    assert results[True] == results[False]
+    # a star import is not followed (libcst cannot resolve it), with or without the screen
+    assert [(p, line) for p, line, _ in results[True]] == [("alias.py", 3)]

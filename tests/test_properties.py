@@ -18,8 +18,11 @@ some out (``filter_too_much``).
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import difflib
+import os
+import tempfile
 from typing import List, Tuple
 
 import hypothesmith
@@ -30,6 +33,7 @@ from hypothesis import strategies as st
 from codemods import screen
 from codemods.context import Settings
 from codemods.engine import process_source
+from codemods.project import ProjectIndex, compiled_functions
 
 SLOW = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
 ALL_SAFE = Settings()
@@ -310,6 +314,27 @@ SCREEN_CLASSES = [
     "class Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.k = -1\n    def forward(self, x):\n        return self.bump(x)\n    def bump(self, x):\n        self.k -= 1\n        return x",
     "class Net(th.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.step = int(0)\n    def forward(self, x):\n        self.step *= 2\n        return x",
 ]
+#: a module of the same run compiling functions, and ways to reach them
+SCREEN_KERNELS = "import torch\n\n@torch.compile\ndef smooth(x, beta):\n    return x * beta\n\ndef _g(x, b):\n    return x + b\n\ng2 = torch.compile(_g)\n"
+SCREEN_CROSS_IMPORTS = [
+    "from kernels import smooth",
+    "from kernels import smooth as sm",
+    "from kernels import g2",
+    "import kernels",
+    "import kernels as k",
+    "from kernels import *",
+]
+SCREEN_CROSS_USES = [
+    "smooth(x, c)",
+    "smooth(x, 0.5)",
+    "sm(x, c)",
+    "sm(x, beta=1 / 3)",
+    "g2(x, c)",
+    "kernels.smooth(x, 2.0)",
+    "k.smooth(x, c)",
+    "k.g2(x, t)",
+    "for c in [0.1, 0.2]:\n    smooth(x, c)",
+]
 SCREEN_CONFIG = [
     "torch._dynamo.config.cache_size_limit = 8",
     "torch._dynamo.config.recompile_limit = 8",
@@ -321,14 +346,16 @@ SCREEN_CONFIG = [
 def screen_programs(draw) -> str:
     """A program focused on one rule's screen (floats, optimizers, int
     attributes) or mixing everything, blocks optionally shuffled."""
-    focus = draw(st.sampled_from(["floats", "optim", "ints", "mixed"]))
+    focus = draw(st.sampled_from(["floats", "optim", "ints", "cross", "mixed"]))
     plan = {
         "floats": ((SCREEN_SITES, 1, 2), (SCREEN_VALUES, 1, 3), (SCREEN_USES, 1, 3)),
         "optim": ((SCREEN_OPTIMIZERS, 1, 3), (SCREEN_STEP_SITES, 1, 2), (SCREEN_VALUES, 0, 2)),
         "ints": ((SCREEN_CLASSES, 1, 1), (SCREEN_MODULE_SITES, 1, 2), (SCREEN_USES, 0, 1), (SCREEN_CONFIG, 0, 1)),
+        "cross": ((SCREEN_CROSS_IMPORTS, 1, 3), (SCREEN_VALUES, 0, 2), (SCREEN_CROSS_USES, 1, 3), (SCREEN_SITES, 0, 1)),
         "mixed": (
             (SCREEN_SITES, 0, 2), (SCREEN_MODULE_SITES, 0, 1), (SCREEN_STEP_SITES, 0, 1), (SCREEN_OPTIMIZERS, 0, 2),
             (SCREEN_CLASSES, 0, 1), (SCREEN_CONFIG, 0, 1), (SCREEN_VALUES, 0, 3), (SCREEN_USES, 0, 3),
+            (SCREEN_CROSS_IMPORTS, 0, 1), (SCREEN_CROSS_USES, 0, 2),
         ),
     }[focus]
     blocks: List[str] = [draw(st.sampled_from(["import torch", "import torch as th\nimport torch"]))]
@@ -347,8 +374,13 @@ def test_screen_never_drops_a_finding_on_generated_programs(source):
     findings and fixes with it as with byte triggers alone."""
     assume(libcst_parses(source))
     data = source.encode("utf-8")
-    with_screen = process_source("gen.py", "gen.py", data, ALL_UNSAFE)
+    # the program sits beside kernels.py in a run: the project index lists
+    # kernels' compiled functions (cross-module FR003)
+    folder = os.path.join(tempfile.gettempdir(), "fix-recompiles-screen-props")
+    program, kernels = os.path.join(folder, "gen.py"), os.path.join(folder, "kernels.py")
+    project = ProjectIndex.from_functions([program, kernels], {kernels: compiled_functions(ast.parse(SCREEN_KERNELS))})
+    with_screen = process_source(program, "gen.py", data, ALL_UNSAFE, project)
     with no_screen():
-        without = process_source("gen.py", "gen.py", data, ALL_UNSAFE)
+        without = process_source(program, "gen.py", data, ALL_UNSAFE, project)
     assert [(f.code, f.line, f.message) for f in with_screen.findings] == [(f.code, f.line, f.message) for f in without.findings]
     assert with_screen.new == without.new and with_screen.error == without.error

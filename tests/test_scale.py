@@ -515,3 +515,12 @@ def test_project_index_cache_reuses_unchanged_files_only(tmp_path, monkeypatch):
     kernels.write_text("import torch\n\ndef scale(x, c):\n    return x * c\n")
     os.utime(kernels, (old + 20, old + 20))
     assert project_mod.build_project_index(files, Settings(), cache_dir=cache_dir).compiled == {}
+
+
+def test_index_names_match_whole_words_only():
+    """A file must name a compiled function of another module to call it: as
+    a whole word, so a short name (`f`) does not pull in every file."""
+    assert not screen.mentions_any(b"def g(x):\n    return x  # of\n", (b"f",))
+    assert not screen.mentions_any(b"fx = f_2 + 1\n", (b"f",))
+    for hit in (b"f(x)", b"k.f(x, 0.5)", b"from m import f\n", b"from m import (\n    f,\n)", b"y = f"):
+        assert screen.mentions_any(hit, (b"g", b"f")), hit
