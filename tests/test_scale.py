@@ -465,6 +465,15 @@ def test_j1_and_j2_give_the_same_results(tmp_path, monkeypatch):
     warm = run(["."], Settings(unsafe_fixes=True), jobs=2, cache_dir=cache_dir)
     assert _key(cold) == _key(one) == _key(warm)
     assert warm.stats.cached == len(warm.results)
+    # a module compiling a function changes: the files whose results depended
+    # on the index are looked at again (in the pool), the others stay cached
+    write(tmp_path, {"kernels.py": "import torch\n@torch.compile\ndef smooth(x, beta):\n    return x * beta\n", "train.py": "from kernels import smooth\nsmooth(None, 0.5)\n"})
+    partly = run(["."], Settings(unsafe_fixes=True), jobs=2, cache_dir=cache_dir)
+    fresh = run(["."], Settings(unsafe_fixes=True), jobs=1)
+    assert _key(partly) == _key(fresh)
+    assert [f.line for f in partly.findings if f.path == "train.py"] == [2]
+    again = run(["."], Settings(unsafe_fixes=True), jobs=2, cache_dir=cache_dir)
+    assert _key(again) == _key(fresh) and again.stats.cached == len(again.results)
 
 
 # -- pre-commit ------------------------------------------------------------------------
