@@ -533,3 +533,42 @@ def test_index_names_match_whole_words_only():
     assert not screen.mentions_any(b"fx = f_2 + 1\n", (b"f",))
     for hit in (b"f(x)", b"k.f(x, 0.5)", b"from m import f\n", b"from m import (\n    f,\n)", b"y = f"):
         assert screen.mentions_any(hit, (b"g", b"f")), hit
+
+
+# -- progress --------------------------------------------------------------------------
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_progress_counts_every_file_once(tmp_path, monkeypatch, jobs):
+    """run() reports progress as (done, total): never backwards, never past
+    the total, and it ends at (total, total)."""
+    files = {f"m{i:03}.py": (VARYING if i % 50 == 0 else NO_TORCH_TEXT) for i in range(120)}
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    run(["."], Settings(), jobs=jobs, progress=lambda done, total: calls.append((done, total)))
+    assert calls and calls[-1] == (120, 120)
+    assert all(total == 120 and 0 <= done <= 120 for done, total in calls)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+
+
+NO_TORCH_TEXT = "def add(a, b):\n    return a + b\n"
+
+
+def test_progress_bar_only_on_a_terminal(tmp_path):
+    """A long run shows a rich progress bar on stderr when it is a terminal
+    (pty), and prints nothing of it when stderr is a pipe."""
+    import subprocess
+
+    import pexpect
+
+    write(tmp_path, {f"m{i:03}.py": NO_TORCH_TEXT for i in range(400)})
+    cli_path = os.path.join(ROOT, "cli.py")
+    env = dict(os.environ, FIX_RECOMPILES_NO_CACHE="1", COLUMNS="120")
+    child = pexpect.spawn(sys.executable, [cli_path, "check", "-j1", "."], cwd=str(tmp_path), env=env, encoding="utf-8", timeout=120)
+    child.expect(pexpect.EOF)
+    shown = child.before
+    child.close()
+    assert child.exitstatus == 0
+    assert "fix-recompiles" in shown and "All checks passed!" in shown  # the bar's label, then the summary
+    piped = subprocess.run([sys.executable, cli_path, "check", "-j1", "."], cwd=str(tmp_path), env=env, capture_output=True, text=True)
+    assert piped.returncode == 0
+    assert "fix-recompiles" not in piped.stderr and "━" not in piped.stderr
