@@ -171,8 +171,10 @@ class ScreenFacts:
         self.compile_star_names: Set[str] = set()
         #: a call of a ``torch.optim`` class (not a scheduler), as imports resolve it
         self.optimizer_call = False
-        #: an attribute ``.step`` somewhere (``opt.step()``, ``opt.step = ...``)
-        self.step_attribute = False
+        #: a ``.step(...)`` call in code that may run compiled (a compiled
+        #: function, a compiled module's ``forward``, what they call by name),
+        #: or ``torch.compile(opt.step)``
+        self.step_in_compiled = False
         #: a class body defines ``forward``
         self.forward_method = False
         #: names assigned an int literal (``self.n = 0``, ``n = 0`` in a class body)
@@ -219,7 +221,8 @@ class ScreenFacts:
         # `math` / `random` as imports bind them: calls through these may give floats
         numeric_modules: Set[str] = set()  # local names of the modules (`math`, `m`)
         numeric_functions: Set[str] = set()  # names imported from them (`cos`, `uniform`, `*`)
-        decorated: List[ast.AST] = []  # function definitions with decorators
+        decorated: List[Tuple[ast.AST, _Scope]] = []  # function definitions with decorators, and their scopes
+        defs: Dict[str, List[_Scope]] = {}  # function name -> the scopes of the functions so named
         module_scope = _Scope(None)
         scopes: List[_Scope] = [module_scope]
         #: names declared `global` / `nonlocal` somewhere: looked up in every scope
@@ -233,17 +236,22 @@ class ScreenFacts:
             kind = type(node)
             inner = scope
             if kind is ast.Attribute:
-                attr = node.attr  # type: ignore[attr-defined]
-                if attr == "compile":
+                if node.attr == "compile":  # type: ignore[attr-defined]
                     attrs.append(node)  # type: ignore[arg-type]
-                elif attr == "step":
-                    self.step_attribute = True
             elif kind is ast.Name:
                 if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
                     stored.add(node.id)  # type: ignore[attr-defined]
                 continue  # no children worth visiting
             elif kind is ast.Call:
                 calls.append((node, scope))  # type: ignore[arg-type]
+                func = node.func  # type: ignore[attr-defined]
+                if type(func) is ast.Name:
+                    scope.called.add(func.id)
+                elif type(func) is ast.Attribute:
+                    if func.attr == "step":
+                        scope.step_call = True
+                    elif _is_self(func.value):
+                        scope.called.add(func.attr)
             elif kind is ast.Constant:
                 if type(node.value) is float:  # type: ignore[attr-defined]
                     self.float_syntax = True
@@ -280,10 +288,11 @@ class ScreenFacts:
                 if isinstance(node.target, ast.Name):  # type: ignore[attr-defined]
                     scope.bind(node.target.id, ("for", node.iter, scope))  # type: ignore[attr-defined]
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                if node.decorator_list:  # type: ignore[attr-defined]
-                    decorated.append(node)
                 inner = _Scope(scope)  # its parameters and body (decorators too: a superset)
                 scopes.append(inner)
+                if node.decorator_list:  # type: ignore[attr-defined]
+                    decorated.append((node, inner))
+                defs.setdefault(node.name, []).append(inner)  # type: ignore[attr-defined]
             elif kind is ast.Lambda:
                 inner = _Scope(scope)
                 scopes.append(inner)
@@ -370,6 +379,17 @@ class ScreenFacts:
 
         self.compile_attribute = any(compile_callee(attr) for attr in attrs)
         numbers = _Numbers(scopes, declared, numeric_modules, numeric_functions)
+        regions: List[_Scope] = []  # scopes of code that runs compiled
+
+        def compiled_target(target: ast.expr) -> None:
+            # what torch.compile(target) / target.compile() compiles: a function
+            # by name, a method `self.f`, a module (its `forward`), `opt.step`
+            if isinstance(target, ast.Attribute) and target.attr == "step":
+                self.step_in_compiled = True
+            name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
+            if name is not None:
+                regions.extend(defs.get(name, ()))
+            regions.extend(defs.get("forward", ()))
         for call, scope in calls:
             func = call.func
             if any(not isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is not None for kw in call.keywords):
@@ -385,11 +405,16 @@ class ScreenFacts:
                             self.float_called_any = True
                 if isinstance(func, ast.Call) and compile_callee(func.func):
                     self.compile_called_in_place = True
+                    if call.args and not isinstance(call.args[0], ast.Starred):
+                        compiled_target(call.args[0])  # torch.compile(**kw)(fn)
             if compile_callee(func):
                 if isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id in torch_aliases):
                     last = _last_name(func.value)  # model.compile(): calls of `model`
                     if last is not None:
                         self.compile_bindings.add(last)
+                    compiled_target(func.value)
+                elif call.args and not isinstance(call.args[0], ast.Starred):
+                    compiled_target(call.args[0])
                 for kw in call.keywords:
                     if kw.arg is None:
                         self.compile_star_kwargs = True
@@ -414,10 +439,28 @@ class ScreenFacts:
                         self.int_inits.add(target.id)
                     elif isinstance(target, ast.Attribute) and _is_self(target.value):
                         self.int_inits.add(target.attr)
-        for fn in decorated:
+        for fn, fn_scope in decorated:
             for dec in fn.decorator_list:  # type: ignore[attr-defined]
                 if compile_callee(dec) or (isinstance(dec, ast.Call) and compile_callee(dec.func)):
                     self.compile_bindings.add(fn.name)  # type: ignore[attr-defined]
+                    regions.append(fn_scope)
+        # an optimizer step in compiled code (FR004's region): the compiled
+        # functions, the `forward` of any compiled module, and what they call
+        # by name, nested scopes included (children come after their parents)
+        for inner in reversed(scopes):
+            if inner.parent is not None:
+                inner.parent.called |= inner.called
+                inner.parent.step_call = inner.parent.step_call or inner.step_call
+        seen_regions: Set[int] = set()
+        while regions and not self.step_in_compiled:
+            region = regions.pop()
+            if id(region) in seen_regions:
+                continue
+            seen_regions.add(id(region))
+            if region.step_call:
+                self.step_in_compiled = True
+            for name in region.called:
+                regions.extend(defs.get(name, ()))
 
     def ensure(self) -> "ScreenFacts":
         """Compute the facts (once); call before reading the fields directly."""
@@ -491,12 +534,16 @@ class _OutOfBudget(Exception):
 class _Scope:
     """A function, lambda or class body (or the module) and the names bound in it."""
 
-    __slots__ = ("parent", "bindings")
+    __slots__ = ("parent", "bindings", "called", "step_call")
 
     def __init__(self, parent: Optional["_Scope"]) -> None:
         self.parent = parent
         #: name -> (kind, node, scope) for each binding of it here
         self.bindings: Dict[str, List[tuple]] = {}
+        #: names called here or in nested scopes: ``f(...)``, ``self.f(...)``
+        self.called: Set[str] = set()
+        #: a ``<x>.step(...)`` call here or in a nested scope
+        self.step_call = False
 
     def bind(self, name: str, binding: tuple) -> None:
         found = self.bindings.get(name)
@@ -737,10 +784,10 @@ def fr003_cross_module(facts: ScreenFacts, names: Sequence[bytes] = ()) -> bool:
 
 def _fr004(facts: ScreenFacts) -> bool:
     # optimizer-scalars: a `torch.optim` optimizer built here, stepped in a
-    # compiled region (a `.step` attribute: `opt.step()`, `opt.step = torch.compile(...)`)
+    # compiled region (`opt.step()` in compiled code, `torch.compile(opt.step)`)
     if not facts.may_compile:
         return False
-    return facts.parse_failed or (facts.optimizer_call and facts.step_attribute)
+    return facts.parse_failed or (facts.optimizer_call and facts.step_in_compiled)
 
 
 def _fr005(facts: ScreenFacts) -> bool:

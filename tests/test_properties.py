@@ -259,6 +259,9 @@ SCREEN_STEP_SITES = [  # optimizer steps in compiled code
     "opt.step = torch.compile(opt.step)",
     "@torch.compile\ndef train(x):\n    opt.step()\n    sched.step()",
     "@th.compile(dynamic=False)\ndef step2():\n    opt.step()",
+    "class Stepper(torch.nn.Module):\n    def forward(self, x):\n        opt.step()\n        return x\nstepper = torch.compile(Stepper())",
+    "def helper():\n    opt.step()\n@torch.compile\ndef train2(x):\n    helper()\n    return x",
+    "class Loop:\n    def run(self):\n        self.inner()\n    def inner(self):\n        opt.step()\n    def go(self):\n        return torch.compile(self.run)()",
 ]
 SCREEN_VALUES = [
     "c = 0.5",
@@ -359,6 +362,8 @@ def screen_programs(draw) -> str:
         ),
     }[focus]
     blocks: List[str] = [draw(st.sampled_from(["import torch", "import torch as th\nimport torch"]))]
+    if focus == "optim":  # one optimizer that resolves whatever else is imported
+        blocks.append(draw(st.sampled_from(["opt = torch.optim.SGD(params, lr=0.1)", "opt = torch.optim.Adam(params, lr=0.01)"])))
     blocks += draw(st.lists(st.sampled_from(SCREEN_IMPORTS), max_size=4))
     for pool, low, high in plan:
         blocks += draw(st.lists(st.sampled_from(pool), min_size=low, max_size=high))
