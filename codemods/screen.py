@@ -153,18 +153,12 @@ class ScreenFacts:
         self.compile_keywords: Set[str] = set()
         #: keyword name -> the value expressions passed for it to such calls
         self.compile_keyword_values: Dict[str, List[ast.expr]] = {}
-        #: a call of such a callee passes ``**kwargs``
-        self.compile_star_kwargs = False
         #: a float literal or a true division (``/``, ``/=``) somewhere
         self.float_syntax = False
-        #: ``x.attr += ...`` or ``x.attr = <expression using x.attr>`` somewhere
-        self.attribute_update = False
         #: last names (``f``, ``step``, ``model``) through which a compiled
         #: callable can be reached: the targets of ``x = torch.compile(...)``,
         #: functions decorated with it, ``x`` of ``x.compile()``
         self.compile_bindings: Set[str] = set()
-        #: last names of callees called with at least one non-star argument
-        self.called_with_args: Set[str] = set()
         #: ``torch.compile(g)(x, ...)``: a compiled callable called in place
         self.compile_called_in_place = False
         #: compile calls pass ``**name`` (a name, so a visible options dict)
@@ -265,21 +259,17 @@ class ScreenFacts:
                     self.float_syntax = True
                 if isinstance(target, ast.Name):
                     scope.bind(target.id, ("aug", node, scope))
-                elif isinstance(target, ast.Attribute):
-                    self.attribute_update = True
-                    if _is_self(target.value):
-                        self.self_attr_updates.add(target.attr)
+                elif isinstance(target, ast.Attribute) and _is_self(target.value):
+                    self.self_attr_updates.add(target.attr)
             elif kind is ast.Assign:
                 assigned.append(node)
                 for target in node.targets:  # type: ignore[attr-defined]
                     if isinstance(target, ast.Name):
                         scope.bind(target.id, ("assign", node.value, scope))  # type: ignore[attr-defined]
-                    elif isinstance(target, ast.Attribute) and any(
+                    elif isinstance(target, ast.Attribute) and _is_self(target.value) and any(
                         isinstance(sub, ast.Attribute) and sub.attr == target.attr for sub in ast.walk(node.value)  # type: ignore[attr-defined]
                     ):
-                        self.attribute_update = True
-                        if _is_self(target.value):
-                            self.self_attr_updates.add(target.attr)
+                        self.self_attr_updates.add(target.attr)
             elif kind is ast.AnnAssign:
                 assigned.append(node)
                 if isinstance(node.target, ast.Name):  # type: ignore[attr-defined]
@@ -395,7 +385,6 @@ class ScreenFacts:
             if any(not isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is not None for kw in call.keywords):
                 last = _last_name(func)
                 if last is not None:
-                    self.called_with_args.add(last)
                     if not self.float_called_any and last not in self.float_called:
                         values = [a for a in call.args if not isinstance(a, ast.Starred)] + [kw.value for kw in call.keywords if kw.arg is not None]
                         try:
@@ -417,7 +406,6 @@ class ScreenFacts:
                     compiled_target(call.args[0])
                 for kw in call.keywords:
                     if kw.arg is None:
-                        self.compile_star_kwargs = True
                         if isinstance(kw.value, ast.Name):
                             self.compile_star_names.add(kw.value.id)
                     else:
