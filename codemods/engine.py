@@ -211,8 +211,9 @@ def analyze(
     extra = project.prefilter_tokens(path) if project is not None else ()
     screened = screen.select(data, rules, extra, use_screens=screen.ENABLED, facts_of_data=screen_facts)  # bytes, then stdlib ast
     if not screened.rules:
-        # bad input is reported even where no pass applies (unless the
-        # screen's own stdlib parse already accepted the file)
+        # bad input is reported even where no pass applies: binary or
+        # undecodable bytes always, a syntax error with --check-syntax (unless
+        # the screen's own stdlib parse already accepted the file)
         if not screened.parsed_ok:
             check_source(display_path, data, parse=settings.check_syntax)
         return None, []
