@@ -27,6 +27,7 @@ from typing import List, Tuple
 
 import hypothesmith
 import libcst as cst
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -362,6 +363,8 @@ def screen_programs(draw) -> str:
         ),
     }[focus]
     blocks: List[str] = [draw(st.sampled_from(["import torch", "import torch as th\nimport torch"]))]
+    if focus == "floats":  # where floats come from: math / random through some import
+        blocks.append(draw(st.sampled_from(["import math", "import math as m", "from math import cos", "from random import uniform as U", "import random"])))
     if focus == "optim":  # one optimizer that resolves whatever else is imported
         blocks.append(draw(st.sampled_from(["opt = torch.optim.SGD(params, lr=0.1)", "opt = torch.optim.Adam(params, lr=0.01)"])))
     blocks += draw(st.lists(st.sampled_from(SCREEN_IMPORTS), max_size=4))
@@ -389,3 +392,19 @@ def test_screen_never_drops_a_finding_on_generated_programs(source):
         without = process_source(program, "gen.py", data, ALL_UNSAFE, project)
     assert [(f.code, f.line, f.message) for f in with_screen.findings] == [(f.code, f.line, f.message) for f in without.findings]
     assert with_screen.new == without.new and with_screen.error == without.error
+
+
+@pytest.mark.parametrize("value", SCREEN_VALUES)
+def test_screen_keeps_every_float_source(value):
+    """Every way SCREEN_VALUES binds `c` (or `t`), with every use, every import
+    present and compiled `f` and `g`: the same findings with the screen as
+    without it (exhaustive where the generated programs only sample)."""
+    # f and g only: a compile called in place (h) keeps FR003 whatever the values
+    head = "\n".join(SCREEN_IMPORTS + [SCREEN_SITES[0], SCREEN_SITES[4]])
+    for use in SCREEN_USES:
+        source = f"{head}\n{value}\n{use}\n"
+        data = source.encode("utf-8")
+        with_screen = process_source("gen.py", "gen.py", data, ALL_UNSAFE)
+        with no_screen():
+            without = process_source("gen.py", "gen.py", data, ALL_UNSAFE)
+        assert [(f.code, f.line, f.message) for f in with_screen.findings] == [(f.code, f.line, f.message) for f in without.findings], source
