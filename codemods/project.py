@@ -262,41 +262,19 @@ class FactsCache:
 POOL_MIN_PARSE = 16
 
 
-def _candidate(path: str) -> Optional[bool]:
-    """Whether the file may define a compiled function (None: unreadable)."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    return b"compile" in data and b"torch" in data
-
-
 def _compute_functions(paths: List[str], jobs: int) -> List[Optional[Dict[str, FunctionSummary]]]:
-    """:func:`_file_functions` of each path, in order; only the files with both
-    ``compile`` and ``torch`` are parsed, in a process pool when ``jobs > 1``
-    and there are enough of them."""
-    out: List[Optional[Dict[str, FunctionSummary]]] = []
-    parse: List[int] = []
-    for i, path in enumerate(paths):
-        candidate = _candidate(path)
-        out.append(None if candidate is None else {})
-        if candidate:
-            parse.append(i)
-    if jobs > 1 and len(parse) >= POOL_MIN_PARSE:
+    """:func:`_file_functions` of each path, in order (each file read once; only
+    those :func:`codemods.screen.mentions_compile` keeps are parsed), in a
+    process pool when ``jobs > 1`` and there are enough files."""
+    if jobs > 1 and len(paths) >= POOL_MIN_PARSE:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-        workers = min(jobs, len(parse))
+        workers = min(jobs, len(paths))
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
-            chunk = max(1, len(parse) // (workers * 4))
-            computed = list(pool.map(_file_functions, [paths[i] for i in parse], chunksize=chunk))
-    else:
-        computed = [_file_functions(paths[i]) for i in parse]
-    for i, functions in zip(parse, computed):
-        out[i] = functions
-    return out
+            return list(pool.map(_file_functions, paths, chunksize=max(1, len(paths) // (workers * 4))))
+    return [_file_functions(path) for path in paths]
 
 
 def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str] = None, cache_write: bool = True, jobs: int = 1) -> ProjectIndex:

@@ -36,12 +36,13 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from .cache import content_hash
 from .context import Settings
 from .discovery import DEFAULT_EXCLUDES, discover, display_path
 from .engine import FileResult, process_source, read_file
 from .findings import FileError, Finding, Fix
 from .project import FactsCache, ProjectIndex, parse_for_index
-from .screen import mentions_any
+from .screen import ScreenFacts, mentions_any
 from .writer import write_changed
 
 GENERATED_MARKER = b"@generated"
@@ -175,22 +176,14 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
     if options.skip_generated and _is_generated(data):
         result = FileResult(path=path, display_path=display, prefiltered=True, generated=True)
     else:
-        facts = None
-        if tree is not None:
-            from .screen import ScreenFacts
-
-            facts = ScreenFacts.from_tree(tree)
+        facts = ScreenFacts.from_tree(tree) if tree is not None else None
         result = process_source(path, display, data, settings, project if mode != "first" else None, facts)
         if options.portable:
             _portable(result)
     # the bytes go back only where a diff or a fix needs them (all of them in
     # process: the interactive review re-analyses files with findings)
     result.original = data if (result.new is not None or not options.portable) else None
-    digest = None
-    if options.want_hash:
-        from .cache import content_hash
-
-        digest = content_hash(data)
+    digest = content_hash(data) if options.want_hash else None
     return _Looked(path, result, functions, st, digest)
 
 
@@ -351,12 +344,11 @@ def run(
         for item in _look_all(second, jobs, options, project, lambda n: None):
             looked[item.path] = item
             results[item.path] = item.result
-    for path in files:
-        if path not in results:  # pragma: no cover - every path has a result
-            continue
-        if path in looked and cache is not None:
-            item = looked[path]
-            cache.store(path, file_settings[path], item.stat, item.content_hash, item.result)
+    if cache is not None:
+        for path in files:
+            item = looked.get(path)
+            if item is not None:
+                cache.store(path, file_settings[path], item.stat, item.content_hash, item.result)
     if progress is not None:
         progress(len(files), len(files))
 
