@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, Optional, Tuple
 
 import libcst as cst
@@ -36,21 +36,59 @@ class Settings:
         return not matches(self.ignore)
 
 
-@dataclass
 class FileContext:
-    path: str
-    display_path: str
-    module: cst.Module
-    wrapper: MetadataWrapper
-    analysis: ModuleAnalysis
-    settings: Settings
-    #: project-wide facts (cross-module compiled functions), may be None
-    project: Any = None
-    #: per-pass scratch space so a pass can share work between its own helpers
-    cache: Dict[str, Any] = field(default_factory=dict)
+    """One file as every rule sees it.  ``source`` (bytes, text, stdlib ``ast``)
+    and ``model`` (the compile-site model, on ``ast``) are what rules read;
+    ``module`` (libcst) is parsed only on first use: to render fixes, or for
+    the one rule that reads comments (FR002)."""
+
+    def __init__(self, path: str, display_path: str, settings: Settings, project=None, source=None, module: Optional[cst.Module] = None) -> None:
+        self.path = path
+        self.display_path = display_path
+        self.settings = settings
+        #: project-wide facts (cross-module compiled functions), may be None
+        self.project = project
+        self.source = source
+        #: per-rule scratch space so a rule can share work between its own helpers
+        self.cache: Dict[str, Any] = {}
+        self._module = module
+        self._wrapper: Optional[MetadataWrapper] = None
+        self._analysis: Optional[ModuleAnalysis] = None
+        self._model = None
+
+    @property
+    def model(self):
+        """The compile-site model (:class:`codemods.compile_sites.CompileModel`)."""
+        if self._model is None:
+            from .compile_sites import CompileModel
+
+            self._model = CompileModel(self.source)
+        return self._model
+
+    @property
+    def module(self) -> cst.Module:
+        if self._module is None:
+            data = self.source.data
+            self._module = cst.parse_module(data)
+        return self._module
+
+    @property
+    def wrapper(self) -> MetadataWrapper:
+        if self._wrapper is None:
+            self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+        return self._wrapper
+
+    @property
+    def analysis(self) -> ModuleAnalysis:
+        """The CST analysis, for rules not yet on the ``ast`` model."""
+        if self._analysis is None:
+            self._analysis = ModuleAnalysis(self.wrapper)
+        return self._analysis
+
+    @property
+    def has_module(self) -> bool:
+        return self._module is not None
 
     @classmethod
-    def build(cls, path: str, display_path: str, module: cst.Module, settings: Settings, project=None) -> "FileContext":
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        analysis = ModuleAnalysis(wrapper)
-        return cls(path, display_path, module, wrapper, analysis, settings, project)
+    def build(cls, path: str, display_path: str, module: cst.Module, settings: Settings, project=None, source=None) -> "FileContext":
+        return cls(path, display_path, settings, project, source, module)

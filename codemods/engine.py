@@ -25,6 +25,7 @@ import libcst as cst
 from . import screen
 from .context import FileContext, Settings
 from .findings import Edit, FileError, Finding, Safety
+from .source import NodeLocator, Source, Target, decode
 from .transforms import REGISTRY, Rule
 
 _SUPPRESS_RE = re.compile(r"#\s*fix-recompiles:\s*ignore(?:\[([A-Za-z0-9_,\s]+)\])?")
@@ -184,13 +185,31 @@ def should_apply(finding: Finding, settings: Settings) -> bool:
     return finding.fix is not None and (finding.fix.safety == Safety.SAFE or settings.unsafe_fixes)
 
 
+def _resolve_edits(ctx: FileContext, edits: Sequence[Edit]) -> List[Edit]:
+    """Edits keyed by libcst node: a :class:`Target` of an ``ast`` rule is
+    located in the parsed module (render time: the only place libcst parses a
+    file that no CST rule read)."""
+    if not any(isinstance(e.node, Target) for e in edits):
+        return list(edits)
+    locator = NodeLocator(ctx.module)
+    out: List[Edit] = []
+    for edit in edits:
+        if isinstance(edit.node, Target):
+            node = locator.locate(edit.node)
+            if node is None:
+                raise FileError(ctx.display_path, f"internal error: no code to edit at line {edit.node.start[0]}; file left unchanged")
+            edit = Edit(node, edit.apply)
+        out.append(edit)
+    return out
+
+
 def apply_findings(ctx: FileContext, findings: Sequence[Finding]) -> cst.Module:
     """The module with the fixes of ``findings`` applied (all of them, in order)."""
     edits = [edit for f in findings if f.fix for edit in f.fix.edits]
     if not edits:
         return ctx.module
-    new_module = ctx.module.visit(_ApplyEdits(edits))
-    if any(f.fix.needs_torch for f in findings if f.fix) and ctx.analysis.torch_alias is None:
+    new_module = ctx.module.visit(_ApplyEdits(_resolve_edits(ctx, edits)))
+    if any(f.fix.needs_torch for f in findings if f.fix) and ctx.model.torch_alias is None:
         # imported here: libcst.codemod pulls in libcst.matchers (~0.2 s), which
         # a run that adds no import never needs
         from libcst.codemod import CodemodContext
@@ -202,30 +221,73 @@ def apply_findings(ctx: FileContext, findings: Sequence[Finding]) -> cst.Module:
     return new_module
 
 
+def parse_ast(display_path: str, data: bytes, tree: Optional[ast.Module] = None) -> Source:
+    """The file as the analysis reads it; bad input raises :class:`FileError`."""
+    if b"\x00" in data:
+        raise FileError(display_path, "binary file (contains NUL bytes), not Python source")
+    try:
+        text, encoding = decode(data)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise FileError(display_path, f"cannot decode: {exc}") from None
+    except SyntaxError as exc:  # a bad encoding cookie
+        raise FileError(display_path, f"cannot decode: {exc.msg}") from None
+    if tree is None:
+        try:
+            tree = ast.parse(data, display_path)
+        except SyntaxError as exc:
+            raise FileError(display_path, f"syntax error at line {exc.lineno or 1}, column {exc.offset or 1}: {exc.msg}") from None
+        except (ValueError, RecursionError, MemoryError) as exc:
+            raise FileError(display_path, f"cannot parse: {type(exc).__name__}") from None
+    return Source(display_path, display_path, data, tree, text, encoding)
+
+
 def analyze(
-    path: str, display_path: str, data: bytes, settings: Settings, project=None, screen_facts=None
+    path: str, display_path: str, data: bytes, settings: Settings, project=None, tree: Optional[ast.Module] = None
 ) -> Tuple[Optional[FileContext], List[Finding]]:
-    """Parse and run every selected pass; (None, []) when the prefilter rules the file out.
-    ``screen_facts``: the screen's facts of exactly ``data``, when already computed."""
+    """Run every selected rule that can apply; (None, []) when none can.
+    ``tree``: the stdlib ``ast`` of exactly ``data``, when already parsed.
+
+    Rules on the ``ast`` model run when their byte triggers occur (or, for a
+    rule reading the project index, a name the index lists); the others (the
+    CST rules) go through the screen.  The file is parsed with ``ast`` once,
+    and with libcst only when a CST rule runs or a fix is rendered."""
     rules = selected_rules(settings)
     extra = project.prefilter_tokens(path) if project is not None else ()
-    screened = screen.select(data, rules, extra, use_screens=screen.ENABLED, facts_of_data=screen_facts)  # bytes, then stdlib ast
-    if not screened.rules:
-        # bad input is reported even where no pass applies: binary or
+    cross = bool(extra) and screen.mentions_any(data, extra)
+    regex_only: Optional[bool] = None
+    ast_rules: List[Rule] = []
+    for rule in rules:
+        if rule.reads != "ast":
+            continue
+        if cross and rule.reads_project:
+            ast_rules.append(rule)
+        elif any(t in data for t in rule.triggers):
+            if rule.needs_compile_site:
+                if regex_only is None:
+                    regex_only = screen.compile_is_regex_only(data)
+                if regex_only:
+                    continue
+            ast_rules.append(rule)
+    cst_rules = [rule for rule in rules if rule.reads != "ast"]
+    screened = screen.select(data, cst_rules, extra, use_screens=screen.ENABLED, facts_of_data=screen.ScreenFacts.from_tree(tree) if tree is not None else None) if cst_rules else None
+    chosen_cst = screened.rules if screened is not None else []
+    if not ast_rules and not chosen_cst:
+        # bad input is reported even where no rule applies: binary or
         # undecodable bytes always, a syntax error with --check-syntax (unless
         # the screen's own stdlib parse already accepted the file)
-        if not screened.parsed_ok:
+        if tree is None and not (screened is not None and screened.parsed_ok):
             check_source(display_path, data, parse=settings.check_syntax)
         return None, []
-    module = parse_source(display_path, data)
-    # cross-module facts reach a file only through names the index lists
-    # (``prefilter_tokens``): without one of them in the file, none can apply
-    ctx = FileContext.build(path, display_path, module, settings, project if screened.cross_module else None)
+    source = parse_ast(display_path, data, tree)
+    source.path = path
+    module = parse_source(display_path, data) if chosen_cst else None
+    ctx = FileContext(path, display_path, settings, project if cross else None, source, module)
     findings: List[Finding] = []
-    for rule in screened.rules:  # only the rules whose triggers and screen keep the file
-        findings.extend(rule.check(ctx))
+    for rule in rules:  # registry order
+        if rule in ast_rules or rule in chosen_cst:
+            findings.extend(rule.check(ctx))
     if b"fix-recompiles:" in data:  # cheap test before tokenizing for suppressions
-        table = suppressions(module.code)
+        table = suppressions(source.text)
         findings = [f for f in findings if not is_suppressed(f, table)]
     findings.sort(key=Finding.sort_key)
     return ctx, findings
@@ -272,14 +334,14 @@ def render(ctx: FileContext, findings: Sequence[Finding], data: Optional[bytes] 
     return new_bytes
 
 
-def process_source(path: str, display_path: str, data: bytes, settings: Settings, project=None, screen_facts=None) -> FileResult:
+def process_source(path: str, display_path: str, data: bytes, settings: Settings, project=None, tree: Optional[ast.Module] = None) -> FileResult:
     result = FileResult(path=path, display_path=display_path, original=data)
     try:
-        ctx, findings = analyze(path, display_path, data, settings, project, screen_facts)
+        ctx, findings = analyze(path, display_path, data, settings, project, tree)
         if ctx is None:
             result.prefiltered = True
             return result
-        result.encoding = ctx.module.encoding
+        result.encoding = ctx.source.encoding
         result.findings = findings
         chosen = [f for f in findings if should_apply(f, settings)]
         for f in chosen:

@@ -25,9 +25,12 @@ class Safety(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Edit:
-    """Replace ``node`` (a node of the original tree) by ``apply(updated_node)``."""
+    """Replace ``node`` by ``apply(updated_node)``.  ``node`` is a
+    :class:`~codemods.source.Target` (where an ``ast`` rule wants the edit; the
+    engine finds the libcst node at render time) or a node of the original
+    libcst tree."""
 
-    node: cst.CSTNode
+    node: object
     apply: Callable[[cst.CSTNode], EditResult]
 
 

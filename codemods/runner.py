@@ -42,7 +42,7 @@ from .discovery import DEFAULT_EXCLUDES, discover, display_path
 from .engine import FileResult, process_source, read_file
 from .findings import FileError, Finding, Fix
 from .project import FactsCache, ProjectIndex, parse_for_index
-from .screen import ScreenFacts, mentions_any
+from .screen import mentions_any
 from .writer import write_changed
 
 GENERATED_MARKER = b"@generated"
@@ -176,8 +176,7 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
     if options.skip_generated and _is_generated(data):
         result = FileResult(path=path, display_path=display, prefiltered=True, generated=True)
     else:
-        facts = ScreenFacts.from_tree(tree) if tree is not None else None
-        result = process_source(path, display, data, settings, project if mode != "first" else None, facts)
+        result = process_source(path, display, data, settings, project if mode != "first" else None, tree)
         if options.portable:
             _portable(result)
     # the bytes go back only where a diff or a fix needs them (all of them in

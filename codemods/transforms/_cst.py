@@ -17,3 +17,26 @@ def remove_keyword(call: cst.Call, keyword: str) -> cst.Call:
                 args[-1] = args[-1].with_changes(comma=removed.comma)
             return call.with_changes(args=args)
     return call
+
+
+def split_leading_lines(lines) -> tuple:
+    """(lines for an inserted statement, lines kept by the original one): the
+    comment lines directly above a statement describe it and stay with it;
+    blank lines (and comments separated by a blank line) go above the
+    inserted statement."""
+    k = len(lines)
+    while k > 0 and lines[k - 1].comment is not None:
+        k -= 1
+    return list(lines[:k]), list(lines[k:])
+
+
+def insert_before_node(stmt, new_stmt: cst.BaseStatement):
+    """An edit inserting ``new_stmt`` before ``stmt`` (a libcst statement or a
+    :class:`~codemods.source.Target` naming one), which stays last."""
+    from ..findings import Edit
+
+    def apply(updated: cst.CSTNode):
+        above, kept = split_leading_lines(updated.leading_lines)
+        return cst.FlattenSentinel([new_stmt.with_changes(leading_lines=above), updated.with_changes(leading_lines=kept)])
+
+    return Edit(stmt, apply)

@@ -8,6 +8,8 @@ rule (Fixit style) and are run as tests.
 
 from __future__ import annotations
 
+import ast
+
 from dataclasses import dataclass
 from typing import ClassVar, Iterable, Optional, Sequence, Tuple
 
@@ -41,6 +43,14 @@ class Rule:
     #: byte strings one of which a file must contain for this rule to find anything
     #: (the engine's cheap text prefilter is the union over selected rules)
     triggers: ClassVar[Tuple[bytes, ...]] = (b"compile",)
+    #: what the rule reads: "ast" (the source and compile-site model) or
+    #: "cst" (the libcst tree: only for comments, which ``ast`` drops)
+    reads: ClassVar[str] = "cst"
+    #: the rule reads the project index (facts of other modules of the run)
+    reads_project: ClassVar[bool] = False
+    #: the rule can only find something where something is compiled (a file
+    #: whose only ``compile`` is ``re.compile`` is skipped unparsed)
+    needs_compile_site: ClassVar[bool] = True
 
     def check(self, ctx) -> Iterable[Finding]:  # pragma: no cover - interface
         raise NotImplementedError
@@ -49,7 +59,7 @@ class Rule:
     def finding(
         self,
         ctx,
-        node: cst.CSTNode,
+        node,
         message: str,
         *,
         edits: Sequence[Edit] = (),
@@ -57,16 +67,22 @@ class Rule:
         needs_torch: bool = False,
         title: str = "",
     ) -> Finding:
-        pos = ctx.analysis.position(node)
+        if isinstance(node, ast.AST):
+            start, end = ctx.source.start(node), ctx.source.end(node)
+        elif isinstance(node, tuple):  # (first, last) ast nodes: from the start of one to the end of the other
+            start, end = ctx.source.start(node[0]), ctx.source.end(node[1])
+        else:
+            pos = ctx.analysis.position(node)
+            start, end = (pos.start.line, pos.start.column), (pos.end.line, pos.end.column)
         fix = Fix(edits=tuple(edits), safety=safety, needs_torch=needs_torch, title=title) if edits else None
         return Finding(
             code=self.code,
             message=message,
             path=ctx.display_path,
-            line=pos.start.line,
-            column=pos.start.column + 1,
-            end_line=pos.end.line,
-            end_column=pos.end.column + 1,
+            line=start[0],
+            column=start[1] + 1,
+            end_line=end[0],
+            end_column=end[1] + 1,
             fix=fix,
             rule_name=self.name,
         )

@@ -15,6 +15,7 @@ from libcst.metadata import Assignment
 
 from ..analysis import CompileSite, ModuleAnalysis, dotted_name
 from ..findings import Edit, Finding, Safety
+from ._cst import insert_before_node
 from .base import Example, Rule
 
 FLAG = "allow_unspec_int_on_nn_module"
@@ -59,29 +60,9 @@ def dominates(analysis: ModuleAnalysis, earlier: cst.CSTNode, later: cst.CSTNode
     return block is analysis.parent(later) or any(a is block for a in analysis.ancestors(later))
 
 
-def _split_leading_lines(lines: Sequence[cst.EmptyLine]) -> Tuple[List[cst.EmptyLine], List[cst.EmptyLine]]:
-    """(lines for the inserted statement, lines kept by the original one).
-
-    The comment lines directly above a statement describe it and stay with
-    it; blank lines (and comments separated by a blank line) go above the
-    inserted statement.
-    """
-    k = len(lines)
-    while k > 0 and lines[k - 1].comment is not None:
-        k -= 1
-    return list(lines[:k]), list(lines[k:])
-
-
 def insert_before(stmt: cst.BaseStatement, new_stmt: cst.BaseStatement) -> Edit:
     """An edit inserting ``new_stmt`` before ``stmt`` (which stays last)."""
-
-    def apply(updated: cst.CSTNode):
-        above, kept = _split_leading_lines(updated.leading_lines)
-        return cst.FlattenSentinel(
-            [new_stmt.with_changes(leading_lines=above), updated.with_changes(leading_lines=kept)]
-        )
-
-    return Edit(stmt, apply)
+    return insert_before_node(stmt, new_stmt)
 
 
 def builtin_shadowed(analysis: ModuleAnalysis, node: cst.CSTNode, name: str) -> bool:

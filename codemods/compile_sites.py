@@ -1,0 +1,438 @@
+"""The compile-site model of one module, on the stdlib ``ast``: which names
+alias torch, what is compiled, how the compiled callable is reached and where
+it is called.
+
+This is the only place that recognises ``torch.compile``.  Rules ask
+:class:`CompileModel`; they never look for ``compile`` themselves.
+
+Recognised compile forms::
+
+    @torch.compile / @torch.compile(...)        decorator, with or without args
+    import torch as th; th.compile(...)          any alias of torch
+    from torch import compile [as c]; c(...)
+    f = torch.compile(g, ...)                    wrap, bound to a name
+    self.f = torch.compile(...)                  wrap, bound to an attribute
+    opt.step = torch.compile(opt.step)
+    torch.compile(g, ...)(args)                  immediately called
+    torch.compile(**kw)(fn)                      compile-with-options, then fn
+    model = torch.compile(model)
+    model.compile(...)                           nn.Module.compile, only when
+    self.model.compile(...)                      ``model`` is known to be a Module
+                                                 (``self.model = Model()`` in the class)
+
+Not a compile site: ``Model().compile()`` on a fresh instance (Module.compile
+compiles in place and returns None, so the instance can never be called).
+Names that merely look alike (``re.compile``, builtin ``compile``, a user
+function called ``compile``) are resolved through the module's scopes and
+never match.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+from .scopes import Binding, Scopes
+from .source import Source
+
+TORCH = "torch"
+TORCH_COMPILE = "torch.compile"
+_NN_PREFIXES = ("torch.nn.",)
+_MODULE_BASE_NAMES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def dotted_name(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` for a chain of Names/Attributes, else None."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _import_qualified(binding: Binding) -> Optional[str]:
+    """What an import binding stands for: ``import a.b as c`` -> "a.b",
+    ``import a.b`` -> "a", ``from m import x as y`` -> "m.x"."""
+    alias, stmt = binding.node, binding.value
+    if not isinstance(alias, ast.alias):
+        return None
+    if isinstance(stmt, ast.Import):
+        return alias.name if alias.asname else alias.name.split(".")[0]
+    if isinstance(stmt, ast.ImportFrom):
+        if stmt.level or not stmt.module:
+            return "." * stmt.level + (stmt.module or "") + "." + alias.name
+        return f"{stmt.module}.{alias.name}"
+    return None
+
+
+@dataclass(eq=False)
+class CompileSite:
+    """One place where something is compiled."""
+
+    #: "decorator" | "wrap" | "method"
+    form: str
+    #: the node that carries compile options: the ``torch.compile(...)`` Call,
+    #: the ``model.compile(...)`` Call, or the bare decorator expression
+    node: ast.AST
+    #: the call whose keywords are compile options (None for a bare decorator)
+    options_call: Optional[ast.Call]
+    #: the compiled thing: a FunctionDef (decorator) or the expression passed in
+    target: Optional[ast.AST]
+    #: the function compiled, when it can be seen in this module
+    target_def: Optional[ast.AST]
+    #: dotted name the compiled callable is reached through ("f", "self.f", "opt.step")
+    binding: Optional[str]
+    #: the statement that performs the compile (for inserting code before it)
+    statement: Optional[ast.stmt]
+    #: calls of the compiled callable found in this module, in source order
+    calls: List[ast.Call] = field(default_factory=list)
+
+    def option(self, name: str) -> Optional[ast.keyword]:
+        if self.options_call is None:
+            return None
+        for kw in self.options_call.keywords:
+            if kw.arg == name:
+                return kw
+        return None
+
+    @property
+    def has_star_kwargs(self) -> bool:
+        return self.options_call is not None and any(kw.arg is None for kw in self.options_call.keywords)
+
+
+class CompileModel:
+    """Facts about one module, computed once and shared by every rule."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.tree = source.tree
+        self.scopes = Scopes(source.tree)
+        #: the name emitted code uses for torch (module-level ``import torch [as th]``)
+        self.torch_alias: Optional[str] = None
+        self.classes: Dict[str, ast.ClassDef] = {}
+        self.functions: Dict[str, ast.AST] = {}
+        self._collect_module_names()
+        self.compile_sites: List[CompileSite] = []
+        self._collect_compile_sites()
+        for site in self.compile_sites:
+            site.calls = sorted(set(self._find_calls(site)), key=lambda c: (c.lineno, c.col_offset))
+
+    # -- names -----------------------------------------------------------------------
+    def qualified_names(self, expr: ast.AST) -> Set[str]:
+        """What ``expr`` may stand for, by the module's imports: ``th.compile`` ->
+        {"torch.compile"}; a local name -> {its name}; a builtin -> {"builtins.x"}."""
+        if isinstance(expr, ast.Attribute):
+            return {f"{q}.{expr.attr}" for q in self.qualified_names(expr.value)}
+        if not isinstance(expr, ast.Name):
+            return set()
+        bindings = self.scopes.bindings_of(expr)
+        if not bindings:
+            return {f"builtins.{expr.id}"} if self.scopes.is_builtin(expr) else set()
+        out: Set[str] = set()
+        for binding in bindings:
+            if binding.kind == "import":
+                q = _import_qualified(binding)
+                if q is not None:
+                    out.add(q)
+            else:
+                out.add(expr.id)
+        return out
+
+    def is_torch_compile(self, expr: ast.AST) -> bool:
+        base = expr
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if not isinstance(base, ast.Name):
+            return False
+        return TORCH_COMPILE in self.qualified_names(expr)
+
+    def torch_name(self) -> str:
+        return self.torch_alias or TORCH
+
+    def _collect_module_names(self) -> None:
+        for stmt in self.tree.body:
+            if isinstance(stmt, ast.ClassDef):
+                self.classes.setdefault(stmt.name, stmt)
+            elif isinstance(stmt, _FUNCS):
+                self.functions.setdefault(stmt.name, stmt)
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.asname is not None:
+                        if alias.name == TORCH:
+                            self.torch_alias = self.torch_alias or alias.asname
+                    elif alias.name == TORCH or alias.name.startswith(TORCH + "."):
+                        self.torch_alias = TORCH if self.torch_alias is None else self.torch_alias
+
+    # -- compile sites -------------------------------------------------------------------
+    def _collect_compile_sites(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for dec in node.decorator_list:
+                    if self.is_torch_compile(dec):
+                        self._add_decorated(dec, None, node)
+                    elif isinstance(dec, ast.Call) and self.is_torch_compile(dec.func):
+                        self._add_decorated(dec, dec, node)
+            elif isinstance(node, ast.Call):
+                self._visit_call(node)
+        self.compile_sites.sort(key=lambda s: (s.node.lineno, s.node.col_offset))  # type: ignore[attr-defined]
+
+    def _add_decorated(self, node: ast.AST, options_call: Optional[ast.Call], fn: ast.AST) -> None:
+        cls = self.source.enclosing(fn, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        binding = fn.name  # type: ignore[attr-defined]
+        if isinstance(cls, ast.ClassDef):
+            binding = f"self.{fn.name}"  # type: ignore[attr-defined]
+        self.compile_sites.append(CompileSite("decorator", node, options_call, fn, fn, binding, fn))  # type: ignore[arg-type]
+
+    def _visit_call(self, node: ast.Call) -> None:
+        parent = self.source.parent(node)
+        if self.is_torch_compile(node.func):
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and node in parent.decorator_list:
+                return  # a decorator: collected with its function
+            positional = [a for a in node.args if not isinstance(a, ast.Starred)]
+            if positional:
+                self._add_wrap(node, node, positional[0])
+                return
+            # torch.compile(**kw)(fn) / torch.compile(dynamic=False)(fn)
+            if isinstance(parent, ast.Call) and parent.func is node:
+                outer = [a for a in parent.args if not isinstance(a, ast.Starred)]
+                if outer:
+                    self._add_wrap(parent, node, outer[0])
+            return
+        # model.compile(...) on an nn.Module instance, not on a fresh instance
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "compile" and not isinstance(func.value, ast.Call):
+            base = dotted_name(func.value)
+            if base is None:
+                return
+            root = func.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            # the receiver is a variable of this module (not an imported module's attribute)
+            if any(b.kind == "import" for b in self.scopes.bindings_of(root)):  # type: ignore[arg-type]
+                return
+            if self.is_module_instance(func.value):
+                self.compile_sites.append(CompileSite("method", node, node, func.value, None, base, self.source.statement_of(node)))
+
+    def _add_wrap(self, wrap_call: ast.Call, options_call: ast.Call, target: ast.AST) -> None:
+        parent = self.source.parent(wrap_call)
+        binding: Optional[str] = None
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+            binding = dotted_name(parent.targets[0])
+        elif isinstance(parent, ast.AnnAssign):
+            binding = dotted_name(parent.target)
+        target_def = None
+        if isinstance(target, ast.Name):
+            target_def = self.resolve_function(target)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            cls = self.source.enclosing(wrap_call, ast.ClassDef)
+            if isinstance(cls, ast.ClassDef):
+                target_def = self.method(cls, target.attr)
+        self.compile_sites.append(CompileSite("wrap", wrap_call, options_call, target, target_def, binding, self.source.statement_of(wrap_call)))
+
+    # -- resolution helpers -----------------------------------------------------------------
+    def resolve_function(self, name: ast.Name) -> Optional[ast.AST]:
+        for binding in self.scopes.bindings_of(name):
+            if binding.kind == "def":
+                return binding.node
+        return None
+
+    @staticmethod
+    def method(cls: ast.ClassDef, name: str) -> Optional[ast.AST]:
+        for stmt in cls.body:
+            if isinstance(stmt, _FUNCS) and stmt.name == name:
+                return stmt
+        return None
+
+    def is_module_class(self, cls: ast.ClassDef, _seen: Optional[Set[str]] = None) -> bool:
+        """Does ``cls`` subclass ``torch.nn.Module`` (directly or via classes of this module)?"""
+        seen = _seen if _seen is not None else set()
+        for base in cls.bases:
+            qn = self.qualified_names(base)
+            if qn & _MODULE_BASE_NAMES or any(q.startswith(_NN_PREFIXES) for q in qn):
+                return True
+            name = dotted_name(base)
+            if name in self.classes and name not in seen:
+                seen.add(name)  # type: ignore[arg-type]
+                if self.is_module_class(self.classes[name], seen):  # type: ignore[index]
+                    return True
+        return False
+
+    def assigned_values(self, name: ast.Name) -> Iterator[ast.AST]:
+        """The values assigned to ``name`` (``x = v``, ``x: T = v``, ``(x := v)``) in its scope, in source order."""
+        for binding in self.scopes.bindings_of(name):
+            if binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
+                yield binding.value
+
+    @staticmethod
+    def self_attr_values(class_def: ast.ClassDef, attr: str) -> List[ast.AST]:
+        """The values assigned to ``self.<attr>`` in the methods of ``class_def``
+        (not in nested classes), in source order."""
+        found: List[ast.AST] = []
+
+        def is_target(node: ast.AST) -> bool:
+            return isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+        stack: List[ast.AST] = list(class_def.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.ClassDef):
+                continue
+            if isinstance(node, ast.Assign) and any(is_target(t) for t in node.targets):
+                found.append(node.value)
+            elif isinstance(node, ast.AnnAssign) and node.value is not None and is_target(node.target):
+                found.append(node.value)
+            stack.extend(ast.iter_child_nodes(node))
+        found.sort(key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+        return found
+
+    def module_class_of(self, expr: ast.AST) -> Optional[ast.ClassDef]:
+        """The nn.Module subclass defined here that ``expr`` is an instance of, if visible."""
+        if isinstance(expr, ast.Call):
+            cls = self.classes.get(dotted_name(expr.func) or "")
+            return cls if cls is not None and self.is_module_class(cls) else None
+        values: List[ast.AST] = []
+        if isinstance(expr, ast.Name):
+            values = list(self.assigned_values(expr))
+        elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            cls = self.source.enclosing(expr, ast.ClassDef)
+            if isinstance(cls, ast.ClassDef):
+                values = self.self_attr_values(cls, expr.attr)
+        for value in values:
+            # model = torch.compile(Model()) / model = Model().to(device)
+            if isinstance(value, ast.Call) and self.is_torch_compile(value.func) and value.args:
+                value = value.args[0]
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Call):
+                value = value.func.value
+            found = self.module_class_of(value) if isinstance(value, ast.Call) else None
+            if found is not None:
+                return found
+        return None
+
+    def is_module_instance(self, expr: ast.AST) -> bool:
+        if self.module_class_of(expr) is not None:
+            return True
+        if isinstance(expr, ast.Name) and expr.id == "self":
+            cls = self.source.enclosing(expr, ast.ClassDef)
+            return isinstance(cls, ast.ClassDef) and self.is_module_class(cls)
+        if isinstance(expr, ast.Name):
+            for value in self.assigned_values(expr):
+                if isinstance(value, ast.Call) and any(q.startswith(_NN_PREFIXES) for q in self.qualified_names(value.func)):
+                    return True
+        return False
+
+    # -- calls of compiled callables -------------------------------------------------------------
+    def _find_calls(self, site: CompileSite) -> Iterator[ast.Call]:
+        parents = self.source.parents
+        if site.form == "wrap":
+            parent = parents.get(site.node)
+            if isinstance(parent, ast.Call) and parent.func is site.node:
+                yield parent  # torch.compile(g)(x)
+                return
+        binding = site.binding
+        if binding is None:
+            return
+        if "." not in binding:
+            yield from self._calls_of_name(site, binding)
+            return
+        # attribute bindings: self.f, opt.step -- by dotted name, within the
+        # class for `self.` bindings, after the compile for others
+        cls = self.source.enclosing(site.node, ast.ClassDef) if binding.startswith("self.") else None
+        root = cls if cls is not None else self.tree
+        start = (site.node.lineno, site.node.col_offset)  # type: ignore[attr-defined]
+        for node in ast.walk(root):
+            if isinstance(node, ast.Call) and dotted_name(node.func) == binding:
+                if cls is not None or (node.lineno, node.col_offset) > start:
+                    yield node
+
+    def _calls_of_name(self, site: CompileSite, name: str) -> Iterator[ast.Call]:
+        parents = self.source.parents
+        if site.form == "method":
+            # model.compile(...): calls of the same binding of `model`, after the compile
+            target = site.target
+            if not isinstance(target, ast.Name):
+                return
+            scope = self.scopes.resolved.get(target)
+            if scope is None:
+                return
+            start = (site.node.lineno, site.node.col_offset)  # type: ignore[attr-defined]
+            for ref in scope.references.get(name, ()):
+                call = parents.get(ref)
+                if isinstance(call, ast.Call) and call.func is ref and (call.lineno, call.col_offset) > start:
+                    yield call
+            return
+        if site.form == "decorator":
+            fn = site.target_def
+            scope = self.scopes.of_node.get(fn)  # type: ignore[arg-type]
+            owner = scope.parent if scope is not None else None
+        else:
+            assign = parents.get(site.node)
+            tgt = assign.targets[0] if isinstance(assign, ast.Assign) else getattr(assign, "target", None)
+            owner = self.scopes.name_scope.get(tgt) if isinstance(tgt, ast.Name) else None  # type: ignore[arg-type]
+            if owner is not None and name in owner.globals:
+                owner = self.scopes.module
+        if owner is None:
+            return
+        for ref in owner.references.get(name, ()):
+            call = parents.get(ref)
+            if isinstance(call, ast.Call) and call.func is ref:
+                yield call
+
+    # -- options passed through **kwargs ------------------------------------------------------------
+    def star_kwargs_option(self, site: CompileSite, name: str) -> Optional[Tuple[ast.AST, ast.AST]]:
+        """``(entry, value)`` when compile option ``name`` reaches ``site`` through
+        ``**opts``, ``opts`` a name assigned once in its scope from a dict display
+        or ``dict(name=v)`` and only ever used as ``**opts``; ``entry`` is the
+        dict key (display) or keyword that sets it.  None when the dict cannot be seen."""
+        if site.options_call is None:
+            return None
+        for kw in site.options_call.keywords:
+            if kw.arg is None and isinstance(kw.value, ast.Name):
+                found = self._dict_entry(kw.value, name)
+                if found is not None:
+                    return found
+        return None
+
+    def _dict_entry(self, ref: ast.Name, key: str) -> Optional[Tuple[ast.AST, ast.AST]]:
+        bindings = self.scopes.bindings_of(ref)
+        if len(bindings) != 1 or bindings[0].kind not in ("assign", "annassign"):
+            return None
+        scope = bindings[0].scope
+        parents = self.source.parents
+        for access in scope.references.get(ref.id, ()):
+            parent = parents.get(access)
+            if not (isinstance(parent, ast.keyword) and parent.arg is None and parent.value is access):
+                return None
+        value = bindings[0].value
+        entries: List[Tuple[Optional[str], Optional[ast.AST], Optional[ast.AST]]] = []
+        if isinstance(value, ast.Dict):
+            for k, v in zip(value.keys, value.values):
+                if k is None:
+                    entries.append((None, None, None))  # **other
+                elif isinstance(k, ast.Constant) and isinstance(k.value, str):
+                    entries.append((k.value, k, v))
+                else:
+                    return None  # a computed key may be `key`
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
+            if not self.scopes.is_builtin(value.func):
+                return None  # `dict` rebound
+            if value.args:
+                return None  # dict(pairs) / dict(mapping, ...)
+            for kw in value.keywords:
+                entries.append((kw.arg, kw if kw.arg is not None else None, kw.value if kw.arg is not None else None))
+        else:
+            return None
+        hit: Optional[Tuple[ast.AST, ast.AST]] = None
+        for k, node, v in entries:
+            if k == key and v is not None and node is not None:
+                hit = (node, v)
+            elif k is None and hit is not None:
+                hit = None  # a later `**other` may override it
+        return hit
+
+    def sites_for_call(self, call: ast.Call) -> List[CompileSite]:
+        return [s for s in self.compile_sites if any(c is call for c in s.calls)]

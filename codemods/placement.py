@@ -1,0 +1,145 @@
+"""Where a statement can go: blocks, dominance and the config a module already
+sets, on the stdlib ``ast`` (shared by the rules that insert a statement:
+FR005, FR006)."""
+
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from .compile_sites import CompileModel
+from .findings import Edit
+from .source import Source, Target, statement_target
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+Block = Tuple[ast.AST, str]
+
+
+def block_of(source: Source, stmt: ast.stmt) -> Optional[Block]:
+    """(owner, field) of the indented block (or module body) whose statements
+    include ``stmt`` and where a statement can be inserted before it; None for
+    an ``elif`` and for statements of a one-line suite (``for x in y: f(x)``)."""
+    parent = source.parent(stmt)
+    if parent is None:
+        return None
+    for name in _BLOCK_FIELDS:
+        body = getattr(parent, name, None)
+        if isinstance(body, list) and any(s is stmt for s in body):
+            if isinstance(stmt, ast.If) and name == "orelse" and source.lines[stmt.lineno - 1][source.char_col(stmt.lineno, stmt.col_offset):].startswith("elif"):
+                return None
+            first = next(s for s in body if s.lineno == stmt.lineno)
+            if source.lines[first.lineno - 1][: source.char_col(first.lineno, first.col_offset)].strip():
+                return None  # a one-line suite after a colon
+            return parent, name
+    return None
+
+
+def function_of(source: Source, node: ast.AST) -> Optional[ast.AST]:
+    """The function (or lambda) whose body runs ``node``; None at module level."""
+    return source.enclosing(node, _FUNCS)
+
+
+def start_of(node: ast.AST) -> Tuple[int, int]:
+    return node.lineno, node.col_offset  # type: ignore[attr-defined]
+
+
+def dominates(source: Source, earlier: ast.stmt, later: ast.stmt) -> bool:
+    """Does statement ``earlier`` always run before statement ``later``?  True
+    when both run in the same function, ``earlier`` comes first, and the block
+    of ``earlier`` holds ``later`` (directly or nested)."""
+    if function_of(source, earlier) is not function_of(source, later):
+        return False
+    if start_of(earlier) >= start_of(later):
+        return False
+    block = block_of(source, earlier)
+    if block is None:
+        return False
+    owner, name = block
+    statements = getattr(owner, name)
+    cur: Optional[ast.AST] = later
+    while cur is not None:
+        if source.parent(cur) is owner and any(s is cur for s in statements):
+            return True
+        cur = source.parent(cur)
+    return False
+
+
+def insert_before(source: Source, stmt: ast.stmt, new_stmt: cst.BaseStatement) -> Edit:
+    """An edit inserting ``new_stmt`` before the libcst statement of ``stmt``."""
+    from .transforms._cst import insert_before_node
+
+    return insert_before_node(statement_target(source, stmt), new_stmt)
+
+
+def builtin_shadowed(model: CompileModel, node: ast.AST, name: str) -> bool:
+    """Is the builtin ``name`` bound in a scope visible from ``node``?"""
+    owner = model.source.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp))
+    scope = model.scopes.of_node.get(owner) if owner is not None else model.scopes.module  # type: ignore[arg-type]
+    while scope is not None:
+        if name in scope.bindings:
+            return True
+        scope = scope.parent
+    return False
+
+
+def config_mentions(tree: ast.Module, names: Sequence[str]) -> List[ast.AST]:
+    """Nodes that set one of the config ``names``: an assignment to ``….name``,
+    a keyword ``name=`` (``config.patch(name=…)``, ``torch.compile(name=…)``),
+    or the string ``"name"`` passed to a call (``setattr``, ``config.patch("name", …)``)."""
+    wanted = set(names)
+    found: List[ast.AST] = []
+
+    def target_hits(target: ast.AST) -> bool:
+        if isinstance(target, ast.Attribute):
+            return target.attr in wanted
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return any(target_hits(e.value if isinstance(e, ast.Starred) else e) for e in target.elts)
+        return False
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            if any(target_hits(t) for t in node.targets):
+                found.append(node)
+        elif isinstance(node, ast.AugAssign) or (isinstance(node, ast.AnnAssign) and node.value is not None):
+            if target_hits(node.target):
+                found.append(node)
+        elif isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg in wanted or (isinstance(kw.value, ast.Constant) and kw.value.value in wanted):
+                    found.append(kw)
+            for arg in node.args:
+                value = arg.value if isinstance(arg, ast.Starred) else arg
+                if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value in wanted:
+                    found.append(arg)
+    return found
+
+
+def torch_at_least(settings, version: Tuple[int, int]) -> bool:
+    return settings.target_torch is not None and tuple(settings.target_torch) >= version
+
+
+def torch_expr(model: CompileModel, *attrs: str) -> cst.BaseExpression:
+    """``torch.<attrs>`` with the module's name for torch, as CST."""
+    expr: cst.BaseExpression = cst.Name(model.torch_name())
+    for part in attrs:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
+
+
+__all__ = [
+    "Block",
+    "Target",
+    "block_of",
+    "builtin_shadowed",
+    "config_mentions",
+    "dominates",
+    "function_of",
+    "insert_before",
+    "start_of",
+    "torch_at_least",
+    "torch_expr",
+]

@@ -1,0 +1,323 @@
+"""Scopes and bindings of one module, on the stdlib ``ast``.
+
+Python's rules, flow-insensitive (as libcst's ScopeProvider): a name bound
+anywhere in a function is local to all of it unless declared ``global`` /
+``nonlocal``; free names resolve in enclosing function scopes (class scopes
+are skipped), then the module, then builtins.  Decorators, defaults,
+annotations and base classes evaluate in the enclosing scope; a
+comprehension's first iterable too; ``:=`` in a comprehension binds in the
+enclosing non-comprehension scope.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set
+
+
+@dataclass(eq=False)
+class Scope:
+    kind: str  # "module" | "class" | "function" | "comprehension"
+    node: ast.AST
+    parent: Optional["Scope"]
+    bindings: Dict[str, List["Binding"]] = field(default_factory=dict)
+    globals: Set[str] = field(default_factory=set)
+    nonlocals: Set[str] = field(default_factory=set)
+    #: Name loads resolved to this scope, by name
+    references: Dict[str, List[ast.Name]] = field(default_factory=dict)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+@dataclass(eq=False)
+class Binding:
+    name: str
+    #: the binding node: a Name (Store/Del), an ``arg``, an ``alias``, a
+    #: FunctionDef / ClassDef, an ExceptHandler, a match pattern
+    node: ast.AST
+    #: "assign" | "annassign" | "augassign" | "for" | "with" | "import" |
+    #: "def" | "class" | "param" | "walrus" | "except" | "comprehension" |
+    #: "unpack" | "match" | "del"
+    kind: str
+    #: the value bound to the whole name (``x = v``, ``x: T = v``, ``(x := v)``);
+    #: for "augassign" the AugAssign; for "for"/"comprehension" the loop node
+    value: Optional[ast.AST]
+    scope: Scope
+    #: the statement that binds (None for parameters and comprehensions)
+    stmt: Optional[ast.AST] = None
+
+    @property
+    def line(self) -> int:
+        return getattr(self.node, "lineno", 0)
+
+
+_COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+class Scopes:
+    """Every scope of a module, and for every Name load the scope it resolves to."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.module = Scope("module", tree, None)
+        #: scope-owning node (module, def, lambda, class, comprehension) -> its scope
+        self.of_node: Dict[ast.AST, Scope] = {tree: self.module}
+        #: every Name node -> the scope it is evaluated in
+        self.name_scope: Dict[ast.Name, Scope] = {}
+        self._loads: List[ast.Name] = []
+        self._visit_body(tree.body, self.module)
+        self._move_nonlocal_bindings()
+        #: Name load -> the scope that binds it (absent: builtin / unbound)
+        self.resolved: Dict[ast.Name, Scope] = {}
+        for name in self._loads:
+            scope = self.lookup(self.name_scope[name], name.id)
+            if scope is not None:
+                self.resolved[name] = scope
+                scope.references.setdefault(name.id, []).append(name)
+
+    # -- queries ---------------------------------------------------------------
+    def lookup(self, scope: Scope, name: str) -> Optional[Scope]:
+        """The scope where ``name``, used in ``scope``, is bound (None: builtin or unbound)."""
+        if name in scope.globals:
+            return self.module if name in self.module.bindings else None
+        if name in scope.nonlocals:
+            cur = scope.parent
+            while cur is not None:
+                if cur.kind == "function" and name in cur.bindings:
+                    return cur
+                cur = cur.parent
+            return None
+        if name in scope.bindings:
+            return scope
+        cur = scope.parent
+        while cur is not None:
+            if cur.kind != "class":
+                if name in cur.globals:
+                    return self.module if name in self.module.bindings else None
+                if name in cur.bindings and cur.kind != "module":
+                    return cur
+            cur = cur.parent
+        return self.module if name in self.module.bindings else None
+
+    def bindings_of(self, name: ast.Name) -> List[Binding]:
+        """The bindings a Name load may refer to, in source order."""
+        scope = self.resolved.get(name)
+        return scope.bindings.get(name.id, []) if scope is not None else []
+
+    def scope_of(self, node: ast.AST) -> Scope:
+        """The scope a Name node is evaluated in (module scope for other nodes
+        whose scope was not recorded)."""
+        return self.name_scope.get(node, self.module)  # type: ignore[arg-type]
+
+    def is_builtin(self, name: ast.Name) -> bool:
+        """A load of a builtin name that nothing in the module rebinds along its scope chain."""
+        return isinstance(name, ast.Name) and name in self.name_scope and name not in self.resolved
+
+    # -- building ------------------------------------------------------------------
+    def _move_nonlocal_bindings(self) -> None:
+        """A ``nonlocal x`` binding belongs to the enclosing function that binds ``x``."""
+        for scope in list(self.of_node.values()):
+            for name in scope.nonlocals:
+                moved = scope.bindings.pop(name, [])
+                owner = scope.parent
+                while owner is not None and not (owner.kind == "function" and name in owner.bindings):
+                    owner = owner.parent
+                if owner is None:
+                    continue
+                for binding in moved:
+                    binding.scope = owner
+                    owner.bindings[name].append(binding)
+                owner.bindings[name].sort(key=lambda b: (getattr(b.node, "lineno", 0), getattr(b.node, "col_offset", 0)))
+
+    def _bind(self, scope: Scope, name: str, node: ast.AST, kind: str, value: Optional[ast.AST] = None, stmt: Optional[ast.AST] = None) -> None:
+        if name in scope.globals and scope is not self.module:
+            scope = self.module
+        scope.bindings.setdefault(name, []).append(Binding(name, node, kind, value, scope, stmt))
+
+    def _visit_body(self, body, scope: Scope) -> None:
+        for stmt in body:
+            self._visit(stmt, scope)
+
+    def _target(self, target: ast.AST, scope: Scope, kind: str, value: Optional[ast.AST], stmt: Optional[ast.AST]) -> None:
+        if isinstance(target, ast.Name):
+            self.name_scope[target] = scope
+            self._bind(scope, target.id, target, kind, value, stmt)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self._target(elt, scope, "unpack" if kind in ("assign", "annassign") else kind, value if kind in ("for", "comprehension", "with") else None, stmt)
+        elif isinstance(target, ast.Starred):
+            self._target(target.value, scope, kind if kind in ("for", "comprehension") else "unpack", None, stmt)
+        else:  # attribute / subscript targets: their parts are loads
+            self._visit(target, scope)
+
+    def _visit(self, node: ast.AST, scope: Scope) -> None:  # noqa: C901 - one dispatch
+        kind = type(node)
+        if kind is ast.Name:
+            self.name_scope[node] = scope  # type: ignore[index]
+            if isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+                self._loads.append(node)  # type: ignore[arg-type]
+            elif isinstance(node.ctx, ast.Del):  # type: ignore[attr-defined]
+                self._bind(scope, node.id, node, "del")  # type: ignore[attr-defined]
+            else:
+                self._bind(scope, node.id, node, "unpack")  # type: ignore[attr-defined]
+            return
+        if kind is ast.Assign:
+            self._visit(node.value, scope)  # type: ignore[attr-defined]
+            for target in node.targets:  # type: ignore[attr-defined]
+                self._target(target, scope, "assign", node.value, node)  # type: ignore[attr-defined]
+            return
+        if kind is ast.AnnAssign:
+            if node.value is not None:  # type: ignore[attr-defined]
+                self._visit(node.value, scope)  # type: ignore[attr-defined]
+            self._visit(node.annotation, scope)  # type: ignore[attr-defined]
+            if node.value is not None or not isinstance(node.target, ast.Name):  # type: ignore[attr-defined]
+                self._target(node.target, scope, "annassign", node.value, node)  # type: ignore[attr-defined]
+            else:  # `x: int` declares without binding a value; still local
+                self.name_scope[node.target] = scope  # type: ignore[attr-defined,index]
+                self._bind(scope, node.target.id, node.target, "annassign", None, node)  # type: ignore[attr-defined]
+            return
+        if kind is ast.AugAssign:
+            self._visit(node.value, scope)  # type: ignore[attr-defined]
+            target = node.target  # type: ignore[attr-defined]
+            if isinstance(target, ast.Name):
+                self.name_scope[target] = scope
+                self._loads.append(target)  # `x += 1` reads x too
+                self._bind(scope, target.id, target, "augassign", node, node)
+            else:
+                self._visit(target, scope)
+            return
+        if kind in (ast.For, ast.AsyncFor):
+            self._visit(node.iter, scope)  # type: ignore[attr-defined]
+            self._target(node.target, scope, "for", node, node)  # type: ignore[attr-defined]
+            self._visit_body(node.body, scope)  # type: ignore[attr-defined]
+            self._visit_body(node.orelse, scope)  # type: ignore[attr-defined]
+            return
+        if kind in (ast.With, ast.AsyncWith):
+            for item in node.items:  # type: ignore[attr-defined]
+                self._visit(item.context_expr, scope)
+                if item.optional_vars is not None:
+                    self._target(item.optional_vars, scope, "with", item.context_expr, node)
+            self._visit_body(node.body, scope)  # type: ignore[attr-defined]
+            return
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            for dec in node.decorator_list:  # type: ignore[attr-defined]
+                self._visit(dec, scope)
+            self._visit_arguments_outer(node.args, scope)  # type: ignore[attr-defined]
+            if node.returns is not None:  # type: ignore[attr-defined]
+                self._visit(node.returns, scope)  # type: ignore[attr-defined]
+            self._bind(scope, node.name, node, "def", node, node)  # type: ignore[attr-defined]
+            inner = Scope("function", node, scope)
+            self.of_node[node] = inner
+            self._declare(node.body, inner)  # type: ignore[attr-defined]
+            self._bind_params(node.args, inner)  # type: ignore[attr-defined]
+            self._visit_body(node.body, inner)  # type: ignore[attr-defined]
+            return
+        if kind is ast.Lambda:
+            self._visit_arguments_outer(node.args, scope, annotations=False)  # type: ignore[attr-defined]
+            inner = Scope("function", node, scope)
+            self.of_node[node] = inner
+            self._bind_params(node.args, inner)  # type: ignore[attr-defined]
+            self._visit(node.body, inner)  # type: ignore[attr-defined]
+            return
+        if kind is ast.ClassDef:
+            for dec in node.decorator_list:  # type: ignore[attr-defined]
+                self._visit(dec, scope)
+            for base in node.bases:  # type: ignore[attr-defined]
+                self._visit(base, scope)
+            for kw in node.keywords:  # type: ignore[attr-defined]
+                self._visit(kw.value, scope)
+            self._bind(scope, node.name, node, "class", node, node)  # type: ignore[attr-defined]
+            inner = Scope("class", node, scope)
+            self.of_node[node] = inner
+            self._declare(node.body, inner)  # type: ignore[attr-defined]
+            self._visit_body(node.body, inner)  # type: ignore[attr-defined]
+            return
+        if kind in _COMPS:
+            gens = node.generators  # type: ignore[attr-defined]
+            self._visit(gens[0].iter, scope)
+            inner = Scope("comprehension", node, scope)
+            self.of_node[node] = inner
+            for i, gen in enumerate(gens):
+                if i:
+                    self._visit(gen.iter, inner)
+                self._target(gen.target, inner, "comprehension", node, None)
+                for cond in gen.ifs:
+                    self._visit(cond, inner)
+            if kind is ast.DictComp:
+                self._visit(node.key, inner)  # type: ignore[attr-defined]
+                self._visit(node.value, inner)  # type: ignore[attr-defined]
+            else:
+                self._visit(node.elt, inner)  # type: ignore[attr-defined]
+            return
+        if kind is ast.NamedExpr:
+            self._visit(node.value, scope)  # type: ignore[attr-defined]
+            owner = scope
+            while owner.kind == "comprehension" and owner.parent is not None:
+                owner = owner.parent
+            target = node.target  # type: ignore[attr-defined]
+            self.name_scope[target] = owner
+            self._bind(owner, target.id, target, "walrus", node.value, node)  # type: ignore[attr-defined]
+            return
+        if kind in (ast.Import, ast.ImportFrom):
+            for alias in node.names:  # type: ignore[attr-defined]
+                if alias.name == "*":
+                    continue
+                local = alias.asname or alias.name.split(".")[0]
+                self._bind(scope, local, alias, "import", node, node)
+            return
+        if kind in (ast.Global, ast.Nonlocal):
+            return  # collected up front by _declare
+        if kind is ast.ExceptHandler:
+            if node.type is not None:  # type: ignore[attr-defined]
+                self._visit(node.type, scope)  # type: ignore[attr-defined]
+            if node.name:  # type: ignore[attr-defined]
+                self._bind(scope, node.name, node, "except", None, node)  # type: ignore[attr-defined]
+            self._visit_body(node.body, scope)  # type: ignore[attr-defined]
+            return
+        if kind in _MATCH_BINDERS:
+            name = getattr(node, "name", None) or getattr(node, "rest", None)
+            if name:
+                self._bind(scope, name, node, "match", None, None)
+        for child in ast.iter_child_nodes(node):
+            self._visit(child, scope)
+
+    def _visit_arguments_outer(self, args: ast.arguments, scope: Scope, annotations: bool = True) -> None:
+        for default in list(args.defaults) + [d for d in args.kw_defaults if d is not None]:
+            self._visit(default, scope)
+        if annotations:
+            for arg in _all_args(args):
+                if arg.annotation is not None:
+                    self._visit(arg.annotation, scope)
+
+    def _bind_params(self, args: ast.arguments, scope: Scope) -> None:
+        for arg in _all_args(args):
+            self._bind(scope, arg.arg, arg, "param", None, None)
+
+    def _declare(self, body, scope: Scope) -> None:
+        """``global`` / ``nonlocal`` declarations of a function or class body
+        (not of nested functions or classes)."""
+        stack = list(body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Global):
+                scope.globals.update(node.names)
+            elif isinstance(node, ast.Nonlocal):
+                scope.nonlocals.update(node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            elif isinstance(node, ast.stmt):
+                stack.extend(ast.iter_child_nodes(node))
+
+
+def _all_args(args: ast.arguments) -> List[ast.arg]:
+    out = list(args.posonlyargs) + list(args.args)
+    if args.vararg is not None:
+        out.append(args.vararg)
+    out.extend(args.kwonlyargs)
+    if args.kwarg is not None:
+        out.append(args.kwarg)
+    return out
+
+
+_MATCH_BINDERS = tuple(getattr(ast, n) for n in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, n))

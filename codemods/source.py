@@ -1,0 +1,228 @@
+"""One source file as the analysis sees it: bytes, text, the stdlib ``ast``
+tree, and the bridge from ``ast`` positions to libcst nodes.
+
+Analysis runs on the ``ast`` tree (the C parser, no CST).  A rule that fixes
+something names the code to edit by a :class:`Target`: the source range of an
+``ast`` node plus the kind of libcst node to edit there.  Only when a fix is
+shown or written does the engine parse the file with libcst and
+:func:`locate` each target's node (pyupgrade's model: analysis on ``ast``,
+edits keyed by offsets -- but the edits themselves stay CST edits, so nested
+fixes compose).
+
+Positions: ``ast`` columns are UTF-8 byte offsets within the line, libcst's
+are code points; :meth:`Source.char_col` converts.  Both exclude the
+parentheses around an expression and the decorators of a ``def``/``class``;
+both count a tab as one column.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type
+
+import libcst as cst
+
+Pos = Tuple[int, int]  # (line 1-based, column 0-based in code points)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The libcst node an edit applies to: the outermost node that is an
+    instance of ``kind`` and spans exactly ``start``-``end``; with ``up``, the
+    nearest ancestor of that node that is an instance of ``up`` (a small
+    statement's ``SimpleStatementLine``)."""
+
+    start: Pos
+    end: Pos
+    kind: Type[cst.CSTNode]
+    up: Optional[Type[cst.CSTNode]] = None
+
+
+class Source:
+    """A parsed file.  ``tree`` is the stdlib ``ast`` module; everything else
+    (parents, segments, comments) is computed on first use."""
+
+    def __init__(self, path: str, display_path: str, data: bytes, tree: ast.Module, text: str, encoding: str) -> None:
+        self.path = path
+        self.display_path = display_path
+        self.data = data
+        self.tree = tree
+        self.text = text
+        self.encoding = encoding
+        self._lines: Optional[List[str]] = None
+        self._ascii: Optional[List[bool]] = None
+        self._parents: Optional[Dict[ast.AST, ast.AST]] = None
+
+    # -- text ------------------------------------------------------------------
+    @property
+    def lines(self) -> List[str]:
+        """The text split into lines as the tokenizer counts them (line 1 is ``lines[0]``)."""
+        if self._lines is None:
+            self._lines = self.text.splitlines(keepends=True) if self.text else [""]
+            self._ascii = [line.isascii() for line in self._lines]
+        return self._lines
+
+    def char_col(self, line: int, byte_col: int) -> int:
+        """Code-point column of byte offset ``byte_col`` in ``line`` (1-based)."""
+        lines = self.lines
+        if line < 1 or line > len(lines) or self._ascii[line - 1]:  # type: ignore[index]
+            return byte_col
+        return len(lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def start(self, node: ast.AST) -> Pos:
+        return node.lineno, self.char_col(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+    def end(self, node: ast.AST) -> Pos:
+        return node.end_lineno, self.char_col(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+
+    def segment(self, node: ast.AST) -> str:
+        """The source text of ``node`` (what ``ast.get_source_segment`` gives)."""
+        (l1, c1), (l2, c2) = self.start(node), self.end(node)
+        lines = self.lines
+        if l1 == l2:
+            return lines[l1 - 1][c1:c2]
+        return lines[l1 - 1][c1:] + "".join(lines[l1 : l2 - 1]) + lines[l2 - 1][:c2]
+
+    def target(self, node: ast.AST, kind: Type[cst.CSTNode], up: Optional[Type[cst.CSTNode]] = None) -> Target:
+        return Target(self.start(node), self.end(node), kind, up)
+
+    # -- tree ------------------------------------------------------------------
+    @property
+    def parents(self) -> Dict[ast.AST, ast.AST]:
+        if self._parents is None:
+            parents: Dict[ast.AST, ast.AST] = {}
+            for node in ast.walk(self.tree):
+                for child in ast.iter_child_nodes(node):
+                    parents[child] = node
+            self._parents = parents
+        return self._parents
+
+    def parent(self, node: ast.AST) -> Optional[ast.AST]:
+        return self.parents.get(node)
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        parents = self.parents
+        cur = parents.get(node)
+        while cur is not None:
+            yield cur
+            cur = parents.get(cur)
+
+    def enclosing(self, node: ast.AST, kinds) -> Optional[ast.AST]:
+        for anc in self.ancestors(node):
+            if isinstance(anc, kinds):
+                return anc
+        return None
+
+    def statement_of(self, node: ast.AST) -> Optional[ast.stmt]:
+        cur: Optional[ast.AST] = node
+        while cur is not None and not isinstance(cur, ast.stmt):
+            cur = self.parents.get(cur)
+        return cur  # type: ignore[return-value]
+
+    def comments(self) -> List[Tuple[int, int, str]]:
+        """(line, column, text) of every comment, in order."""
+        out: List[Tuple[int, int, str]] = []
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(self.text).readline):
+                if tok.type == tokenize.COMMENT:
+                    out.append((tok.start[0], tok.start[1], tok.string))
+        except (tokenize.TokenError, SyntaxError):
+            pass
+        return out
+
+
+def statement_target(source: Source, stmt: ast.stmt) -> Target:
+    """The libcst statement for an ``ast`` statement: the compound statement
+    itself, or the ``SimpleStatementLine`` that holds a small statement."""
+    if isinstance(stmt, _COMPOUND):
+        return source.target(stmt, cst.BaseCompoundStatement)
+    return source.target(stmt, cst.BaseSmallStatement, cst.SimpleStatementLine)
+
+
+_COMPOUND = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.Match,
+) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+# -- from targets to libcst nodes (render time only) ------------------------------
+class NodeLocator:
+    """Finds the libcst node of each :class:`Target` in one parsed module."""
+
+    def __init__(self, module: cst.Module) -> None:
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        self._positions = wrapper.resolve(PositionProvider)
+        self._by_range: Dict[Tuple[Pos, Pos], List[cst.CSTNode]] = {}
+        for node, rng in self._positions.items():
+            key = ((rng.start.line, rng.start.column), (rng.end.line, rng.end.column))
+            self._by_range.setdefault(key, []).append(node)
+        self._parents: Optional[Dict[cst.CSTNode, cst.CSTNode]] = None
+        self.module = module
+
+    def _parent_map(self) -> Dict[cst.CSTNode, cst.CSTNode]:
+        if self._parents is None:
+            parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+            stack: List[cst.CSTNode] = [self.module]
+            while stack:
+                node = stack.pop()
+                for child in node.children:
+                    parents[child] = node
+                    stack.append(child)
+            self._parents = parents
+        return self._parents
+
+    def locate(self, target: Target) -> Optional[cst.CSTNode]:
+        found = [n for n in self._by_range.get((target.start, target.end), ()) if isinstance(n, target.kind)]
+        if not found:
+            return None
+        node = found[0]
+        if len(found) > 1:
+            # the outermost of nested nodes with one range (positions are
+            # recorded parent first, so the first is the outermost)
+            parents = self._parent_map()
+            candidates = set(map(id, found))
+            for candidate in found:
+                parent = parents.get(candidate)
+                if parent is None or id(parent) not in candidates:
+                    node = candidate
+                    break
+        if target.up is not None:
+            parents = self._parent_map()
+            cur: Optional[cst.CSTNode] = node
+            while cur is not None and not isinstance(cur, target.up):
+                cur = parents.get(cur)
+            return cur
+        return node
+
+
+def decode(data: bytes) -> Tuple[str, str]:
+    """(text, encoding) of source bytes, as the interpreter would decode them."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text, encoding
+
+
+def iter_calls(node: ast.AST) -> Iterator[ast.Call]:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            yield sub
+
+
+def in_source_order(nodes: Sequence[ast.AST]) -> List[ast.AST]:
+    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
