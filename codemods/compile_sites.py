@@ -111,7 +111,7 @@ class CompileModel:
     def __init__(self, source: Source) -> None:
         self.source = source
         self.tree = source.tree
-        self.scopes = Scopes(source.tree)
+        self.scopes = Scopes(source.tree, declarations=b"global" in source.data or b"nonlocal" in source.data)
         #: the name emitted code uses for torch (module-level ``import torch [as th]``)
         self.torch_alias: Optional[str] = None
         self.classes: Dict[str, ast.ClassDef] = {}
@@ -170,15 +170,15 @@ class CompileModel:
 
     # -- compile sites -------------------------------------------------------------------
     def _collect_compile_sites(self) -> None:
-        for node in ast.walk(self.tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for dec in node.decorator_list:
-                    if self.is_torch_compile(dec):
-                        self._add_decorated(dec, None, node)
-                    elif isinstance(dec, ast.Call) and self.is_torch_compile(dec.func):
-                        self._add_decorated(dec, dec, node)
-            elif isinstance(node, ast.Call):
-                self._visit_call(node)
+        source = self.source
+        for node in source.nodes(ast.FunctionDef) + source.nodes(ast.AsyncFunctionDef):
+            for dec in node.decorator_list:  # type: ignore[attr-defined]
+                if self.is_torch_compile(dec):
+                    self._add_decorated(dec, None, node)
+                elif isinstance(dec, ast.Call) and self.is_torch_compile(dec.func):
+                    self._add_decorated(dec, dec, node)
+        for node in source.nodes(ast.Call):
+            self._visit_call(node)  # type: ignore[arg-type]
         self.compile_sites.sort(key=lambda s: (s.node.lineno, s.node.col_offset))  # type: ignore[attr-defined]
 
     def _add_decorated(self, node: ast.AST, options_call: Optional[ast.Call], fn: ast.AST) -> None:
@@ -342,12 +342,17 @@ class CompileModel:
         # attribute bindings: self.f, opt.step -- by dotted name, within the
         # class for `self.` bindings, after the compile for others
         cls = self.source.enclosing(site.node, ast.ClassDef) if binding.startswith("self.") else None
-        root = cls if cls is not None else self.tree
         start = (site.node.lineno, site.node.col_offset)  # type: ignore[attr-defined]
-        for node in ast.walk(root):
-            if isinstance(node, ast.Call) and dotted_name(node.func) == binding:
-                if cls is not None or (node.lineno, node.col_offset) > start:
-                    yield node
+        last = binding.rsplit(".", 1)[1]
+        for node in self.source.nodes(ast.Call):
+            func = node.func  # type: ignore[attr-defined]
+            if not (isinstance(func, ast.Attribute) and func.attr == last and dotted_name(func) == binding):
+                continue
+            if cls is not None:
+                if self.source.enclosing(node, ast.ClassDef) is cls or any(a is cls for a in self.source.ancestors(node)):
+                    yield node  # type: ignore[misc]
+            elif (node.lineno, node.col_offset) > start:  # type: ignore[attr-defined]
+                yield node  # type: ignore[misc]
 
     def _calls_of_name(self, site: CompileSite, name: str) -> Iterator[ast.Call]:
         parents = self.source.parents

@@ -86,7 +86,7 @@ def builtin_shadowed(model: CompileModel, node: ast.AST, name: str) -> bool:
     return False
 
 
-def config_mentions(tree: ast.Module, names: Sequence[str]) -> List[ast.AST]:
+def config_mentions(source: Source, names: Sequence[str]) -> List[ast.AST]:
     """Nodes that set one of the config ``names``: an assignment to ``….name``,
     a keyword ``name=`` (``config.patch(name=…)``, ``torch.compile(name=…)``),
     or the string ``"name"`` passed to a call (``setattr``, ``config.patch("name", …)``)."""
@@ -100,7 +100,10 @@ def config_mentions(tree: ast.Module, names: Sequence[str]) -> List[ast.AST]:
             return any(target_hits(e.value if isinstance(e, ast.Starred) else e) for e in target.elts)
         return False
 
-    for node in ast.walk(tree):
+    if not any(name.encode() in source.data for name in wanted):
+        return found
+    candidates = source.nodes(ast.Assign) + source.nodes(ast.AugAssign) + source.nodes(ast.AnnAssign) + source.nodes(ast.Call)
+    for node in sorted(candidates, key=lambda n: (n.lineno, n.col_offset)):  # type: ignore[attr-defined]
         if isinstance(node, ast.Assign):
             if any(target_hits(t) for t in node.targets):
                 found.append(node)

@@ -15,6 +15,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
+from .source import children
+
 
 @dataclass(eq=False)
 class Scope:
@@ -59,7 +61,10 @@ _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 class Scopes:
     """Every scope of a module, and for every Name load the scope it resolves to."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, declarations: bool = True) -> None:
+        #: False when the source has no ``global``/``nonlocal`` (the byte test
+        #: spares a walk of every function body)
+        self._declarations = declarations
         self.module = Scope("module", tree, None)
         #: scope-owning node (module, def, lambda, class, comprehension) -> its scope
         self.of_node: Dict[ast.AST, Scope] = {tree: self.module}
@@ -279,7 +284,7 @@ class Scopes:
             name = getattr(node, "name", None) or getattr(node, "rest", None)
             if name:
                 self._bind(scope, name, node, "match", None, None)
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             self._visit(child, scope)
 
     def _visit_arguments_outer(self, args: ast.arguments, scope: Scope, annotations: bool = True) -> None:
@@ -297,6 +302,8 @@ class Scopes:
     def _declare(self, body, scope: Scope) -> None:
         """``global`` / ``nonlocal`` declarations of a function or class body
         (not of nested functions or classes)."""
+        if not self._declarations:
+            return
         stack = list(body)
         while stack:
             node = stack.pop()
@@ -307,7 +314,7 @@ class Scopes:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 continue
             elif isinstance(node, ast.stmt):
-                stack.extend(ast.iter_child_nodes(node))
+                stack.extend(children(node))
 
 
 def _all_args(args: ast.arguments) -> List[ast.arg]:

@@ -55,6 +55,8 @@ class Source:
         self._lines: Optional[List[str]] = None
         self._ascii: Optional[List[bool]] = None
         self._parents: Optional[Dict[ast.AST, ast.AST]] = None
+        self._comments: Optional[List[Tuple[int, int, str]]] = None
+        self._by_type: Optional[Dict[type, List[ast.AST]]] = None
 
     # -- text ------------------------------------------------------------------
     @property
@@ -93,12 +95,28 @@ class Source:
     @property
     def parents(self) -> Dict[ast.AST, ast.AST]:
         if self._parents is None:
-            parents: Dict[ast.AST, ast.AST] = {}
-            for node in ast.walk(self.tree):
-                for child in ast.iter_child_nodes(node):
-                    parents[child] = node
-            self._parents = parents
-        return self._parents
+            self._index()
+        return self._parents  # type: ignore[return-value]
+
+    def nodes(self, kind: type) -> List[ast.AST]:
+        """Every node of exactly type ``kind``, in no particular order."""
+        if self._by_type is None:
+            self._index()
+        return self._by_type.get(kind, [])  # type: ignore[union-attr]
+
+    def _index(self) -> None:
+        """One walk for the parent map and the nodes by type."""
+        parents: Dict[ast.AST, ast.AST] = {}
+        by_type: Dict[type, List[ast.AST]] = {}
+        stack: List[ast.AST] = [self.tree]
+        while stack:
+            node = stack.pop()
+            by_type.setdefault(type(node), []).append(node)
+            for child in children(node):
+                parents[child] = node
+                stack.append(child)
+        self._parents = parents
+        self._by_type = by_type
 
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
         return self.parents.get(node)
@@ -124,14 +142,38 @@ class Source:
 
     def comments(self) -> List[Tuple[int, int, str]]:
         """(line, column, text) of every comment, in order."""
-        out: List[Tuple[int, int, str]] = []
-        try:
-            for tok in tokenize.generate_tokens(io.StringIO(self.text).readline):
-                if tok.type == tokenize.COMMENT:
-                    out.append((tok.start[0], tok.start[1], tok.string))
-        except (tokenize.TokenError, SyntaxError):
-            pass
-        return out
+        if self._comments is None:
+            out: List[Tuple[int, int, str]] = []
+            try:
+                for tok in tokenize.generate_tokens(io.StringIO(self.text).readline):
+                    if tok.type == tokenize.COMMENT:
+                        out.append((tok.start[0], tok.start[1], tok.string))
+            except (tokenize.TokenError, SyntaxError):
+                pass
+            self._comments = out
+        return self._comments
+
+
+#: fields that never hold a child node (names, flags, operator singletons)
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment", "is_async", "conversion", "simple", "rest", "tag"})
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def children(node: ast.AST) -> List[ast.AST]:
+    """The child nodes of ``node`` in field order (``ast.iter_child_nodes``,
+    about 3x cheaper: fields that never hold a node are skipped by name)."""
+    kind = type(node)
+    names = _CHILD_FIELDS.get(kind)
+    if names is None:
+        names = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS and not (kind is ast.Constant and f == "value"))
+    out: List[ast.AST] = []
+    for name in names:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            out.extend(v for v in value if isinstance(v, ast.AST))
+        elif isinstance(value, ast.AST):
+            out.append(value)
+    return out
 
 
 def statement_target(source: Source, stmt: ast.stmt) -> Target:

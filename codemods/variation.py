@@ -1,6 +1,6 @@
-"""Shared analysis: do the inputs of a compiled callable vary between calls?
+"""Variation evidence: do the inputs of a compiled callable vary between calls?
 
-Evidence comes from the calls :class:`~codemods.analysis.ModuleAnalysis` found:
+Evidence comes from the calls :class:`~codemods.compile_sites.CompileModel` found:
 
 * a call inside a ``for`` loop whose argument builds a tensor whose *shape*
   comes from the loop variable (``torch.ones(i)``, ``torch.randn(b, i)``,
@@ -13,146 +13,133 @@ Evidence comes from the calls :class:`~codemods.analysis.ModuleAnalysis` found:
 An index such as ``x[i]`` does not count: the shape of each slice is the same.
 Each piece of evidence knows its loop (if any) and, when visible, how many
 distinct variants the loop produces (``range(12)`` → 12), which the
-recompile-limit pass uses.
+recompile-limit rule uses.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-import libcst as cst
-
-from .analysis import CompileSite, ModuleAnalysis, dotted_name
+from .compile_sites import CompileModel, CompileSite, dotted_name
 
 # torch factories whose positional arguments are sizes
 _SIZE_FACTORIES = {"ones", "zeros", "randn", "rand", "empty", "eye", "arange", "linspace", "randint", "full", "randperm"}
 # tensor methods whose arguments are sizes / lengths
 _SIZE_METHODS = {"view", "reshape", "expand", "repeat", "narrow", "new_ones", "new_zeros", "new_empty", "unflatten"}
+_SIZE_KEYWORDS = ("size", "steps", "end", "start", "length")
+_LOOPS = (ast.For, ast.AsyncFor)
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 @dataclass(frozen=True)
 class Evidence:
-    call: cst.Call
+    call: ast.Call
     #: "shape" (a tensor's shape varies) or "value" (a Python number varies)
     kind: str
     #: the loop that makes it vary, if any
-    loop: Optional[cst.For]
+    loop: Optional[ast.AST]
     #: how many distinct variants are visible (None: unknown)
     variants: Optional[int]
     detail: str
 
 
-def _names(node: cst.CSTNode) -> Set[str]:
-    found: Set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            # only the root of a.b.c is a variable reference
-            n.value.visit(self)
-            return False
-
-    node.visit(V())
-    return found
+def _preorder(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and its descendants, parents first, children in source order."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        yield cur
+        children = list(ast.iter_child_nodes(cur))
+        if isinstance(cur, ast.Call):  # positional and keyword arguments interleave in the source
+            children = [cur.func] + sorted(list(cur.args) + list(cur.keywords), key=lambda n: (n.lineno, n.col_offset))
+        stack.extend(reversed(children))
 
 
-def _loop_names(loop: cst.For) -> Set[str]:
-    return _names(loop.target)
+def _names(node: ast.AST) -> Set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _literal_int(node: cst.BaseExpression) -> Optional[int]:
-    if isinstance(node, cst.Integer):
-        try:
-            return int(node.value.replace("_", ""), 0)
-        except ValueError:
-            return None
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        inner = _literal_int(node.expression)
+def _loop_names(loop: ast.AST) -> Set[str]:
+    return _names(loop.target)  # type: ignore[attr-defined]
+
+
+def _literal_int(node: ast.AST) -> Optional[int]:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _literal_int(node.operand)
         return None if inner is None else -inner
     return None
 
 
-def loop_variants(loop: cst.For) -> Optional[int]:
+def loop_variants(loop: ast.AST) -> Optional[int]:
     """How many iterations a loop visibly has: ``range`` with literal bounds,
     a literal list/tuple/set."""
-    it = loop.iter
-    if isinstance(it, (cst.List, cst.Tuple, cst.Set)):
-        if all(isinstance(e, cst.Element) for e in it.elements):
-            return len(it.elements)
-        return None
-    if isinstance(it, cst.Call) and dotted_name(it.func) == "range":
-        vals = [_literal_int(a.value) for a in it.args if a.keyword is None]
-        if len(vals) != len(it.args) or any(v is None for v in vals) or not vals:
+    it = loop.iter  # type: ignore[attr-defined]
+    if isinstance(it, (ast.List, ast.Tuple, ast.Set)):
+        return None if any(isinstance(e, ast.Starred) for e in it.elts) else len(it.elts)
+    if isinstance(it, ast.Call) and dotted_name(it.func) == "range":
+        if it.keywords or not it.args:
+            return None
+        vals = [_literal_int(a) for a in it.args]
+        if any(v is None for v in vals):
             return None
         if len(vals) == 1:
-            return max(0, vals[0])
+            return max(0, vals[0])  # type: ignore[type-var]
         step = vals[2] if len(vals) == 3 else 1
         if step == 0:
             return None
-        return max(0, len(range(vals[0], vals[1], step)))
+        return max(0, len(range(vals[0], vals[1], step)))  # type: ignore[arg-type]
     return None
 
 
-class _ShapeUse(cst.CSTVisitor):
-    """Does an expression build a tensor whose shape depends on ``names``?"""
-
-    def __init__(self, analysis: ModuleAnalysis, names: Set[str]) -> None:
-        self.analysis = analysis
-        self.names = names
-        self.hit: Optional[str] = None
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if self.hit:
-            return
-        qn = self.analysis.qualified_names(node.func)
-        is_factory = any(q.startswith("torch.") and q.rsplit(".", 1)[-1] in _SIZE_FACTORIES for q in qn)
-        is_method = isinstance(node.func, cst.Attribute) and node.func.attr.value in _SIZE_METHODS
-        if is_factory or is_method:
-            for arg in node.args:
-                if arg.keyword is not None and arg.keyword.value not in ("size", "steps", "end", "start", "length"):
-                    continue
-                if _names(arg.value) & self.names:
-                    self.hit = dotted_name(node.func) or "tensor factory"
-                    return
-
-    def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
-        if self.hit:
-            return
-        if isinstance(node.slice, cst.Slice):
-            for part in (node.slice.lower, node.slice.upper):
-                if part is not None and _names(part) & self.names:
-                    self.hit = "slice"
-                    return
+def _is_size_factory(model: CompileModel, func: ast.AST) -> bool:
+    return any(q.startswith("torch.") and q.rsplit(".", 1)[-1] in _SIZE_FACTORIES for q in model.qualified_names(func))
 
 
-def _is_number_expr(expr: cst.BaseExpression, names: Set[str]) -> bool:
+def _shape_use(model: CompileModel, expr: ast.AST, names: Set[str], loop: Optional[ast.AST] = None) -> Optional[str]:
+    """What builds a tensor whose shape depends on ``names`` in ``expr`` (first in source order)."""
+    for node in _preorder(expr):
+        if isinstance(node, ast.Call):
+            is_method = isinstance(node.func, ast.Attribute) and node.func.attr in _SIZE_METHODS
+            if is_method or _is_size_factory(model, node.func):
+                args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
+                args += [kw.value for kw in node.keywords if kw.arg is None or kw.arg in _SIZE_KEYWORDS]
+                if any(_names(a) & names for a in args):
+                    return dotted_name(node.func) or "tensor factory"
+        elif isinstance(node, ast.Slice):
+            for part in (node.lower, node.upper):
+                if part is not None and _names(part) & names:
+                    return "slice"
+    return None
+
+
+def _is_number_expr(expr: ast.AST, names: Set[str]) -> bool:
     """A Python number computed from ``names``: ``i``, ``i * 2``, ``0.5 + i``."""
-    if isinstance(expr, cst.Name):
-        return expr.value in names
-    if isinstance(expr, cst.BinaryOperation):
+    if isinstance(expr, ast.Name):
+        return expr.id in names
+    if isinstance(expr, ast.BinOp):
         return _is_number_expr(expr.left, names) or _is_number_expr(expr.right, names)
-    if isinstance(expr, cst.UnaryOperation):
-        return _is_number_expr(expr.expression, names)
+    if isinstance(expr, ast.UnaryOp):
+        return _is_number_expr(expr.operand, names)
     return False
 
 
-def _literal_shape(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> Optional[str]:
+def _literal_shape(model: CompileModel, expr: ast.AST) -> Optional[str]:
     """``torch.ones(3, 4)`` → "ones(3,4)": a signature of literal shape args."""
-    if not isinstance(expr, cst.Call):
+    if not isinstance(expr, ast.Call) or not _is_size_factory(model, expr.func):
         return None
-    qn = analysis.qualified_names(expr.func)
-    if not any(q.startswith("torch.") and q.rsplit(".", 1)[-1] in _SIZE_FACTORIES for q in qn):
-        return None
-    sizes = []
+    if any(kw.arg is None for kw in expr.keywords):
+        return None  # `**sizes` may be anything
+    sizes: List[Optional[int]] = []
     for arg in expr.args:
-        if arg.keyword is not None:
-            continue
-        value = arg.value
-        if isinstance(value, (cst.Tuple, cst.List)):
-            ints = [_literal_int(e.value) for e in value.elements]
+        value = arg.value if isinstance(arg, ast.Starred) else arg
+        if isinstance(arg, ast.Starred):
+            return None
+        if isinstance(value, (ast.Tuple, ast.List)):
+            ints = [_literal_int(e) for e in value.elts]
         else:
             ints = [_literal_int(value)]
         if any(i is None for i in ints):
@@ -161,22 +148,28 @@ def _literal_shape(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> Option
     return f"{dotted_name(expr.func)}{tuple(sizes)}" if sizes else None
 
 
-def _loop_assignments(loop: cst.For, names: Set[str]) -> Set[str]:
+def _body_assigns(loop: ast.AST) -> Iterator[ast.Assign]:
+    """The assignments of a loop body (not of nested functions), in source order."""
+    stack: List[ast.AST] = list(reversed(loop.body))  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _FUNCS):
+            continue
+        if isinstance(node, ast.Assign):
+            yield node
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _loop_assignments(loop: ast.AST, names: Set[str]) -> Set[str]:
     """Names assigned inside the loop body from expressions using ``names`` (to a fixpoint)."""
     derived = set(names)
-    assigns: List[Tuple[Set[str], cst.BaseExpression]] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            targets: Set[str] = set()
-            for t in node.targets:
-                targets |= _names(t.target) if isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) else set()
-            assigns.append((targets, node.value))
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-    loop.body.visit(V())
+    assigns: List[Tuple[Set[str], ast.AST]] = []
+    for node in _body_assigns(loop):
+        targets: Set[str] = set()
+        for t in node.targets:
+            if isinstance(t, (ast.Name, ast.Tuple, ast.List)):
+                targets |= _names(t)
+        assigns.append((targets, node.value))
     changed = True
     while changed:
         changed = False
@@ -187,85 +180,84 @@ def _loop_assignments(loop: cst.For, names: Set[str]) -> Set[str]:
     return derived
 
 
-def _value_of_loop_name(loop: cst.For, name: str) -> Optional[cst.BaseExpression]:
-    found: List[cst.BaseExpression] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
-                if isinstance(t.target, cst.Name) and t.target.value == name:
-                    found.append(node.value)
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-    loop.body.visit(V())
+def _value_of_loop_name(loop: ast.AST, name: str) -> Optional[ast.AST]:
+    found = [node.value for node in _body_assigns(loop) for t in node.targets if isinstance(t, ast.Name) and t.id == name]
     return found[0] if len(found) == 1 else None
 
 
-def evidence_for(analysis: ModuleAnalysis, site: CompileSite) -> List[Evidence]:
+def call_arguments(call: ast.Call) -> List[Tuple[Optional[str], ast.AST]]:
+    """``(keyword or None, value)`` of every argument, in source order (``*xs`` gives ``xs``)."""
+    items: List[Tuple[Tuple[int, int], Optional[str], ast.AST]] = []
+    for arg in call.args:
+        items.append(((arg.lineno, arg.col_offset), None, arg.value if isinstance(arg, ast.Starred) else arg))
+    for kw in call.keywords:
+        items.append(((kw.lineno, kw.col_offset), kw.arg, kw.value))
+    items.sort(key=lambda t: t[0])
+    return [(k, v) for _, k, v in items]
+
+
+def evidence_for(model: CompileModel, site: CompileSite) -> List[Evidence]:
     """Every piece of evidence that the inputs of ``site`` vary, in source order."""
+    source = model.source
     result: List[Evidence] = []
     literal_shapes: Dict[Tuple, Set[str]] = {}
     for call in site.calls:
-        loops = [a for a in analysis.ancestors(call) if isinstance(a, cst.For)]
+        fn = source.enclosing(call, _FUNCS)
         # stop at the enclosing function: a loop outside it does not drive this call
-        fn = analysis.enclosing(call, cst.FunctionDef)
+        loops = [a for a in source.ancestors(call) if isinstance(a, _LOOPS)]
         if fn is not None:
-            loops = [lp for lp in loops if analysis.enclosing(lp, cst.FunctionDef) is fn]
-        for index, arg in enumerate(call.args):
-            key = (arg.keyword.value if arg.keyword else index,)
-            sig = _literal_shape(analysis, arg.value)
+            loops = [lp for lp in loops if source.enclosing(lp, _FUNCS) is fn]
+        for index, (keyword, value) in enumerate(call_arguments(call)):
+            key = (keyword if keyword is not None else index,)
+            sig = _literal_shape(model, value)
             if sig is not None:
                 literal_shapes.setdefault(key, set()).add(sig)
             for loop in loops:
                 names = _loop_assignments(loop, _loop_names(loop))
-                ev = _arg_evidence(analysis, call, arg.value, loop, names)
+                ev = _arg_evidence(model, call, value, loop, names)
                 if ev is not None:
                     result.append(ev)
                     break
     for key, sigs in literal_shapes.items():
         if len(sigs) > 1:
-            call = site.calls[0]
-            result.append(Evidence(call, "shape", None, len(sigs), f"called with tensors of shapes {', '.join(sorted(sigs))}"))
+            result.append(Evidence(site.calls[0], "shape", None, len(sigs), f"called with tensors of shapes {', '.join(sorted(sigs))}"))
     return result
 
 
-def _arg_evidence(analysis, call, value, loop, names) -> Optional[Evidence]:
+def _arg_evidence(model: CompileModel, call: ast.Call, value: ast.AST, loop: ast.AST, names: Set[str]) -> Optional[Evidence]:
     variants = loop_variants(loop)
     loop_var = ", ".join(sorted(_loop_names(loop)))
-    shape = _ShapeUse(analysis, names)
-    value.visit(shape)
-    if shape.hit is None and isinstance(value, cst.Name) and value.value in names:
-        bound = _value_of_loop_name(loop, value.value)
+    hit = _shape_use(model, value, names, loop)
+    if hit is None and isinstance(value, ast.Name) and value.id in names:
+        bound = _value_of_loop_name(loop, value.id)
         if bound is not None:
-            bound.visit(shape)
-    if shape.hit is not None:
-        return Evidence(call, "shape", loop, variants, f"the shape of an argument comes from loop variable `{loop_var}` ({shape.hit})")
+            hit = _shape_use(model, bound, names, loop)
+    if hit is not None:
+        return Evidence(call, "shape", loop, variants, f"the shape of an argument comes from loop variable `{loop_var}` ({hit})")
     if _varies_as_number(loop, value, names):
         return Evidence(call, "value", loop, variants, f"a Python number computed from loop variable `{loop_var}` is passed")
-    if isinstance(value, cst.Name) and value.value in _loop_names(loop) and isinstance(loop.iter, (cst.List, cst.Tuple)):
-        sigs = {_literal_shape(analysis, e.value) for e in loop.iter.elements}
+    if isinstance(value, ast.Name) and value.id in _loop_names(loop) and isinstance(loop.iter, (ast.List, ast.Tuple)):  # type: ignore[attr-defined]
+        sigs = {_literal_shape(model, e) for e in loop.iter.elts}  # type: ignore[attr-defined]
         if None not in sigs and len(sigs) > 1:
-            return Evidence(call, "shape", loop, len(sigs), f"the loop passes tensors of shapes {', '.join(sorted(sigs))}")
+            return Evidence(call, "shape", loop, len(sigs), f"the loop passes tensors of shapes {', '.join(sorted(sigs))}")  # type: ignore[arg-type]
     return None
 
 
-def _varies_as_number(loop: cst.For, value: cst.BaseExpression, names: Set[str]) -> bool:
-    if not isinstance(value, cst.Name):
+def _varies_as_number(loop: ast.AST, value: ast.AST, names: Set[str]) -> bool:
+    if not isinstance(value, ast.Name):
         return _is_number_expr(value, names)
-    if value.value in _loop_names(loop):
+    if value.id in _loop_names(loop):
         return _iter_is_numbers(loop)
-    if value.value in names:
-        bound = _value_of_loop_name(loop, value.value)
-        return bound is not None and not isinstance(bound, cst.Name) and _is_number_expr(bound, names)
+    if value.id in names:
+        bound = _value_of_loop_name(loop, value.id)
+        return bound is not None and not isinstance(bound, ast.Name) and _is_number_expr(bound, names)
     return False
 
 
-def _iter_is_numbers(loop: cst.For) -> bool:
-    it = loop.iter
-    if isinstance(it, cst.Call) and dotted_name(it.func) == "range":
+def _iter_is_numbers(loop: ast.AST) -> bool:
+    it = loop.iter  # type: ignore[attr-defined]
+    if isinstance(it, ast.Call) and dotted_name(it.func) == "range":
         return True
-    if isinstance(it, (cst.List, cst.Tuple)):
-        return bool(it.elements) and all(isinstance(e.value, (cst.Integer, cst.Float)) for e in it.elements)
+    if isinstance(it, (ast.List, ast.Tuple)):
+        return bool(it.elts) and all(isinstance(e, ast.Constant) and type(e.value) in (int, float) for e in it.elts)
     return False

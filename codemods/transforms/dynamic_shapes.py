@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterable, List
 
 import libcst as cst
@@ -94,76 +95,63 @@ so without evidence it is only reported and fixed with `--unsafe-fixes`.
         Example("import torch\nopts = dict(dynamic=False, fullgraph=True)\nf = torch.compile(len, **opts)\n"),
     )
 
-    def screen(self, facts) -> bool:
-        """The fast screen (:mod:`codemods.screen`): the builtin FR001 screen
-        (an explicit `dynamic=` other than True/None), or a compile call passing
-        `**opts` in a file that mentions `dynamic` (the options dict)."""
-        from ..screen import BUILTIN_SCREENS
-
-        if BUILTIN_SCREENS["FR001"](facts):
-            return True
-        if b"dynamic" not in facts.data or not facts.may_compile:
-            return False
-        # only a `**name` can be followed to a visible dict (ModuleAnalysis.star_kwargs_option)
-        return facts.parse_failed or bool(facts.compile_star_names)
+    reads = "ast"
 
     def check(self, ctx) -> Iterable[Finding]:
-        analysis = ctx.analysis
+        model, source = ctx.model, ctx.source
         findings: List[Finding] = []
-        for site in analysis.compile_sites:
-            arg = site.option("dynamic")
-            if arg is None and site.has_star_kwargs:
+        for site in model.compile_sites:
+            kw = site.option("dynamic")
+            if kw is None and site.has_star_kwargs:
                 self._check_star_kwargs(ctx, site, findings)
                 continue
-            if arg is None or site.options_call is None:
+            if kw is None or site.options_call is None:
                 continue
-            value = arg.value
-            if isinstance(value, cst.Name) and value.value in ("True", "None"):
+            value = kw.value
+            if isinstance(value, ast.Constant) and value.value in (True, None) and type(value.value) is not int:
                 continue
-            if not (isinstance(value, cst.Name) and value.value == "False"):
-                code = ctx.module.code_for_node(value)
+            if not (isinstance(value, ast.Constant) and value.value is False):
                 findings.append(
                     self.finding(
                         ctx,
-                        arg,
-                        f"`dynamic={code}` is not a literal: if it is False, every new input shape or number recompiles (no automatic fix)",
+                        kw,
+                        f"`dynamic={source.segment(value)}` is not a literal: if it is False, every new input shape or number recompiles (no automatic fix)",
                     )
                 )
                 continue
-            evidence = evidence_for(analysis, site)
-            call = site.options_call
+            evidence = evidence_for(model, site)
+            target = source.target(site.options_call, cst.Call)
             if ctx.settings.dynamic_fix == "true":
-                edit = Edit(call, lambda node: _set_keyword(node, "dynamic", cst.Name("True")))
+                edit = Edit(target, lambda node: _set_keyword(node, "dynamic", cst.Name("True")))
                 title = "replace `dynamic=False` by `dynamic=True`"
             else:
-                edit = Edit(call, lambda node: remove_keyword(node, "dynamic"))
+                edit = Edit(target, lambda node: remove_keyword(node, "dynamic"))
                 title = "remove `dynamic=False`"
             if evidence:
                 ev = evidence[0]
-                line = analysis.position(ev.call).start.line
-                message = f"`dynamic=False` but inputs vary (line {line}: {ev.detail}); every variant recompiles"
+                message = f"`dynamic=False` but inputs vary (line {ev.call.lineno}: {ev.detail}); every variant recompiles"
                 safety = Safety.SAFE
             else:
                 message = "`dynamic=False` turns off automatic dynamic shapes: every new shape or number recompiles (no varying call seen here; fix is unsafe as it may be deliberate)"
                 safety = Safety.UNSAFE
-            findings.append(self.finding(ctx, arg, message, edits=[edit], safety=safety, title=title))
+            findings.append(self.finding(ctx, kw, message, edits=[edit], safety=safety, title=title))
         return findings
 
     def _check_star_kwargs(self, ctx, site, findings: List[Finding]) -> None:
         """``opts = dict(dynamic=False)`` … ``torch.compile(fn, **opts)``: reported at
         the dict entry, never fixed (the dict may be shared or deliberate)."""
-        found = ctx.analysis.star_kwargs_option(site, "dynamic")
+        found = ctx.model.star_kwargs_option(site, "dynamic")
         if found is None:
             return
         entry, value = found
-        if not (isinstance(value, cst.Name) and value.value == "False"):
+        if not (isinstance(value, ast.Constant) and value.value is False):
             return
-        line = ctx.analysis.position(site.options_call).start.line
+        anchor = (entry, value) if not isinstance(entry, ast.keyword) else entry
         findings.append(
             self.finding(
                 ctx,
-                entry,
-                f"`dynamic=False` reaches the compile on line {line} through `**` options: it turns off "
+                anchor,
+                f"`dynamic=False` reaches the compile on line {site.options_call.lineno} through `**` options: it turns off "
                 "automatic dynamic shapes, so every new shape or number recompiles (no automatic fix: "
                 "remove it from the options if the inputs vary)",
             )

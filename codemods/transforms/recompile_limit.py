@@ -3,16 +3,15 @@ variants than the recompile limit gets the limit raised to that bound."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Iterable, List, Optional
 
 import libcst as cst
 
-from ..analysis import CompileSite
+from ..compile_sites import CompileSite
 from ..findings import Finding, Safety
-from ..variation import Evidence, evidence_for
-from .base import Example, Rule
-from .unspec_int_attrs import (
+from ..placement import (
     block_of,
     builtin_shadowed,
     config_mentions,
@@ -21,7 +20,10 @@ from .unspec_int_attrs import (
     insert_before,
     start_of,
     torch_at_least,
+    torch_expr,
 )
+from ..variation import Evidence, evidence_for
+from .base import Example, Rule
 
 #: torch's default recompile limit (2.2+; 64 on 2.1)
 DEFAULT_LIMIT = 8
@@ -36,15 +38,15 @@ LIMIT_NAMES = ("cache_size_limit", "recompile_limit")
 class _Need:
     """One place that needs the limit raised: the statement to insert before."""
 
-    anchor: cst.BaseStatement
+    anchor: ast.stmt
     bound: int
     site: CompileSite
     evidence: Evidence
     others: List[CompileSite] = field(default_factory=list)
 
 
-def _is_false(arg: Optional[cst.Arg]) -> bool:
-    return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False"
+def _is_false(kw: Optional[ast.keyword]) -> bool:
+    return kw is not None and isinstance(kw.value, ast.Constant) and kw.value.value is False
 
 
 class RecompileLimit(Rule):
@@ -130,13 +132,15 @@ is the better (and safe) cure, so this fix is only applied with
         ),
     )
 
+    reads = "ast"
+
     def check(self, ctx) -> Iterable[Finding]:
-        analysis = ctx.analysis
+        model, source = ctx.model, ctx.source
         needs: List[_Need] = []
-        for site in analysis.compile_sites:
+        for site in model.compile_sites:
             if not _is_false(site.option("dynamic")) or site.option("recompile_limit") is not None:
                 continue
-            counted = [e for e in evidence_for(analysis, site) if e.variants is not None]
+            counted = [e for e in evidence_for(model, site) if e.variants is not None]
             # per loop (None: literal shapes at several calls), the largest count seen
             per_loop: List[Evidence] = []
             for ev in counted:
@@ -153,8 +157,8 @@ is the better (and safe) cure, so this fix is only applied with
             for ev in per_loop:
                 call = ev.call
                 if ev.loop is None and site.calls:  # literal shapes at several calls: before the first
-                    call = min(site.calls, key=lambda c: start_of(analysis, c))
-                anchor = self._anchor(analysis, call)
+                    call = min(site.calls, key=start_of)
+                anchor = self._anchor(source, call)
                 if anchor is None:
                     continue
                 same = next((n for n in needs if n.anchor is anchor), None)
@@ -164,30 +168,27 @@ is the better (and safe) cure, so this fix is only applied with
                     # another compiled function in the same loop: a limit per code object
                     same.others.append(site)
                     same.bound = max(same.bound, total)
-        if not needs or config_mentions(ctx.module, LIMIT_NAMES):  # the module walk last: costly
+        if not needs or config_mentions(source, LIMIT_NAMES):  # the module walk last
             return []
-        needs.sort(key=lambda n: start_of(analysis, n.anchor))
+        needs.sort(key=lambda n: start_of(n.anchor))
 
         findings: List[Finding] = []
         chosen: List[_Need] = []
         for need in needs:
-            if any(c.bound >= need.bound and dominates(analysis, c.anchor, need.anchor) for c in chosen):
+            if any(c.bound >= need.bound and dominates(source, c.anchor, need.anchor) for c in chosen):
                 continue  # an earlier raise already covers it
-            names = ", ".join(
-                f"`{s.binding}`" if s.binding else f"line {analysis.position(s.node).start.line}"
-                for s in [need.site] + need.others
-            )
+            names = ", ".join(f"`{s.binding}`" if s.binding else f"line {s.node.lineno}" for s in [need.site] + need.others)
             message = (
                 f"{names} compiled with `dynamic=False` needs "
                 f"{'' if need.bound == need.evidence.variants else 'up to '}{need.bound} variants "
                 f"({need.evidence.detail}), more than the recompile limit ({DEFAULT_LIMIT}): "
                 "the rest run eager"
             )
-            node = need.evidence.loop.iter if need.evidence.loop is not None else need.evidence.call
+            node = need.evidence.loop.iter if need.evidence.loop is not None else need.evidence.call  # type: ignore[attr-defined]
             if need.bound > MAX_FIXED_BOUND:
                 findings.append(self.finding(ctx, node, message + "; too many to compile each, make the input dynamic (no automatic fix)"))
                 continue
-            if block_of(analysis, need.anchor) is None or builtin_shadowed(analysis, need.anchor, "max"):
+            if block_of(source, need.anchor) is None or builtin_shadowed(model, need.anchor, "max"):
                 findings.append(self.finding(ctx, node, message + " (no automatic fix here)"))
                 continue
             limit = LIMIT_NAMES[1] if torch_at_least(ctx.settings, RENAMED_IN) else LIMIT_NAMES[0]
@@ -197,7 +198,7 @@ is the better (and safe) cure, so this fix is only applied with
                     ctx,
                     node,
                     message + f"; raise `{limit}` to {need.bound} (or remove `dynamic=False`, FR001)",
-                    edits=[insert_before(need.anchor, self._raise(ctx, limit, need.bound))],
+                    edits=[insert_before(source, need.anchor, self._raise(model, limit, need.bound))],
                     safety=Safety.UNSAFE,
                     needs_torch=True,
                     title=f"raise `torch._dynamo.config.{limit}` to at least {need.bound}",
@@ -206,22 +207,19 @@ is the better (and safe) cure, so this fix is only applied with
         return findings
 
     @staticmethod
-    def _anchor(analysis, call: cst.Call) -> Optional[cst.BaseStatement]:
+    def _anchor(source, call: ast.Call) -> Optional[ast.stmt]:
         """The outermost loop around ``call`` in its function, else its statement."""
-        stmt = analysis.statement_of(call)
-        fn = function_of(analysis, call)
-        for anc in analysis.ancestors(call):
+        stmt = source.statement_of(call)
+        fn = function_of(source, call)
+        for anc in source.ancestors(call):
             if anc is fn:
                 break
-            if isinstance(anc, (cst.For, cst.While)):
+            if isinstance(anc, (ast.For, ast.AsyncFor, ast.While)):
                 stmt = anc
         return stmt
 
     @staticmethod
-    def _raise(ctx, limit: str, bound: int) -> cst.BaseStatement:
-        target = ctx.analysis.torch_expr("_dynamo", "config", limit)
-        value = cst.Call(
-            func=cst.Name("max"),
-            args=[cst.Arg(ctx.analysis.torch_expr("_dynamo", "config", limit)), cst.Arg(cst.Integer(str(bound)))],
-        )
+    def _raise(model, limit: str, bound: int) -> cst.BaseStatement:
+        target = torch_expr(model, "_dynamo", "config", limit)
+        value = cst.Call(func=cst.Name("max"), args=[cst.Arg(torch_expr(model, "_dynamo", "config", limit)), cst.Arg(cst.Integer(str(bound)))])
         return cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(target)], value=value)])
