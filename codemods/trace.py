@@ -675,11 +675,21 @@ def _sources(entry: "CodeEntry", cause: str) -> List[str]:
     return out
 
 
+#: the 0/1 specialisation guard: a dynamic dim got size 0 or 1
+_ZERO_ONE = re.compile(r"^2 <= \S+\.size\(\)\[\d+\]$")
+
+
+def is_zero_one(reason: Reason) -> bool:
+    return reason.cause == TENSOR_SHAPE and bool(_ZERO_ONE.match(reason.text))
+
+
 def varying_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
-    """Tensor -> dimensions the trace saw vary (shape reasons only)."""
+    """Tensor -> dimensions the trace saw change size (``size mismatch at
+    index i`` and symbolic shape guards; not the 0/1 specialisation guard,
+    which ``maybe_mark_dynamic`` does not lift)."""
     dims: Dict[str, set] = {}
     for r in entry.reasons:
-        if r.cause == TENSOR_SHAPE and r.source:
+        if r.cause == TENSOR_SHAPE and r.source and not is_zero_one(r):
             dims.setdefault(r.source, set()).update(r.dims)
     return {name: tuple(sorted(d)) for name, d in dims.items() if d}
 
@@ -695,6 +705,11 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
         for name, dims in varying_dims(entry).items():
             for dim in dims:
                 parts.append(f"torch._dynamo.maybe_mark_dynamic({name}, {dim})")
+        zero_one = sum(1 for r in entry.reasons if is_zero_one(r))
+        if zero_one:
+            parts.append(
+                f"sizes 0/1 specialise: bounded ({zero_one} recompile{'s' if zero_one != 1 else ''})"
+            )
     elif cause in BOUNDED:
         if entry.limit_hit:
             parts.append(f"report: {count} recompiles on {cause} {sources} hit the limit")

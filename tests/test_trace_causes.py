@@ -121,7 +121,13 @@ def test_shape_dims_seen_to_vary():
     energy = entry_at(fixture("shape_guards"), "energy", 6)
     # 4 -> 5: size mismatch at index 0; then sizes 1 and 0 break `2 <= x.size()[0]`
     assert [r.dims for r in energy.reasons] == [(0,), (0,), (0,)]
+    assert [tr.is_zero_one(r) for r in energy.reasons] == [False, True, True]
     assert tr.varying_dims(energy) == {"x": (0,)}
+    # measured on 2.13 (sizes 4, 5, 1, 6, 0, 7): 4 graphs; with
+    # maybe_mark_dynamic(x, 0) before each call 3: sizes 0 and 1 still specialise
+    assert tr.cure_label(energy, tr.TENSOR_SHAPE, CODES) == (
+        "FR001, torch._dynamo.maybe_mark_dynamic(x, 0), sizes 0/1 specialise: bounded (2 recompiles)"
+    )
 
 
 def test_resume_frame_is_shown_as_the_code_after_the_graph_break():
