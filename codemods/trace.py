@@ -694,6 +694,13 @@ def varying_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
     return {name: tuple(sorted(d)) for name, d in dims.items() if d}
 
 
+def describe_shape_evidence(entry: "CodeEntry", name: str) -> str:
+    """``tensor shape `x` (dim 0 changed 7 times)`` for messages."""
+    n = sum(1 for r in entry.reasons if r.cause == TENSOR_SHAPE and r.source == name and not is_zero_one(r))
+    dims = ", ".join(str(d) for d in varying_dims(entry).get(name, ()))
+    return f"tensor shape `{name}` (dim {dims} changed {n} time{'s' if n != 1 else ''} in the trace)"
+
+
 def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
     """What cures ``cause`` for this code object: rule codes, and the advice
     the evidence supports (``maybe_mark_dynamic`` for the dims seen to vary,
