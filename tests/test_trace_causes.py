@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
+from test_trace import FIXTURES, SCRIPTS, fixture, fixture_text
 
 from codemods import trace as tr
 from codemods.transforms import BY_CODE
-from test_trace import FIXTURES, SCRIPTS, fixture, fixture_text
 
 CODES = list(BY_CODE)
 

@@ -10,11 +10,10 @@ import re
 import subprocess
 
 import pytest
+from test_trace import CLI, PYTHON, SCRIPTS, _env, fixture
 
-from codemods import trace as tr
 from codemods import trace_run
 from codemods.context import Settings
-from test_trace import CLI, PYTHON, SCRIPTS, _env, fixture
 
 # -- which code objects are over the limit ----------------------------------------
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 import re
 import textwrap
 
+from test_trace import copied, graphs, results, run_cli  # noqa: F401 (copied: a pytest fixture)
+
 from codemods import trace as tr
 from codemods import trace_run
 from codemods.context import Settings
 from codemods.findings import Safety
-from test_trace import SCRIPTS, copied, fixture, graphs, results, run_cli  # noqa: F401
 
 DECORATED = textwrap.dedent(
     """\
@@ -96,7 +97,7 @@ def test_no_torch_import_no_fix():
 # -- in the trace-guided flow ------------------------------------------------------
 
 
-def test_guide_applies_the_evidence_fix_when_no_static_finding_cures(copied):
+def test_guide_applies_the_evidence_fix_when_no_static_finding_cures(copied):  # noqa: F811
     script, trace = copied("ragged_batches")
     [entry] = trace.entries
     assert entry.causes == [tr.TENSOR_SHAPE] and tr.varying_dims(entry) == {"x": (0,)}
@@ -117,7 +118,7 @@ def test_guide_applies_the_evidence_fix_when_no_static_finding_cures(copied):
     )
 
 
-def test_a_static_shape_fix_takes_precedence(copied):
+def test_a_static_shape_fix_takes_precedence(copied):  # noqa: F811
     # loader_shapes: FR001 (upgraded by the trace) removes dynamic=False; no mark is added
     script, trace = copied("loader_shapes")
     guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
