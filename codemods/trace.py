@@ -607,7 +607,11 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...]]:
             return INT_ARG, src, ()
     if not (is_int or is_float):
         return CONSTANT, src, ()
-    return OTHER, src, ()
+    # a number reached through attributes and subscripts: self.layers[0].idx
+    # is a module's, kwargs['cfg'].lr an argument's
+    if src == "self" or src.startswith(("self.", "self[")):
+        return (MODULE_INT_ATTR if is_int else MODULE_FLOAT_ATTR), src, ()
+    return (INT_ARG if is_int else FLOAT_ARG), src, ()
 
 
 def classify_guard(guard: str) -> Tuple[str, str]:

@@ -166,6 +166,8 @@ def test_an_optional_argument_did_not_recompile_on_2_13():
         ("0/0: 2 <= n", tr.INT_ARG, "n"),
         ("0/0: x.size()[1] == y.size()[1]", tr.TENSOR_SHAPE, "x"),
         ("0/0: G['cfg'].lr == 0.1", tr.GLOBAL, "cfg.lr"),
+        ("0/0: kwargs['cfg'].lr == 0.1", tr.FLOAT_ARG, "kwargs['cfg'].lr"),
+        ("0/0: self.layers[0].idx == 1", tr.MODULE_INT_ATTR, "self.layers[0].idx"),
     ],
 )
 def test_guard_shapes_from_torch_source(reason, cause, source):
