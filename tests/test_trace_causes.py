@@ -208,3 +208,23 @@ def test_placeholders_are_filled_with_this_checkout():
     entry = fixture("anneal_float").entries[0]
     assert Path(entry.filename) == SCRIPTS / "anneal_float.py"
     assert Path(entry.filename).is_file()
+
+
+def test_placeholder_round_trip(tmp_path):
+    from trace_fixtures import trim
+
+    scripts = str(tmp_path / "repo" / "tests" / "trace_scripts")
+    site = trim._site()
+    template = (
+        '{"str": ["%s/torch/_dynamo/convert_frame.py", 0]}\n'
+        '{"compilation_metrics": {"co_filename": "%s/a.py", "recompile_reason":'
+        ' "0/0: n == 1  # return x + n  # %s/a.py:3 in f\\nUser stack trace:\\n  File \\"%s/a.py\\", line 3"}}\n'
+    )
+    raw = template % (site, scripts, trim._short(scripts), scripts)
+    stored = trim.to_placeholders(raw, scripts)
+    assert str(tmp_path) not in stored and site not in stored
+    assert "@SITE@/torch/_dynamo/convert_frame.py" in stored
+    assert '"co_filename": "@SCRIPTS@/a.py"' in stored
+    # torch's short file name in the guard comment no longer says where it ran
+    assert "# tests/trace_scripts/a.py:3 in f" in stored
+    assert trim.fill(stored, scripts) == template % (site, scripts, "tests/trace_scripts", scripts)
