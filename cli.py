@@ -272,8 +272,12 @@ def run_cmd(
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to enable (comma-separated)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to disable (comma-separated)."),
     dynamic_fix: str = typer.Option("remove", "--dynamic-fix", help="How FR001 cures dynamic=False: 'remove' it or write 'true'."),
+    max_recompiles: Optional[int] = typer.Option(None, "--max-recompiles", metavar="N", help="CI guard: exit 1 when a compiled function recompiled more than N times (0: each compiles once); changes nothing."),
+    output_format: str = typer.Option("text", "--format", help="With --max-recompiles: text, json, sarif or github (CMD's output then goes to stderr)."),
 ) -> None:
     """Run `-- CMD ARGS...` under TORCH_TRACE, explain its recompiles, fix their causes."""
+    if max_recompiles is not None or output_format != "text":
+        _run_guard(ctx, max_recompiles, output_format, diff or fix or interactive, select, ignore)
     if diff and fix:
         _err("error: --diff and --fix are exclusive (--diff writes nothing)")
         raise typer.Exit(EXIT_ERROR)
@@ -295,6 +299,26 @@ def run_cmd(
     from codemods import trace_run
 
     raise typer.Exit(trace_run.run(list(ctx.args), settings, diff=diff, fix=fix, interactive=interactive))
+
+
+def _run_guard(ctx, max_recompiles, output_format, fixing, select, ignore) -> None:
+    """``run --max-recompiles N [--format F] -- CMD``: the CI guard (report only)."""
+    if max_recompiles is None:
+        _err("error: --format with `run` needs --max-recompiles N")
+        raise typer.Exit(EXIT_ERROR)
+    if max_recompiles < 0:
+        _err(f"error: --max-recompiles must be 0 or more, not {max_recompiles}")
+        raise typer.Exit(EXIT_ERROR)
+    if fixing:
+        _err("error: --max-recompiles only checks; it is exclusive with --diff, --fix and -i")
+        raise typer.Exit(EXIT_ERROR)
+    if output_format not in FORMATS:
+        _err(f"error: --format must be one of {', '.join(FORMATS)}, not {output_format!r}")
+        raise typer.Exit(EXIT_ERROR)
+    from codemods import trace_run
+
+    settings = Settings(select=_codes(select, "--select"), ignore=_codes(ignore, "--ignore") or frozenset())
+    raise typer.Exit(trace_run.guard(list(ctx.args), settings, max_recompiles, output_format, _version()))
 
 
 COMMANDS = ("check", "rules", "run")

@@ -25,6 +25,7 @@ and anything else is kept raw as cause "other".
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -39,6 +40,28 @@ TENSOR_SHAPE = "tensor shape"
 MODULE_INT_ATTR = "module int attribute"
 OPTIMIZER_LR = "optimizer lr"
 GLOBAL = "global"
+MODULE_FLOAT_ATTR = "module float attribute"
+LENGTH = "length"
+CLOSURE = "closure contents"
+RESUME_VALUE = "value after a graph break"
+BACKEND = "backend changed"
+IDENTITY = "object identity"
+TYPE = "type"
+NONE_CHECK = "None check"
+KEYS = "key or attribute presence"
+CONSTANT = "constant value"
+TRAIN_EVAL = "train/eval mode"
+GRAD_MODE = "grad mode"
+AUTOCAST = "autocast state"
+GLOBAL_STATE = "global state"
+REQUIRES_GRAD = "requires_grad"
+DTYPE = "dtype"
+DEVICE = "device"
+DISPATCH = "dispatch keys"
+RANK = "tensor rank"
+LAYOUT = "tensor strides"
+ALIASING = "aliasing"
+INVALIDATED = "cache invalidated"
 OTHER = "other"
 
 #: every cause, in the order the table lists them
@@ -49,7 +72,54 @@ CAUSES = (
     MODULE_INT_ATTR,
     OPTIMIZER_LR,
     GLOBAL,
+    MODULE_FLOAT_ATTR,
+    LENGTH,
+    CLOSURE,
+    RESUME_VALUE,
+    BACKEND,
+    IDENTITY,
+    TYPE,
+    NONE_CHECK,
+    KEYS,
+    CONSTANT,
+    TRAIN_EVAL,
+    GRAD_MODE,
+    AUTOCAST,
+    GLOBAL_STATE,
+    REQUIRES_GRAD,
+    DTYPE,
+    DEVICE,
+    DISPATCH,
+    RANK,
+    LAYOUT,
+    ALIASING,
+    INVALIDATED,
     OTHER,
+)
+
+#: causes with one graph per value of something that takes few values (a
+#: dtype, grad mode on/off, train/eval, which of a few functions or types):
+#: "bounded, no fix needed" unless they hit the recompile limit
+BOUNDED = frozenset(
+    {
+        IDENTITY,
+        TYPE,
+        NONE_CHECK,
+        KEYS,
+        CONSTANT,
+        TRAIN_EVAL,
+        GRAD_MODE,
+        AUTOCAST,
+        GLOBAL_STATE,
+        REQUIRES_GRAD,
+        DTYPE,
+        DEVICE,
+        DISPATCH,
+        RANK,
+        LAYOUT,
+        ALIASING,
+        INVALIDATED,
+    }
 )
 
 
@@ -67,14 +137,27 @@ class Cure:
 
 
 #: cause -> rules that cure it, keyed by rule code so passes can land later
-CURES: Dict[str, Tuple[Cure, ...]] = {
-    FLOAT_ARG: (Cure("FR003"), Cure("FR001", upgrade=True)),
-    INT_ARG: (Cure("FR001", upgrade=True),),
-    TENSOR_SHAPE: (Cure("FR001", upgrade=True),),
-    MODULE_INT_ATTR: (Cure("FR005"),),
-    OPTIMIZER_LR: (Cure("FR004"),),
-    GLOBAL: (),
-    OTHER: (),
+CURES: Dict[str, Tuple[Cure, ...]] = {cause: () for cause in CAUSES}
+CURES.update(
+    {
+        FLOAT_ARG: (Cure("FR003"), Cure("FR001", upgrade=True)),
+        INT_ARG: (Cure("FR001", upgrade=True),),
+        TENSOR_SHAPE: (Cure("FR001", upgrade=True),),
+        MODULE_INT_ATTR: (Cure("FR005"),),
+        OPTIMIZER_LR: (Cure("FR004"),),
+    }
+)
+
+#: cause -> what to do when no rule (or not only a rule) cures it; ``{src}`` is
+#: the guarded source(s).  TENSOR_SHAPE's ``maybe_mark_dynamic`` advice is built
+#: from the dims seen to vary (:func:`cure_label`); BOUNDED causes say so.
+REMEDIES: Dict[str, str] = {
+    GLOBAL: "report: pass {src} as an argument",
+    MODULE_FLOAT_ATTR: "report: keep {src} in a tensor (buffer) and .fill_() it",
+    LENGTH: "report: stack or pad {src}",
+    CLOSURE: "report: pass {src} as an argument",
+    RESUME_VALUE: "report: keep the value a tensor (or torch._dynamo.config.capture_scalar_outputs = True for .item())",
+    BACKEND: "report: reuse one backend object",
 }
 
 
@@ -91,6 +174,9 @@ class Reason:
     #: the user-code line the guard points at (from the reason), 0 when unknown
     line: int = 0
     file: str = ""
+    #: tensor shape: the dimensions the guard names (``size mismatch at index
+    #: 1``, ``x.size()[0]``)
+    dims: Tuple[int, ...] = ()
 
 
 @dataclass
@@ -108,9 +194,9 @@ class CodeEntry:
     #: (filename, line, function) -- where user code reached this code object
     user_frame: Optional[Tuple[str, int, str]] = None
 
-    @property
-    def recompiles(self) -> int:
-        return len(self.reasons)
+    #: compile attempts after the first (each carries a recompile reason; the
+    #: attempt that hit the limit counts too)
+    recompiles: int = 0
 
     @property
     def causes(self) -> List[str]:
@@ -183,9 +269,16 @@ _LIMIT_RE = re.compile(r"(recompile|cache[ _]size)[ _]?limit|limit type", re.IGN
 
 
 def _is_limit_failure(metrics: dict) -> bool:
-    text = f"{metrics.get('fail_type') or ''} {metrics.get('fail_reason') or ''}"
+    """The attempt failed on the recompile limit: ``Unsupported`` naming the
+    limit (falls back to eager), or under ``fullgraph=True`` torch 2.7+'s
+    ``FailOnRecompileLimitHit`` ("Hard failure due to fullgraph=True", raised
+    after logging "hit config.recompile_limit (8)")."""
+    fail_type = str(metrics.get("fail_type") or "")
+    if "RecompileLimitHit" in fail_type or "CacheLimitHit" in fail_type:
+        return True
+    text = f"{fail_type} {metrics.get('fail_reason') or ''}"
     return (
-        bool(metrics.get("fail_type"))
+        bool(fail_type)
         and bool(_LIMIT_RE.search(text))
         and "exceed" in text.lower()
     )
@@ -285,7 +378,16 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                 entry.compiles += 1
             reason = metrics.get("recompile_reason")
             if reason:
-                entry.reasons.extend(parse_reason(str(reason)))
+                entry.recompiles += 1
+                parsed = parse_reason(str(reason))
+                if entry.name.startswith(RESUME_PREFIX):
+                    parsed = [
+                        dataclasses.replace(r, cause=RESUME_VALUE)
+                        if r.cause in (FLOAT_ARG, INT_ARG)
+                        else r
+                        for r in parsed
+                    ]
+                entry.reasons.extend(parsed)
     return [entries[f] for f in order]
 
 
@@ -299,60 +401,223 @@ def _user_frame(
 
 
 # -- classifying reasons -----------------------------------------------------
+#
+# The guard texts of torch 2.13 (torch/_dynamo/guards.py, and the C++ guards'
+# failure messages), each with its cause:
+#
+#   <src> == <float|int>                 float / int argument (also through
+#                                        ``kwargs['k']`` / ``args[i]``), module
+#                                        attribute (``self.n``, ``L['self'].n``,
+#                                        ``self._modules['m'].n``), global
+#                                        (``G['X']``), optimizer lr
+#                                        (``…['lr']``), train/eval
+#                                        (``….training == True``), constants
+#                                        (bool, str, None, ...)
+#   ___stack0 == 2.0 in torch_dynamo_resume_in_*   value after a graph break
+#   <cell>.__closure__[i].cell_contents == v (HINT: guard on "v")  closure
+#   tensor 'x' size|stride|rank|dtype|device|requires_grad|dispatch key set mismatch ...
+#   2 <= x.size()[0], x.size()[1] == y.size()[1], ...  symbolic shape guards
+#   len(xs) == 3, len(d) != 2, ___tuple_iterator_len(it) == 3   length
+#   ___check_obj_id(x, id), type=…       identity
+#   ___check_type_id(x, id), type=…      type
+#   x is None, x is not None             None check
+#   hasattr(x, 'a'), ___dict_contains('k', d)   key or attribute presence
+#   a is b, Duplicate tensors found: …   aliasing
+#   GLOBAL_STATE changed: grad_mode|autocast(cpu)_enabled|…   grad mode /
+#                                        autocast / global state
+#   ___check_torch_function_mode_stack(), compare_functorch_state(…),
+#   torch.autograd.forward_ad._current_level == n   global state
+#   BACKEND_MATCH failure: …             backend changed
+#   Cache line invalidated because … got deallocated   cache invalidated
+#
+# Anything else stays "other", shown raw.
+
+RESUME_PREFIX = "torch_dynamo_resume_in_"
 
 _COMPILE_ID = re.compile(r"^\s*\[?\d+/\d+\]?\s*:\s*")
 _COMMENT = re.compile(r"\s+#\s")
+_HINT = re.compile(r'\(HINT: (?P<hint>.*)\)\s*$')
+_CLOSURE_HINT = re.compile(r'guard on "(?P<name>[^"]+)"')
 _USER_STACK = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 _TENSOR_MISMATCH = re.compile(
-    r"^tensor\s+'(?P<name>.+?)'\s+(?P<what>size|stride|rank|dim|dispatch|dtype|device|requires_grad)\w*\s+mismatch",
+    r"^tensor\s+'(?P<name>.+?)'\s+(?P<what>size|stride|rank|dim|dispatch|dtype|device|requires_grad)\w*(\s+\w+)*?\s+mismatch",
     re.IGNORECASE,
 )
+_MISMATCH_INDEX = re.compile(r"mismatch at index (?P<dim>\d+)")
+_SYM_SIZE = re.compile(
+    r"(?P<src>(?:[LG]\[['\"][^'\"]+['\"]\]|[A-Za-z_][\w.]*)(?:\[[^\]]+\]|\.[A-Za-z_]\w*)*?)\.(?P<what>size|stride)\(\)\[(?P<dim>\d+)\]|(?P<src2>[\w.'\"\[\]]+)\.storage_offset\(\)"
+)
 _EQ = re.compile(r"^(?P<src>.+?)\s*==\s*(?P<val>.+?)\s*$")
+_LEN = re.compile(
+    r"^(?:len|___tuple_iterator_len|___normalize_range_iter|___normalize_count_iter)\((?P<src>.+)\)\s*(?:==|!=)\s*.+$"
+)
+_OBJ_ID = re.compile(r"^___check_obj_id\((?P<src>.+?),\s*-?\d+\)")
+_TYPE_ID = re.compile(r"^___check_(?:fake_script_)?type_id\((?P<src>.+?),\s*-?\d+\)")
+_IS_NONE = re.compile(r"^(?P<src>.+?)\s+is(?:\s+not)?\s+None$")
+_IS = re.compile(r"^(?P<a>\S+)\s+is\s+(?P<b>\S+)$")
+_PRESENCE = re.compile(
+    r"^(?:not\s+)?(?:hasattr\((?P<obj>.+?),\s*(?P<attr>'[^']*')\)|___dict_contains\((?P<key>.+?),\s*(?P<d>.+?)\)|set\.__contains__\((?P<set>.+?),)"
+)
+_CLOSURE = re.compile(r"\.__closure__\[\d+\]\.cell_contents")
 _LOCAL = re.compile(r"""^L\[['"](?P<name>[^'"]+)['"]\]""")
 _GLOBAL = re.compile(r"""^G\[['"](?P<name>[^'"]+)['"]\]""")
 _ANY_SCOPE = re.compile(r"""\b[LG]\[['"](?P<name>[^'"]+)['"]\]""")
+_MODULE_DICT = re.compile(r"""\._(?:modules|parameters|buffers)\[['"](?P<name>[^'"]+)['"]\]""")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
+#: ``kwargs['temperature']``, ``args[1]``: an argument reached through a
+#: ``**kwargs`` / ``*args`` container (or any subscript of a name)
+_KEYED = re.compile(r"""^[A-Za-z_]\w*(\[(\d+|'[^']*'|"[^"]*")\])+$""")
 _ATTR = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+|inf|nan)$")
 _LR = re.compile(r"""\[['"](lr|initial_lr)['"]\]|param_groups""")
+_COMPARE = re.compile(r"(<=|>=|<|>|==|!=)")
+_SYM_INT = re.compile(
+    r"""^(?P<a>[A-Za-z_]\w*|[+-]?\d+)\s*(?:<=|>=|<|>|!=)\s*(?P<b>[A-Za-z_]\w*|[+-]?\d+)$"""
+)
 
 
 def _user_source(src: str) -> Tuple[str, bool]:
-    """``L['x'].attr`` -> ("x.attr", False); ``G['X']`` -> ("X", True)."""
+    """``L['x'].attr`` -> ("x.attr", False); ``G['X']`` -> ("X", True);
+    ``self._modules['kv_cache'].size`` -> ("self.kv_cache.size", False)."""
     src = src.strip()
     is_global = bool(_GLOBAL.match(src))
     src = _ANY_SCOPE.sub(lambda m: m.group("name"), src)
+    src = _MODULE_DICT.sub(lambda m: "." + m.group("name"), src)
     return src, is_global
 
 
-def classify_guard(guard: str) -> Tuple[str, str]:
-    """(cause, source) for one failed guard's text."""
+def _shape_guard(guard: str) -> Optional[Tuple[str, Tuple[int, ...]]]:
+    """A symbolic shape guard (``2 <= x.size()[0]``): (tensor, dims)."""
+    if not _COMPARE.search(guard):
+        return None
+    found = list(_SYM_SIZE.finditer(guard))
+    if not found:
+        return None
+    first = found[0]
+    name, _ = _user_source(first.group("src") or first.group("src2") or "")
+    dims = tuple(
+        sorted(
+            {
+                int(m.group("dim"))
+                for m in found
+                if m.group("dim") is not None
+                and m.group("what") == "size"
+                and _user_source(m.group("src"))[0] == name
+            }
+        )
+    )
+    return name, dims
+
+
+def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...]]:
+    """(cause, source, dims) for one failed guard's text (``hint``: the
+    ``(HINT: …)`` torch appended, if any)."""
+    guard = guard.strip()
     m = _TENSOR_MISMATCH.match(guard)
     if m:
         name, _ = _user_source(m.group("name"))
         what = m.group("what").lower()
-        return (
-            TENSOR_SHAPE if what in ("size", "stride", "rank", "dim") else OTHER
-        ), name
+        if what == "size":
+            idx = _MISMATCH_INDEX.search(guard)
+            return TENSOR_SHAPE, name, ((int(idx.group("dim")),) if idx else ())
+        cause = {
+            "stride": LAYOUT,
+            "rank": RANK,
+            "dim": RANK,
+            "dispatch": DISPATCH,
+            "dtype": DTYPE,
+            "device": DEVICE,
+            "requires_grad": REQUIRES_GRAD,
+        }[what]
+        return cause, name, ()
+    if guard.startswith("GLOBAL_STATE changed"):
+        if "grad_mode" in guard:
+            return GRAD_MODE, "", ()
+        if "autocast" in guard:
+            return AUTOCAST, "", ()
+        return GLOBAL_STATE, guard.partition(":")[2].strip(), ()
+    if guard.startswith(("___check_global_state", "___check_torch_function_mode_stack", "torch._functorch.pyfunctorch.compare_functorch_state", "torch.autograd.forward_ad._current_level")):
+        return GLOBAL_STATE, "", ()
+    if guard.startswith("BACKEND_MATCH"):
+        return BACKEND, "", ()
+    if guard.startswith("Cache line invalidated"):
+        return INVALIDATED, "", ()
+    if guard.startswith("Duplicate tensor"):
+        return ALIASING, "", ()
+    m = _OBJ_ID.match(guard)
+    if m:
+        return IDENTITY, _user_source(m.group("src"))[0], ()
+    m = _TYPE_ID.match(guard)
+    if m:
+        return TYPE, _user_source(m.group("src"))[0], ()
+    m = _LEN.match(guard)
+    if m:
+        return LENGTH, _user_source(m.group("src"))[0], ()
+    m = _IS_NONE.match(guard)
+    if m:
+        return NONE_CHECK, _user_source(m.group("src"))[0], ()
+    m = _PRESENCE.match(guard)
+    if m:
+        if m.group("obj"):
+            src = f"{_user_source(m.group('obj'))[0]}.{m.group('attr').strip(chr(39))}"
+        elif m.group("d"):
+            src = f"{_user_source(m.group('d'))[0]}[{m.group('key')}]"
+        else:
+            src = _user_source(m.group("set"))[0]
+        return KEYS, src, ()
+    m = _IS.match(guard)
+    if m and "(" not in guard:
+        return ALIASING, _user_source(m.group("a"))[0], ()
+    shape = _shape_guard(guard)
+    if shape is not None:
+        return TENSOR_SHAPE, shape[0], shape[1]
     m = _EQ.match(guard)
     if not m:
-        return OTHER, ""
-    src, is_global = _user_source(m.group("src"))
+        sym = _SYM_INT.match(guard)
+        if sym:  # a symbolic guard on a dynamic int: 2 <= n, n < 5
+            name = sym.group("a") if _IDENT.match(sym.group("a")) else sym.group("b")
+            return INT_ARG, _user_source(name)[0], ()
+        return OTHER, "", ()
+    raw_src = m.group("src")
+    src, is_global = _user_source(raw_src)
     value = m.group("val").strip()
-    if _LR.search(m.group("src")):
-        return OPTIMIZER_LR, src
+    if _CLOSURE.search(raw_src):
+        h = _CLOSURE_HINT.search(hint)
+        return CLOSURE, (h.group("name") if h else src), ()
+    if _LR.search(raw_src):
+        return OPTIMIZER_LR, src, ()
     if is_global:
-        return GLOBAL, src
+        return GLOBAL, src, ()
+    if src.startswith("___stack"):
+        return RESUME_VALUE, src, ()
+    # int(x) == 3 / float(x) == 0.5: a subclass of int or float
+    sub = re.match(r"^(int|float)\((?P<inner>.+)\)$", src)
+    if sub:
+        src = sub.group("inner")
     is_int, is_float = bool(_INT.match(value)), bool(_FLOAT.match(value))
-    if _ATTR.match(src) and is_int:
-        return MODULE_INT_ATTR, src
-    if _IDENT.match(src):
+    if src.endswith(".training") and value in ("True", "False"):
+        return TRAIN_EVAL, src, ()
+    if _ATTR.match(src) and (is_int or is_float):
+        return (MODULE_INT_ATTR if is_int else MODULE_FLOAT_ATTR), src, ()
+    if _IDENT.match(src) or _KEYED.match(src):
         if is_float:
-            return FLOAT_ARG, src
+            return FLOAT_ARG, src, ()
         if is_int:
-            return INT_ARG, src
-    return OTHER, src
+            return INT_ARG, src, ()
+    if not (is_int or is_float):
+        return CONSTANT, src, ()
+    # a number reached through attributes and subscripts: self.layers[0].idx
+    # is a module's, kwargs['cfg'].lr an argument's
+    if src == "self" or src.startswith(("self.", "self[")):
+        return (MODULE_INT_ATTR if is_int else MODULE_FLOAT_ATTR), src, ()
+    return (INT_ARG if is_int else FLOAT_ARG), src, ()
+
+
+def classify_guard(guard: str) -> Tuple[str, str]:
+    """(cause, source) for one failed guard's text."""
+    cause, source, _dims = classify(guard)
+    return cause, source
 
 
 def parse_reason(text: str) -> List[Reason]:
@@ -368,13 +633,33 @@ def parse_reason(text: str) -> List[Reason]:
         if not raw:
             continue
         guard_text = _COMPILE_ID.sub("", raw, count=1)
-        guard = _COMMENT.split(guard_text, maxsplit=1)[0].strip()
-        cause, source = classify_guard(guard)
-        text_out = guard if cause != OTHER else guard_text.strip()
-        out.append(
-            Reason(cause=cause, source=source, text=text_out, line=line, file=file)
-        )
+        # torch joins several failed guards (recompiles_verbose) with "; "
+        for part in _split_guards(guard_text):
+            hint_m = _HINT.search(part)
+            guard = _COMMENT.split(part, maxsplit=1)[0].strip()
+            if hint_m and guard.endswith(hint_m.group(0).strip()):
+                guard = guard[: -len(hint_m.group(0).strip())].strip()
+            cause, source, dims = classify(guard, hint_m.group("hint") if hint_m else "")
+            text_out = guard if cause != OTHER else part.strip()
+            out.append(
+                Reason(
+                    cause=cause,
+                    source=source,
+                    text=text_out,
+                    line=line,
+                    file=file,
+                    dims=dims,
+                )
+            )
     return out
+
+
+def _split_guards(text: str) -> List[str]:
+    """``a == 1; b == 2`` -> two guards; a ``;`` inside a comment, a HINT or a
+    message does not split."""
+    if "; " not in text or "#" in text or "HINT" in text or text.startswith(("Duplicate", "BACKEND", "Cache line", "Unexpected", "Unable")):
+        return [text]
+    return [p for p in text.split("; ") if p.strip()]
 
 
 # -- the table -----------------------------------------------------------------
@@ -384,6 +669,68 @@ def cure_codes(cause: str, available: Iterable[str]) -> List[str]:
     """Rule codes (present in ``available``) that cure ``cause``, best first."""
     have = set(available)
     return [c.code for c in CURES.get(cause, ()) if c.code in have]
+
+
+def _sources(entry: "CodeEntry", cause: str) -> List[str]:
+    out: List[str] = []
+    for r in entry.reasons:
+        if r.cause == cause and r.source and r.source not in out:
+            out.append(r.source)
+    return out
+
+
+#: the 0/1 specialisation guard: a dynamic dim got size 0 or 1
+_ZERO_ONE = re.compile(r"^2 <= \S+\.size\(\)\[\d+\]$")
+
+
+def is_zero_one(reason: Reason) -> bool:
+    return reason.cause == TENSOR_SHAPE and bool(_ZERO_ONE.match(reason.text))
+
+
+def varying_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
+    """Tensor -> dimensions the trace saw change size (``size mismatch at
+    index i`` and symbolic shape guards; not the 0/1 specialisation guard,
+    which ``maybe_mark_dynamic`` does not lift)."""
+    dims: Dict[str, set] = {}
+    for r in entry.reasons:
+        if r.cause == TENSOR_SHAPE and r.source and not is_zero_one(r):
+            dims.setdefault(r.source, set()).update(r.dims)
+    return {name: tuple(sorted(d)) for name, d in dims.items() if d}
+
+
+def describe_shape_evidence(entry: "CodeEntry", name: str) -> str:
+    """``tensor shape `x` (dim 0 changed 7 times)`` for messages."""
+    n = sum(1 for r in entry.reasons if r.cause == TENSOR_SHAPE and r.source == name and not is_zero_one(r))
+    dims = ", ".join(str(d) for d in varying_dims(entry).get(name, ()))
+    return f"tensor shape `{name}` (dim {dims} changed {n} time{'s' if n != 1 else ''} in the trace)"
+
+
+def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
+    """What cures ``cause`` for this code object: rule codes, and the advice
+    the evidence supports (``maybe_mark_dynamic`` for the dims seen to vary,
+    "bounded" with the count, "report: …"); "none" when nothing is known."""
+    parts = cure_codes(cause, available)
+    count = sum(1 for r in entry.reasons if r.cause == cause)
+    sources = ", ".join(f"`{s}`" for s in _sources(entry, cause)) or "it"
+    if cause == TENSOR_SHAPE:
+        for name, dims in varying_dims(entry).items():
+            for dim in dims:
+                parts.append(f"torch._dynamo.maybe_mark_dynamic({name}, {dim})")
+        zero_one = sum(1 for r in entry.reasons if is_zero_one(r))
+        if zero_one:
+            parts.append(
+                f"sizes 0/1 specialise: bounded ({zero_one} recompile{'s' if zero_one != 1 else ''})"
+            )
+    elif cause in BOUNDED:
+        if entry.limit_hit:
+            parts.append(f"report: {count} recompiles on {cause} {sources} hit the limit")
+        else:
+            parts.append(
+                f"bounded, no fix needed ({count} recompile{'s' if count != 1 else ''})"
+            )
+    elif cause in REMEDIES:
+        parts.append(REMEDIES[cause].format(src=sources))
+    return ", ".join(parts) if parts else "none"
 
 
 def display_location(entry: CodeEntry, relative_to: Optional[str] = None) -> str:
@@ -400,9 +747,15 @@ def display_location(entry: CodeEntry, relative_to: Optional[str] = None) -> str
     return f"{filename}:{line}"
 
 
+_RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
+
+
 def display_name(entry: CodeEntry) -> str:
     if _is_torch_file(entry.filename) and entry.user_frame is not None:
         return f"{entry.name} (via {entry.user_frame[2]})"
+    m = _RESUME_NAME.match(entry.name)
+    if m:  # the code after a graph break, compiled as its own function
+        return f"{m.group('fn')} (after the graph break at line {m.group('line')})"
     return entry.name
 
 
@@ -436,8 +789,7 @@ def table_rows(
                     if r.source and r.source not in sources:
                         sources.append(r.source)
                 label = f"{cause} `{', '.join(sources)}`" if sources else cause
-            cures = cure_codes(cause, codes)
-            rows.append(base + [label, ", ".join(cures) if cures else "none"])
+            rows.append(base + [label, cure_label(entry, cause, codes)])
     return rows
 
 

@@ -288,9 +288,12 @@ def guide(
     within: Optional[Sequence[str]] = None,
     *,
     fixing: bool,
+    evidence: bool = True,
 ) -> Guided:
     """Analyse the files the trace implicates; compute the new bytes with only
-    the matched findings' fixes (safe ones, or all with ``--unsafe-fixes``)."""
+    the matched findings' fixes (safe ones, or all with ``--unsafe-fixes``),
+    then (``evidence``) the fixes the trace supports on its own
+    (:func:`apply_evidence`)."""
     from .discovery import display_path
 
     out = Guided()
@@ -325,6 +328,8 @@ def guide(
                 out.errors.append((exc.path, exc.reason))
                 for f in chosen:
                     f.applied = False
+    if evidence:
+        apply_evidence(trace, out)
     return out
 
 
@@ -342,15 +347,16 @@ def restore(guided: Guided) -> None:
 # -- running the command ---------------------------------------------------------
 
 
-def run_traced(cmd: Sequence[str], trace_dir: str) -> int:
-    """Run ``cmd`` with ``TORCH_TRACE=trace_dir``, its output streaming through;
-    its exit code (127 when it cannot start)."""
+def run_traced(cmd: Sequence[str], trace_dir: str, stdout=None) -> int:
+    """Run ``cmd`` with ``TORCH_TRACE=trace_dir``, its output streaming through
+    (its stdout to ``stdout`` when given); its exit code (127 when it cannot
+    start)."""
     env = dict(os.environ)
     env["TORCH_TRACE"] = trace_dir
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        return subprocess.call(list(cmd), env=env)
+        return subprocess.call(list(cmd), env=env, stdout=stdout)
     except FileNotFoundError:
         print(f"error: command not found: {cmd[0]}", file=sys.stderr)
         return 127
@@ -530,7 +536,7 @@ def review(
 
     for line in report_lines(trace, settings):
         _out(line)
-    guided = guide(trace, settings, within, fixing=False)
+    guided = guide(trace, settings, within, fixing=False, evidence=False)
     for path, reason in guided.errors:
         _err(f"error: {path}: {reason}")
     files = [g for g in guided.files if g.matches]
@@ -657,3 +663,462 @@ def run(
     if not written:
         return code
     return _compare_after(cmd, before, code_before, written, code)
+
+
+# -- the CI guard: fix-recompiles run --max-recompiles N -- CMD ---------------------
+
+#: the pseudo rule the guard's annotations are reported under (json, sarif, github)
+GUARD_CODE = "RECOMPILES"
+
+
+class GuardRule:
+    """What ``to_sarif`` needs of a rule, for the guard's annotations."""
+
+    code = GUARD_CODE
+    name = "max-recompiles"
+    summary = "A compiled function recompiled more often than --max-recompiles allows."
+    what_it_does = (
+        "Runs a command under TORCH_TRACE and reports every compiled code object "
+        "that recompiled more than N times (or hit the recompile limit), with the "
+        "cause read from torch's recompile reason and its cure."
+    )
+
+    @classmethod
+    def doc(cls) -> str:
+        return f"{cls.code} ({cls.name})\n\n{cls.summary}\n\n{cls.what_it_does}\n"
+
+
+@dataclass
+class _GuardResult:
+    """The shape ``formats.to_json``/``to_sarif`` read (one per file)."""
+
+    findings: List[Finding]
+    changed: bool = False
+
+
+def over_limit(trace: tr.Trace, max_recompiles: int) -> List[tr.CodeEntry]:
+    """Code objects that recompiled more than ``max_recompiles`` times; one that
+    hit the recompile limit wanted more compiles than it got, so it is always
+    over."""
+    return [
+        e for e in trace.entries if e.recompiles > max_recompiles or e.limit_hit
+    ]
+
+
+def guard_findings(
+    trace: tr.Trace, max_recompiles: int, settings: Settings
+) -> List[Finding]:
+    """One finding per cause of every code object over the limit, at the
+    user line the table shows."""
+    codes = available_codes(settings)
+    cwd = os.getcwd()
+    out: List[Finding] = []
+    for entry in over_limit(trace, max_recompiles):
+        where = tr.display_location(entry, relative_to=cwd)
+        path, _, line = where.rpartition(":")
+        what = (
+            f"`{tr.display_name(entry)}` recompiled {entry.recompiles} time"
+            f"{'s' if entry.recompiles != 1 else ''} (allowed: {max_recompiles}),"
+            f" {entry.graphs} graph{'s' if entry.graphs != 1 else ''}"
+            + (", hit the recompile limit" if entry.limit_hit else "")
+        )
+        causes = entry.causes or ["-"]
+        for cause in causes:
+            if cause == "-":
+                detail = "cause unknown"
+            else:
+                srcs = tr._sources(entry, cause)
+                label = cause if cause != tr.OTHER else f"other: {next(r.text for r in entry.reasons if r.cause == cause)}"
+                if srcs and cause != tr.OTHER:
+                    label += " " + ", ".join(f"`{s}`" for s in srcs)
+                detail = f"cause: {label}; cure: {tr.cure_label(entry, cause, codes)}"
+            line_no = int(line) if line.isdigit() else 1
+            out.append(
+                Finding(
+                    code=GUARD_CODE,
+                    message=f"{what}: {detail}",
+                    path=path,
+                    line=line_no,
+                    column=1,
+                    end_line=line_no,
+                    end_column=1,
+                    rule_name=GuardRule.name,
+                )
+            )
+    return out
+
+
+def _guard_output(findings: Sequence[Finding], output_format: str, version: str) -> str:
+    from . import formats
+
+    if output_format == "json":
+        return formats.to_json([_GuardResult(list(findings))])
+    if output_format == "sarif":
+        return formats.to_sarif([_GuardResult(list(findings))], [GuardRule], version)
+    return formats.to_github(findings)
+
+
+def guard(
+    cmd: Sequence[str],
+    settings: Settings,
+    max_recompiles: int,
+    output_format: str = "text",
+    version: str = "0",
+) -> int:
+    """``fix-recompiles run --max-recompiles N [--format F] -- CMD...``: run CMD
+    under the trace; exit 1 when a compiled code object recompiled more than N
+    times, 2 when CMD failed (its exit code in the message), else 0.  With a
+    machine format CMD's output goes to stderr, so stdout holds only the
+    report."""
+    if not cmd:
+        _err(
+            "error: no command given: fix-recompiles run --max-recompiles N -- CMD ARGS..."
+        )
+        return EXIT_ERROR
+    machine = output_format != "text"
+    say = _err if machine else _out
+    _err(f"fix-recompiles: running {' '.join(cmd)} with TORCH_TRACE")
+    folder = tempfile.mkdtemp(prefix="fix-recompiles-trace-")
+    try:
+        code = run_traced(cmd, folder, stdout=sys.stderr if machine else None)
+        trace = tr.read_trace(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    say("")
+    for line in report_lines(trace, settings):
+        say(line)
+    findings = guard_findings(trace, max_recompiles, settings)
+    if machine:
+        sys.stdout.write(_guard_output(findings, output_format, version))
+        sys.stdout.flush()
+    over = over_limit(trace, max_recompiles)
+    n_compiled = sum(1 for e in trace.entries if e.graphs or e.recompiles)
+    say("")
+    if over:
+        say(
+            f"{len(over)} compiled function{'s' if len(over) != 1 else ''} recompiled"
+            f" more than {max_recompiles} time{'s' if max_recompiles != 1 else ''}"
+            " (--max-recompiles):"
+        )
+        for e in over:
+            say(
+                f"  {tr.display_name(e)} ({tr.display_location(e, os.getcwd())}):"
+                f" {e.recompiles} recompile{'s' if e.recompiles != 1 else ''}"
+                + (", hit the recompile limit" if e.limit_hit else "")
+            )
+    else:
+        say(
+            f"No compiled function recompiled more than {max_recompiles}"
+            f" time{'s' if max_recompiles != 1 else ''} ({n_compiled} compiled,"
+            f" {trace.total_graphs} graph{'s' if trace.total_graphs != 1 else ''})."
+        )
+    if code != 0:
+        _err(
+            f"error: the command failed with exit code {code}; the recompile check"
+            " is not conclusive"
+        )
+        return EXIT_ERROR
+    return EXIT_FINDINGS if over else EXIT_CLEAN
+
+
+# -- fixes made from evidence: maybe_mark_dynamic before the call ----------------------
+#
+# A shape recompile the trace shows (``tensor 'x' size mismatch at index 0``)
+# that no static finding cures: before each call of the compiled function in
+# the same file that passes a plain name for ``x``, insert
+# ``torch._dynamo.maybe_mark_dynamic(<name>, <dim>)`` for every dim seen to vary
+# (never the 0/1 specialisation guard, never a dim the trace did not show
+# changing).  A hint: it changes no value, so the fix is safe; ``--fix`` then
+# runs the command again and compares graphs and exit code as for any fix.
+
+MARK_CODE = "TRACE"
+
+
+@dataclass
+class MarkSite:
+    """One inserted mark: before the statement on ``line`` (of the bytes it
+    was computed on), ``<torch>._dynamo.maybe_mark_dynamic(arg, dim)``."""
+
+    line: int
+    column: int
+    function: str
+    arg: str
+    dim: int
+    param: str
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr.value}" if inner else ""
+    return ""
+
+
+def _torch_name(module: cst.Module) -> Optional[str]:
+    """The name ``import torch`` / ``import torch as th`` binds at module level."""
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if _dotted(alias.name) == "torch":
+                        if alias.asname is None:
+                            return "torch"
+                        if isinstance(alias.asname.name, cst.Name):
+                            return alias.asname.name.value
+    return None
+
+
+def _is_compile(expr: cst.BaseExpression, torch_name: str) -> bool:
+    target = expr.func if isinstance(expr, cst.Call) else expr
+    return _dotted(target) in (f"{torch_name}.compile", "compile")
+
+
+def _mark_statement(torch_name: str, arg: str, dim: int) -> cst.SimpleStatementLine:
+    func = cst.Attribute(
+        value=cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("_dynamo")),
+        attr=cst.Name("maybe_mark_dynamic"),
+    )
+    call = cst.Call(
+        func=func, args=[cst.Arg(cst.Name(arg)), cst.Arg(cst.Integer(str(dim)))]
+    )
+    return cst.SimpleStatementLine(body=[cst.Expr(call)])
+
+
+class _CollectMarks(cst.CSTVisitor):
+    """Statements holding a call of a compiled callable that passes a plain
+    name for a parameter the trace saw vary."""
+
+    METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
+
+    def __init__(self, callables: Sequence[str], positional: Sequence[str],
+                 dims: Dict[str, Tuple[int, ...]], function: str) -> None:
+        super().__init__()
+        self.callables = set(callables)
+        self.positional = list(positional)
+        self.dims = dims
+        self.function = function
+        self.stack: List[cst.SimpleStatementLine] = []
+        #: statement -> marks (arg, dim, param, line, column), in call order
+        self.marks: Dict[cst.SimpleStatementLine, List[MarkSite]] = {}
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.stack.append(node)
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        self.stack.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False  # a call inside a lambda does not run where the statement runs
+
+    # names bound by a comprehension do not exist before the statement
+    def visit_ListComp(self, node: cst.ListComp) -> bool:
+        return False
+
+    def visit_SetComp(self, node: cst.SetComp) -> bool:
+        return False
+
+    def visit_DictComp(self, node: cst.DictComp) -> bool:
+        return False
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.stack or not isinstance(node.func, cst.Name):
+            return
+        if node.func.value not in self.callables:
+            return
+        bound: Dict[str, cst.BaseExpression] = {}
+        for i, arg in enumerate(node.args):
+            if arg.star:
+                break  # *args / **kwargs: positions unknown from here on
+            if arg.keyword is not None:
+                bound[arg.keyword.value] = arg.value
+            elif i < len(self.positional):
+                bound[self.positional[i]] = arg.value
+        pos = self.get_metadata(cst.metadata.PositionProvider, node).start
+        stmt = self.stack[-1]
+        for param, dims in self.dims.items():
+            value = bound.get(param)
+            if not isinstance(value, cst.Name):
+                continue  # an expression: nothing to mark without binding it
+            for dim in dims:
+                site = MarkSite(pos.line, pos.column + 1, self.function, value.value, dim, param)
+                have = self.marks.setdefault(stmt, [])
+                if not any((m.arg, m.dim) == (site.arg, site.dim) for m in have):
+                    have.append(site)
+
+
+class _InsertMarks(cst.CSTTransformer):
+    """Insert the collected marks before their statements (skipping a mark
+    the statement before already is); comments above a statement stay above."""
+
+    def __init__(self, marks: Dict[cst.SimpleStatementLine, List[MarkSite]], torch_name: str) -> None:
+        super().__init__()
+        self.marks = marks
+        self.torch_name = torch_name
+        self.inserted: List[MarkSite] = []
+
+    @staticmethod
+    def _code(node: cst.CSTNode) -> str:
+        if isinstance(node, cst.SimpleStatementLine):
+            node = node.with_changes(leading_lines=())
+        return cst.Module(body=[]).code_for_node(node).strip()
+
+    @staticmethod
+    def _is_mark(node: cst.CSTNode) -> bool:
+        return (
+            isinstance(node, cst.SimpleStatementLine)
+            and len(node.body) == 1
+            and isinstance(node.body[0], cst.Expr)
+            and isinstance(node.body[0].value, cst.Call)
+            and _dotted(node.body[0].value.func).endswith("_dynamo.maybe_mark_dynamic")
+        )
+
+    def _rebuild(self, original_body: Sequence[cst.CSTNode], updated_body: Sequence[cst.CSTNode]) -> List[cst.CSTNode]:
+        out: List[cst.CSTNode] = []
+        for orig, new in zip(original_body, updated_body):
+            sites = self.marks.get(orig) if isinstance(orig, cst.SimpleStatementLine) else None
+            if not sites:
+                out.append(new)
+                continue
+            # the marks right before the statement (a second run finds its own)
+            existing = set()
+            k = len(out) - 1
+            while k >= 0 and self._is_mark(out[k]):
+                existing.add(self._code(out[k]))
+                k -= 1
+            todo = []
+            for site in sites:
+                stmt = _mark_statement(self.torch_name, site.arg, site.dim)
+                if self._code(stmt) in existing:
+                    continue
+                todo.append(stmt)
+                self.inserted.append(site)
+            if todo and isinstance(new, cst.SimpleStatementLine):
+                todo[0] = todo[0].with_changes(leading_lines=new.leading_lines)
+                new = new.with_changes(leading_lines=())
+            out.extend(todo)
+            out.append(new)
+        return out
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        return updated_node.with_changes(body=self._rebuild(original_node.body, updated_node.body))
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return updated_node.with_changes(body=self._rebuild(original_node.body, updated_node.body))
+
+
+def _def_lines(wrapper_positions, fn: cst.FunctionDef) -> List[int]:
+    lines = [wrapper_positions[d].start.line for d in fn.decorators]
+    lines.append(wrapper_positions[fn.name].start.line)
+    return lines
+
+
+def mark_dynamic(data: bytes, function: str, firstlineno: int,
+                 dims: Dict[str, Tuple[int, ...]]) -> Tuple[Optional[bytes], List[MarkSite]]:
+    """``data`` with ``maybe_mark_dynamic`` inserted before the calls of the
+    compiled module-level function ``function`` (its code object starts at
+    ``firstlineno``: a decorator or the ``def`` line), for the parameters and
+    dims in ``dims``; (None, []) when nothing can be marked.  The compiled
+    callable is the function itself when a decorator compiles it, else every
+    module-level ``name = torch.compile(function, ...)``."""
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError:
+        return None, []
+    torch_name = _torch_name(module)
+    if torch_name is None:
+        return None, []
+    wrapper = cst.metadata.MetadataWrapper(module)
+    positions = wrapper.resolve(cst.metadata.PositionProvider)
+    mod = wrapper.module
+    defs = [s for s in mod.body if isinstance(s, cst.FunctionDef) and s.name.value == function]
+    target = [d for d in defs if firstlineno in _def_lines(positions, d)]
+    if len(target) != 1:
+        return None, []
+    fn = target[0]
+    positional = [p.name.value for p in list(fn.params.posonly_params) + list(fn.params.params)]
+    callables: List[str] = []
+    if any(_is_compile(d.decorator, torch_name) for d in fn.decorators):
+        callables.append(function)
+    for stmt in mod.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(small.value, cst.Call)
+                and _is_compile(small.value, torch_name)
+                and small.value.args
+                and isinstance(small.value.args[0].value, cst.Name)
+                and small.value.args[0].value.value == function
+            ):
+                callables.append(small.targets[0].target.value)
+    if not callables:
+        return None, []
+    collect = _CollectMarks(callables, positional, dims, function)
+    wrapper.visit(collect)
+    if not collect.marks:
+        return None, []
+    insert = _InsertMarks(collect.marks, torch_name)
+    new = mod.visit(insert)
+    if not insert.inserted:
+        return None, []
+    return new.bytes, insert.inserted
+
+
+def _shape_cured_statically(guided_file: "GuidedFile", entry: tr.CodeEntry) -> bool:
+    return any(m.entry is entry and m.cause == tr.TENSOR_SHAPE and m.finding.applied
+               for m in guided_file.matches)
+
+
+def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
+    """Add the trace's own fixes (``maybe_mark_dynamic``) to the guided files:
+    for every code object of a file with observed shape changes that no
+    applied static fix cures.  Each becomes a match whose finding (code
+    ``TRACE``, safe) is applied."""
+    from .interactive import line_map
+
+    by_real = {_real(g.path): g for g in guided.files}
+    for entry in trace.entries:
+        dims = tr.varying_dims(entry)
+        path = entry_file(entry)
+        if not dims or path is None or tr._is_torch_file(entry.filename):
+            continue
+        g = by_real.get(_real(path))
+        if g is None or _shape_cured_statically(g, entry):
+            continue
+        base = g.new if g.new is not None else g.original
+        first = line_map(g.original, base)(entry.firstlineno) if base != g.original else entry.firstlineno
+        new, sites = mark_dynamic(base, entry.name, first, dims)
+        if new is None:
+            continue
+        g.new = new
+        for site in sites:
+            evidence = tr.describe_shape_evidence(entry, site.param)
+            fix = Fix(edits=(), safety=Safety.SAFE,
+                      title=f"insert torch._dynamo.maybe_mark_dynamic({site.arg}, {site.dim}) before the call")
+            finding = Finding(
+                code=MARK_CODE,
+                message=(
+                    f"`{site.function}` recompiled on {evidence}: mark dim {site.dim} of"
+                    f" `{site.arg}` dynamic before the call"
+                    f" (`torch._dynamo.maybe_mark_dynamic({site.arg}, {site.dim})`, from the trace)"
+                ),
+                path=g.display_path,
+                line=site.line,
+                column=site.column,
+                end_line=site.line,
+                end_column=site.column,
+                fix=fix,
+                rule_name="mark-dynamic-from-trace",
+                applied=True,
+            )
+            g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))

@@ -1,10 +1,25 @@
-"""How the fixtures here were made: run a script of ../trace_scripts under torch
-2.13 with ``TORCH_TRACE=DIR``, then ``python trim.py DIR OUT.log`` keeps the
-records codemods/trace.py reads (with only the fields it reads) and one
-payload-carrying record, so the parser's skipping of payload lines is tested."""
+"""How the fixtures here were made: ``python trim.py record NAME...`` copies
+``../trace_scripts/NAME.py`` to a scratch folder, runs it under the installed
+torch with ``TORCH_TRACE=DIR`` and writes ``NAME.log``: the records
+codemods/trace.py reads (with only the fields it reads), one payload-carrying
+record (so the parser's skipping of payload lines is tested), and every path of
+the recording machine replaced by a placeholder (:data:`PLACEHOLDERS`).
+
+Tests read a fixture through :func:`load`, which puts this machine's paths
+back: ``@SCRIPTS@`` is tests/trace_scripts, ``@SITE@`` the site-packages
+folder, ``@STDLIB@`` the standard library.  ``python trim.py DIR OUT.log``
+trims an existing trace folder without placeholders."""
 
 import json
+import os
+import shutil
+import subprocess
 import sys
+import sysconfig
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(os.path.dirname(HERE), "trace_scripts")
 
 KEEP = ("str", "dynamo_start", "dynamo_output_graph", "compilation_metrics")
 METRICS = (
@@ -19,7 +34,7 @@ METRICS = (
 )
 
 
-def trim(src: str, out: str) -> None:
+def trim_lines(src: str):
     import glob
 
     lines_out = []
@@ -51,9 +66,88 @@ def trim(src: str, out: str) -> None:
             if key == "dynamo_output_graph":
                 record.pop("has_payload", None)
             lines_out.append(prefix + json.dumps(record) + "\n")
+    return lines_out
+
+
+def trim(src: str, out: str) -> None:
     with open(out, "w", encoding="utf-8") as fh:
-        fh.writelines(lines_out)
+        fh.writelines(trim_lines(src))
+
+
+def _site() -> str:
+    return sysconfig.get_paths()["purelib"]
+
+
+def _stdlib() -> str:
+    return sysconfig.get_paths()["stdlib"]
+
+
+def placeholders(scripts: str):
+    """(placeholder, path on this machine), longest path first."""
+    pairs = [("@SCRIPTS@", scripts), ("@SITE@", _site()), ("@STDLIB@", _stdlib())]
+    return sorted(pairs, key=lambda p: -len(p[1]))
+
+
+def _short(path: str) -> str:
+    """torch's ``shorten_filename`` (the file names in guard comments): the path
+    past its common prefix with the torch package folder."""
+    base = os.path.join(_site(), "torch")
+    try:
+        prefix = os.path.commonpath([path, base])
+    except ValueError:
+        return path
+    return path[len(prefix) + 1 :]
+
+
+def to_placeholders(text: str, scripts: str) -> str:
+    for name, path in placeholders(scripts):
+        text = text.replace(json.dumps(path)[1:-1], name).replace(path, name)
+    # guard comments name the script by a path relative to wherever torch was
+    short = _short(scripts)
+    if short and short != scripts:
+        text = text.replace(short, "tests/trace_scripts")
+    return text
+
+
+def fill(text: str, scripts: str = SCRIPTS) -> str:
+    """A fixture's text with this machine's paths (JSON-escaped) put back."""
+    for name, path in placeholders(scripts):
+        text = text.replace(name, json.dumps(path)[1:-1])
+    return text
+
+
+def load(name: str, scripts: str = SCRIPTS) -> str:
+    with open(os.path.join(HERE, f"{name}.log"), encoding="utf-8") as fh:
+        return fill(fh.read(), scripts)
+
+
+def record(name: str) -> None:
+    scratch = tempfile.mkdtemp(prefix="record-")
+    try:
+        # recorded from <scratch>/repo/tests/trace_scripts: torch's short paths
+        # in guard comments then read repo/tests/trace_scripts/NAME.py
+        scripts = os.path.join(scratch, "repo", "tests", "trace_scripts")
+        os.makedirs(scripts)
+        shutil.copy(os.path.join(SCRIPTS, f"{name}.py"), scripts)
+        folder = os.path.join(scratch, "trace")
+        env = dict(os.environ, TORCH_TRACE=folder)
+        env.pop("TORCH_COMPILE_JOB_ID", None)
+        proc = subprocess.run(
+            [sys.executable, f"{name}.py"], cwd=scripts, env=env, check=False
+        )
+        print(f"{name}: exit {proc.returncode}", file=sys.stderr)
+        text = to_placeholders("".join(trim_lines(folder)), scripts)
+        left = [w for w in (scratch, _site(), _stdlib(), os.path.expanduser("~")) if w in text]
+        assert not left, f"{name}: paths left in the fixture: {left}"
+        with open(os.path.join(HERE, f"{name}.log"), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    trim(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "record":
+        for n in sys.argv[2:]:
+            record(n)
+    else:
+        trim(sys.argv[1], sys.argv[2])

@@ -1,0 +1,144 @@
+"""Issue 13: a fix made from evidence alone.  An observed shape recompile that
+no static finding cures -> ``torch._dynamo.maybe_mark_dynamic(arg, dim)``
+inserted before the calls, for the dims the trace saw vary (a libcst
+transformer in codemods/trace_run.py)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from test_trace import copied, graphs, results, run_cli  # noqa: F401 (copied: a pytest fixture)
+
+from codemods import trace as tr
+from codemods import trace_run
+from codemods.context import Settings
+from codemods.findings import Safety
+
+DECORATED = textwrap.dedent(
+    """\
+    import torch
+
+
+    @torch.compile(backend="eager")
+    def energy(x, scale=1.0):
+        return (x * x).sum() * scale
+
+
+    for batch in batches():
+        # one batch
+        total = float(energy(batch))
+        total += energy(x=batch, scale=2.0)
+        energy(batch[1:])
+        [energy(b) for b in batch_list]
+    """
+)
+
+
+def mark(src: str, function="energy", first=4, dims=None):
+    new, sites = trace_run.mark_dynamic(src.encode(), function, first, dims or {"x": (0,)})
+    return (new.decode() if new is not None else None), sites
+
+
+def test_marks_before_each_call_that_passes_a_name():
+    new, sites = mark(DECORATED)
+    assert new == DECORATED.replace(
+        "    # one batch\n    total = float(energy(batch))\n    total += energy(x=batch, scale=2.0)\n",
+        "    # one batch\n    torch._dynamo.maybe_mark_dynamic(batch, 0)\n    total = float(energy(batch))\n"
+        "    torch._dynamo.maybe_mark_dynamic(batch, 0)\n    total += energy(x=batch, scale=2.0)\n",
+    )
+    # an expression argument and a comprehension variable are not marked
+    assert [(s.line, s.arg, s.dim) for s in sites] == [(11, "batch", 0), (12, "batch", 0)]
+
+
+def test_a_second_run_changes_nothing():
+    new, _ = mark(DECORATED)
+    again, sites = mark(new, first=4)
+    assert again is None and sites == []
+
+
+def test_the_def_line_must_be_the_traced_code_object():
+    assert mark(DECORATED, first=40) == (None, [])
+    assert mark(DECORATED, function="other") == (None, [])
+
+
+def test_only_dims_seen_to_vary_and_only_traced_parameters():
+    new, sites = mark(DECORATED, dims={"x": (0, 2)})
+    assert [(s.arg, s.dim) for s in sites] == [("batch", 0), ("batch", 2)] * 2
+    assert "maybe_mark_dynamic(batch, 1)" not in new
+    assert mark(DECORATED, dims={"scale": (0,)}) == (None, [])  # never a name for scale
+
+
+def test_compiled_through_an_assignment_and_a_torch_alias():
+    src = textwrap.dedent(
+        """\
+        import torch as th
+
+
+        def energy(x):
+            return (x * x).sum()
+
+
+        fast = th.compile(energy, dynamic=None)
+        for b in loader:
+            energy(b)
+            fast(b)
+        """
+    )
+    new, sites = mark(src)
+    assert [(s.line, s.arg) for s in sites] == [(11, "b")]  # energy(b) runs eager
+    assert "    energy(b)\n    th._dynamo.maybe_mark_dynamic(b, 0)\n    fast(b)\n" in new
+
+
+def test_no_torch_import_no_fix():
+    assert mark(DECORATED.replace("import torch\n", "from torch import compile\n")) == (None, [])
+
+
+# -- in the trace-guided flow ------------------------------------------------------
+
+
+def test_guide_applies_the_evidence_fix_when_no_static_finding_cures(copied):  # noqa: F811
+    script, trace = copied("ragged_batches")
+    [entry] = trace.entries
+    assert entry.causes == [tr.TENSOR_SHAPE] and tr.varying_dims(entry) == {"x": (0,)}
+    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [m] = guided.matches
+    f = m.finding
+    assert (f.code, f.fix.safety, f.applied) == ("TRACE", Safety.SAFE, True)
+    assert f.message == (
+        "`energy` recompiled on tensor shape `x` (dim 0 changed 1 time in the trace):"
+        " mark dim 0 of `batch` dynamic before the call"
+        " (`torch._dynamo.maybe_mark_dynamic(batch, 0)`, from the trace)"
+    )
+    assert (f.line, f.column) == (19, 24)
+    new = guided.files[0].new.decode()
+    assert new == script.read_text().replace(
+        "        # one batch\n",
+        "        # one batch\n        torch._dynamo.maybe_mark_dynamic(batch, 0)\n",
+    )
+
+
+def test_a_static_shape_fix_takes_precedence(copied):  # noqa: F811
+    # loader_shapes: FR001 (upgraded by the trace) removes dynamic=False; no mark is added
+    script, trace = copied("loader_shapes")
+    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert [m.finding.code for m in guided.matches] == ["FR001"]
+    assert b"maybe_mark_dynamic" not in guided.files[0].new
+
+
+def test_run_fix_marks_dynamic_fewer_graphs_same_output(tmp_path):
+    """Under torch 2.13: 2 graphs -> 1, the same printed result."""
+    proc, script = run_cli(tmp_path, "ragged_batches", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert re.search(
+        r"^energy\s+ragged_batches\.py:8\s+2\s+no\s+tensor shape `x`\s+FR001, torch\._dynamo\.maybe_mark_dynamic\(x, 0\)$",
+        out,
+        re.MULTILINE,
+    ), out
+    assert "fixed: ragged_batches.py:19:24: TRACE " in out
+    assert graphs(out, "energy (ragged_batches.py)") == (2, 1)
+    assert "Exit code unchanged (0)." in out
+    first, second = results(out)
+    assert first == second
+    assert "        torch._dynamo.maybe_mark_dynamic(batch, 0)\n        total += float(energy(batch))" in script.read_text()
