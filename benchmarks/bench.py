@@ -143,6 +143,7 @@ def run_commands(paths, runs: int, jobs: int):
         shutil.rmtree(workdir, ignore_errors=True)
     cold = findings(outs["cold"])
     return {
+        "counts": {"ruff": "", "cold": len(cold), "warm": len(findings(outs["warm"]))},
         "median": {k: statistics.median(v) for k, v in times.items()},
         "times": times,
         "rss": rss,
@@ -238,12 +239,12 @@ def report_commands(kind: str, paths, args) -> dict:
     cold_ratio, warm_ratio = med["cold"] / med["ruff"], med["warm"] / med["ruff"]
     peak = max(rss["cold"], rss["warm"])
     print()
-    print("| run | median wall | runs | ratio to ruff | goal | peak RSS |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| run | median wall | runs | ratio to ruff | goal | peak RSS | findings |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
 
     def row(name, title, ratio, goal):
         runs = " ".join(f"{t:.2f}" for t in r["times"][name])
-        print(f"| {title} | {med[name]:.2f} s | {runs} | {ratio} | {goal} | {rss[name]:.0f} MB |")
+        print(f"| {title} | {med[name]:.2f} s | {runs} | {ratio} | {goal} | {rss[name]:.0f} MB | {r['counts'][name]} |")
 
     row("ruff", "`ruff check --no-cache --select E,F,UP`", "1.00", "")
     row("cold", f"fix-recompiles cold (`--no-cache -j{args.jobs}`)", f"{cold_ratio:.2f}", f"<= {goals['cold']}: {met(cold_ratio, goals['cold'])}")
