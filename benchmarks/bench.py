@@ -1,19 +1,43 @@
-"""Benchmark: fix-recompiles report mode against ruff on the same corpus.
+"""Benchmark: fix-recompiles report mode against ruff, on two corpora.
 
-    benchmarks/fetch_corpus.sh /path/to/python      # once: benchmarks/corpus/
-    python benchmarks/bench.py [--runs 3] [--jobs 2] [CORPUS]
+    benchmarks/fetch_corpus.sh python                 # once: benchmarks/corpus/
+    MIRRORS=/work/.mirror benchmarks/fetch_training.sh  # once: benchmarks/training/
+    python benchmarks/bench.py [--runs 3] [--jobs 2] [--quick]
+                               [--only library|training] [--repos nanochat,gpt-fast]
 
-Pinned ruff: ruff==0.17.6 (``pip install ruff==0.17.6``).
+Pinned ruff: ruff==0.17.6 (``pip install ruff==0.17.6``).  The engine measured
+is the one of the checkout holding this script (``PYTHONPATH``), whatever the
+venv's editable install points at.
 
-Runs, alternately and ``--runs`` times each (medians reported):
-  ruff check --no-cache --select E,F,UP --exit-zero CORPUS
-  fix-recompiles --no-cache -jN CORPUS                        (cold)
-  fix-recompiles -jN CORPUS, cache already filled, no change  (warm)
-then checks that the findings are the same with and without the cache and
-with -j1 and -jN.  Peak RSS is that of the largest single process of each
-command's tree (the command and its pool workers), measured per command in
-a fresh wrapper process (``getrusage(RUSAGE_CHILDREN)``).
-Numbers are wall-clock on a shared machine: run it when the machine is quiet.
+For each corpus (the library corpus ``benchmarks/corpus`` and the training
+corpus ``benchmarks/training``; a missing one is skipped with a message):
+
+1. runs, alternately and ``--runs`` times each (medians reported):
+     ruff check --no-cache --select E,F,UP --exit-zero CORPUS
+     fix-recompiles --no-cache -jN CORPUS                        (cold)
+     fix-recompiles -jN CORPUS, cache already filled, no change  (warm)
+   and checks that the findings are the same with and without the cache and
+   with -j1 and -jN.  Peak RSS is that of the largest single process of each
+   command's tree (the command and its pool workers), measured per command in
+   a fresh wrapper process (``getrusage(RUSAGE_CHILDREN)``);
+2. times every file in this process with ``codemods.engine.process_file``
+   (default ``Settings()``, no project index: cross-file facts are left out),
+   after a warm-up that imports and exercises every pass, and lists the five
+   slowest files.
+
+Then it times the stress input (``benchmarks/stress_input.py``: a generated
+~2,500-line training script dense with compile sites) with ``process_file``,
+best of ``--runs``.
+
+In-process times are CPU seconds of this process (``time.process_time``),
+wall-clock alongside: the CPU time is what the engine costs, the wall clock
+also holds what other jobs on the machine took.  lines/s is computed from the
+CPU time.  Command times are wall-clock.  Numbers are from a shared machine:
+run it when the machine is quiet, and quote the load (``uptime``).
+
+Goals (``GOALS`` below): cold <= 1.0x ruff on the training repos and <= 0.5x on
+the library corpus, warm <= 0.1x ruff, peak RSS <= 200 MB, every file analysed
+at >= 20k lines/s, the stress input in < 0.15 s.
 """
 
 from __future__ import annotations
@@ -26,15 +50,34 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.dirname(sys.executable)
+#: the checkout this script belongs to: its engine is the one measured (the
+#: venv's editable install may point at another worktree), in this process
+#: and in every command (PYTHONPATH)
+ROOT = os.path.dirname(HERE)
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+sys.path[:0] = [ROOT, HERE]  # codemods and cli of this checkout; stress_input
+
+#: goals per corpus kind: cold and warm as ratios to ruff, peak RSS in MB
+GOALS = {
+    "library": {"cold": 0.5, "warm": 0.1, "rss": 200.0},
+    "training": {"cold": 1.0, "warm": 0.1, "rss": 200.0},
+}
+SLOW_LINES_PER_S = 20_000  # files analysed slower than this are flagged
+STRESS_GOAL_S = 0.15
+#: folders no tool looks into (hidden folders are skipped too)
+SKIP_DIRS = {"__pycache__", "build", "dist", "venv", "node_modules", "site-packages"}
 
 
 def tool(name: str) -> str:
     path = os.path.join(BIN, name)
     return path if os.path.exists(path) else (shutil.which(name) or name)
 
+
+# ----------------------------------------------------------------- commands
 
 #: runs one command and reports its wall time and the peak RSS of the largest
 #: single process of its tree (the command and the workers it waited for):
@@ -50,9 +93,9 @@ WRAPPER = (
 )
 
 
-def timed(cmd, cwd=None, env=None):
+def timed(cmd, cwd=None):
     """(seconds, peak RSS in MB of the largest process, stdout) of one run."""
-    proc = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], cwd=cwd, env=env, capture_output=True)
+    proc = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], check=False, cwd=cwd, env=ENV, capture_output=True)
     elapsed, rss_kb = proc.stderr.decode().split()[-2:]
     return float(elapsed), int(rss_kb) / 1024, proc.stdout
 
@@ -61,54 +104,262 @@ def findings(out: bytes):
     return [(d["path"], d["line"], d["column"], d["code"], d["message"]) for d in json.loads(out)]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("corpus", nargs="?", default=os.path.join(HERE, "corpus"))
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--jobs", type=int, default=2)
-    args = parser.parse_args()
-    corpus = os.path.abspath(args.corpus)
-    if not os.path.isdir(corpus):
-        print(f"no corpus at {corpus}: run benchmarks/fetch_corpus.sh first", file=sys.stderr)
-        return 2
-    n_files = n_lines = 0
-    for dirpath, _dirs, names in os.walk(corpus):
-        for name in names:
-            if name.endswith(".py"):
-                n_files += 1
-                with open(os.path.join(dirpath, name), "rb") as fh:
-                    n_lines += fh.read().count(b"\n")
-    ruff = tool("ruff")
-    fr = tool("fix-recompiles")
-    version = subprocess.run([ruff, "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"corpus: {n_files} files, {n_lines} lines; {version}; -j{args.jobs}; {os.cpu_count()} cores")
+def python_files(paths):
+    for root in paths:
+        for dirpath, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+            for name in sorted(names):
+                if name.endswith(".py"):
+                    yield os.path.join(dirpath, name)
+
+
+def count_lines(path: str) -> int:
+    with open(path, "rb") as fh:
+        return fh.read().count(b"\n")
+
+
+def run_commands(paths, runs: int, jobs: int):
+    """Medians, runs, peak RSS and findings of ruff, cold and warm; consistency checks."""
+    ruff, fr = tool("ruff"), tool("fix-recompiles")
     workdir = tempfile.mkdtemp(prefix="fr-bench-")  # the cache lives here, not in the corpus
-    env = dict(os.environ)
-    ruff_cmd = [ruff, "check", "--no-cache", "--select", "E,F,UP", "--exit-zero", "-q", corpus]
-    cold_cmd = [fr, "check", "--no-cache", f"-j{args.jobs}", "--format", "json", corpus]
-    warm_cmd = [fr, "check", f"-j{args.jobs}", "--format", "json", corpus]
-    times = {"ruff": [], "cold": [], "warm": []}
-    rss = {"ruff": 0.0, "cold": 0.0, "warm": 0.0}
-    outs = {}
-    timed(warm_cmd, cwd=workdir, env=env)  # fill the cache once
-    for _ in range(args.runs):
-        for name, cmd in (("ruff", ruff_cmd), ("cold", cold_cmd), ("warm", warm_cmd)):
-            t, m, out = timed(cmd, cwd=workdir, env=env)
-            times[name].append(t)
-            rss[name] = max(rss[name], m)
-            outs[name] = out
-    med = {k: statistics.median(v) for k, v in times.items()}
-    for name in ("ruff", "cold", "warm"):
-        print(f"{name:5} median {med[name]:6.2f} s  runs {' '.join(f'{t:.2f}' for t in times[name])}  peak RSS {rss[name]:.0f} MB")
-    print(f"cold / ruff = {med['cold'] / med['ruff']:.2f}   (goal <= 1.0)")
-    print(f"warm / ruff = {med['warm'] / med['ruff']:.2f}   (goal <= 0.3)")
-    print(f"peak RSS    = {max(rss['cold'], rss['warm']):.0f} MB (goal <= 500)")
-    _t, _m, out_j1 = timed([fr, "check", "--no-cache", "-j1", "--format", "json", corpus], cwd=workdir, env=env)
-    same_cache = findings(outs["cold"]) == findings(outs["warm"])
-    same_jobs = findings(out_j1) == findings(outs["cold"])
-    print(f"findings: {len(findings(outs['cold']))}; same with/without cache: {same_cache}; same -j1/-j{args.jobs}: {same_jobs}")
-    shutil.rmtree(workdir, ignore_errors=True)
-    return 0 if same_cache and same_jobs else 1
+    try:
+        cmds = {
+            "ruff": [ruff, "check", "--no-cache", "--select", "E,F,UP", "--exit-zero", "-q", *paths],
+            "cold": [fr, "check", "--no-cache", f"-j{jobs}", "--format", "json", *paths],
+            "warm": [fr, "check", f"-j{jobs}", "--format", "json", *paths],
+        }
+        times = {name: [] for name in cmds}
+        rss = {name: 0.0 for name in cmds}
+        outs = {}
+        timed(cmds["warm"], cwd=workdir)  # fill the cache once
+        for _ in range(runs):
+            for name, cmd in cmds.items():
+                t, m, out = timed(cmd, cwd=workdir)
+                times[name].append(t)
+                rss[name] = max(rss[name], m)
+                outs[name] = out
+        _t, _m, out_j1 = timed([fr, "check", "--no-cache", "-j1", "--format", "json", *paths], cwd=workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    cold = findings(outs["cold"])
+    return {
+        "counts": {"ruff": "", "cold": len(cold), "warm": len(findings(outs["warm"]))},
+        "median": {k: statistics.median(v) for k, v in times.items()},
+        "times": times,
+        "rss": rss,
+        "findings": len(cold),
+        "same_cache": cold == findings(outs["warm"]),
+        "same_jobs": cold == findings(out_j1),
+    }
+
+
+# --------------------------------------------------------------- in-process
+
+
+def load_engine():
+    """process_file and Settings, imported and warmed up on a small stress input."""
+    import stress_input
+
+    from codemods.context import Settings
+    from codemods.engine import process_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "warmup.py")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(stress_input.generate(lines=300))
+        process_file(path, "warmup.py", Settings())
+    return process_file, Settings
+
+
+def time_file(process_file, settings, path: str, display: str):
+    """(CPU seconds, wall seconds, result) of one in-process analysis."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = process_file(path, display, settings)
+    return time.process_time() - cpu, time.perf_counter() - wall, result
+
+
+def time_files(engine, paths, base: str):
+    """Per file: (display path, lines, CPU s, wall s, error)."""
+    process_file, Settings = engine
+    settings = Settings()
+    rows = []
+    for path in python_files(paths):
+        display = os.path.relpath(path, base)
+        cpu, wall, result = time_file(process_file, settings, path, display)
+        rows.append((display, count_lines(path), cpu, wall, result.error))
+    return rows
+
+
+def time_stress(engine, runs: int):
+    """(best CPU s, wall s of that run, lines, findings) of the stress input."""
+    import stress_input
+
+    process_file, Settings = engine
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "stress.py")
+        source = stress_input.generate()
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(source)
+        best = None
+        for _ in range(runs):
+            cpu, wall, result = time_file(process_file, Settings(), path, "stress.py")
+            if best is None or cpu < best[0]:
+                best = (cpu, wall, len(result.findings))
+    return best[0], best[1], source.count("\n"), best[2]
+
+
+# ------------------------------------------------------------------ reports
+
+
+def met(value: float, goal: float) -> str:
+    return "met" if value <= goal else "NOT met"
+
+
+def lines_per_s(lines: int, cpu: float) -> float:
+    return lines / cpu if cpu > 0 else float("inf")
+
+
+def report_corpus(kind: str, label: str, paths, base: str, args, engine) -> dict:
+    files = list(python_files(paths))
+    n_lines = sum(count_lines(p) for p in files)
+    print(f"\n## {label}: {len(files)} files, {n_lines} lines")
+    start = time.perf_counter()
+    summary = {"label": label}
+    if not args.in_process_only:
+        summary.update(report_commands(kind, paths, args))
+    if engine is not None:
+        summary.update(report_files(engine, paths, base, args.top))
+    print(f"\n({label}: {time.perf_counter() - start:.0f} s of benchmarking)")
+    return summary
+
+
+def report_commands(kind: str, paths, args) -> dict:
+    r = run_commands(paths, args.runs, args.jobs)
+    med, rss, goals = r["median"], r["rss"], GOALS[kind]
+    cold_ratio, warm_ratio = med["cold"] / med["ruff"], med["warm"] / med["ruff"]
+    peak = max(rss["cold"], rss["warm"])
+    print()
+    print("| run | median wall | runs | ratio to ruff | goal | peak RSS | findings |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+
+    def row(name, title, ratio, goal):
+        runs = " ".join(f"{t:.2f}" for t in r["times"][name])
+        print(f"| {title} | {med[name]:.2f} s | {runs} | {ratio} | {goal} | {rss[name]:.0f} MB | {r['counts'][name]} |")
+
+    row("ruff", "`ruff check --no-cache --select E,F,UP`", "1.00", "")
+    row("cold", f"fix-recompiles cold (`--no-cache -j{args.jobs}`)", f"{cold_ratio:.2f}", f"<= {goals['cold']}: {met(cold_ratio, goals['cold'])}")
+    row("warm", "fix-recompiles warm (cache filled, no change)", f"{warm_ratio:.2f}", f"<= {goals['warm']}: {met(warm_ratio, goals['warm'])}")
+    print()
+    print(f"peak RSS (fix-recompiles, largest process): {peak:.0f} MB (goal <= {goals['rss']:.0f}: {met(peak, goals['rss'])})")
+    print(f"findings: {r['findings']}; same with/without cache: {r['same_cache']}; same -j1/-j{args.jobs}: {r['same_jobs']}")
+    return {
+        "cold": (cold_ratio, goals["cold"]),
+        "warm": (warm_ratio, goals["warm"]),
+        "rss": (peak, goals["rss"]),
+        "consistent": r["same_cache"] and r["same_jobs"],
+    }
+
+
+def report_files(engine, paths, base: str, top: int) -> dict:
+    """Times every file in this process; prints totals and the ``top`` slowest."""
+    rows = time_files(engine, paths, base)
+    total_cpu = sum(row[2] for row in rows)
+    total_lines = sum(row[1] for row in rows)
+    slow = [row for row in rows if lines_per_s(row[1], row[2]) < SLOW_LINES_PER_S]
+    errors = [row for row in rows if row[4]]
+    print(
+        f"\nin-process, one file at a time: {total_cpu:.2f} s CPU ({sum(row[3] for row in rows):.2f} s wall), "
+        f"{lines_per_s(total_lines, total_cpu):,.0f} lines/s; {len(slow)} files under {SLOW_LINES_PER_S:,} lines/s "
+        f"({sum(row[2] for row in slow):.2f} s CPU); {len(errors)} files with an error"
+    )
+    print("\n| slowest files | lines | CPU s | wall s | lines/s | |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for display, lines, cpu, wall, error in sorted(rows, key=lambda row: -row[2])[:top]:
+        lps = lines_per_s(lines, cpu)
+        flag = "SLOW" if lps < SLOW_LINES_PER_S else ""
+        if error:
+            flag = (flag + " error: " + error).strip()
+        print(f"| {display} | {lines} | {cpu:.3f} | {wall:.3f} | {lps:,.0f} | {flag} |")
+    return {"slow_files": len(slow)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", default=os.path.join(HERE, "corpus"), help="library corpus (default: benchmarks/corpus)")
+    parser.add_argument("--training", default=os.path.join(HERE, "training"), help="training corpus (default: benchmarks/training)")
+    parser.add_argument("--repos", help="only these training repos (comma-separated folder names)")
+    parser.add_argument("--only", choices=("library", "training"), help="benchmark one corpus only")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each command, and of the stress input (default 3)")
+    parser.add_argument("--jobs", type=int, default=2, help="-j for the cold and warm runs (default 2)")
+    parser.add_argument("--quick", action="store_true", help="one run each (for development)")
+    parser.add_argument("--top", type=int, default=5, help="how many of the slowest files to list (default 5)")
+    parser.add_argument("--in-process-only", action="store_true", help="no commands: only the per-file and stress timings")
+    args = parser.parse_args()
+    if args.quick:
+        args.runs = 1
+
+    ruff_version = subprocess.run([tool("ruff"), "--version"], check=False, capture_output=True, text=True).stdout.strip()
+    print(f"# fix-recompiles benchmark: {ruff_version}; -j{args.jobs}; {args.runs} run(s) each; {os.cpu_count()} cores")
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+    where = subprocess.run([sys.executable, "-c", "import codemods; print(codemods.__file__)"], check=False, env=ENV, capture_output=True, text=True)
+    print(f"engine measured: {os.path.dirname(where.stdout.strip()) or where.stderr.strip()[-200:]}")
+    startup = [] if args.in_process_only else [timed([tool("fix-recompiles"), "--version"])[0] for _ in range(args.runs)]
+    if startup:
+        print(f"start-up (`fix-recompiles --version`): median {statistics.median(startup):.2f} s")
+    try:
+        engine = load_engine()
+    except Exception as exc:  # noqa: BLE001 - the engine is being rewritten: report, go on
+        print(f"in-process timing unavailable: cannot import or run codemods.engine.process_file ({type(exc).__name__}: {exc})")
+        engine = None
+
+    corpora = []
+    if args.only in (None, "library"):
+        corpus = os.path.abspath(args.corpus)
+        if os.path.isdir(corpus):
+            corpora.append(("library", f"library corpus ({corpus})", [corpus], corpus))
+        else:
+            print(f"\nlibrary corpus skipped: no {corpus} (run benchmarks/fetch_corpus.sh first)")
+    if args.only in (None, "training"):
+        training = os.path.abspath(args.training)
+        if args.repos:
+            names = [n.strip() for n in args.repos.split(",") if n.strip()]
+        else:
+            names = sorted(n for n in os.listdir(training) if not n.startswith(".")) if os.path.isdir(training) else []
+        repos = [os.path.join(training, n) for n in names if os.path.isdir(os.path.join(training, n))]
+        if missing := [n for n in names if not os.path.isdir(os.path.join(training, n))]:
+            print(f"\ntraining repos not found, left out: {', '.join(missing)}")
+        if repos:
+            found = ", ".join(os.path.basename(r) for r in repos)
+            corpora.append(("training", f"training corpus ({training}: {found})", repos, training))
+        else:
+            print(f"\ntraining corpus skipped: no repos under {training} (run benchmarks/fetch_training.sh first)")
+
+    summaries = [report_corpus(kind, label, paths, base, args, engine) for kind, label, paths, base in corpora]
+
+    stress = None
+    if engine is not None:
+        cpu, wall, lines, n = time_stress(engine, args.runs)
+        stress = f"stress input {cpu:.3f} s CPU (< {STRESS_GOAL_S} s: {'met' if cpu < STRESS_GOAL_S else 'NOT met'})"
+        print(
+            f"\n## stress input: {lines} lines, {n} findings: best of {args.runs}: {cpu:.3f} s CPU ({wall:.3f} s wall), "
+            f"{lines_per_s(lines, cpu):,.0f} lines/s (goal < {STRESS_GOAL_S} s: {'met' if cpu < STRESS_GOAL_S else 'NOT met'})"
+        )
+
+    print("\n## goals")
+    for s in summaries:
+        parts = []
+        if "cold" in s:
+            parts.append(f"cold {s['cold'][0]:.2f}x ruff (<= {s['cold'][1]}: {met(*s['cold'])})")
+            parts.append(f"warm {s['warm'][0]:.2f}x (<= {s['warm'][1]}: {met(*s['warm'])})")
+            parts.append(f"RSS {s['rss'][0]:.0f} MB (<= {s['rss'][1]:.0f}: {met(*s['rss'])})")
+        if "slow_files" in s:
+            parts.append(f"{s['slow_files']} files < {SLOW_LINES_PER_S:,} lines/s")
+        print(f"- {s['label']}: " + "; ".join(parts))
+    if stress:
+        print(f"- {stress}")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0 if all(s.get("consistent", True) for s in summaries) else 1
 
 
 if __name__ == "__main__":

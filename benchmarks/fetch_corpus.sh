@@ -1,35 +1,47 @@
 #!/usr/bin/env bash
-# Fetch the benchmark corpus: the unpacked sources of pinned PyTorch-ecosystem
+# Fetch the library corpus: the unpacked sources of pinned PyTorch-ecosystem
 # wheels (no dependencies, nothing installed) into benchmarks/corpus/.
 # Usage: benchmarks/fetch_corpus.sh [PYTHON]      (default: python3)
 # The corpus folder is ignored by git (benchmarks/.gitignore).
+#
+# Each package folder records the pin it was fetched at (corpus/<name>/.pin);
+# a folder at another pin is fetched again, and folders of packages no longer
+# in the list are removed, so the corpus always matches PACKAGES exactly.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 PY="${1:-python3}"
 CORPUS="$HERE/corpus"
 WHEELS="$HERE/.wheels"
 PACKAGES=(
-  "transformers==4.53.2"
-  "diffusers==0.31.0"
-  "timm==1.0.11"
-  "torchtune==0.4.0"
-  "torchao==0.7.0"
-  "torchtitan==0.1.0"
-  "accelerate==1.1.1"
-  "peft==0.13.2"
-  "lightning==2.4.0"
-  "torchvision==0.20.1"
-  "nemo_toolkit==2.0.0"
-  "monai==1.4.0"
-  "torchmetrics==1.6.0"
+  "transformers==5.24.0"
+  "diffusers==0.42.1"
+  "timm==1.0.31"
+  "torchtune==0.6.1"
+  "torchao==0.18.0"
+  "torchtitan==0.3.0"
+  "accelerate==1.15.0"
 )
 mkdir -p "$WHEELS" "$CORPUS"
 # the corpus stands for a repository of its own: without this marker the
 # parent repository's .gitignore (which ignores corpus/) would hide every file
 mkdir -p "$CORPUS/.git"
+
+# drop packages that are no longer pinned
+for dir in "$CORPUS"/*/; do
+  [ -d "$dir" ] || continue
+  name="$(basename "$dir")"
+  keep=no
+  for spec in "${PACKAGES[@]}"; do [ "${spec%%==*}" = "$name" ] && keep=yes; done
+  if [ "$keep" = no ]; then echo "dropping $name (not pinned any more)"; rm -rf "${CORPUS:?}/$name" "${WHEELS:?}/$name"; fi
+done
+
 for spec in "${PACKAGES[@]}"; do
   name="${spec%%==*}"
-  if [ -d "$CORPUS/$name" ]; then echo "have $name"; continue; fi
+  if [ -f "$CORPUS/$name/.pin" ] && [ "$(cat "$CORPUS/$name/.pin")" = "$spec" ]; then
+    echo "have $spec"
+    continue
+  fi
+  rm -rf "${CORPUS:?}/$name" "${WHEELS:?}/$name"
   "$PY" -m pip download --quiet --no-deps --dest "$WHEELS/$name" "$spec"
   mkdir -p "$CORPUS/$name"
   for f in "$WHEELS/$name"/*; do
@@ -40,6 +52,9 @@ for spec in "${PACKAGES[@]}"; do
   done
   # keep the Python sources only
   find "$CORPUS/$name" -type f ! -name '*.py' -delete
+  find "$CORPUS/$name" -type d -empty -delete
+  mkdir -p "$CORPUS/$name"
+  echo "$spec" > "$CORPUS/$name/.pin"
   echo "got $spec: $(find "$CORPUS/$name" -name '*.py' | wc -l) files"
 done
 echo "corpus: $(find "$CORPUS" -name '*.py' | wc -l) files, $(find "$CORPUS" -name '*.py' -print0 | xargs -0 cat | wc -l) lines"
