@@ -69,7 +69,7 @@ def _read_files_from(source: Optional[str], paths: List[str]) -> List[str]:
     return paths + [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _configured(paths, select, ignore, unsafe_fixes, dynamic_fix, target_torch, check_syntax=False):
+def _configured(paths, select, ignore, unsafe_fixes, dynamic_fix, target_torch, check_syntax=False, unproven=False):
     """Settings from ``[tool.fix-recompiles]`` overridden by the command line."""
     from codemods.config import ConfigError, config_for, installed_torch, parse_version
 
@@ -90,6 +90,7 @@ def _configured(paths, select, ignore, unsafe_fixes, dynamic_fix, target_torch, 
         dynamic_fix=dynamic_fix or cfg.dynamic_fix or "remove",
         target_torch=target,
         check_syntax=check_syntax or bool(cfg.check_syntax),
+        unproven=unproven or bool(cfg.unproven),
     )
     return settings, cfg
 
@@ -142,6 +143,7 @@ def check(
     files_from: Optional[str] = typer.Option(None, "--files-from", metavar="FILE", help="Read paths, one a line, from FILE ('-': stdin)."),
     target_torch: Optional[str] = typer.Option(None, "--target-torch", metavar="VERSION", help="The torch release fixed code must run on (default: the installed one)."),
     check_syntax: bool = typer.Option(False, "--check-syntax", help="Also parse files no rule applies to, so a syntax error anywhere is reported (slower)."),
+    unproven: bool = typer.Option(False, "--unproven", help="Also report what the source cannot prove recompiles (no varying call seen, a static compile that looks deliberate); off by default."),
     interactive: bool = typer.Option(False, "-i", "--interactive", help="Review every fix, one at a time (like `git add -p`); write the accepted ones."),
     from_trace: Optional[str] = typer.Option(None, "--from-trace", metavar="DIR", help="A TORCH_TRACE folder: report its recompiles and diff, fix or (-i) review only the findings they implicate."),
 ) -> None:
@@ -165,7 +167,7 @@ def check(
     if files_from is not None and not paths:
         _err("All checks passed!" if output_format == "text" else "")
         raise typer.Exit(EXIT_CLEAN)
-    settings, cfg = _configured(paths or ["."], select, ignore, unsafe_fixes, dynamic_fix, target_torch, check_syntax)
+    settings, cfg = _configured(paths or ["."], select, ignore, unsafe_fixes, dynamic_fix, target_torch, check_syntax, unproven)
     unsafe_fixes = settings.unsafe_fixes
     if from_trace is not None:
         from codemods import trace_run

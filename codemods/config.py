@@ -12,6 +12,7 @@ flags override it.  Unknown keys are an error naming the key (exit 2).
     dynamic-fix = "remove"            # or "true"
     target-torch = "2.5"              # the torch release emitted code must run on
     check-syntax = false              # also parse files no pass applies to
+    unproven = false                  # also report what the source cannot prove
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ KNOWN_KEYS = (
     "dynamic-fix",
     "target-torch",
     "check-syntax",
+    "unproven",
 )
 
 
@@ -59,6 +61,7 @@ class Config:
     dynamic_fix: Optional[str] = None
     target_torch: Optional[Tuple[int, int]] = None
     check_syntax: Optional[bool] = None
+    unproven: Optional[bool] = None
 
     @property
     def excludes(self) -> Tuple[str, ...]:
@@ -163,6 +166,10 @@ def load_config(path: Optional[str]) -> Config:
         if not isinstance(table["check-syntax"], bool):
             raise ConfigError(f"{path}: [tool.{TABLE}] check-syntax must be true or false")
         values["check_syntax"] = table["check-syntax"]
+    if "unproven" in table:
+        if not isinstance(table["unproven"], bool):
+            raise ConfigError(f"{path}: [tool.{TABLE}] unproven must be true or false")
+        values["unproven"] = table["unproven"]
     if "target-torch" in table:
         values["target_torch"] = parse_version(str(table["target-torch"]), f"{path}: [tool.{TABLE}] target-torch")
     return Config(**values)  # type: ignore[arg-type]

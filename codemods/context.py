@@ -26,6 +26,9 @@ class Settings:
     #: reported (by default such files only get the byte-level checks:
     #: binary, undecodable)
     check_syntax: bool = False
+    #: also report findings the source cannot prove (no varying call seen, a
+    #: static compile that looks deliberate): off by default
+    unproven: bool = False
 
     def selects(self, code: str) -> bool:
         def matches(codes) -> bool:

@@ -286,6 +286,8 @@ def analyze(
     for rule in rules:  # registry order
         if rule in ast_rules or rule in chosen_cst:
             findings.extend(rule.check(ctx))
+    if not settings.unproven:
+        findings = [f for f in findings if f.proven]
     if b"fix-recompiles:" in data:  # cheap test before tokenizing for suppressions
         table = suppressions(source.text)
         findings = [f for f in findings if not is_suppressed(f, table)]

@@ -58,6 +58,9 @@ class Finding:
     rule_name: str = ""
     #: filled by the engine: whether this run applied (or would apply) the fix
     applied: bool = field(default=False, compare=False)
+    #: False when the source shows no evidence that the guarded value or
+    #: shape changes between calls: reported only with ``--unproven``
+    proven: bool = field(default=True, compare=False)
 
     @property
     def fixable(self) -> bool:

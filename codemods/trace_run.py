@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -297,6 +297,9 @@ def guide(
     from .discovery import display_path
 
     out = Guided()
+    # the trace is the evidence the source lacks: unproven findings take part
+    # (only those it implicates are applied)
+    settings = replace(settings, unproven=True)
     files = implicated_files(trace, within)
     project = build_project_index(files, settings)
     for path in files:
@@ -561,7 +564,7 @@ def review(
     sys.stdout.flush()
     code, tally = review_paths(
         [g.path for g in files],
-        settings,
+        replace(settings, unproven=True),
         sys.stdin,
         sys.stdout,
         sys.stderr,

@@ -99,6 +99,67 @@ def _is_size_factory(model: CompileModel, func: ast.AST) -> bool:
     return any(q.startswith("torch.") and q.rsplit(".", 1)[-1] in _SIZE_FACTORIES for q in model.qualified_names(func))
 
 
+Poly = Dict[Tuple[str, ...], float]
+
+
+def _poly(expr: Optional[ast.AST], loop: Optional[ast.AST], depth: int = 0) -> Optional[Poly]:
+    """``expr`` as a polynomial over its atoms (names, attributes, and any
+    other subexpression taken whole), with loop-body names substituted by
+    their single assignment; None when it is not a number expression."""
+    if expr is None or depth > 8:
+        return None
+    if isinstance(expr, ast.Constant) and type(expr.value) in (int, float):
+        return {(): float(expr.value)}
+    if isinstance(expr, ast.Name) and loop is not None:
+        bound = _value_of_loop_name(loop, expr.id)
+        if bound is not None and not (isinstance(bound, ast.Name) and bound.id == expr.id):
+            inner = _poly(bound, loop, depth + 1)
+            if inner is not None:
+                return inner
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        inner = _poly(expr.operand, loop, depth + 1)
+        if inner is None:
+            return None
+        return {k: -v for k, v in inner.items()} if isinstance(expr.op, ast.USub) else inner
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult)):
+        left, right = _poly(expr.left, loop, depth + 1), _poly(expr.right, loop, depth + 1)
+        if left is None or right is None:
+            return None
+        out: Poly = {}
+        if isinstance(expr.op, ast.Mult):
+            for ka, va in left.items():
+                for kb, vb in right.items():
+                    key = tuple(sorted(ka + kb))
+                    out[key] = out.get(key, 0.0) + va * vb
+        else:
+            sign = 1.0 if isinstance(expr.op, ast.Add) else -1.0
+            out = dict(left)
+            for k, v in right.items():
+                out[k] = out.get(k, 0.0) + sign * v
+        return {k: v for k, v in out.items() if v != 0.0}
+    return {(ast.dump(expr),): 1.0}
+
+
+def _constant_width(part: ast.Slice, names: Set[str], loop: Optional[ast.AST]) -> bool:
+    """Does ``lo:hi`` have the same width on every iteration (``x[i*k:(i+1)*k]``,
+    ``x[i:i+n]``)?  Both bounds must be there, and their difference must not
+    involve a name that changes with the loop (measured on torch 2.13: such
+    slices into a ``dynamic=False`` model compile once)."""
+    lower, upper = _poly(part.lower, loop), _poly(part.upper, loop)
+    if lower is None or upper is None or part.step is not None:
+        return False
+    width = dict(upper)
+    for k, v in lower.items():
+        width[k] = width.get(k, 0.0) - v
+    for key, coefficient in width.items():
+        if coefficient == 0.0:
+            continue
+        for atom in key:
+            if atom in names or any(f"id='{n}'" in atom for n in names):
+                return False
+    return True
+
+
 def _shape_use(model: CompileModel, expr: ast.AST, names: Set[str], loop: Optional[ast.AST] = None) -> Optional[str]:
     """What builds a tensor whose shape depends on ``names`` in ``expr`` (first in source order)."""
     for node in _preorder(expr):
@@ -110,8 +171,8 @@ def _shape_use(model: CompileModel, expr: ast.AST, names: Set[str], loop: Option
                 if any(_names(a) & names for a in args):
                     return dotted_name(node.func) or "tensor factory"
         elif isinstance(node, ast.Slice):
-            for part in (node.lower, node.upper):
-                if part is not None and _names(part) & names:
+            if any(part is not None and _names(part) & names for part in (node.lower, node.upper)):
+                if not _constant_width(node, names, loop):
                     return "slice"
     return None
 

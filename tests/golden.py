@@ -102,6 +102,7 @@ class Case:
             unsafe_fixes="--unsafe-fixes" in opts,
             dynamic_fix=dynamic_fix,
             target_torch=target,
+            unproven="--unproven" in opts,
         )
 
     def input_files(self) -> Dict[str, str]:

@@ -116,7 +116,7 @@ def test_exit_0_when_nothing_found(tmp_path):
 
 def test_exit_1_with_findings_and_report_format(tmp_path):
     write(tmp_path, {"pkg/safe.py": SAFE, "pkg/unsafe.py": UNSAFE, "marker.py": MARKER})
-    proc = fr(tmp_path, ".")
+    proc = fr(tmp_path, "--unproven", ".")
     assert proc.returncode == 1, err(proc)
     lines = out(proc).splitlines()
     found = finding_lines(out(proc))
@@ -136,9 +136,22 @@ def test_exit_1_with_findings_and_report_format(tmp_path):
     assert src_line[col - 1 :].startswith("dynamic=False")
 
 
+def test_unproven_findings_are_quiet_by_default(tmp_path):
+    # `dynamic=False` with no varying call seen: often deliberate, so only --unproven reports it
+    write(tmp_path, {"unsafe.py": UNSAFE})
+    proc = fr(tmp_path, ".")
+    assert proc.returncode == 0, out(proc)
+    assert finding_lines(out(proc)) == []
+    proc = fr(tmp_path, ".", "--unproven")
+    assert proc.returncode == 1
+    assert [m["code"] for m in finding_lines(out(proc))] == ["FR001"]
+    write(tmp_path, {"pyproject.toml": "[tool.fix-recompiles]\nunproven = true\n"})
+    assert fr(tmp_path, ".").returncode == 1
+
+
 def test_unsafe_fixes_removes_held_back_line(tmp_path):
     write(tmp_path, {"unsafe.py": UNSAFE})
-    proc = fr(tmp_path, ".", "--unsafe-fixes")
+    proc = fr(tmp_path, "--unproven", ".", "--unsafe-fixes")
     assert proc.returncode == 1
     assert "held back" not in out(proc) + err(proc)
     assert [m["mark"] for m in finding_lines(out(proc))] == [" [unsafe fix]"]
@@ -150,9 +163,9 @@ def test_report_is_sorted_and_identical_across_runs(tmp_path):
         files[f"{folder}/m{i}.py"] = SAFE + "\n" + MARKER.replace("def k", f"def k{i}")
         files[f"{folder}/u{i}.py"] = UNSAFE
     write(tmp_path, files)
-    first = fr(tmp_path, ".")
-    second = fr(tmp_path, "zeta", "alpha", "Mid")  # order of PATHs does not matter either
-    third = fr(tmp_path, ".")
+    first = fr(tmp_path, "--unproven", ".")
+    second = fr(tmp_path, "--unproven", "zeta", "alpha", "Mid")  # order of PATHs does not matter either
+    third = fr(tmp_path, "--unproven", ".")
     assert first.returncode == second.returncode == third.returncode == 1
     assert out(first) == out(third) == out(second)
     assert err(first) == err(third)
@@ -290,10 +303,10 @@ def test_diff_paths_relative_to_current_folder(tmp_path):
 
 def test_diff_with_unsafe_fixes(tmp_path):
     write(tmp_path, {"unsafe.py": UNSAFE})
-    proc = fr(tmp_path, "--diff", ".")
+    proc = fr(tmp_path, "--unproven", "--diff", ".")
     assert proc.returncode == 0 and proc.stdout == b""
     assert "1 unsafe fix held back" in err(proc)
-    proc = fr(tmp_path, "--diff", "--unsafe-fixes", ".")
+    proc = fr(tmp_path, "--unproven", "--diff", "--unsafe-fixes", ".")
     assert proc.returncode == 1
     assert "-h = torch.compile(g, dynamic=False)\n+h = torch.compile(g)\n" in out(proc)
     assert read(tmp_path, "unsafe.py") == UNSAFE.encode()
@@ -304,7 +317,7 @@ def test_diff_with_unsafe_fixes(tmp_path):
 
 def test_fix_applies_safe_fixes_only(tmp_path):
     write(tmp_path, {"safe.py": SAFE, "unsafe.py": UNSAFE, "marker.py": MARKER, "none.py": NO_TORCH})
-    proc = fr(tmp_path, "--fix", ".")
+    proc = fr(tmp_path, "--unproven", "--fix", ".")
     assert proc.returncode == 1  # the unsafe finding remains
     assert read(tmp_path, "safe.py") == SAFE_FIXED.encode()
     assert read(tmp_path, "marker.py") == MARKER_FIXED.encode()
@@ -314,12 +327,12 @@ def test_fix_applies_safe_fixes_only(tmp_path):
     assert [m["path"] for m in finding_lines(out(proc))] == ["unsafe.py"]
     assert "2 fixed in 2 files" in out(proc)
     assert "1 unsafe fix held back" in out(proc)
-    proc = fr(tmp_path, "--fix", "--unsafe-fixes", ".")
+    proc = fr(tmp_path, "--unproven", "--fix", "--unsafe-fixes", ".")
     assert proc.returncode == 0
     assert read(tmp_path, "unsafe.py") == UNSAFE_FIXED.encode()
     # a second run over the fixed files changes nothing
     before = snapshot(tmp_path)
-    proc = fr(tmp_path, "--fix", "--unsafe-fixes", ".")
+    proc = fr(tmp_path, "--unproven", "--fix", "--unsafe-fixes", ".")
     assert proc.returncode == 0
     assert snapshot(tmp_path) == before
 
@@ -342,7 +355,7 @@ def test_fix_keeps_mode_and_leaves_no_temp_files(tmp_path):
 def test_unchanged_files_are_not_rewritten(tmp_path):
     write(tmp_path, {"clean.py": CLEAN_TORCH, "none.py": NO_TORCH, "unsafe.py": UNSAFE})
     stats = {n: os.stat(tmp_path / n) for n in ("clean.py", "none.py", "unsafe.py")}
-    proc = fr(tmp_path, "--fix", ".")
+    proc = fr(tmp_path, "--unproven", "--fix", ".")
     assert proc.returncode == 1
     for name, st in stats.items():
         now = os.stat(tmp_path / name)

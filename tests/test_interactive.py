@@ -154,7 +154,8 @@ def test_undecided_is_a_multiset_and_skips_unfixable():
 # --------------------------------------------------------------------------
 
 
-def _session(paths, answers, settings=Settings(), inp=None):
+# the unsafe samples here are FR001 without evidence: reported with --unproven
+def _session(paths, answers, settings=Settings(unproven=True), inp=None):
     out = io.StringIO()
     session = Session(settings, inp or io.StringIO(answers), out, color=False)
     tally = session.review(run(paths, settings).results)
@@ -202,7 +203,7 @@ def test_session_defaults_accept_safe_and_reject_unsafe(tmp_path):
 def test_session_dependent_fixes_are_recomputed_on_the_accepted_code(tmp_path):
     path = _write(tmp_path, "same.py", SAME)
     tally, out, _ = _session([path], "y\ny\n")
-    fixed = process_source(path, "same.py", SAME.encode(), Settings()).new.decode()
+    fixed = process_source(path, "same.py", SAME.encode(), Settings(unproven=True)).new.decode()
     assert open(path).read() == fixed
     assert fixed.count("torch._dynamo.graph_break()") == 2 and fixed.count("import torch") == 1
     # the second diff is shown against the accepted state: the first call is context
@@ -283,8 +284,8 @@ def test_session_does_not_overwrite_a_file_changed_during_review(tmp_path):
 
 def _filtered_session(paths, answers, finding_filter):
     out = io.StringIO()
-    session = Session(Settings(), io.StringIO(answers), out, color=False, finding_filter=finding_filter)
-    tally = session.review(run(paths, Settings()).results)
+    session = Session(Settings(unproven=True), io.StringIO(answers), out, color=False, finding_filter=finding_filter)
+    tally = session.review(run(paths, Settings(unproven=True)).results)
     return tally, out.getvalue()
 
 
@@ -341,7 +342,7 @@ def test_run_interactive_files_restricts_the_review(tmp_path):
     a = _write(tmp_path, "a.py", TWO)
     b = _write(tmp_path, "b.py", TWO)
     out = io.StringIO()
-    code = run_interactive([str(tmp_path)], Settings(), io.StringIO("a\n"), out, io.StringIO(), files=[b])
+    code = run_interactive([str(tmp_path)], Settings(unproven=True), io.StringIO("a\n"), out, io.StringIO(), files=[b])
     assert code == 0 and open(b).read() == TWO_BOTH and open(a).read() == TWO
     assert "a.py" not in out.getvalue()
 
@@ -358,7 +359,7 @@ def _spawn(args, cwd, color=False):
     env.pop("NO_COLOR", None)
     if not color:
         env["NO_COLOR"] = "1"
-    return pexpect.spawn(sys.executable, [CLI, "-i", *args], cwd=str(cwd), env=env, encoding="utf-8", timeout=60, dimensions=(60, 200))
+    return pexpect.spawn(sys.executable, [CLI, "-i", "--unproven", *args], cwd=str(cwd), env=env, encoding="utf-8", timeout=60, dimensions=(60, 200))
 
 
 def _finish(child):
@@ -467,7 +468,7 @@ def test_pty_overlapping_fixes(tmp_path):
     shown = child.before
     child.sendline("y")
     _, status = _finish(child)
-    fixed = process_source("same.py", "same.py", SAME.encode(), Settings()).new.decode()
+    fixed = process_source("same.py", "same.py", SAME.encode(), Settings(unproven=True)).new.decode()
     assert (tmp_path / "same.py").read_text() == fixed
     assert "\n     torch._dynamo.graph_break()" in shown.replace("\r\n", "\n")  # context, not a second insert
     assert status == 0
@@ -517,7 +518,7 @@ def test_run_interactive_reviews_good_files_and_reports_bad_ones(tmp_path):
     _write(tmp_path, "bad.py", "def f(:\n    # fix-recompiles: graph-break\n")
     good = _write(tmp_path, "good.py", TWO)
     out, err = io.StringIO(), io.StringIO()
-    code = run_interactive([str(tmp_path)], Settings(), io.StringIO("y\ny\n"), out, err)
+    code = run_interactive([str(tmp_path)], Settings(unproven=True), io.StringIO("y\ny\n"), out, err)
     assert code == 2
     assert "bad.py" in err.getvalue() and "syntax error" in err.getvalue()
     assert open(good).read() == TWO_BOTH
@@ -529,12 +530,12 @@ def test_run_interactive_exit_codes(tmp_path):
     from codemods.interactive import run_interactive
 
     path = _write(tmp_path, "two.py", TWO)
-    assert run_interactive([path], Settings(), io.StringIO("y\nn\n"), io.StringIO(), io.StringIO()) == 1
-    assert run_interactive([path], Settings(), io.StringIO("y\n"), io.StringIO(), io.StringIO()) == 0
+    assert run_interactive([path], Settings(unproven=True), io.StringIO("y\nn\n"), io.StringIO(), io.StringIO()) == 1
+    assert run_interactive([path], Settings(unproven=True), io.StringIO("y\n"), io.StringIO(), io.StringIO()) == 0
     assert open(path).read() == TWO_BOTH
     # nothing left to review: no prompt, exit 0
     out = io.StringIO()
-    assert run_interactive([path], Settings(), io.StringIO(""), out, io.StringIO()) == 0
+    assert run_interactive([path], Settings(unproven=True), io.StringIO(""), out, io.StringIO()) == 0
     assert "Apply this fix" not in out.getvalue()
 
 
@@ -559,5 +560,5 @@ def test_what_is_shown_is_what_is_written(tmp_path, monkeypatch, source, answers
         if answer in ("y", "a"):
             state = after
     if answers == "a\n":  # the rest was accepted without a prompt: the file is fully fixed
-        state = process_source(path, "f.py", source.encode(), Settings(unsafe_fixes=True)).new
+        state = process_source(path, "f.py", source.encode(), Settings(unsafe_fixes=True, unproven=True)).new
     assert open(path, "rb").read() == state

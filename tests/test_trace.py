@@ -294,7 +294,7 @@ def test_static_unsafe_fix_is_upgraded_by_the_trace(copied):
     script, trace = copied("loader_shapes")
     from codemods.runner import run
 
-    [static] = [f for f in run([str(script)], Settings()).findings if f.code == "FR001"]
+    [static] = [f for f in run([str(script)], Settings(unproven=True)).findings if f.code == "FR001"]
     assert static.fix.safety == Safety.UNSAFE  # no variation visible statically
     guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
     [m] = guided.matches
@@ -583,7 +583,7 @@ def test_check_from_trace_interactive_never_offers_findings_not_implicated(
     script, _trace = copied("growing_inputs")
     original = script.read_text()
     # without the trace, -i offers two fixes in this file: FR001 and FR006
-    child = _spawn(["check", "-i", "growing_inputs.py"], tmp_path)
+    child = _spawn(["check", "-i", "--unproven", "growing_inputs.py"], tmp_path)
     child.expect(PROMPT)
     first = child.before
     child.sendline("n")
@@ -612,13 +612,13 @@ def test_trace_filter_follows_lines_moved_by_accepted_fixes(copied):
     script, trace = copied("loader_shapes")
     keep = trace_run.TraceFilter(trace)
     data = script.read_bytes()
-    ctx, findings = analyze(str(script), script.name, data, Settings())
+    ctx, findings = analyze(str(script), script.name, data, Settings(unproven=True))
     [f] = keep(ctx, findings)
     assert f.code == "FR001" and f.fix.safety == Safety.SAFE
     # the same file after an accepted fix added three lines on top: the traced
     # code object (first line 12 when it ran) is now at line 15
     shifted = b"# a\n# b\n# c\n" + data
-    ctx2, findings2 = analyze(str(script), script.name, shifted, Settings())
+    ctx2, findings2 = analyze(str(script), script.name, shifted, Settings(unproven=True))
     [f2] = keep(ctx2, findings2)
     assert (f2.code, f2.line) == ("FR001", f.line + 3)
     # a filter that never saw the original cannot follow the move

@@ -26,6 +26,8 @@ class Example:
     before: str
     after: Optional[str] = None
     unsafe: bool = False
+    #: the finding is reported only with ``--unproven`` (no evidence of variation)
+    unproven: bool = False
 
 
 class Rule:
@@ -66,6 +68,7 @@ class Rule:
         safety: Optional[Safety] = None,
         needs_torch: bool = False,
         title: str = "",
+        proven: bool = True,
     ) -> Finding:
         if isinstance(node, ast.AST):
             start, end = ctx.source.start(node), ctx.source.end(node)
@@ -85,6 +88,7 @@ class Rule:
             end_column=end[1] + 1,
             fix=fix,
             rule_name=self.name,
+            proven=proven,
         )
 
     @classmethod

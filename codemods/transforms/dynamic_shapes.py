@@ -8,6 +8,7 @@ from typing import Iterable, List
 import libcst as cst
 
 from ..findings import Edit, Finding, Safety
+from ..intent import static_intent
 from ..variation import evidence_for
 from ._cst import remove_keyword
 from .base import Example, Rule
@@ -32,10 +33,19 @@ call in the same module shows the inputs varying: the compiled function is
 called in a loop with a tensor whose shape comes from the loop variable
 (`f(torch.ones(i))`, `f(x[:n])`), with a number computed from the loop
 variable, or with tensors of different literal shapes at different calls.
-`dynamic=<variable>` is reported, never rewritten, and so is `dynamic=False`
-passed through `**opts` when `opts` is a dict built in the same module
+A slice whose width is the same on every iteration (`x[i*mbs:(i+1)*mbs]`,
+`x[i:i+n]`) is not evidence: every call sees one shape.
+
+Without evidence nothing is reported by default: `dynamic=False` is often
+deliberate. With `--unproven` (or `unproven = true` in the configuration) it
+reports, with an unsafe fix: `dynamic=False` with no varying call seen; a
+static compile that varies but that the module marks as deliberate (a comment
+at the compile about static shapes, speed or recompiles; the recompile limit
+raised in the module; `disable_cache_limit()`; `mark_static`);
+`dynamic=<variable>` (never rewritten); and `dynamic=False` passed through
+`**opts` when `opts` is a dict built in the same module
 (`opts = dict(dynamic=False)`, `opts = {"dynamic": False}`) and used only as
-`**opts`.
+`**opts` (never rewritten).
 
 With `--dynamic-fix true` (or `dynamic-fix = "true"` in the configuration) the
 fix writes `dynamic=True` instead of removing the argument.
@@ -67,10 +77,11 @@ Use instead:
         return x * 2           # 2 graphs for every n
 """
     fix_safety = """
-Safe when a call in the module shows the inputs varying: removing
-`dynamic=False` never changes results. Unsafe otherwise: `dynamic=False` is
-often deliberate (max-autotune, CUDA graphs, inputs that never change shape),
-so without evidence it is only reported and fixed with `--unsafe-fixes`.
+Safe when a call in the module shows the inputs varying and nothing marks
+the static compile as deliberate: removing `dynamic=False` never changes
+results. Unsafe otherwise: `dynamic=False` is often deliberate (max-autotune,
+CUDA graphs, inputs that never change shape), so those findings are reported
+only with `--unproven` and fixed only with `--unsafe-fixes`.
 `dynamic=<variable>` and `dynamic=False` inside `**` options have no fix.
 """
     valid = (
@@ -80,6 +91,11 @@ so without evidence it is only reported and fixed with `--unsafe-fixes`.
         # options dict changed after it is built, or not visible here
         "import torch\nopts = {'dynamic': False}\nopts['dynamic'] = None\nf = torch.compile(len, **opts)\n",
         "import torch\ndef build(fn, **opts):\n    return torch.compile(fn, **opts)\n",
+        # constant-width slices: every call sees the same shape (measured: 1 graph)
+        "import torch\nmodel = torch.compile(torch.nn.Linear(4, 4), dynamic=False)\nx = torch.randn(32, 4)\nmbs = 8\n"
+        "for i in range(len(x) // mbs):\n    model(x[i * mbs:(i + 1) * mbs])\n",
+        # no varying call seen: quiet by default (reported with --unproven)
+        "import torch\ndef g(x):\n    return x\nf = torch.compile(g, dynamic=False)\n",
     )
     invalid = (
         Example(
@@ -90,9 +106,17 @@ so without evidence it is only reported and fixed with `--unsafe-fixes`.
             "import torch\ndef g(x):\n    return x\nf = torch.compile(g, dynamic=False)\n",
             "import torch\ndef g(x):\n    return x\nf = torch.compile(g)\n",
             unsafe=True,
+            unproven=True,
         ),
         # `dynamic=False` through `**opts`: reported at the dict entry, no fix
-        Example("import torch\nopts = dict(dynamic=False, fullgraph=True)\nf = torch.compile(len, **opts)\n"),
+        Example("import torch\nopts = dict(dynamic=False, fullgraph=True)\nf = torch.compile(len, **opts)\n", unproven=True),
+        # varying shapes, but the comment says static is deliberate: unsafe, unproven
+        Example(
+            "import torch\n@torch.compile(dynamic=False)  # static shapes: much faster here\ndef f(x):\n    return x\nfor n in range(3):\n    f(torch.ones(n))\n",
+            "import torch\n@torch.compile()  # static shapes: much faster here\ndef f(x):\n    return x\nfor n in range(3):\n    f(torch.ones(n))\n",
+            unsafe=True,
+            unproven=True,
+        ),
     )
 
     reads = "ast"
@@ -116,10 +140,12 @@ so without evidence it is only reported and fixed with `--unsafe-fixes`.
                         ctx,
                         kw,
                         f"`dynamic={source.segment(value)}` is not a literal: if it is False, every new input shape or number recompiles (no automatic fix)",
+                        proven=False,
                     )
                 )
                 continue
             evidence = evidence_for(model, site)
+            intent = static_intent(model, site) if evidence else None
             target = source.target(site.options_call, cst.Call)
             if ctx.settings.dynamic_fix == "true":
                 edit = Edit(target, lambda node: _set_keyword(node, "dynamic", cst.Name("True")))
@@ -127,14 +153,22 @@ so without evidence it is only reported and fixed with `--unsafe-fixes`.
             else:
                 edit = Edit(target, lambda node: remove_keyword(node, "dynamic"))
                 title = "remove `dynamic=False`"
-            if evidence:
+            if evidence and intent is None:
                 ev = evidence[0]
                 message = f"`dynamic=False` but inputs vary (line {ev.call.lineno}: {ev.detail}); every variant recompiles"
                 safety = Safety.SAFE
+            elif evidence:
+                ev = evidence[0]
+                message = (
+                    f"`dynamic=False` but inputs vary (line {ev.call.lineno}: {ev.detail}); the static compile looks "
+                    f"deliberate ({intent}), so the fix is unsafe"
+                )
+                safety = Safety.UNSAFE
             else:
                 message = "`dynamic=False` turns off automatic dynamic shapes: every new shape or number recompiles (no varying call seen here; fix is unsafe as it may be deliberate)"
                 safety = Safety.UNSAFE
-            findings.append(self.finding(ctx, kw, message, edits=[edit], safety=safety, title=title))
+            proven = bool(evidence) and intent is None
+            findings.append(self.finding(ctx, kw, message, edits=[edit], safety=safety, title=title, proven=proven))
         return findings
 
     def _check_star_kwargs(self, ctx, site, findings: List[Finding]) -> None:
@@ -154,5 +188,6 @@ so without evidence it is only reported and fixed with `--unsafe-fixes`.
                 f"`dynamic=False` reaches the compile on line {site.options_call.lineno} through `**` options: it turns off "
                 "automatic dynamic shapes, so every new shape or number recompiles (no automatic fix: "
                 "remove it from the options if the inputs vary)",
+                proven=False,
             )
         )

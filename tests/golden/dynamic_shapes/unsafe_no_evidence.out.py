@@ -1,4 +1,4 @@
-# golden: runtime --unsafe-fixes
+# golden: runtime --unsafe-fixes --unproven
 import torch
 
 
