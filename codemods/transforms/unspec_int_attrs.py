@@ -1,14 +1,17 @@
 """FR005 unspec-int-attrs: a compiled nn.Module whose ``forward`` changes an int
 attribute gets ``torch._dynamo.config.allow_unspec_int_on_nn_module = True``.
 
-The statement-insertion helpers at the top of this module are shared with
-FR006 (:mod:`.recompile_limit`), which also inserts a config assignment.
+The rule reads the stdlib ``ast`` (``ctx.source``, ``ctx.model``) and places
+its statement with :mod:`codemods.placement`; only the inserted statement is
+built with libcst.  The libcst statement-insertion helpers at the top of this
+module are FR006's (:mod:`.recompile_limit`) until it moves to
+:mod:`codemods.placement` too; FR005 no longer uses them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import ast
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -19,8 +22,8 @@ from ..analysis import ModuleAnalysis
 from ..compile_sites import CompileModel
 from ..compile_sites import CompileSite as AstCompileSite
 from ..compile_sites import dotted_name as ast_dotted_name
-from ..source import _COMPOUND, Source
 from ..findings import Edit, Finding, Safety
+from ..source import _COMPOUND, Source
 from ._cst import insert_before_node
 from .base import Example, Rule
 
@@ -29,7 +32,7 @@ FLAG = "allow_unspec_int_on_nn_module"
 FLAG_SINCE = (2, 7)
 
 
-# -- statement insertion, shared with FR006 -------------------------------------
+# -- statement insertion on libcst, FR006's until it moves to placement -------------------------------------
 def block_of(analysis: ModuleAnalysis, stmt: cst.CSTNode) -> Optional[cst.CSTNode]:
     """The block (IndentedBlock or Module) whose body lists ``stmt``, else None
     (e.g. an ``elif``, which cannot take a statement before it)."""
