@@ -156,10 +156,12 @@ class CompileModel:
 
     def _collect_module_names(self) -> None:
         for stmt in self.tree.body:
+            # a name defined twice at module level: the last definition is the
+            # one bound after the module body ran (as the CST analysis had it)
             if isinstance(stmt, ast.ClassDef):
-                self.classes.setdefault(stmt.name, stmt)
+                self.classes[stmt.name] = stmt
             elif isinstance(stmt, _FUNCS):
-                self.functions.setdefault(stmt.name, stmt)
+                self.functions[stmt.name] = stmt
             elif isinstance(stmt, ast.Import):
                 for alias in stmt.names:
                     if alias.asname is not None:

@@ -1,20 +1,29 @@
 """FR005 unspec-int-attrs: a compiled nn.Module whose ``forward`` changes an int
 attribute gets ``torch._dynamo.config.allow_unspec_int_on_nn_module = True``.
 
-The statement-insertion helpers at the top of this module are shared with
-FR006 (:mod:`.recompile_limit`), which also inserts a config assignment.
+The rule reads the stdlib ``ast`` (``ctx.source``, ``ctx.model``) and places
+its statement with :mod:`codemods.placement`; only the inserted statement is
+built with libcst.  The libcst statement-insertion helpers at the top of this
+module are FR006's (:mod:`.recompile_limit`) until it moves to
+:mod:`codemods.placement` too; FR005 no longer uses them.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import Assignment
 
-from ..analysis import CompileSite, ModuleAnalysis, dotted_name
+from .. import placement
+from ..analysis import ModuleAnalysis
+from ..compile_sites import CompileModel
+from ..compile_sites import CompileSite as AstCompileSite
+from ..compile_sites import dotted_name as ast_dotted_name
 from ..findings import Edit, Finding, Safety
+from ..source import _COMPOUND, Source
 from ._cst import insert_before_node
 from .base import Example, Rule
 
@@ -23,7 +32,7 @@ FLAG = "allow_unspec_int_on_nn_module"
 FLAG_SINCE = (2, 7)
 
 
-# -- statement insertion, shared with FR006 -------------------------------------
+# -- statement insertion on libcst, FR006's until it moves to placement -------------------------------------
 def block_of(analysis: ModuleAnalysis, stmt: cst.CSTNode) -> Optional[cst.CSTNode]:
     """The block (IndentedBlock or Module) whose body lists ``stmt``, else None
     (e.g. an ``elif``, which cannot take a statement before it)."""
@@ -117,61 +126,58 @@ def torch_at_least(settings, version: Tuple[int, int]) -> bool:
     return settings.target_torch is not None and tuple(settings.target_torch) >= version
 
 
-# -- int attributes changed in forward --------------------------------------------
-_INT_OPS = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.FloorDivideAssign, cst.ModuloAssign)
+# -- int attributes changed in forward (stdlib ast) ---------------------------------
+_INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _is_int_literal(node: Optional[cst.BaseExpression]) -> bool:
-    if isinstance(node, cst.Integer):
-        return True
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
-        return _is_int_literal(node.expression)
-    if isinstance(node, cst.Call) and dotted_name(node.func) == "int":
+def _is_int_literal(node: Optional[ast.AST]) -> bool:
+    """``3``, ``-1``, ``+2``, ``int(...)`` (``True`` is not an int literal)."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _is_int_literal(node.operand)
+    if isinstance(node, ast.Call) and ast_dotted_name(node.func) == "int":
         return True
     return False
 
 
-def _self_attr(node: cst.BaseExpression) -> Optional[str]:
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-        return node.attr.value
+def _self_attr(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
     return None
 
 
-def _has_float_or_div(node: cst.CSTNode) -> bool:
-    hit = []
-
-    class V(cst.CSTVisitor):
-        def visit_Float(self, n: cst.Float) -> None:
-            hit.append(n)
-
-        def visit_Divide(self, n: cst.Divide) -> None:
-            hit.append(n)
-
-    node.visit(V())
-    return bool(hit)
+def _has_float_or_div(node: ast.AST) -> bool:
+    """A float literal or a true division ``/`` anywhere in ``node``."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and type(sub.value) is float:
+            return True
+        if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Div):
+            return True
+    return False
 
 
-def _mentions_self_attr(node: cst.CSTNode, attr: str) -> bool:
-    hit = []
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, n: cst.Attribute) -> None:
-            if _self_attr(n) == attr:
-                hit.append(n)
-
-    node.visit(V())
-    return bool(hit)
+def _mentions_self_attr(node: ast.AST, attr: str) -> bool:
+    return any(_self_attr(sub) == attr for sub in ast.walk(node))
 
 
-def _body(cls: cst.ClassDef) -> Sequence[cst.BaseStatement]:
-    return cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+def _walk_body(fn: ast.AST) -> Iterator[ast.AST]:
+    """Every node of the statements of ``fn``'s body (nested defs included;
+    not its decorators, parameters or annotations)."""
+    for stmt in fn.body:  # type: ignore[attr-defined]
+        yield from ast.walk(stmt)
+
+
+def _in_order(nodes: List[ast.AST]) -> List[ast.AST]:
+    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
 
 
 @dataclass
 class IntMutation:
     attr: str
     #: the statement node that changes it (AugAssign / Assign)
-    node: cst.CSTNode
+    node: ast.stmt
     method: str
     cls_name: str = ""
 
@@ -180,12 +186,12 @@ class IntMutation:
 class _ClassFacts:
     int_attrs: Set[str] = field(default_factory=set)
     non_int_attrs: Set[str] = field(default_factory=set)
-    methods: Dict[str, cst.FunctionDef] = field(default_factory=dict)
+    methods: Dict[str, ast.AST] = field(default_factory=dict)
 
 
-def _class_chain(analysis: ModuleAnalysis, cls: cst.ClassDef) -> List[cst.ClassDef]:
+def _class_chain(model: CompileModel, cls: ast.ClassDef) -> List[ast.ClassDef]:
     """``cls`` and its base classes defined in this module, nearest first."""
-    chain: List[cst.ClassDef] = []
+    chain: List[ast.ClassDef] = []
     todo = [cls]
     while todo:
         cur = todo.pop(0)
@@ -193,49 +199,54 @@ def _class_chain(analysis: ModuleAnalysis, cls: cst.ClassDef) -> List[cst.ClassD
             continue
         chain.append(cur)
         for base in cur.bases:
-            name = dotted_name(base.value)
-            if name in analysis.classes:
-                todo.append(analysis.classes[name])
+            name = ast_dotted_name(base)
+            if name in model.classes:
+                todo.append(model.classes[name])  # type: ignore[index]
     return chain
 
 
-def _facts(analysis: ModuleAnalysis, cls: cst.ClassDef) -> _ClassFacts:
+def _init_assignments(init: ast.AST) -> Iterator[Tuple[ast.AST, ast.AST]]:
+    """(target, value) of the ``=`` and annotated ``=`` statements of
+    ``__init__``, not those of functions nested in it."""
+    stack: List[ast.AST] = list(init.body)  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _DEFS):
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                yield target, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            yield node.target, node.value
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _facts(model: CompileModel, cls: ast.ClassDef) -> _ClassFacts:
     facts = _ClassFacts()
     # attributes are recorded from the farthest base first so nearer classes win
-    for c in reversed(_class_chain(analysis, cls)):
-        for stmt in _body(c):
-            if isinstance(stmt, cst.FunctionDef):
-                facts.methods[stmt.name.value] = stmt
-            elif isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-                        _record(facts, small.targets[0].target.value, small.value)
-                    elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
-                        _record(facts, small.target.value, small.value)
-        init = next((s for s in _body(c) if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    for c in reversed(_class_chain(model, cls)):
+        init = None
+        for stmt in c.body:
+            if isinstance(stmt, _DEFS):
+                facts.methods[stmt.name] = stmt
+                if init is None and stmt.name == "__init__":
+                    init = stmt
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                _record(facts, stmt.targets[0].id, stmt.value)
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+                _record(facts, stmt.target.id, stmt.value)
         if init is None:
             continue
-
-        class V(cst.CSTVisitor):
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for t in node.targets:
-                    name = _self_attr(t.target)
-                    if name is not None:
-                        _record(facts, name, node.value)
-
-            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-                name = _self_attr(node.target)
-                if name is not None and node.value is not None:
-                    _record(facts, name, node.value)
-
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is init  # not into nested functions
-
-        init.visit(V())
+        for target, value in _init_assignments(init):
+            name = _self_attr(target)
+            if name is not None:
+                _record(facts, name, value)
     return facts
 
 
-def _record(facts: _ClassFacts, name: str, value: cst.BaseExpression) -> None:
+def _record(facts: _ClassFacts, name: str, value: ast.AST) -> None:
+    # the outcome does not depend on the order values are recorded in: an
+    # attribute is an int when every value recorded for it is an int literal
     if _is_int_literal(value) and name not in facts.non_int_attrs:
         facts.int_attrs.add(name)
     else:
@@ -244,10 +255,11 @@ def _record(facts: _ClassFacts, name: str, value: cst.BaseExpression) -> None:
         facts.non_int_attrs.add(name)
 
 
-def int_mutations_in_forward(analysis: ModuleAnalysis, cls: cst.ClassDef) -> List[IntMutation]:
+def int_mutations_in_forward(model: CompileModel, cls: ast.ClassDef) -> List[IntMutation]:
     """Int attributes (initialised to an int literal) that ``forward``, or a
-    ``self.method()`` it calls, changes: ``self.n += 1``, ``self.n = self.n + 1``."""
-    facts = _facts(analysis, cls)
+    ``self.method()`` it calls, changes: ``self.n += 1``, ``self.n = self.n + 1``;
+    methods in the order they are reached, mutations in source order."""
+    facts = _facts(model, cls)
     if not facts.int_attrs or "forward" not in facts.methods:
         return []
     order: List[str] = ["forward"]
@@ -261,52 +273,77 @@ def int_mutations_in_forward(analysis: ModuleAnalysis, cls: cst.ClassDef) -> Lis
     found: List[IntMutation] = []
     for name in order:
         fn = facts.methods[name]
-
-        class V(cst.CSTVisitor):
-            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        statements = _in_order([n for n in _walk_body(fn) if isinstance(n, (ast.AugAssign, ast.Assign))])
+        for node in statements:
+            if isinstance(node, ast.AugAssign):
                 attr = _self_attr(node.target)
-                if attr in facts.int_attrs and isinstance(node.operator, _INT_OPS) and not _has_float_or_div(node.value):
-                    found.append(IntMutation(attr, node, name))
-
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for t in node.targets:
-                    attr = _self_attr(t.target)
+                if attr in facts.int_attrs and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
+                    found.append(IntMutation(attr, node, name))  # type: ignore[arg-type]
+            else:
+                for target in node.targets:  # type: ignore[attr-defined]
+                    attr = _self_attr(target)
                     if (
                         attr in facts.int_attrs
-                        and _mentions_self_attr(node.value, attr)
-                        and not _has_float_or_div(node.value)
+                        and _mentions_self_attr(node.value, attr)  # type: ignore[attr-defined,arg-type]
+                        and not _has_float_or_div(node.value)  # type: ignore[attr-defined]
                     ):
-                        found.append(IntMutation(attr, node, name))
-
-        fn.body.visit(V())
+                        found.append(IntMutation(attr, node, name))  # type: ignore[arg-type]
     return found
 
 
-def _self_calls(fn: cst.FunctionDef) -> List[str]:
+def _self_calls(fn: ast.AST) -> List[str]:
+    """Names of the ``self.<name>(...)`` calls in ``fn``'s body, in source order."""
     names: List[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            attr = _self_attr(node.func) if isinstance(node.func, cst.Attribute) else None
-            if attr is not None and attr not in names:
-                names.append(attr)
-
-    fn.body.visit(V())
+    for call in _in_order([n for n in _walk_body(fn) if isinstance(n, ast.Call)]):
+        attr = _self_attr(call.func)  # type: ignore[attr-defined]
+        if attr is not None and attr not in names:
+            names.append(attr)
     return names
 
 
-def _unwrap_module_call(expr: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:
+def _unwrap_module_call(expr: Optional[ast.AST]) -> Optional[ast.AST]:
     """``Model().to(device).eval()`` → ``Model()``."""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and isinstance(expr.func.value, cst.Call):
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and isinstance(expr.func.value, ast.Call):
         expr = expr.func.value
     return expr
 
 
-def compiled_module_class(analysis: ModuleAnalysis, site: CompileSite) -> Optional[cst.ClassDef]:
+def compiled_module_class(model: CompileModel, site: AstCompileSite) -> Optional[ast.ClassDef]:
     """The nn.Module subclass of this module an instance of which ``site`` compiles."""
     if site.form not in ("wrap", "method") or site.target is None:
         return None
-    return analysis.module_class_of(_unwrap_module_call(site.target))
+    return model.module_class_of(_unwrap_module_call(site.target))  # type: ignore[arg-type]
+
+
+def _insertion_statement(source: Source, stmt: ast.stmt) -> ast.stmt:
+    """The statement a line can be inserted before to run ahead of ``stmt``:
+    ``stmt`` itself, or for a statement of a one-line suite (``if c: m =
+    torch.compile(M())``) the compound statement that holds the suite."""
+    if isinstance(stmt, _COMPOUND):
+        return stmt  # never in a one-line suite
+    parent = source.parent(stmt)
+    if parent is None or isinstance(parent, ast.Module):
+        return stmt
+    body = next(
+        (b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list) and any(s is stmt for s in b)),
+        None,
+    )
+    if body is None:
+        return stmt
+    first = body[0]
+    line = first.lineno
+    prefix = source.lines[line - 1][: source.char_col(line, first.col_offset)]
+    # `if c: \` + newline + `stmt` is a one-line suite too
+    while not prefix.strip() and line > 1:
+        above = source.lines[line - 2].rstrip("\r\n")
+        if not above.endswith("\\") or "#" in above:  # no continuation (a comment may end with `\\`)
+            break
+        line -= 1
+        prefix = above
+    if not prefix.strip():
+        return stmt
+    holder = source.enclosing(stmt, ast.stmt)
+    return holder if holder is not None else stmt  # type: ignore[return-value]
 
 
 # -- the rule ---------------------------------------------------------------------
@@ -414,35 +451,39 @@ all dynamo config is.
         ),
     )
 
+    reads = "ast"
+
     def check(self, ctx) -> Iterable[Finding]:
-        analysis = ctx.analysis
-        if not analysis.compile_sites:  # early exit before walking the module
+        model = ctx.model
+        source = ctx.source
+        if not model.compile_sites:
             return []
-        # (site, class, first mutation), in source order of the compile
+        # (insertion statement, site, class, first mutation), in source order of the compile
         candidates = []
-        for site in analysis.compile_sites:
-            cls = compiled_module_class(analysis, site)
-            if cls is None:
+        mutations_of: Dict[int, List[IntMutation]] = {}
+        for site in model.compile_sites:
+            cls = compiled_module_class(model, site)
+            if cls is None or site.statement is None:
                 continue
-            mutations = int_mutations_in_forward(analysis, cls)
-            if mutations and site.statement is not None:
-                candidates.append((site, cls, mutations[0]))
-        if not candidates or config_mentions(ctx.module, [FLAG]):  # the module walk last: costly
+            if id(cls) not in mutations_of:
+                mutations_of[id(cls)] = int_mutations_in_forward(model, cls)
+            mutations = mutations_of[id(cls)]
+            if mutations:
+                candidates.append((_insertion_statement(source, site.statement), site, cls, mutations[0]))
+        if not candidates or placement.config_mentions(source.tree, [FLAG]):
             return []
-        candidates.sort(key=lambda c: start_of(analysis, c[0].statement))
+        candidates.sort(key=lambda c: placement.start_of(c[0]))
         findings: List[Finding] = []
-        chosen: List[cst.CSTNode] = []
-        for site, cls, mutation in candidates:
-            stmt = site.statement
-            if any(s is stmt or dominates(analysis, s, stmt) for s in chosen):
+        chosen: List[ast.stmt] = []
+        for stmt, site, cls, mutation in candidates:
+            if any(s is stmt or placement.dominates(source, s, stmt) for s in chosen):
                 continue  # the flag is already set before this compile runs
-            line = analysis.position(mutation.node).start.line
             message = (
-                f"`{cls.name.value}.{mutation.method}` changes int attribute `self.{mutation.attr}` (line {line}): "
+                f"`{cls.name}.{mutation.method}` changes int attribute `self.{mutation.attr}` (line {mutation.node.lineno}): "
                 "torch specialises int attributes of compiled modules, so every new value recompiles"
             )
-            if block_of(analysis, stmt) is None or (
-                not torch_at_least(ctx.settings, FLAG_SINCE) and builtin_shadowed(analysis, stmt, "hasattr")
+            if placement.block_of(source, stmt) is None or (
+                not placement.torch_at_least(ctx.settings, FLAG_SINCE) and placement.builtin_shadowed(model, stmt, "hasattr")
             ):
                 findings.append(self.finding(ctx, site.node, message + " (no automatic fix here)"))
                 continue
@@ -452,7 +493,7 @@ all dynamo config is.
                     ctx,
                     site.node,
                     message + f"; set `{FLAG} = True` before compiling",
-                    edits=[insert_before(stmt, self._flag_statement(ctx))],
+                    edits=[placement.insert_before(source, stmt, self._flag_statement(ctx))],
                     safety=Safety.SAFE,
                     needs_torch=True,
                     title=f"set `torch._dynamo.config.{FLAG} = True` before the compile",
@@ -462,21 +503,21 @@ all dynamo config is.
 
     @staticmethod
     def _flag_statement(ctx) -> cst.BaseStatement:
-        analysis = ctx.analysis
+        model = ctx.model
         assign = cst.SimpleStatementLine(
             body=[
                 cst.Assign(
-                    targets=[cst.AssignTarget(analysis.torch_expr("_dynamo", "config", FLAG))],
+                    targets=[cst.AssignTarget(placement.torch_expr(model, "_dynamo", "config", FLAG))],
                     value=cst.Name("True"),
                 )
             ]
         )
-        if torch_at_least(ctx.settings, FLAG_SINCE):
+        if placement.torch_at_least(ctx.settings, FLAG_SINCE):
             return assign
         test = cst.Call(
             func=cst.Name("hasattr"),
             args=[
-                cst.Arg(analysis.torch_expr("_dynamo", "config")),
+                cst.Arg(placement.torch_expr(model, "_dynamo", "config")),
                 cst.Arg(cst.SimpleString(f'"{FLAG}"')),
             ],
         )
