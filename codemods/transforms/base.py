@@ -13,7 +13,6 @@ import ast
 from dataclasses import dataclass
 from typing import ClassVar, Iterable, Optional, Sequence, Tuple
 
-import libcst as cst
 
 from ..findings import Edit, Finding, Fix, Safety
 

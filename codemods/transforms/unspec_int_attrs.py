@@ -3,28 +3,23 @@ attribute gets ``torch._dynamo.config.allow_unspec_int_on_nn_module = True``.
 
 The rule reads the stdlib ``ast`` (``ctx.source``, ``ctx.model``) and places
 its statement with :mod:`codemods.placement`; only the inserted statement is
-built with libcst.  The libcst statement-insertion helpers at the top of this
-module are FR006's (:mod:`.recompile_limit`) until it moves to
-:mod:`codemods.placement` too; FR005 no longer uses them.
+built with libcst.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import Assignment
 
 from .. import placement
-from ..analysis import ModuleAnalysis
 from ..compile_sites import CompileModel
 from ..compile_sites import CompileSite as AstCompileSite
 from ..compile_sites import dotted_name as ast_dotted_name
-from ..findings import Edit, Finding, Safety
+from ..findings import Finding, Safety
 from ..source import _COMPOUND, Source
-from ._cst import insert_before_node
 from .base import Example, Rule
 
 FLAG = "allow_unspec_int_on_nn_module"
@@ -32,101 +27,7 @@ FLAG = "allow_unspec_int_on_nn_module"
 FLAG_SINCE = (2, 7)
 
 
-# -- statement insertion on libcst, FR006's until it moves to placement -------------------------------------
-def block_of(analysis: ModuleAnalysis, stmt: cst.CSTNode) -> Optional[cst.CSTNode]:
-    """The block (IndentedBlock or Module) whose body lists ``stmt``, else None
-    (e.g. an ``elif``, which cannot take a statement before it)."""
-    parent = analysis.parent(stmt)
-    if isinstance(parent, (cst.IndentedBlock, cst.Module)) and any(s is stmt for s in parent.body):
-        return parent
-    return None
-
-
-def function_of(analysis: ModuleAnalysis, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-    """The function (or lambda) whose body runs ``node``; None at module level
-    (a class body runs in line with its enclosing scope)."""
-    return analysis.enclosing(node, (cst.FunctionDef, cst.Lambda))
-
-
-def start_of(analysis: ModuleAnalysis, node: cst.CSTNode) -> Tuple[int, int]:
-    pos = analysis.position(node).start
-    return (pos.line, pos.column)
-
-
-def dominates(analysis: ModuleAnalysis, earlier: cst.CSTNode, later: cst.CSTNode) -> bool:
-    """Does statement ``earlier`` always run before statement ``later`` runs?
-
-    True when both run in the same function, ``earlier`` comes first, and the
-    block of ``earlier`` is the block of ``later`` or one of its ancestors.
-    """
-    if function_of(analysis, earlier) is not function_of(analysis, later):
-        return False
-    if start_of(analysis, earlier) >= start_of(analysis, later):
-        return False
-    block = block_of(analysis, earlier)
-    if block is None:
-        return False
-    return block is analysis.parent(later) or any(a is block for a in analysis.ancestors(later))
-
-
-def insert_before(stmt: cst.BaseStatement, new_stmt: cst.BaseStatement) -> Edit:
-    """An edit inserting ``new_stmt`` before ``stmt`` (which stays last)."""
-    return insert_before_node(stmt, new_stmt)
-
-
-def builtin_shadowed(analysis: ModuleAnalysis, node: cst.CSTNode, name: str) -> bool:
-    """Is the builtin ``name`` rebound in a scope visible from ``node``?"""
-    scope = analysis.scope(node)
-    while scope is not None:
-        if any(isinstance(a, Assignment) for a in scope.assignments[name]):
-            return True
-        parent = getattr(scope, "parent", None)
-        scope = None if parent is scope else parent
-    return False
-
-
-def config_mentions(module: cst.Module, names: Sequence[str]) -> List[cst.CSTNode]:
-    """Nodes that set one of the config ``names``: an assignment to ``….name``,
-    a keyword ``name=`` (``config.patch(name=…)``, ``torch.compile(name=…)``),
-    or the string ``"name"`` passed to a call (``setattr``, ``config.patch("name", …)``)."""
-    wanted = set(names)
-    found: List[cst.CSTNode] = []
-
-    def target_hits(target: cst.BaseExpression) -> bool:
-        if isinstance(target, cst.Attribute):
-            return target.attr.value in wanted
-        if isinstance(target, (cst.Tuple, cst.List)):
-            return any(target_hits(e.value) for e in target.elements)
-        return False
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            if any(target_hits(t.target) for t in node.targets):
-                found.append(node)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            if target_hits(node.target):
-                found.append(node)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if node.value is not None and target_hits(node.target):
-                found.append(node)
-
-        def visit_Arg(self, node: cst.Arg) -> None:
-            if node.keyword is not None and node.keyword.value in wanted:
-                found.append(node)
-            elif isinstance(node.value, cst.SimpleString) and node.value.evaluated_value in wanted:
-                found.append(node)
-
-    module.visit(V())
-    return found
-
-
-def torch_at_least(settings, version: Tuple[int, int]) -> bool:
-    return settings.target_torch is not None and tuple(settings.target_torch) >= version
-
-
-# -- int attributes changed in forward (stdlib ast) ---------------------------------
+# -- int attributes changed in forward -------------------------------------------
 _INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -470,7 +371,7 @@ all dynamo config is.
             mutations = mutations_of[id(cls)]
             if mutations:
                 candidates.append((_insertion_statement(source, site.statement), site, cls, mutations[0]))
-        if not candidates or placement.config_mentions(source.tree, [FLAG]):
+        if not candidates or placement.config_mentions(source, [FLAG]):
             return []
         candidates.sort(key=lambda c: placement.start_of(c[0]))
         findings: List[Finding] = []
