@@ -106,6 +106,19 @@ def _import_name(binding: Binding) -> Optional[str]:
     return None
 
 
+def visible_from(binding: Binding) -> Tuple[int, int]:
+    """Where a later load in the binding's own scope starts to see it: the end
+    of the assignment, import, ``def`` or ``class`` that binds it (of the
+    target for loops, ``with`` items, comprehensions and parameters).  This is
+    libcst's order of assignments and accesses within one scope."""
+    node: ast.AST = binding.node
+    if binding.kind == "except":
+        return node.lineno, node.col_offset  # type: ignore[attr-defined]
+    if binding.kind not in ("for", "comprehension", "with", "param", "match") and binding.stmt is not None:
+        node = binding.stmt
+    return node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+
+
 class CallSite:
     """What the call side reads of one module: its scopes, and what a name or
     dotted name stands for.
@@ -115,7 +128,9 @@ class CallSite:
     imports keep their dots), a builtin nothing rebinds is ``builtins.<name>``,
     a name bound at module level is its own name, and a name bound in a
     function or class is marked local (``<local>.<name>``), so it never passes
-    for ``math``, ``random``, ``torch`` or a module of the run."""
+    for ``math``, ``random``, ``torch`` or a module of the run.  A name
+    (unlike the base of a dotted name) is what its bindings *before* it in its
+    own scope make it (:meth:`referents`)."""
 
     def __init__(self, model: CompileModel) -> None:
         self.model = model
@@ -131,13 +146,22 @@ class CallSite:
         return cached
 
     def _qualified(self, expr: ast.AST) -> Set[str]:
-        if isinstance(expr, ast.Attribute):
-            return {f"{q}.{expr.attr}" for q in self.qualified_names(expr.value)}
-        if not isinstance(expr, ast.Name):
+        if isinstance(expr, ast.Name):
+            return self._names(expr.id, self.referents(expr))
+        parts: List[str] = []
+        base = expr
+        while isinstance(base, ast.Attribute):
+            parts.append(base.attr)
+            base = base.value
+        if not parts or not isinstance(base, ast.Name):
             return set()
-        bindings = self.bindings(expr)
+        suffix = "." + ".".join(reversed(parts))
+        return {q + suffix for q in self._names(base.id, self.bindings(base))}
+
+    @staticmethod
+    def _names(name: str, bindings: List[Binding]) -> Set[str]:
         if not bindings:
-            return {f"builtins.{expr.id}"} if expr.id in _BUILTINS and self.scopes.is_builtin(expr) else set()
+            return {f"builtins.{name}"} if name in _BUILTINS else set()
         out: Set[str] = set()
         for binding in bindings:
             if binding.kind == "import":
@@ -145,20 +169,40 @@ class CallSite:
                 if q is not None:
                     out.add(q)
             elif binding.scope.kind == "module":
-                out.add(expr.id)
+                out.add(name)
             else:
-                out.add(f"<local>.{expr.id}")
+                out.add(f"<local>.{name}")
         return out
 
     def bindings(self, name: ast.Name) -> List[Binding]:
-        """The bindings a Name load may refer to, in source order (``del`` excluded)."""
+        """The bindings a Name load may refer to, in source order (``del`` excluded),
+        wherever they are in the scope."""
         found = self._bindings.get(id(name))
         if found is None:
-            found = [b for b in self.scopes.bindings_of(name) if b.kind != "del"]
-            if len(found) > 1:
-                found.sort(key=lambda b: (getattr(b.node, "lineno", 0), getattr(b.node, "col_offset", 0)))
+            found = _live(self.scopes.bindings_of(name))
             self._bindings[id(name)] = found
         return found
+
+    def sees(self, binding: Binding, name: ast.Name) -> bool:
+        """Does load ``name`` see ``binding``: it is in another scope, or after
+        the binding in the same scope."""
+        return self.scopes.scope_of(name) is not binding.scope or visible_from(binding) <= (name.lineno, name.col_offset)
+
+    def referents(self, name: ast.Name) -> List[Binding]:
+        """The bindings of the scope ``name`` resolves to that it sees; none
+        before it in its own scope: the enclosing scopes' (as libcst resolves
+        a name read before its first assignment)."""
+        bindings = self.bindings(name)
+        if not bindings or bindings[0].scope is not self.scopes.scope_of(name):
+            return bindings
+        earlier = [b for b in bindings if self.sees(b, name)]
+        if earlier:
+            return earlier
+        parent = bindings[0].scope.parent
+        while parent is not None and parent.kind == "class":
+            parent = parent.parent
+        owner = self.scopes.lookup(parent, name.id) if parent is not None else None
+        return _live(owner.bindings.get(name.id, [])) if owner is not None else []
 
     def code(self, call: ast.Call, arg: ast.AST) -> str:
         """The source of positional argument ``arg`` of ``call`` with the
@@ -213,6 +257,15 @@ class CallSite:
         if l1 == l2:
             return lines[l1 - 1][c1:c2]
         return lines[l1 - 1][c1:] + "".join(lines[l1 : l2 - 1]) + lines[l2 - 1][:c2]
+
+
+def _live(bindings: List[Binding]) -> List[Binding]:
+    """``bindings`` without ``del`` (it binds no value: libcst records no
+    assignment), in source order."""
+    found = [b for b in bindings if b.kind != "del"]
+    if len(found) > 1:
+        found.sort(key=lambda b: (getattr(b.node, "lineno", 0), getattr(b.node, "col_offset", 0)))
+    return found
 
 
 def call_args(call: ast.Call) -> List[Tuple[Optional[str], str, ast.AST]]:

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+import functools
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from ..compile_sites import dotted_name
 from ..findings import Edit, Finding, Safety
+from ..scopes import Binding
 from ..floats import (
     CallSite,
     FunctionSummary,
@@ -32,6 +34,32 @@ def _tensor_call(model, value: cst.BaseExpression) -> cst.Call:
             cst.Arg(keyword=cst.Name("dtype"), value=torch_expr(model, "float64"), equal=no_space),
         ],
     )
+
+
+def _no_summary() -> None:
+    return None
+
+
+def _site_binding(model, site) -> Optional[Binding]:
+    """The binding of the name a compiled function is called through: the
+    ``def`` of a decorated function, the target of ``f = torch.compile(g)``."""
+    if site.binding is None or "." in site.binding:
+        return None
+    if site.form == "decorator":
+        node: Optional[ast.AST] = site.target_def
+        inner = model.scopes.of_node.get(node)
+        scope = inner.parent if inner is not None else None
+    elif site.form == "wrap":
+        parent = model.source.parent(site.node)
+        node = parent.targets[0] if isinstance(parent, ast.Assign) else getattr(parent, "target", None)
+        scope = model.scopes.name_scope.get(node) if isinstance(node, ast.Name) else None
+    else:
+        return None
+    for candidate in (scope, model.scopes.module):
+        for binding in candidate.bindings.get(site.binding, ()) if candidate is not None else ():
+            if binding.node is node:
+                return binding
+    return None
 
 
 class FloatArgs(Rule):
@@ -141,34 +169,43 @@ gives `inf` with a tensor.
             return False
         return not any(dotted_name(d) == "staticmethod" for d in fn.decorator_list)  # type: ignore[attr-defined]
 
-    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Optional[FunctionSummary], bool]]:
-        """(call, callee name, summary or None, skip self) for every call of a compiled function."""
+    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool]]:
+        """(call, callee name, summary (computed on demand, None when unseen),
+        skip self) for every call of a compiled function."""
         model = ctx.model
-        out: List[Tuple[ast.Call, str, Optional[FunctionSummary], bool]] = []
+        out: List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool]] = []
         seen: Set[ast.Call] = set()
         for site in model.compile_sites:
-            summary = None
+            fn = site.target_def
+            summary: Callable[[], Optional[FunctionSummary]] = _no_summary
             skip_self = False
-            if site.target_def is not None:
-                summary = self._local_summary(ctx, site.target_def)
-                skip_self = self._is_method(ctx, site.target_def)
+            if fn is not None:
+                summary = functools.partial(self._local_summary, ctx, fn)
+                skip_self = self._is_method(ctx, fn)
             name = site.binding or (dotted_name(site.target) if site.target is not None else None) or "compiled function"
+            bound = _site_binding(model, site)
             for call in site.calls:
                 if call in seen:
                     continue
+                if bound is not None and isinstance(call.func, ast.Name) and not site_model.sees(bound, call.func):
+                    continue  # a call before the compile, in the same scope
                 seen.add(call)
                 out.append((call, name, summary, skip_self))
         project = ctx.project
         if project is not None and getattr(project, "compiled", None):
+            # a dotted callee `m.f` can only name a compiled function whose name is `f`
+            names = {n.decode() for n in getattr(project, "names", ())} or None
             for node in ast.walk(ctx.source.tree):
                 if not isinstance(node, ast.Call) or node in seen:
+                    continue
+                if names is not None and isinstance(node.func, ast.Attribute) and node.func.attr not in names:
                     continue
                 for q in sorted(site_model.qualified_names(node.func)):
                     hit = project.resolve(ctx.path, q)
                     if hit is not None:
-                        (_, module), summary = hit
+                        (_, module), found = hit
                         seen.add(node)
-                        out.append((node, f"{module}.{summary.name}", summary, False))
+                        out.append((node, f"{module}.{found.name}", (lambda found=found: found), False))
                         break
         return out
 
@@ -177,12 +214,17 @@ gives `inf` with a tensor.
         model = ctx.model
         site_model = CallSite(model)
         findings: List[Finding] = []
-        for call, callee, summary, skip_self in self._callees(ctx, site_model):
+        for call, callee, get_summary, skip_self in self._callees(ctx, site_model):
+            arguments = call_args(call)
+            reasons = [None if star else float_reason(site_model, value) for _, star, value in arguments]
+            if not any(reasons):
+                continue
+            summary = get_summary()
             by_param: Dict[str, ast.AST] = {}
-            args: List[Tuple[Optional[str], str, ast.AST, Optional[str]]] = []
+            args: List[Tuple[Optional[str], ast.AST, Optional[str], Optional[str]]] = []
             index = 0
             positional_ok = True
-            for keyword, star, value in call_args(call):
+            for (keyword, star, value), reason in zip(arguments, reasons):
                 if star:
                     positional_ok = False
                     continue
@@ -196,9 +238,8 @@ gives `inf` with a tensor.
                     index += 1
                 if param is not None:
                     by_param[param] = value
-                args.append((keyword, star, value, param))
-            for keyword, _, value, param in args:
-                reason = float_reason(site_model, value)
+                args.append((keyword, value, param, reason))
+            for keyword, value, param, reason in args:
                 if reason is None:
                     continue
                 where = f"`{keyword}=`" if keyword is not None else f"`{site_model.code(call, value)}`"
