@@ -125,9 +125,9 @@ class CallSite:
 
     :meth:`qualified_names` follows libcst's QualifiedNameProvider, which the
     rule used before: an imported name is the import's dotted path (relative
-    imports keep their dots), a builtin nothing rebinds is ``builtins.<name>``,
-    a name bound at module level is its own name, and a name bound in a
-    function or class is marked local (``<local>.<name>``), so it never passes
+    imports keep their dots), a builtin nothing rebinds is ``builtins.<name>``.
+    A name bound otherwise is marked local (``<local>.<name>``), at module
+    level too (where libcst gave the bare name), so a variable never passes
     for ``math``, ``random``, ``torch`` or a module of the run.  A name
     (unlike the base of a dotted name) is what its bindings *before* it in its
     own scope make it (:meth:`referents`)."""
@@ -168,8 +168,6 @@ class CallSite:
                 q = _import_name(binding)
                 if q is not None:
                     out.add(q)
-            elif binding.scope.kind == "module":
-                out.add(name)
             else:
                 out.add(f"<local>.{name}")
         return out
