@@ -11,7 +11,6 @@ import libcst as cst
 
 from ..compile_sites import dotted_name
 from ..findings import Edit, Finding, Safety
-from ..scopes import Binding
 from ..floats import (
     CallSite,
     FunctionSummary,
@@ -22,6 +21,7 @@ from ..floats import (
     torch_aliases,
 )
 from ..placement import torch_expr
+from ..scopes import Binding
 from .base import Example, Rule
 
 
