@@ -231,6 +231,8 @@ class CallSite:
                     gap = []
                 elif ch == "(":
                     gap.append((line, col))
+                elif not (ch.isspace() or ch == "\\"):
+                    return source.segment(arg)  # not the text expected here
                 col += 1
             line, col = line + 1, 0
         if first:
@@ -248,9 +250,13 @@ class CallSite:
                     break
                 if ch == ")":
                     needed -= 1
+                elif not (ch.isspace() or ch == "\\"):
+                    return source.segment(arg)
                 col += 1
             if needed:
                 line, col = line + 1, 0
+        if needed:
+            return source.segment(arg)
         (l1, c1), (l2, c2) = gap[0], (line, col)
         if l1 == l2:
             return lines[l1 - 1][c1:c2]
