@@ -1,9 +1,9 @@
 """Shared analysis: what is a Python float, and can a float parameter become a tensor?
 
-Two halves, usable by any pass:
+Two halves, usable by any pass, both on the stdlib :mod:`ast`:
 
-* **call side** (libcst, on the module being processed):
-  :func:`float_reason` says why an argument expression is a Python float (a
+* **call side** (the module being processed, through its scopes:
+  :class:`CallSite`): :func:`float_reason` says why an argument expression is a Python float (a
   float literal, arithmetic with one or with true division, a float-returning
   call such as ``float()``, ``math.cos()``, ``random.random()`` or ``max`` of
   floats, a name bound in the enclosing scope to such a value -- also rebuilt
@@ -11,8 +11,8 @@ Two halves, usable by any pass:
   ``float``); :func:`tensor_width` says whether an expression is visibly a
   floating tensor (``torch.randn(...)``, ``x.float()``, a name bound to one).
 
-* **callee side** (stdlib :mod:`ast`, so the cheap project index can use it
-  too): :func:`summarize_function` tells, per parameter, whether every use of
+* **callee side** (a function body alone, so the cheap project index can
+  use it too): :func:`summarize_function` tells, per parameter, whether every use of
   it inside the body is tensor arithmetic that gives the same result when the
   parameter is a 0-d ``float64`` tensor instead of a Python float.
 
@@ -30,13 +30,12 @@ accepted when the other operand is visibly a floating tensor.
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
-import libcst as cst
-from libcst.metadata import Assignment
-
-from .analysis import ModuleAnalysis, dotted_name
+from .compile_sites import CompileModel, dotted_name
+from .scopes import Binding
 
 # --------------------------------------------------------------------------
 # vocabulary shared by both halves
@@ -84,52 +83,253 @@ def _join(a: Width, b: Width) -> Width:
 
 
 # --------------------------------------------------------------------------
-# call side (libcst)
+# call side (stdlib ast, on the module being processed)
+
+_BUILTINS = frozenset(dir(builtins))
+#: the arithmetic a Python number goes through and stays a number
+_NUMBER_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
-def _assign_value(analysis: ModuleAnalysis, assignment) -> Tuple[str, Optional[cst.CSTNode]]:
-    """(kind, node) for an Assignment: kind is "assign", "aug", "ann", "param", "for" or "other"."""
-    node = assignment.node
-    if isinstance(node, cst.Param):
-        return "param", node
-    parent = analysis.parent(node)
-    if isinstance(parent, cst.AssignTarget):
-        assign = analysis.parent(parent)
-        if isinstance(assign, cst.Assign) and parent.target is node:
-            return "assign", assign.value
-    if isinstance(parent, cst.AnnAssign) and parent.target is node:
-        return "ann", parent
-    if isinstance(parent, cst.AugAssign) and parent.target is node:
-        return "aug", parent
-    if isinstance(parent, cst.For) and parent.target is node:
-        return "for", parent
+def _import_name(binding: Binding) -> Optional[str]:
+    """What an import binding stands for (``import a.b`` -> "a", ``import a.b
+    as c`` -> "a.b", ``from m import x`` -> "m.x", ``from . import x`` -> ".x",
+    ``from ..p import x`` -> "..p.x")."""
+    alias, stmt = binding.node, binding.value
+    if not isinstance(alias, ast.alias):
+        return None
+    if isinstance(stmt, ast.Import):
+        return alias.name if alias.asname else alias.name.split(".")[0]
+    if isinstance(stmt, ast.ImportFrom):
+        module = "." * stmt.level + (stmt.module or "")
+        return f"{module}.{alias.name}" if stmt.module else module + alias.name
+    return None
+
+
+def visible_from(binding: Binding) -> Tuple[int, int]:
+    """Where a later load in the binding's own scope starts to see it: the end
+    of the assignment, import, ``def`` or ``class`` that binds it (of the
+    target for loops, ``with`` items, comprehensions and parameters).  This is
+    libcst's order of assignments and accesses within one scope."""
+    node: ast.AST = binding.node
+    if binding.kind == "except":
+        return node.lineno, node.col_offset  # type: ignore[attr-defined]
+    if binding.kind not in ("for", "comprehension", "with", "param", "match") and binding.stmt is not None:
+        node = binding.stmt
+    return node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+
+
+class CallSite:
+    """What the call side reads of one module: its scopes, and what a name or
+    dotted name stands for.
+
+    :meth:`qualified_names` follows libcst's QualifiedNameProvider, which the
+    rule used before: an imported name is the import's dotted path (relative
+    imports keep their dots), a builtin nothing rebinds is ``builtins.<name>``.
+    A name bound otherwise is marked local (``<local>.<name>``), at module
+    level too (where libcst gave the bare name), so a variable never passes
+    for ``math``, ``random``, ``torch`` or a module of the run.  A name
+    (unlike the base of a dotted name) is what its bindings *before* it in its
+    own scope make it (:meth:`referents`)."""
+
+    def __init__(self, model: CompileModel) -> None:
+        self.model = model
+        self.source = model.source
+        self.scopes = model.scopes
+        self._qnames: Dict[int, FrozenSet[str]] = {}
+        self._bindings: Dict[int, List[Binding]] = {}
+
+    def qualified_names(self, expr: ast.AST) -> FrozenSet[str]:
+        cached = self._qnames.get(id(expr))
+        if cached is None:
+            cached = self._qnames[id(expr)] = frozenset(self._qualified(expr))
+        return cached
+
+    def _qualified(self, expr: ast.AST) -> Set[str]:
+        if isinstance(expr, ast.Name):
+            return self._names(expr.id, self.referents(expr))
+        parts: List[str] = []
+        base = expr
+        while isinstance(base, ast.Attribute):
+            parts.append(base.attr)
+            base = base.value
+        if not parts or not isinstance(base, ast.Name):
+            return set()
+        suffix = "." + ".".join(reversed(parts))
+        return {q + suffix for q in self._names(base.id, self.bindings(base))}
+
+    @staticmethod
+    def _names(name: str, bindings: List[Binding]) -> Set[str]:
+        if not bindings:
+            return {f"builtins.{name}"} if name in _BUILTINS else set()
+        out: Set[str] = set()
+        for binding in bindings:
+            if binding.kind == "import":
+                q = _import_name(binding)
+                if q is not None:
+                    out.add(q)
+            else:
+                out.add(f"<local>.{name}")
+        return out
+
+    def bindings(self, name: ast.Name) -> List[Binding]:
+        """The bindings a Name load may refer to, in source order (``del`` excluded),
+        wherever they are in the scope."""
+        found = self._bindings.get(id(name))
+        if found is None:
+            found = _live(self.scopes.bindings_of(name))
+            self._bindings[id(name)] = found
+        return found
+
+    def sees(self, binding: Binding, name: ast.Name) -> bool:
+        """Does load ``name`` see ``binding``: it is in another scope, or after
+        the binding in the same scope."""
+        return self.scopes.scope_of(name) is not binding.scope or visible_from(binding) <= (name.lineno, name.col_offset)
+
+    def referents(self, name: ast.Name) -> List[Binding]:
+        """The bindings of the scope ``name`` resolves to that it sees; none
+        before it in its own scope: the enclosing scopes' (as libcst resolves
+        a name read before its first assignment)."""
+        bindings = self.bindings(name)
+        if not bindings or bindings[0].scope is not self.scopes.scope_of(name):
+            return bindings
+        earlier = [b for b in bindings if self.sees(b, name)]
+        if earlier:
+            return earlier
+        parent = bindings[0].scope.parent
+        while parent is not None and parent.kind == "class":
+            parent = parent.parent
+        owner = self.scopes.lookup(parent, name.id) if parent is not None else None
+        return _live(owner.bindings.get(name.id, [])) if owner is not None else []
+
+    def code(self, call: ast.Call, arg: ast.AST) -> str:
+        """The source of positional argument ``arg`` of ``call`` with the
+        parentheses around it (``f(x, (1 - t))`` -> ``(1 - t)``), as libcst's
+        ``code_for_node`` gives it."""
+        source = self.source
+        lines = source.lines
+        start_line, start_col = source.start(arg)
+        # the text between the previous argument (or the callee) and ``arg``:
+        # only commas, parentheses, whitespace and comments can be there
+        prev: Optional[ast.AST] = None
+        for other in call.args:
+            if other is arg:
+                break
+            prev = other
+        first = prev is None
+        boundary = source.end(prev) if prev is not None else source.end(call.func)
+        gap: List[Tuple[int, int]] = []  # positions of "(" after the last "," / ")"
+        line, col = boundary
+        while (line, col) < (start_line, start_col):
+            text = lines[line - 1]
+            stop = start_col if line == start_line else len(text)
+            while col < stop:
+                ch = text[col]
+                if ch == "#":
+                    break
+                if ch in ",)":
+                    gap = []
+                elif ch == "(":
+                    gap.append((line, col))
+                elif not (ch.isspace() or ch == "\\"):
+                    return source.segment(arg)  # not the text expected here
+                col += 1
+            line, col = line + 1, 0
+        if first:
+            gap = gap[1:]  # the call's own parenthesis
+        if not gap:
+            return source.segment(arg)
+        # as many ")" after ``arg``
+        line, col = source.end(arg)
+        needed = len(gap)
+        while needed and line <= len(lines):
+            text = lines[line - 1]
+            while col < len(text) and needed:
+                ch = text[col]
+                if ch == "#":
+                    break
+                if ch == ")":
+                    needed -= 1
+                elif not (ch.isspace() or ch == "\\"):
+                    return source.segment(arg)
+                col += 1
+            if needed:
+                line, col = line + 1, 0
+        if needed:
+            return source.segment(arg)
+        (l1, c1), (l2, c2) = gap[0], (line, col)
+        if l1 == l2:
+            return lines[l1 - 1][c1:c2]
+        return lines[l1 - 1][c1:] + "".join(lines[l1 : l2 - 1]) + lines[l2 - 1][:c2]
+
+
+def _live(bindings: List[Binding]) -> List[Binding]:
+    """``bindings`` without ``del`` (it binds no value: libcst records no
+    assignment), in source order."""
+    found = [b for b in bindings if b.kind != "del"]
+    if len(found) > 1:
+        found.sort(key=lambda b: (getattr(b.node, "lineno", 0), getattr(b.node, "col_offset", 0)))
+    return found
+
+
+def call_args(call: ast.Call) -> List[Tuple[Optional[str], str, ast.AST]]:
+    """(keyword, star, value) of every argument of ``call`` in source order
+    (star: "", "*" or "**"), as libcst lists them."""
+    out: List[Tuple[Tuple[int, int], Optional[str], str, ast.AST]] = []
+    for arg in call.args:
+        if isinstance(arg, ast.Starred):
+            out.append(((arg.lineno, arg.col_offset), None, "*", arg.value))
+        else:
+            out.append(((arg.lineno, arg.col_offset), None, "", arg))
+    for kw in call.keywords:
+        out.append(((kw.lineno, kw.col_offset), kw.arg, "**" if kw.arg is None else "", kw.value))
+    if call.keywords and len(out) > 1:
+        out.sort(key=lambda t: t[0])
+    return [(k, s, v) for _, k, s, v in out]
+
+
+def _binding_value(binding: Binding) -> Tuple[str, Optional[ast.AST]]:
+    """(kind, node) for a binding: "assign" (the value), "ann" (the AnnAssign),
+    "aug" (the AugAssign), "param" (the ``arg``), "for" (the loop) or "other"."""
+    kind = binding.kind
+    if kind == "param":
+        return "param", binding.node
+    if kind == "assign":
+        return "assign", binding.value
+    if kind == "annassign" and isinstance(binding.stmt, ast.AnnAssign) and binding.stmt.target is binding.node:
+        return "ann", binding.stmt
+    if kind == "augassign":
+        return "aug", binding.value
+    if kind == "for" and isinstance(binding.value, (ast.For, ast.AsyncFor)) and binding.value.target is binding.node:
+        return "for", binding.value
     return "other", None
 
 
-def _annotation_is(annotation: Optional[cst.Annotation], name: str) -> bool:
-    return annotation is not None and dotted_name(annotation.annotation) in (name, f"builtins.{name}")
+def _annotation_is(annotation: Optional[ast.AST], name: str) -> bool:
+    return annotation is not None and dotted_name(annotation) in (name, f"builtins.{name}")
 
 
-def _assignments(analysis: ModuleAnalysis, name: cst.Name) -> List:
-    scope = analysis.scope(name)
-    if scope is None:
-        return []
-    found = [a for a in scope[name.value] if isinstance(a, Assignment)]
-    found.sort(key=lambda a: (analysis.position(a.node).start.line, analysis.position(a.node).start.column))
-    return found
+def _number_literal(expr: ast.AST) -> Optional[str]:
+    if isinstance(expr, ast.Constant):
+        kind = type(expr.value)
+        if kind is float:
+            return "float"
+        if kind is int:
+            return "int"
+    return None
 
 
 class _CallSide:
     """Python-number and floating-tensor reasoning at one module, with a depth
     limit against self-referential bindings (``t = t * 0.9``)."""
 
-    def __init__(self, analysis: ModuleAnalysis) -> None:
-        self.analysis = analysis
+    def __init__(self, site: CallSite) -> None:
+        self.site = site
         #: steps left for :meth:`number` (bounds pathological chains of names)
         self.budget = 5000
 
-    def _torch_last(self, func: cst.BaseExpression) -> Optional[str]:
-        for q in sorted(self.analysis.qualified_names(func)):
+    def _torch_last(self, func: ast.AST) -> Optional[str]:
+        for q in sorted(self.site.qualified_names(func)):
             if q.startswith("torch."):
                 return q.rsplit(".", 1)[-1]
         return None
@@ -141,57 +341,55 @@ class _CallSide:
     # ``t = t * 0.95``.  A cycle adds no kind of its own -- the name's other
     # bindings decide (a least fixpoint): ``t = 1.0`` then ``t = t * 0.95`` is a
     # float, ``t = x`` then ``t = t * 0.95`` is unknown because ``x`` is.
-    def number(self, expr: cst.BaseExpression, seen: Set) -> Optional[str]:
+    def number(self, expr: ast.AST, seen: Set) -> Optional[str]:
         """"float", "int", ``_CYCLE`` or None (not visibly a Python number)."""
         self.budget -= 1
         if self.budget < 0:
             return None
-        if isinstance(expr, cst.Float):
-            return "float"
-        if isinstance(expr, cst.Integer):
-            return "int"
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-            return self.number(expr.expression, seen)
-        if isinstance(expr, cst.BinaryOperation):
-            if not isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power, cst.FloorDivide, cst.Modulo)):
+        if isinstance(expr, ast.Constant):
+            return _number_literal(expr)
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+            return self.number(expr.operand, seen)
+        if isinstance(expr, ast.BinOp):
+            if not isinstance(expr.op, _NUMBER_OPS):
                 return None
             left, right = self.number(expr.left, seen), self.number(expr.right, seen)
             if left is None or right is None:
                 return None
-            if isinstance(expr.operator, cst.Divide) or "float" in (left, right):
+            if isinstance(expr.op, ast.Div) or "float" in (left, right):
                 return "float"
             return _CYCLE if _CYCLE in (left, right) else "int"
-        if isinstance(expr, cst.Call):
+        if isinstance(expr, ast.Call):
             return self._call_number(expr, seen)
-        if isinstance(expr, cst.Name):
-            scope = self.analysis.scope(expr)
-            key = (id(scope), expr.value)
+        if isinstance(expr, ast.Name):
+            key = (id(self.site.scopes.scope_of(expr)), expr.id)
             if key in seen:
                 return _CYCLE
             return self._name_number(expr, seen | {key})
         return None
 
-    def _call_number(self, expr: cst.Call, seen: Set) -> Optional[str]:
+    def _call_number(self, expr: ast.Call, seen: Set) -> Optional[str]:
         name = dotted_name(expr.func)
-        qn = self.analysis.qualified_names(expr.func)
+        qn = self.site.qualified_names(expr.func)
         if any(q.startswith("torch") for q in qn):
             return None
         builtin = name is not None and "." not in name and f"builtins.{name}" in qn  # not a shadowing def
-        plain = all(a.keyword is None and not a.star for a in expr.args)
+        args = call_args(expr)
+        plain = all(keyword is None and not star for keyword, star, _ in args)
         if builtin and name == "float":
             return "float"
-        if builtin and name in ("int", "len") and len(expr.args) == 1:
+        if builtin and name in ("int", "len") and len(args) == 1:
             return "int"
-        if builtin and name == "round" and plain and len(expr.args) in (1, 2):
-            if len(expr.args) == 1:
+        if builtin and name == "round" and plain and len(args) in (1, 2):
+            if len(args) == 1:
                 return "int"
-            kind = self.number(expr.args[0].value, seen)  # round(x, n) keeps x's type
-            return kind if self.number(expr.args[1].value, seen) == "int" else None
-        if builtin and name == "abs" and plain and len(expr.args) == 1:
-            return self.number(expr.args[0].value, seen)
-        if builtin and name in ("max", "min") and plain and len(expr.args) >= 2:
+            kind = self.number(args[0][2], seen)  # round(x, n) keeps x's type
+            return kind if self.number(args[1][2], seen) == "int" else None
+        if builtin and name == "abs" and plain and len(args) == 1:
+            return self.number(args[0][2], seen)
+        if builtin and name in ("max", "min") and plain and len(args) >= 2:
             # the result is one of the arguments: a float only when every argument is
-            kinds = [self.number(a.value, seen) for a in expr.args]
+            kinds = [self.number(value, seen) for _, _, value in args]
             if None in kinds:
                 return None
             known = [k for k in kinds if k != _CYCLE]
@@ -211,39 +409,39 @@ class _CallSide:
                     return "int"
         return None
 
-    def _name_number(self, name: cst.Name, seen: Set) -> Optional[str]:
+    def _name_number(self, name: ast.Name, seen: Set) -> Optional[str]:
         kinds: List[Optional[str]] = []
-        for assignment in _assignments(self.analysis, name):
-            kind, node = _assign_value(self.analysis, assignment)
+        for binding in self.site.bindings(name):
+            kind, node = _binding_value(binding)
             if kind == "param":
-                if _annotation_is(node.annotation, "float"):
+                if _annotation_is(node.annotation, "float"):  # type: ignore[union-attr]
                     kinds.append("float")
-                elif _annotation_is(node.annotation, "int"):
+                elif _annotation_is(node.annotation, "int"):  # type: ignore[union-attr]
                     kinds.append("int")
                 else:
                     kinds.append(None)
             elif kind == "assign":
-                kinds.append(self.number(node, seen))
+                kinds.append(self.number(node, seen))  # type: ignore[arg-type]
             elif kind == "ann":
-                if _annotation_is(node.annotation, "float"):
+                if _annotation_is(node.annotation, "float"):  # type: ignore[union-attr]
                     kinds.append("float")
-                elif node.value is not None:
-                    kinds.append(self.number(node.value, seen))
+                elif node.value is not None:  # type: ignore[union-attr]
+                    kinds.append(self.number(node.value, seen))  # type: ignore[union-attr]
                 else:
                     kinds.append(None)
             elif kind == "aug":
-                if not isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.PowerAssign, cst.FloorDivideAssign, cst.ModuloAssign)):
+                if not isinstance(node.op, _NUMBER_OPS):  # type: ignore[union-attr]
                     kinds.append(None)
                     continue
-                value = self.number(node.value, seen)
+                value = self.number(node.value, seen)  # type: ignore[union-attr]
                 if value is None:
                     kinds.append(None)
-                elif value == "float" or isinstance(node.operator, cst.DivideAssign):
+                elif value == "float" or isinstance(node.op, ast.Div):  # type: ignore[union-attr]
                     kinds.append("float")
                 else:  # ``t *= 2`` keeps t's own kind, which t's other bindings give
                     kinds.append(_CYCLE if value == _CYCLE else "int")
             elif kind == "for":
-                kinds.append(self._loop_number(node))
+                kinds.append(self._loop_number(node))  # type: ignore[arg-type]
             else:
                 kinds.append(None)
         if not kinds or any(k is None for k in kinds):
@@ -253,102 +451,105 @@ class _CallSide:
             return _CYCLE
         return "float" if "float" in known else "int"
 
-    def _loop_number(self, loop: cst.For) -> Optional[str]:
-        it = loop.iter
-        if isinstance(it, cst.Call) and dotted_name(it.func) == "range" and "builtins.range" in self.analysis.qualified_names(it.func):
+    def _loop_number(self, loop: ast.AST) -> Optional[str]:
+        it = loop.iter  # type: ignore[attr-defined]
+        if isinstance(it, ast.Call) and dotted_name(it.func) == "range" and "builtins.range" in self.site.qualified_names(it.func):
             return "int"
-        if isinstance(it, (cst.List, cst.Tuple)) and it.elements:
-            kinds = [self.number(e.value, set()) for e in it.elements if isinstance(e, cst.Element)]
-            if len(kinds) == len(it.elements) and all(kinds):
+        if isinstance(it, (ast.List, ast.Tuple)) and it.elts:
+            kinds = [self.number(e, set()) for e in it.elts if not isinstance(e, ast.Starred)]
+            if len(kinds) == len(it.elts) and all(kinds):
                 return "float" if "float" in kinds else "int"
         return None
 
     # -- floating tensors -------------------------------------------------
-    def width(self, expr: cst.BaseExpression, seen: Set[int]) -> Width:
-        if isinstance(expr, cst.Call):
+    def width(self, expr: ast.AST, seen: Set[int]) -> Width:
+        if isinstance(expr, ast.Call):
             func = expr.func
             last = self._torch_last(func) if dotted_name(func) is not None else None
+            args = call_args(expr)
             if last is not None:
-                dtype = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == "dtype"), None)
+                dtype = next((value for keyword, _, value in args if keyword == "dtype"), None)
                 if dtype is not None:
                     d = dotted_name(dtype) or ""
                     d = d.rsplit(".", 1)[-1]
                     return "full" if d in FULL_DTYPES else "float" if d in HALF_DTYPES else None
-                if last in LIKE_FACTORIES and expr.args:
-                    return self.width(expr.args[0].value, seen)
+                if last in LIKE_FACTORIES and args:
+                    return self.width(args[0][2], seen)
                 if last in FLOAT_FACTORIES:
                     return "full"
-                if last == "tensor" and expr.args:
-                    return "full" if self._float_literal_data(expr.args[0].value) else None
+                if last == "tensor" and args:
+                    return "full" if self._float_literal_data(args[0][2]) else None
                 if last in FLOAT_OPS:
-                    return _join(self.width(expr.args[0].value, seen), "float") if expr.args else "float"
+                    return _join(self.width(args[0][2], seen), "float") if args else "float"
                 return None
-            if isinstance(func, cst.Attribute):
-                method = func.attr.value
+            if isinstance(func, ast.Attribute):
+                method = func.attr
                 if method in ("float", "double"):
                     return "full"
                 if method in ("half", "bfloat16"):
                     return "float"
                 if method in FLOAT_OPS:
                     return _join(self.width(func.value, seen), "float")
-                if method in SAME_DTYPE_OPS or method == "to" and not expr.args:
+                if method in SAME_DTYPE_OPS or method == "to" and not args:
                     return self.width(func.value, seen)
             return None
-        if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr, ast.BinOp):
             left, right = self.width(expr.left, seen), self.width(expr.right, seen)
             return _join(left, right)
-        if isinstance(expr, cst.Subscript):
+        if isinstance(expr, ast.Subscript):
             return self.width(expr.value, seen)
-        if isinstance(expr, cst.Name):
+        if isinstance(expr, ast.Name):
             if id(expr) in seen:
                 return None
             seen = seen | {id(expr)}
             widths: List[Width] = []
-            for assignment in _assignments(self.analysis, expr):
-                kind, node = _assign_value(self.analysis, assignment)
-                widths.append(self.width(node, seen) if kind == "assign" else None)
+            for binding in self.site.bindings(expr):
+                kind, node = _binding_value(binding)
+                widths.append(self.width(node, seen) if kind == "assign" else None)  # type: ignore[arg-type]
             if not widths or any(w is None for w in widths):
                 return None
             return "float" if "float" in widths else "full"
         return None
 
-    def _float_literal_data(self, data: cst.BaseExpression) -> bool:
-        if isinstance(data, (cst.List, cst.Tuple)):
-            return any(self._float_literal_data(e.value) for e in data.elements if isinstance(e, cst.Element))
+    def _float_literal_data(self, data: ast.AST) -> bool:
+        if isinstance(data, (ast.List, ast.Tuple)):
+            return any(self._float_literal_data(e) for e in data.elts if not isinstance(e, ast.Starred))
         return self.number(data, set()) == "float"
 
 
-def float_reason(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> Optional[str]:
+def float_reason(site: CallSite, expr: ast.AST) -> Optional[str]:
     """Why ``expr`` is a Python float, or None when it is not visibly one."""
-    side = _CallSide(analysis)
+    side = _CallSide(site)
     if side.number(expr, set()) != "float":
         return None
-    if isinstance(expr, cst.Float):
+    if isinstance(expr, ast.Constant):
         return "a float literal"
-    if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
+    if isinstance(expr, (ast.BinOp, ast.UnaryOp)):
         return "a float expression"
-    if isinstance(expr, cst.Name):
-        for assignment in _assignments(analysis, expr):
-            kind, node = _assign_value(analysis, assignment)
-            if kind == "param" and _annotation_is(node.annotation, "float"):
-                return f"`{expr.value}` is annotated `float`"
-            if kind == "ann" and _annotation_is(node.annotation, "float"):
-                return f"`{expr.value}` is annotated `float`"
-        loop = analysis.enclosing(expr, (cst.For, cst.While))
-        if loop is not None and any(analysis.enclosing(a.node, (cst.For, cst.While)) is loop for a in _assignments(analysis, expr)):
-            return f"`{expr.value}` is a float recomputed in the loop"
-        return f"`{expr.value}` is bound to a float"
+    if isinstance(expr, ast.Name):
+        bindings = site.bindings(expr)
+        for binding in bindings:
+            kind, node = _binding_value(binding)
+            if kind == "param" and _annotation_is(node.annotation, "float"):  # type: ignore[union-attr]
+                return f"`{expr.id}` is annotated `float`"
+            if kind == "ann" and _annotation_is(node.annotation, "float"):  # type: ignore[union-attr]
+                return f"`{expr.id}` is annotated `float`"
+        source = site.source
+        loop = source.enclosing(expr, _LOOPS)
+        if loop is not None and any(source.enclosing(b.node, _LOOPS) is loop for b in bindings):
+            return f"`{expr.id}` is a float recomputed in the loop"
+        return f"`{expr.id}` is bound to a float"
     return "a float"
 
 
-def tensor_width(analysis: ModuleAnalysis, expr: cst.BaseExpression) -> Width:
+def tensor_width(site: CallSite, expr: ast.AST) -> Width:
     """Is ``expr`` visibly a floating tensor: "full" (float32/float64), "float"
     (floating, maybe half precision) or None."""
-    return _CallSide(analysis).width(expr, set())
+    return _CallSide(site).width(expr, set())
 
 
 # --------------------------------------------------------------------------
-# callee side (stdlib ast)
+# callee side
 
 
 @dataclass(frozen=True)
@@ -691,8 +892,3 @@ def summarize_function(fn: ast.FunctionDef, aliases: Dict[str, str]) -> Function
         has_varargs=args.vararg is not None or args.kwarg is not None,
         uses=uses,
     )
-
-
-def functions_by_line(tree: ast.Module) -> Dict[int, ast.FunctionDef]:
-    """Every (async) function definition of a module, keyed by the line of ``def``."""
-    return {n.lineno: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}

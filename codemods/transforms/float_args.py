@@ -4,37 +4,69 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, List, Optional, Tuple
+import functools
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from ..analysis import dotted_name
+from ..compile_sites import dotted_name
 from ..findings import Edit, Finding, Safety
 from ..floats import (
+    CallSite,
     FunctionSummary,
+    call_args,
     float_reason,
-    functions_by_line,
     summarize_function,
     tensor_width,
     torch_aliases,
 )
+from ..placement import torch_expr
+from ..scopes import Binding
 from .base import Example, Rule
 
 
-def _tensor_call(analysis, value: cst.BaseExpression) -> cst.Call:
+def _tensor_call(model, value: cst.BaseExpression) -> cst.Call:
     no_space = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
     return cst.Call(
-        func=analysis.torch_expr("tensor"),
+        func=torch_expr(model, "tensor"),
         args=[
             cst.Arg(value=value),
-            cst.Arg(keyword=cst.Name("dtype"), value=analysis.torch_expr("float64"), equal=no_space),
+            cst.Arg(keyword=cst.Name("dtype"), value=torch_expr(model, "float64"), equal=no_space),
         ],
     )
+
+
+def _no_summary() -> None:
+    return None
+
+
+def _site_binding(model, site) -> Optional[Binding]:
+    """The binding of the name a compiled function is called through: the
+    ``def`` of a decorated function, the target of ``f = torch.compile(g)``."""
+    if site.binding is None or "." in site.binding:
+        return None
+    if site.form == "decorator":
+        node: Optional[ast.AST] = site.target_def
+        inner = model.scopes.of_node.get(node)
+        scope = inner.parent if inner is not None else None
+    elif site.form == "wrap":
+        parent = model.source.parent(site.node)
+        node = parent.targets[0] if isinstance(parent, ast.Assign) else getattr(parent, "target", None)
+        scope = model.scopes.name_scope.get(node) if isinstance(node, ast.Name) else None
+    else:
+        return None
+    for candidate in (scope, model.scopes.module):
+        for binding in candidate.bindings.get(site.binding, ()) if candidate is not None else ():
+            if binding.node is node:
+                return binding
+    return None
 
 
 class FloatArgs(Rule):
     code = "FR003"
     name = "float-args"
+    reads = "ast"
+    reads_project = True
     summary = "a Python float passed to a compiled function (guarded on its value)"
     what_it_does = """
 Finds calls of compiled functions (every compile form, and functions compiled
@@ -121,114 +153,109 @@ gives `inf` with a tensor.
     )
 
     # -- callee summaries ---------------------------------------------------
-    def _local_summary(self, ctx, fn: cst.FunctionDef) -> Optional[FunctionSummary]:
+    def _local_summary(self, ctx, fn: ast.AST) -> FunctionSummary:
         cache = ctx.cache.setdefault("FR003", {})
-        if "ast" not in cache:
-            try:
-                tree = ast.parse(ctx.module.code)
-            except (SyntaxError, ValueError, RecursionError):
-                tree = None
-            cache["ast"] = tree
-            cache["aliases"] = torch_aliases(tree) if tree is not None else {}
-            cache["defs"] = functions_by_line(tree) if tree is not None else {}
+        if "aliases" not in cache:
+            cache["aliases"] = torch_aliases(ctx.source.tree)
             cache["summaries"] = {}
-        line = ctx.analysis.position(fn.name).start.line
-        node = cache["defs"].get(line)
-        if node is None:
-            return None
-        if line not in cache["summaries"]:
-            cache["summaries"][line] = summarize_function(node, cache["aliases"])
-        return cache["summaries"][line]
+        summaries = cache["summaries"]
+        if fn not in summaries:
+            summaries[fn] = summarize_function(fn, cache["aliases"])  # type: ignore[arg-type]
+        return summaries[fn]
 
-    def _is_method(self, ctx, fn: cst.FunctionDef) -> bool:
-        block = ctx.analysis.parent(fn)
-        if not isinstance(ctx.analysis.parent(block), cst.ClassDef):
+    @staticmethod
+    def _is_method(ctx, fn: ast.AST) -> bool:
+        if not isinstance(ctx.source.parent(fn), ast.ClassDef):
             return False
-        return not any(dotted_name(d.decorator) == "staticmethod" for d in fn.decorators)
+        return not any(dotted_name(d) == "staticmethod" for d in fn.decorator_list)  # type: ignore[attr-defined]
 
-    def _callees(self, ctx) -> List[Tuple[cst.Call, str, Optional[FunctionSummary], bool]]:
-        """(call, callee name, summary or None, skip self) for every call of a compiled function."""
-        analysis = ctx.analysis
-        out: List[Tuple[cst.Call, str, Optional[FunctionSummary], bool]] = []
-        seen: Dict[int, bool] = {}
-        for site in analysis.compile_sites:
-            summary = None
+    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool]]:
+        """(call, callee name, summary (computed on demand, None when unseen),
+        skip self) for every call of a compiled function."""
+        model = ctx.model
+        out: List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool]] = []
+        seen: Set[ast.Call] = set()
+        for site in model.compile_sites:
+            fn = site.target_def
+            summary: Callable[[], Optional[FunctionSummary]] = _no_summary
             skip_self = False
-            if site.target_def is not None:
-                summary = self._local_summary(ctx, site.target_def)
-                skip_self = self._is_method(ctx, site.target_def)
+            if fn is not None:
+                summary = functools.partial(self._local_summary, ctx, fn)
+                skip_self = self._is_method(ctx, fn)
             name = site.binding or (dotted_name(site.target) if site.target is not None else None) or "compiled function"
+            bound = _site_binding(model, site)
             for call in site.calls:
-                if id(call) in seen:
+                if call in seen:
                     continue
-                seen[id(call)] = True
+                if bound is not None and isinstance(call.func, ast.Name) and not site_model.sees(bound, call.func):
+                    continue  # a call before the compile, in the same scope
+                seen.add(call)
                 out.append((call, name, summary, skip_self))
         project = ctx.project
         if project is not None and getattr(project, "compiled", None):
-            found: List[Tuple[cst.Call, str, Optional[FunctionSummary], bool]] = []
-
-            class Finder(cst.CSTVisitor):
-                def visit_Call(self, node: cst.Call) -> None:
-                    if id(node) in seen:
-                        return
-                    for q in sorted(analysis.qualified_names(node.func)):
-                        hit = project.resolve(ctx.path, q)
-                        if hit is not None:
-                            (_, module), summary = hit
-                            seen[id(node)] = True
-                            found.append((node, f"{module}.{summary.name}", summary, False))
-                            return
-
-            ctx.module.visit(Finder())
-            out.extend(found)
+            # a dotted callee `m.f` can only name a compiled function whose name is `f`
+            names = {n.decode() for n in getattr(project, "names", ())} or None
+            for node in ast.walk(ctx.source.tree):
+                if not isinstance(node, ast.Call) or node in seen:
+                    continue
+                if names is not None and isinstance(node.func, ast.Attribute) and node.func.attr not in names:
+                    continue
+                for q in sorted(site_model.qualified_names(node.func)):
+                    hit = project.resolve(ctx.path, q)
+                    if hit is not None:
+                        (_, module), found = hit
+                        seen.add(node)
+                        out.append((node, f"{module}.{found.name}", (lambda found=found: found), False))
+                        break
         return out
 
     # -- the check ------------------------------------------------------------
     def check(self, ctx) -> Iterable[Finding]:
-        analysis = ctx.analysis
+        model = ctx.model
+        site_model = CallSite(model)
         findings: List[Finding] = []
-        for call, callee, summary, skip_self in self._callees(ctx):
-            by_param: Dict[str, cst.BaseExpression] = {}
-            args: List[Tuple[cst.Arg, Optional[str]]] = []
+        for call, callee, get_summary, skip_self in self._callees(ctx, site_model):
+            arguments = call_args(call)
+            reasons = [None if star else float_reason(site_model, value) for _, star, value in arguments]
+            if not any(reasons):
+                continue
+            summary = get_summary()
+            by_param: Dict[str, ast.AST] = {}
+            args: List[Tuple[Optional[str], ast.AST, Optional[str], Optional[str]]] = []
             index = 0
             positional_ok = True
-            for arg in call.args:
-                if arg.star:
+            for (keyword, star, value), reason in zip(arguments, reasons):
+                if star:
                     positional_ok = False
-                    args.append((arg, None))
                     continue
                 param = None
                 if summary is not None:
-                    if arg.keyword is not None:
-                        param = summary.param_for(None, arg.keyword.value, skip_self)
+                    if keyword is not None:
+                        param = summary.param_for(None, keyword, skip_self)
                     elif positional_ok:
                         param = summary.param_for(index, None, skip_self)
-                if arg.keyword is None:
+                if keyword is None:
                     index += 1
                 if param is not None:
-                    by_param[param] = arg.value
-                args.append((arg, param))
-            for arg, param in args:
-                if arg.star:
-                    continue
-                reason = float_reason(analysis, arg.value)
+                    by_param[param] = value
+                args.append((keyword, value, param, reason))
+            for keyword, value, param, reason in args:
                 if reason is None:
                     continue
-                code = ctx.module.code_for_node(arg.value)
-                where = f"`{arg.keyword.value}=`" if arg.keyword is not None else f"`{code}`"
+                where = f"`{keyword}=`" if keyword is not None else f"`{site_model.code(call, value)}`"
                 head = f"float argument {where} ({reason}) to compiled `{callee}` is guarded on its value: new values recompile"
-                unsafe_why = self._unsafe_reason(analysis, summary, param, by_param)
+                unsafe_why = self._unsafe_reason(site_model, summary, param, by_param)
                 if unsafe_why is None:
                     message = f"{head}; pass a 0-d tensor"
                     safety = Safety.SAFE
                 else:
                     message = f"{head}; fix is unsafe: {unsafe_why}"
                     safety = Safety.UNSAFE
-                edit = Edit(arg.value, lambda node: _tensor_call(analysis, node))
+                edit = Edit(ctx.source.target(value, cst.BaseExpression), lambda node: _tensor_call(model, node))
                 findings.append(
                     self.finding(
                         ctx,
-                        arg.value,
+                        value,
                         message,
                         edits=[edit],
                         safety=safety,
@@ -239,7 +266,7 @@ gives `inf` with a tensor.
         return findings
 
     @staticmethod
-    def _unsafe_reason(analysis, summary: Optional[FunctionSummary], param: Optional[str], by_param) -> Optional[str]:
+    def _unsafe_reason(site_model: CallSite, summary: Optional[FunctionSummary], param: Optional[str], by_param) -> Optional[str]:
         if summary is None:
             return "the compiled function's body cannot be seen"
         if param is None:
@@ -251,7 +278,7 @@ gives `inf` with a tensor.
             return f"`{summary.name}` uses `{param}` as a Python number: {use.reason}"
         for other, required in use.needs:
             expr = by_param.get(other)
-            width = tensor_width(analysis, expr) if expr is not None else None
+            width = tensor_width(site_model, expr) if expr is not None else None
             if not (width == "full" or (width == "float" and required == "float")):
                 kind = "a float32/float64 tensor" if required == "full" else "a floating tensor"
                 return f"`{param}` meets `{other}` in tensor arithmetic and `{other}` is not visibly {kind} here (an integer tensor would turn float64)"
