@@ -18,7 +18,7 @@ import typer
 
 from codemods.context import Settings
 from codemods.output import format_finding, statistics, summary, unified_diff_bytes
-from codemods.cache import CACHE_DIR
+from codemods.cache import CACHE_DIR, unlink_planted_links
 from codemods.formats import FORMATS, to_github, to_json, to_sarif
 from codemods.runner import run, run_summary, write_results
 from codemods.transforms import BY_CODE, REGISTRY
@@ -177,11 +177,14 @@ def check(
         raise typer.Exit(run_interactive(paths or ["."], settings, sys.stdin, sys.stdout, sys.stderr))
     from codemods.config import PerFileIgnores
 
+    cache_dir = None if no_cache or os.environ.get("FIX_RECOMPILES_NO_CACHE", "") not in ("", "0") else (os.environ.get("FIX_RECOMPILES_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR))
+    if cache_dir is not None and not diff:
+        unlink_planted_links(cache_dir)  # the cache never writes through a link
     result = run(
         paths or ["."],
         settings,
         jobs=jobs if jobs is not None else (os.cpu_count() or 1),
-        cache_dir=None if no_cache or os.environ.get("FIX_RECOMPILES_NO_CACHE", "") not in ("", "0") else (os.environ.get("FIX_RECOMPILES_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR)),
+        cache_dir=cache_dir,
         cache_write=not diff,  # --diff writes nothing, not even the cache
         config_excludes=cfg.excludes,
         config_root=cfg.root,

@@ -61,3 +61,100 @@ def test_write_atomic_refuses_when_content_differs_from_expected(tmp_path):
     assert p.read_bytes() == b"new user text\n"
     writer.write_atomic(str(p), b"fixed\n", "x.py", expected=b"new user text\n")
     assert p.read_bytes() == b"fixed\n"
+
+
+# ------------------------------------------------------------- 4, 5. the cache
+CACHE_ON = {"FIX_RECOMPILES_NO_CACHE": ""}
+PAST = time.time() - 3600
+
+
+def _age(path, when=PAST):
+    os.utime(path, ns=(int(when * 1e9), int(when * 1e9)))
+
+
+def _result_files(root):
+    folder = os.path.join(str(root), ".fix_recompiles_cache")
+    return [
+        os.path.join(dp, n) for dp, _, names in os.walk(folder) for n in names if n.endswith(".json") and not n.startswith("index-")
+    ]
+
+
+def test_cache_never_writes_stale_fixed_text_over_a_user_edit(tmp_path):
+    write(tmp_path, {"a.py": SAFE})
+    _age(tmp_path / "a.py")
+    first = fr(tmp_path, "a.py", env=CACHE_ON)  # report: the cache learns the file
+    assert first.returncode == 1, err(first)
+    # the user edits the file; same size, mtime put back (touch -d, a checkout, rsync -t)
+    edited = SAFE.replace("x * 2", "x * 3")
+    assert len(edited) == len(SAFE)
+    write(tmp_path, {"a.py": edited})
+    _age(tmp_path / "a.py")
+    fixed = fr(tmp_path, "--fix", "a.py", env=CACHE_ON)
+    assert fixed.returncode == 0, err(fixed)
+    assert read(tmp_path, "a.py") == SAFE_FIXED.replace("x * 2", "x * 3").encode()
+
+
+def test_edited_cache_entry_cannot_inject_code(tmp_path):
+    write(tmp_path, {"a.py": SAFE})
+    _age(tmp_path / "a.py")
+    assert fr(tmp_path, "a.py", env=CACHE_ON).returncode == 1
+    [cache_file] = _result_files(tmp_path)
+    with open(cache_file) as fh:
+        entries = json.load(fh)
+    [entry] = entries.values()
+    entry["result"]["new"] = "import os\nos.system('echo owned')\n"
+    entry["result"]["fixable"] = True
+    with open(cache_file, "w") as fh:
+        json.dump(entries, fh)
+    proc = fr(tmp_path, "--fix", "a.py", env=CACHE_ON)
+    assert proc.returncode == 0, err(proc)
+    assert read(tmp_path, "a.py") == SAFE_FIXED.encode()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"size": 1},  # the wrong shape (KeyError: 'settings' before)
+        ["not", "a", "dict"],
+        None,
+        {"size": "1", "mtime_ns": 0, "stored_ns": 0, "hash": "", "settings": "", "facts": "", "result": {}},
+    ],
+)
+def test_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path, bad):
+    write(tmp_path, {"a.py": MARKER, "clean.py": "x = 1\n"})
+    _age(tmp_path / "clean.py")
+    assert fr(tmp_path, ".", env=CACHE_ON).returncode == 1
+    [cache_file] = _result_files(tmp_path)
+    with open(cache_file) as fh:
+        entries = json.load(fh)
+    for key in entries:
+        entries[key] = bad
+    with open(cache_file, "w") as fh:
+        json.dump(entries, fh)
+    for _ in range(2):
+        proc = fr(tmp_path, ".", env=CACHE_ON)
+        assert proc.returncode == 1, err(proc)
+        assert "Traceback" not in err(proc)
+        assert "a.py:4:" in out(proc)
+
+
+def test_cache_follows_no_symlink_in_its_folder(tmp_path):
+    if not hasattr(os, "symlink"):
+        pytest.skip("no symbolic links on this platform")
+    tree = tmp_path / "tree"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(tree, {"a.py": MARKER})
+    cache = tree / ".fix_recompiles_cache"
+    cache.mkdir()
+    os.symlink(str(outside / "planted"), str(cache / ".gitignore"))  # dangling
+    proc = fr(tree, ".", env=CACHE_ON)
+    assert proc.returncode == 1, err(proc)
+    assert os.listdir(outside) == []  # nothing created outside the tree
+    # a linked version folder is neither read nor written through
+    shutil.rmtree(cache)
+    cache.mkdir()
+    os.symlink(str(outside), str(cache / "v2"))
+    proc = fr(tree, ".", env=CACHE_ON)
+    assert proc.returncode == 1, err(proc)
+    assert os.listdir(outside) == []
