@@ -158,3 +158,69 @@ def test_cache_follows_no_symlink_in_its_folder(tmp_path):
     proc = fr(tree, ".", env=CACHE_ON)
     assert proc.returncode == 1, err(proc)
     assert os.listdir(outside) == []
+
+
+# ------------------------------------------------------------- 6. symlinked files
+def test_fix_writes_through_a_symlink_and_keeps_the_link(tmp_path):
+    if not hasattr(os, "symlink"):
+        pytest.skip("no symbolic links on this platform")
+    write(tmp_path, {"outside/target.py": SAFE, "tree/plain.py": MARKER})
+    os.symlink(os.path.join("..", "outside", "target.py"), str(tmp_path / "tree" / "link.py"))
+    proc = fr(tmp_path / "tree", "--fix", ".")
+    assert proc.returncode == 0, err(proc)
+    assert os.path.islink(tmp_path / "tree" / "link.py")  # still a link
+    assert read(tmp_path, "outside/target.py") == SAFE_FIXED.encode()  # the target is fixed
+    assert read(tmp_path, "tree/plain.py") == MARKER_FIXED.encode()
+    assert sorted(os.listdir(tmp_path / "outside")) == ["target.py"]  # no temp file left
+
+
+# ------------------------------------------------------------- 7. stale temp files
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_temp_files_of_a_killed_run_are_removed(tmp_path):
+    stale_old = ".fix-recompiles-k3x_9a.tmp"  # an older version's name
+    stale_dead = f".fix-recompiles-{_dead_pid()}-a1b2c3.tmp"  # its run was killed
+    live = f".fix-recompiles-{os.getpid()}-zz9.tmp"  # a run still going (this one)
+    others = ["other.tmp", ".fix-recompiles-notes.txt", "fix-recompiles-x.tmp"]
+    files = {"w/a.py": SAFE, "untouched/b.py": "x = 1\n"}
+    for name in [stale_old, stale_dead, live] + others:
+        files[f"w/{name}"] = "partial"
+    files[f"untouched/{stale_dead}"] = "partial"  # a folder the run does not write to
+    write(tmp_path, files)
+    for name in (stale_old, stale_dead):
+        _age(tmp_path / "w" / name, time.time() - 120)
+    proc = fr(tmp_path, "--fix", ".")
+    assert proc.returncode == 0, err(proc)
+    assert read(tmp_path, "w/a.py") == SAFE_FIXED.encode()
+    assert sorted(os.listdir(tmp_path / "w")) == sorted(["a.py", live] + others)
+    assert stale_dead in os.listdir(tmp_path / "untouched")
+
+
+def test_stale_temp_removal_never_follows_or_removes_a_symlink(tmp_path):
+    if not hasattr(os, "symlink"):
+        pytest.skip("no symbolic links on this platform")
+    (tmp_path / "keep.py").write_text("precious")
+    link = tmp_path / f".fix-recompiles-{_dead_pid()}-abc.tmp"
+    os.symlink(str(tmp_path / "keep.py"), str(link))
+    assert writer.remove_stale_temps(str(tmp_path)) == 0
+    assert os.path.islink(link) and (tmp_path / "keep.py").read_text() == "precious"
+
+
+# ------------------------------------------------------------- 8. FIFOs and other special files
+@pytest.mark.parametrize("named", [False, True], ids=["found-in-folder", "named-on-command-line"])
+def test_fifo_is_never_opened(tmp_path, named):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    write(tmp_path, {"good.py": SAFE})
+    os.mkfifo(str(tmp_path / "x.py"))
+    args = ["--fix", "x.py", "good.py"] if named else ["--fix", "."]
+    proc = fr(tmp_path, *args)  # before: blocked forever opening x.py (the helper's timeout fired)
+    assert proc.returncode == 2, err(proc)
+    lines = [line for line in err(proc).splitlines() if line.startswith("error:")]
+    assert lines == ["error: x.py: not a regular file (a FIFO); skipped"]
+    assert read(tmp_path, "good.py") == SAFE_FIXED.encode()
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "x.py").st_mode)
