@@ -224,3 +224,64 @@ def test_fifo_is_never_opened(tmp_path, named):
     assert lines == ["error: x.py: not a regular file (a FIFO); skipped"]
     assert read(tmp_path, "good.py") == SAFE_FIXED.encode()
     assert stat.S_ISFIFO(os.lstat(tmp_path / "x.py").st_mode)
+
+
+# ------------------------------------------------------------- 9. permission errors (as a non-root user)
+def _as_nobody():
+    """The command prefix running a process as ``nobody`` (tests run as root,
+    who may write anywhere), or skip."""
+    if os.name != "posix" or not hasattr(os, "geteuid"):
+        pytest.skip("permissions are POSIX-only here")
+    if os.geteuid() != 0:
+        return []  # already a normal user
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root and no setpriv to become a normal user")
+    probe = subprocess.run([setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot become nobody: {probe.stderr.decode().strip()}")
+    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+@pytest.fixture
+def shared_tmp():
+    """A folder a normal user can reach (pytest's tmp_path is root-only)."""
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="fr-perm-", dir="/tmp")
+    os.chmod(folder, 0o755)
+    yield folder
+    for dp, dn, _ in os.walk(folder):
+        for d in dn:
+            os.chmod(os.path.join(dp, d), 0o755)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _fr_as(prefix, cwd, *args):
+    from test_cli import COMMAND
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO
+    env["HOME"] = cwd
+    return subprocess.run(prefix + COMMAND + list(args), cwd=cwd, capture_output=True, env=env, timeout=120)
+
+
+def test_read_only_folder_is_one_error_line_and_the_rest_is_fixed(shared_tmp):
+    prefix = _as_nobody()
+    write(shared_tmp, {"a_ro/a.py": SAFE, "b_rw/b.py": SAFE, "c_noread/c.py": SAFE})
+    for dp, dn, fn in os.walk(shared_tmp):
+        for name in dn + fn:
+            os.chown(os.path.join(dp, name), 65534, 65534)
+    os.chown(shared_tmp, 65534, 65534)
+    os.chmod(os.path.join(shared_tmp, "a_ro"), 0o555)  # read-only folder: no temp file, no rename
+    os.chmod(os.path.join(shared_tmp, "c_noread"), 0o000)  # cannot even be listed
+    proc = _fr_as(prefix, shared_tmp, "--fix", ".")
+    stderr = err(proc)
+    assert proc.returncode == 2, stderr
+    assert "Traceback" not in stderr
+    lines = sorted(line for line in stderr.splitlines() if line.startswith("error:"))
+    assert len(lines) == 2, stderr
+    assert lines[0].startswith("error: a_ro/a.py: cannot write: Permission denied")
+    assert lines[1] == "error: c_noread: cannot read folder: Permission denied"
+    assert read(shared_tmp, "a_ro/a.py") == SAFE.encode()
+    assert read(shared_tmp, "b_rw/b.py") == SAFE_FIXED.encode()
