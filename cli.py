@@ -215,8 +215,9 @@ def check(
         n_fixes = sum(1 for f in findings if f.applied)
         if n_changed:
             _err(f"Would fix {n_fixes} finding{'s' if n_fixes != 1 else ''} in {n_changed} file{'s' if n_changed != 1 else ''}.")
-        for line in summary(findings, fixed=0, errors=len(result.errors), files_changed=0, fixing=False, unsafe_fixes=unsafe_fixes)[1:]:
-            _err(line)
+        for line in summary(findings, fixed=0, errors=len(result.errors), files_changed=0, fixing=False, unsafe_fixes=unsafe_fixes):
+            if not line.startswith(("Found ", "All checks passed!")):  # "Would fix" says it
+                _err(line)
         code = EXIT_FINDINGS if n_changed else EXIT_CLEAN
     else:
         written = write_results(result) if fix else 0

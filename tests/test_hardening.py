@@ -305,3 +305,31 @@ def test_form_feed_at_the_start_of_a_code_line_is_fixed_and_kept(tmp_path):
     result = process_source("a.py", "a.py", data, Settings())
     assert result.error is None, result.error
     assert result.new == SAFE_FIXED.replace("@torch.compile", "\f@torch.compile").encode()
+
+
+# ------------------------------------------------------------- 13. summary and diff headers
+@pytest.mark.parametrize("mode", [[], ["--fix"], ["--diff"]], ids=["report", "fix", "diff"])
+def test_all_checks_passed_is_never_printed_next_to_errors(tmp_path, mode):
+    write(tmp_path, {"bad.py": b"import torch\ntorch.compile(f, dynamic=False)\ndef f(:\n", "clean.py": "x = 1\n"})
+    proc = fr(tmp_path, *mode, ".")
+    assert proc.returncode == 2, err(proc)
+    assert "All checks passed!" not in out(proc) + err(proc)
+    assert "1 file could not be processed (see above)." in out(proc) + err(proc)
+    clean = fr(tmp_path, *mode, "clean.py")
+    assert clean.returncode == 0
+    if not mode or mode == ["--fix"]:
+        assert "All checks passed!" in out(clean)
+
+
+def test_diff_of_a_path_outside_the_current_folder_applies(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    write(tmp_path, {"outside/a.py": MARKER, "cwd/b.py": MARKER})
+    proc = fr(tmp_path / "cwd", "--diff", str(tmp_path / "outside" / "a.py"))
+    assert proc.returncode == 1, err(proc)
+    patch = proc.stdout
+    header = ("--- a" + str(tmp_path / "outside" / "a.py")).encode()
+    assert patch.startswith(header + b"\n"), patch[:200]
+    check = subprocess.run(["git", "apply", "-"], input=patch, cwd="/", capture_output=True)
+    assert check.returncode == 0, check.stderr.decode()
+    assert read(tmp_path, "outside/a.py") == MARKER_FIXED.encode()
