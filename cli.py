@@ -28,6 +28,10 @@ app = typer.Typer(
     no_args_is_help=False,
     help="Rewrite PyTorch code so torch.compile stops recompiling.",
     context_settings={"help_option_names": ["-h", "--help"]},
+    # click's plain help, like ruff's: flags without a type placeholder, value
+    # options with their metavar (CODES, N, FILE ...)
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
 )
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -69,12 +73,28 @@ def _read_files_from(source: Optional[str], paths: List[str]) -> List[str]:
     return paths + [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _configured(paths, select, ignore, unsafe_fixes, dynamic_fix, target_torch, check_syntax=False):
-    """Settings from ``[tool.fix-recompiles]`` overridden by the command line."""
+def resolve_settings(
+    paths: List[str],
+    *,
+    config_file: Optional[str] = None,
+    select: Optional[List[str]] = None,
+    ignore: Optional[List[str]] = None,
+    unsafe_fixes: bool = False,
+    dynamic_fix: Optional[str] = None,
+    target_torch: Optional[str] = None,
+    check_syntax: bool = False,
+):
+    """The one place settings are resolved, for every command (``check``,
+    ``run``, stdin): ``[tool.fix-recompiles]`` from ``--config FILE`` or the
+    closest ``pyproject.toml`` up from the first path, overridden by the
+    command line.  Returns (Settings, Config); a bad value is one line, exit 2."""
     from codemods.config import ConfigError, config_for, installed_torch, parse_version
 
+    if dynamic_fix not in (None, "remove", "true"):
+        _err(f"error: --dynamic-fix must be 'remove' or 'true', not {dynamic_fix!r}")
+        raise typer.Exit(EXIT_ERROR)
     try:
-        cfg = config_for(paths)
+        cfg = config_for(paths, config_file)
         target = parse_version(target_torch) if target_torch is not None else (cfg.target_torch or installed_torch())
     except ConfigError as exc:
         _err(f"error: {exc}")
@@ -92,6 +112,13 @@ def _configured(paths, select, ignore, unsafe_fixes, dynamic_fix, target_torch, 
         check_syntax=check_syntax or bool(cfg.check_syntax),
     )
     return settings, cfg
+
+
+def _patterns(values: Optional[List[str]]) -> Optional[tuple]:
+    """``--exclude a,b --exclude c`` -> ("a", "b", "c"); None when not given."""
+    if not values:
+        return None
+    return tuple(p.strip() for v in values for p in v.split(",") if p.strip())
 
 
 def _version() -> str:
@@ -127,16 +154,16 @@ def _progress():
 
 @app.command("check")
 def check(
-    paths: List[str] = typer.Argument(None, help="Files or folders (default: the current folder)."),
+    paths: List[str] = typer.Argument(None, metavar="PATH", show_default=False, hidden=True),
     diff: bool = typer.Option(False, "--diff", help="Print a unified diff of the fixes; write nothing."),
     fix: bool = typer.Option(False, "--fix", help="Apply safe fixes in place."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also apply (or show) unsafe fixes."),
-    select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to enable (comma-separated)."),
-    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to disable (comma-separated)."),
-    dynamic_fix: Optional[str] = typer.Option(None, "--dynamic-fix", help="How FR001 cures dynamic=False: 'remove' (default) it or write 'true'."),
+    select: Optional[List[str]] = typer.Option(None, "--select", metavar="CODES", help="Rule codes or prefixes to enable (comma-separated)."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", metavar="CODES", help="Rule codes or prefixes to disable (comma-separated)."),
+    dynamic_fix: Optional[str] = typer.Option(None, "--dynamic-fix", metavar="remove|true", help="How FR001 cures dynamic=False: 'remove' (default) it or write 'true'."),
     show_statistics: bool = typer.Option(False, "--statistics", help="Print the number of findings per rule."),
-    output_format: str = typer.Option("text", "--format", help="Output: text, json, sarif or github (workflow annotations)."),
-    jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Worker processes (default: all cores)."),
+    output_format: str = typer.Option("text", "--format", metavar="FORMAT", help="Output: text, json, sarif or github (workflow annotations)."),
+    jobs: Optional[int] = typer.Option(None, "-j", "--jobs", metavar="N", help="Worker processes (default: all cores)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache (.fix_recompiles_cache/)."),
     force_exclude: bool = typer.Option(False, "--force-exclude", help="Apply excludes to files named on the command line too (pre-commit)."),
     files_from: Optional[str] = typer.Option(None, "--files-from", metavar="FILE", help="Read paths, one a line, from FILE ('-': stdin)."),
@@ -144,8 +171,16 @@ def check(
     check_syntax: bool = typer.Option(False, "--check-syntax", help="Also parse files no rule applies to, so a syntax error anywhere is reported (slower)."),
     interactive: bool = typer.Option(False, "-i", "--interactive", help="Review every fix, one at a time (like `git add -p`); write the accepted ones."),
     from_trace: Optional[str] = typer.Option(None, "--from-trace", metavar="DIR", help="A TORCH_TRACE folder: report its recompiles and diff, fix or (-i) review only the findings they implicate."),
+    stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", metavar="PATH", help="The name of the file read from stdin (PATH '-'): for messages, configuration and per-file-ignores."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="Print findings and errors, nothing else."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when findings remain (errors still exit 2)."),
+    exclude: Optional[List[str]] = typer.Option(None, "--exclude", metavar="PATTERNS", help="Gitignore-style patterns to skip (comma-separated, relative to the current folder); replaces the configuration's `exclude`."),
+    config_file: Optional[str] = typer.Option(None, "--config", metavar="PATH", help="Read [tool.fix-recompiles] from this TOML file instead of the closest pyproject.toml."),
 ) -> None:
-    """Report (default), diff or fix recompile causes in PATHs."""
+    """Report (default), diff or fix recompile causes in PATHs.
+
+    PATH: files or folders (default: the current folder); '-' reads the source
+    from stdin (name it with --stdin-filename)."""
     if diff and fix:
         _err("error: --diff and --fix are exclusive (--diff writes nothing)")
         raise typer.Exit(EXIT_ERROR)
@@ -155,18 +190,31 @@ def check(
     if interactive and not sys.stdin.isatty():
         _err("error: --interactive needs a terminal on stdin; use --diff to preview the fixes or --fix to apply them")
         raise typer.Exit(EXIT_ERROR)
-    if dynamic_fix not in (None, "remove", "true"):
-        _err(f"error: --dynamic-fix must be 'remove' or 'true', not {dynamic_fix!r}")
-        raise typer.Exit(EXIT_ERROR)
     if output_format not in FORMATS:
         _err(f"error: --format must be one of {', '.join(FORMATS)}, not {output_format!r}")
         raise typer.Exit(EXIT_ERROR)
     paths = _read_files_from(files_from, list(paths or []))
+    if "-" in paths:
+        if paths != ["-"] or files_from is not None or interactive or from_trace is not None:
+            _err("error: '-' (stdin) must be the only path, without --files-from, --interactive or --from-trace")
+            raise typer.Exit(EXIT_ERROR)
+        settings, cfg = resolve_settings(
+            [stdin_filename or "."], config_file=config_file, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes,
+            dynamic_fix=dynamic_fix, target_torch=target_torch, check_syntax=check_syntax,
+        )
+        code = _check_stdin(settings, cfg, stdin_filename, diff=diff, fix=fix, quiet=quiet, output_format=output_format, force_exclude=force_exclude, exclude=_patterns(exclude))
+        raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
     if files_from is not None and not paths:
-        _err("All checks passed!" if output_format == "text" else "")
+        if not quiet:
+            _err("All checks passed!" if output_format == "text" else "")
         raise typer.Exit(EXIT_CLEAN)
-    settings, cfg = _configured(paths or ["."], select, ignore, unsafe_fixes, dynamic_fix, target_torch, check_syntax)
+    settings, cfg = resolve_settings(
+        paths or ["."], config_file=config_file, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes,
+        dynamic_fix=dynamic_fix, target_torch=target_torch, check_syntax=check_syntax,
+    )
     unsafe_fixes = settings.unsafe_fixes
+    cli_excludes = _patterns(exclude)
+    config_excludes = cfg.excludes if cli_excludes is None else cfg.extend_exclude
     if from_trace is not None:
         from codemods import trace_run
 
@@ -186,7 +234,8 @@ def check(
         jobs=jobs if jobs is not None else (os.cpu_count() or 1),
         cache_dir=cache_dir,
         cache_write=not diff,  # --diff writes nothing, not even the cache
-        config_excludes=cfg.excludes,
+        excludes=cli_excludes or (),
+        config_excludes=config_excludes,
         config_root=cfg.root,
         force_exclude=force_exclude,
         per_file_ignores=PerFileIgnores(cfg.per_file_ignores, cfg.root) if cfg.per_file_ignores else None,
@@ -213,10 +262,10 @@ def check(
         sys.stdout.flush()
         n_changed = sum(1 for r in result.results if r.changed)
         n_fixes = sum(1 for f in findings if f.applied)
-        if n_changed:
+        if n_changed and not quiet:
             _err(f"Would fix {n_fixes} finding{'s' if n_fixes != 1 else ''} in {n_changed} file{'s' if n_changed != 1 else ''}.")
         for line in summary(findings, fixed=0, errors=len(result.errors), files_changed=0, fixing=False, unsafe_fixes=unsafe_fixes):
-            if not line.startswith(("Found ", "All checks passed!")):  # "Would fix" says it
+            if not quiet and not line.startswith(("Found ", "All checks passed!")):  # "Would fix" says it
                 _err(line)
         code = EXIT_FINDINGS if n_changed else EXIT_CLEAN
     else:
@@ -238,21 +287,78 @@ def check(
         if show_statistics:
             for line in statistics(findings) + run_summary(result.stats):
                 typer.echo(line, err=machine)
-        for line in summary(findings, fixed=fixed, errors=len(result.errors), files_changed=written, fixing=fix, unsafe_fixes=unsafe_fixes):
+        for line in summary(findings, fixed=fixed, errors=len(result.errors), files_changed=written, fixing=fix, unsafe_fixes=unsafe_fixes) if not quiet else ():
             typer.echo(line, err=machine)
-        if sys.stderr.isatty() and not show_statistics:
+        if sys.stderr.isatty() and not show_statistics and not quiet:
             for line in run_summary(result.stats):
                 _err(line)
         remaining = len(findings) - fixed
         code = EXIT_FINDINGS if remaining else EXIT_CLEAN
+    if exit_zero:
+        code = EXIT_CLEAN
     if result.errors:
         code = EXIT_ERROR
     raise typer.Exit(code)
 
 
+def _check_stdin(settings, cfg, stdin_filename, *, diff, fix, quiet, output_format, force_exclude, exclude) -> int:
+    """``fix-recompiles -``: the source on stdin, as ruff does: the report on
+    stdout; with ``--fix`` the (fixed) source on stdout and what remains on
+    stderr; with ``--diff`` the patch.  Nothing is written to disk."""
+    from dataclasses import replace
+
+    from codemods.config import PerFileIgnores
+    from codemods.discovery import display_path
+    from codemods.engine import process_source
+    from codemods.runner import _filter_excludes
+
+    data = sys.stdin.buffer.read()
+    name = stdin_filename or "-"
+    shown = display_path(stdin_filename) if stdin_filename else "-"
+    out = sys.stdout.buffer
+    if stdin_filename and force_exclude:
+        patterns = tuple(exclude or ()) + (cfg.excludes if exclude is None else cfg.extend_exclude)
+        if not _filter_excludes([stdin_filename], patterns, cfg.root if exclude is None else ".", [stdin_filename], True):
+            if fix:
+                out.write(data)
+            return EXIT_CLEAN  # excluded: passed through untouched, as ruff does
+    if stdin_filename and cfg.per_file_ignores:
+        extra = PerFileIgnores(cfg.per_file_ignores, cfg.root).codes_for(stdin_filename)
+        if extra:
+            settings = replace(settings, ignore=frozenset(settings.ignore | extra))
+    result = process_source(name, shown, data, settings)
+    if result.error is not None:
+        _err(f"error: {shown}: {result.error}")
+        if fix:
+            out.write(data)  # the caller (an editor) keeps its text
+        return EXIT_ERROR
+    findings = result.findings
+    if diff:
+        if result.changed:
+            out.write(unified_diff_bytes(shown, data, result.new))  # type: ignore[arg-type]
+        out.flush()
+        return EXIT_FINDINGS if result.changed else EXIT_CLEAN
+    if fix:
+        out.write(result.new if result.changed else data)
+        out.flush()
+        remaining = [f for f in findings if not f.applied]
+        for f in remaining:
+            _err(format_finding(f))
+        if not quiet:
+            for line in summary(findings, fixed=len(findings) - len(remaining), errors=0, files_changed=1 if result.changed else 0, fixing=True, unsafe_fixes=settings.unsafe_fixes):
+                _err(line)
+        return EXIT_FINDINGS if remaining else EXIT_CLEAN
+    for f in findings:
+        typer.echo(format_finding(f))
+    if not quiet:
+        for line in summary(findings, fixed=0, errors=0, files_changed=0, fixing=False, unsafe_fixes=settings.unsafe_fixes):
+            typer.echo(line)
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
 @app.command("rules")
-def rules(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. FR001, or a rule name.")) -> None:
-    """List the rules, or explain one."""
+def rules(code: Optional[str] = typer.Argument(None, metavar="CODE", show_default=False, hidden=True)) -> None:
+    """List the rules, or explain one (CODE: a rule code, e.g. FR001, or a rule name)."""
     if code is None:
         for rule in REGISTRY:
             typer.echo(f"{rule.code}  {rule.name:<20} {rule.summary}")
@@ -266,18 +372,27 @@ def rules(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. FR0
     typer.echo(rule.doc(), nl=False)
 
 
-@app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(
+    "run",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    options_metavar="[OPTIONS] -- CMD [ARGS]...",
+)
 def run_cmd(
     ctx: typer.Context,
     diff: bool = typer.Option(False, "--diff", help="Print a diff of the fixes the trace implicates; write nothing."),
     fix: bool = typer.Option(False, "--fix", help="Apply them, run CMD again and compare graphs compiled."),
     interactive: bool = typer.Option(False, "-i", "--interactive", help="Review the fixes the trace implicates one at a time, write the accepted ones, run CMD again and compare."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also apply implicated fixes that stay unsafe."),
-    select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to enable (comma-separated)."),
-    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to disable (comma-separated)."),
-    dynamic_fix: str = typer.Option("remove", "--dynamic-fix", help="How FR001 cures dynamic=False: 'remove' it or write 'true'."),
+    select: Optional[List[str]] = typer.Option(None, "--select", metavar="CODES", help="Rule codes or prefixes to enable (comma-separated)."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", metavar="CODES", help="Rule codes or prefixes to disable (comma-separated)."),
+    dynamic_fix: Optional[str] = typer.Option(None, "--dynamic-fix", metavar="remove|true", help="How FR001 cures dynamic=False: 'remove' (default) it or write 'true'."),
+    target_torch: Optional[str] = typer.Option(None, "--target-torch", metavar="VERSION", help="The torch release fixed code must run on (default: the installed one)."),
+    config_file: Optional[str] = typer.Option(None, "--config", metavar="PATH", help="Read [tool.fix-recompiles] from this TOML file instead of the closest pyproject.toml."),
 ) -> None:
-    """Run `-- CMD ARGS...` under TORCH_TRACE, explain its recompiles, fix their causes."""
+    """Run `-- CMD ARGS...` under TORCH_TRACE, explain its recompiles, fix their causes.
+
+    Settings come from [tool.fix-recompiles] of the closest pyproject.toml up
+    from the current folder (or --config), as for `check`."""
     if diff and fix:
         _err("error: --diff and --fix are exclusive (--diff writes nothing)")
         raise typer.Exit(EXIT_ERROR)
@@ -287,14 +402,10 @@ def run_cmd(
     if interactive and not sys.stdin.isatty():
         _err("error: --interactive needs a terminal on stdin; use --diff to preview the fixes or --fix to apply them")
         raise typer.Exit(EXIT_ERROR)
-    if dynamic_fix not in ("remove", "true"):
-        _err(f"error: --dynamic-fix must be 'remove' or 'true', not {dynamic_fix!r}")
-        raise typer.Exit(EXIT_ERROR)
-    settings = Settings(
-        select=_codes(select, "--select"),
-        ignore=_codes(ignore, "--ignore") or frozenset(),
-        unsafe_fixes=unsafe_fixes,
-        dynamic_fix=dynamic_fix,
+    # the same settings as `check .` in this folder (run only changes files under it)
+    settings, _cfg = resolve_settings(
+        ["."], config_file=config_file, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes,
+        dynamic_fix=dynamic_fix, target_torch=target_torch,
     )
     from codemods import trace_run
 

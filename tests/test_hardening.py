@@ -333,3 +333,116 @@ def test_diff_of_a_path_outside_the_current_folder_applies(tmp_path):
     check = subprocess.run(["git", "apply", "-"], input=patch, cwd="/", capture_output=True)
     assert check.returncode == 0, check.stderr.decode()
     assert read(tmp_path, "outside/a.py") == MARKER_FIXED.encode()
+
+
+# ------------------------------------------------------------- 12. one set of settings
+PYPROJECT = '[tool.fix-recompiles]\nignore = ["FR003"]\ntarget-torch = "2.8"\ndynamic-fix = "true"\n'
+
+
+def test_run_resolves_settings_like_check(tmp_path, monkeypatch):
+    import cli
+    from codemods import trace_run
+
+    write(tmp_path, {"pyproject.toml": PYPROJECT, "train.py": "print(1)\n"})
+    monkeypatch.chdir(tmp_path)
+    seen = {}
+
+    def fake_run(cmd, settings, **kw):
+        seen["cmd"], seen["settings"] = cmd, settings
+        return 0
+
+    monkeypatch.setattr(trace_run, "run", fake_run)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--diff", "--", "python", "train.py"])
+    assert exc.value.code == 0
+    assert seen["cmd"] == ["python", "train.py"]
+    expected, _cfg = cli.resolve_settings(["."])
+    assert seen["settings"] == expected
+    assert seen["settings"].ignore == frozenset({"FR003"})
+    assert seen["settings"].target_torch == (2, 8)
+    assert seen["settings"].dynamic_fix == "true"
+    # the command line still overrides the file
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--ignore", "FR002", "--target-torch", "2.5", "--", "python", "train.py"])
+    assert seen["settings"].ignore == frozenset({"FR002"}) and seen["settings"].target_torch == (2, 5)
+
+
+# ------------------------------------------------------------- 14. help and ruff's options
+@pytest.mark.parametrize("args", [["--help"], ["check", "--help"], ["run", "--help"], ["rules", "--help"]])
+def test_help_has_no_type_placeholders(tmp_path, args):
+    proc = fr(tmp_path, *args)
+    assert proc.returncode == 0, err(proc)
+    text = out(proc)
+    for placeholder in ("<bool>", "<list[", "<str>", "<int>"):
+        assert placeholder not in text, text
+    if args[0] == "run":
+        assert "Usage: fix-recompiles run [OPTIONS] -- CMD [ARGS]..." in text
+    if args[0] == "check":
+        for option in ("--stdin-filename PATH", "--quiet", "--exit-zero", "--exclude PATTERNS", "--config PATH", "--select CODES"):
+            assert option in text
+
+
+def _stdin(tmp_path, data, *args):
+    from test_cli import COMMAND
+
+    env = dict(os.environ, PYTHONPATH=REPO)
+    return subprocess.run(COMMAND + list(args), input=data.encode(), cwd=str(tmp_path), capture_output=True, env=env, timeout=120)
+
+
+def test_stdin_report_fix_and_diff(tmp_path):
+    proc = _stdin(tmp_path, SAFE, "-", "--stdin-filename", "pkg/a.py")
+    assert proc.returncode == 1, err(proc)
+    assert out(proc).startswith("pkg/a.py:2:")
+    fixed = _stdin(tmp_path, SAFE, "--fix", "-", "--stdin-filename", "pkg/a.py")
+    assert fixed.returncode == 0, err(fixed)
+    assert out(fixed) == SAFE_FIXED  # the fixed source, nothing else, on stdout
+    clean = _stdin(tmp_path, "x = 1\n", "--fix", "-")
+    assert clean.returncode == 0 and out(clean) == "x = 1\n"
+    diff = _stdin(tmp_path, MARKER, "--diff", "-", "--stdin-filename", "b.py")
+    assert diff.returncode == 1
+    assert out(diff).startswith("--- a/b.py\n+++ b/b.py\n")
+    bad = _stdin(tmp_path, "import torch\ntorch.compile(f, dynamic=False)\ndef f(:\n", "--fix", "-", "--stdin-filename", "c.py")
+    assert bad.returncode == 2
+    assert [line for line in err(bad).splitlines() if line.startswith("error:")][0].startswith("error: c.py: syntax error")
+    assert out(bad).startswith("import torch\n")  # the editor keeps its text
+    assert os.listdir(tmp_path) == []  # nothing written to disk
+
+
+def test_stdin_filename_picks_configuration_and_per_file_ignores(tmp_path):
+    write(tmp_path, {"pyproject.toml": '[tool.fix-recompiles]\nper-file-ignores = { "gen/*" = ["FR002"] }\n'})
+    assert _stdin(tmp_path, MARKER, "-", "--stdin-filename", "gen/x.py").returncode == 0
+    assert _stdin(tmp_path, MARKER, "-", "--stdin-filename", "src/x.py").returncode == 1
+
+
+def test_quiet_prints_findings_and_errors_only(tmp_path):
+    write(tmp_path, {"a.py": MARKER, "clean.py": "x = 1\n"})
+    proc = fr(tmp_path, "-q", ".")
+    assert proc.returncode == 1
+    assert [line.split(":")[0] for line in out(proc).splitlines()] == ["a.py"]
+    assert err(proc) == ""
+    clean = fr(tmp_path, "--quiet", "clean.py")
+    assert clean.returncode == 0 and out(clean) == "" and err(clean) == ""
+
+
+def test_exit_zero_with_findings_but_not_with_errors(tmp_path):
+    write(tmp_path, {"a.py": MARKER})
+    assert fr(tmp_path, "--exit-zero", ".").returncode == 0
+    assert fr(tmp_path, "--exit-zero", "--diff", ".").returncode == 0
+    assert fr(tmp_path, "--exit-zero", "missing.py").returncode == 2
+
+
+def test_exclude_replaces_the_configured_exclude(tmp_path):
+    write(tmp_path, {"pyproject.toml": '[tool.fix-recompiles]\nexclude = ["a.py"]\n', "a.py": MARKER, "b.py": MARKER, "gen/c.py": MARKER})
+    assert [line.split(":")[0] for line in out(fr(tmp_path, ".")).splitlines() if ".py:" in line] == ["b.py", "gen/c.py"]
+    proc = fr(tmp_path, "--exclude", "b.py,gen/", ".")
+    assert [line.split(":")[0] for line in out(proc).splitlines() if ".py:" in line] == ["a.py"]
+
+
+def test_config_path(tmp_path):
+    write(tmp_path, {"conf/settings.toml": '[tool.fix-recompiles]\nignore = ["FR002"]\n', "a.py": MARKER, "pyproject.toml": '[tool.fix-recompiles]\nselect = ["FR002"]\n'})
+    assert fr(tmp_path, ".").returncode == 1
+    assert fr(tmp_path, "--config", "conf/settings.toml", ".").returncode == 0
+    missing = fr(tmp_path, "--config", "nope.toml", ".")
+    assert missing.returncode == 2 and err(missing).strip() == "error: --config: nope.toml: no such file"
+    write(tmp_path, {"other.toml": "[tool.black]\n"})
+    assert fr(tmp_path, "--config", "other.toml", ".").returncode == 2
