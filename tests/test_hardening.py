@@ -446,3 +446,71 @@ def test_config_path(tmp_path):
     assert missing.returncode == 2 and err(missing).strip() == "error: --config: nope.toml: no such file"
     write(tmp_path, {"other.toml": "[tool.black]\n"})
     assert fr(tmp_path, "--config", "other.toml", ".").returncode == 2
+
+
+# ------------------------------------------------------------- 10. a file that kills its worker, limits per file
+def _tree(tmp_path, extra):
+    files = {f"ok{i}.py": MARKER for i in range(6)}
+    files.update(extra)
+    write(tmp_path, files)
+
+
+def test_worker_that_segfaults_is_that_files_error(tmp_path, monkeypatch):
+    import signal
+
+    if "fork" not in __import__("multiprocessing").get_all_start_methods():
+        pytest.skip("needs fork: the workers must inherit the patched engine")
+    _tree(tmp_path, {"crash.py": MARKER})
+    real = runner.process_source
+
+    def crashing(path, display, data, *args, **kw):
+        if display == "crash.py":
+            import faulthandler
+
+            faulthandler.disable()  # no C traceback of the deliberate crash in the test output
+            os.kill(os.getpid(), signal.SIGSEGV)  # what libcst did on a 20,000-term expression
+        return real(path, display, data, *args, **kw)
+
+    monkeypatch.setattr(runner, "process_source", crashing)
+    result = _run(tmp_path, jobs=2)  # before: BrokenProcessPool, no result at all
+    assert result.errors == [("crash.py", "the process analysing this file died (killed by SIGSEGV); skipped")]
+    fixed = sorted(r.display_path for r in result.results if r.changed)
+    assert fixed == [f"ok{i}.py" for i in range(6)]
+
+
+def test_memory_error_is_that_files_error(tmp_path, monkeypatch):
+    _tree(tmp_path, {"mem.py": MARKER.replace("import torch", "import torch  # compile")})
+    real = runner.parse_for_index
+
+    def exhausted(data):
+        if b"# compile" in data:
+            raise MemoryError
+        return real(data)
+
+    monkeypatch.setattr(runner, "parse_for_index", exhausted)
+    result = _run(tmp_path, jobs=1)  # before: MemoryError ended the run
+    assert result.errors == [("mem.py", "out of memory while analysing; skipped")]
+    assert len([r for r in result.results if r.changed]) == 6
+
+
+def test_file_over_the_size_limit_is_one_error_line(tmp_path):
+    big = SAFE + "# " + "x" * 100 + "\n"
+    big = big * (runner.MAX_FILE_BYTES // len(big) + 1)
+    write(tmp_path, {"big.py": big, "a.py": MARKER, "data.py": "x" * (runner.MAX_FILE_BYTES + 10)})
+    proc = fr(tmp_path, "--fix", ".")
+    assert proc.returncode == 2, err(proc)
+    lines = [line for line in err(proc).splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and lines[0].startswith("error: big.py: file too large to analyse (4.0 MiB, limit 4 MiB); skipped"), lines
+    assert read(tmp_path, "a.py") == MARKER_FIXED.encode()
+    assert read(tmp_path, "big.py") == big.encode()
+
+
+def test_expression_over_the_depth_limit_is_one_error_line(tmp_path):
+    deep = SAFE + "y = (" + " + ".join(["1"] * 1500) + ")\n"  # libcst needs seconds; 20,000 terms segfaulted it
+    write(tmp_path, {"deep.py": deep, "a.py": MARKER})
+    proc = fr(tmp_path, "--fix", ".")
+    assert proc.returncode == 2, err(proc)
+    lines = [line for line in err(proc).splitlines() if line.startswith("error:")]
+    assert lines == ["error: deep.py: expression too deeply nested to analyse (depth 1001, limit 1000); skipped"], lines
+    assert read(tmp_path, "a.py") == MARKER_FIXED.encode()
+    assert read(tmp_path, "deep.py") == deep.encode()
