@@ -200,7 +200,7 @@ class PerFileIgnores:
 
         self.root = os.path.abspath(root)
         self.entries: List[Tuple[object, frozenset]] = [
-            (pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), frozenset(codes)) for pattern, codes in entries
+            (pathspec.GitIgnoreSpec.from_lines([pattern]), frozenset(codes)) for pattern, codes in entries
         ]
 
     def __bool__(self) -> bool:

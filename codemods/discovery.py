@@ -81,7 +81,7 @@ class _GitIgnore:
             if os.path.isfile(path):
                 try:
                     with open(path, encoding="utf-8", errors="replace") as fh:
-                        spec = pathspec.PathSpec.from_lines("gitwildmatch", fh)
+                        spec = pathspec.GitIgnoreSpec.from_lines(fh)
                 except OSError:
                     spec = None
             self._cache[folder] = spec
@@ -125,7 +125,7 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
     files: List[str] = []
     missing: List[Tuple[str, str]] = []
     gitignore = _GitIgnore()
-    exclude_spec = pathspec.PathSpec.from_lines("gitwildmatch", extra_excludes) if extra_excludes else None
+    exclude_spec = pathspec.GitIgnoreSpec.from_lines(extra_excludes) if extra_excludes else None
     for raw in paths:
         if not os.path.lexists(raw):
             missing.append((raw, "no such file or directory"))

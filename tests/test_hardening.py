@@ -514,3 +514,20 @@ def test_expression_over_the_depth_limit_is_one_error_line(tmp_path):
     assert lines == ["error: deep.py: expression too deeply nested to analyse (depth 1001, limit 1000); skipped"], lines
     assert read(tmp_path, "a.py") == MARKER_FIXED.encode()
     assert read(tmp_path, "deep.py") == deep.encode()
+
+
+# ------------------------------------------------------------- 17. pathspec's gitignore patterns
+def test_discovery_and_per_file_ignores_use_no_deprecated_pattern(tmp_path):
+    import warnings
+
+    from codemods.config import PerFileIgnores
+    from codemods.discovery import discover
+
+    write(tmp_path, {".gitignore": "gen/\n*.tmp.py\n!keep.tmp.py\n", "a.py": "", "gen/b.py": "", "c.tmp.py": "", "keep.tmp.py": ""})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # GitWildMatchPattern warns
+        found = discover([str(tmp_path)], ["zz/"])
+        pfi = PerFileIgnores([("tests/*", ["FR003"])], str(tmp_path))
+    assert sorted(os.path.basename(f) for f in found.files) == ["a.py", "keep.tmp.py"]
+    assert pfi.codes_for(str(tmp_path / "tests" / "t.py")) == frozenset({"FR003"})
+    assert pfi.codes_for(str(tmp_path / "src" / "t.py")) == frozenset()
