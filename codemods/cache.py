@@ -167,7 +167,6 @@ class Cache:
         self.global_key = project_key(project)
         self.entries: Dict[str, Dict[str, Any]] = {}
         self.dirty = False
-        self.hits = 0
         try:
             loaded = json.loads(_read_no_symlinks(self.folder, self.file))
             if isinstance(loaded, dict):
@@ -191,7 +190,6 @@ class Cache:
         # size + mtime decide alone unless the file was modified close to the
         # moment it was cached ("racily clean", as git says): then hash it
         if entry["size"] == stat.st_size and entry["mtime_ns"] == stat.st_mtime_ns and stat.st_mtime_ns + RACY_NS < entry["stored_ns"]:
-            self.hits += 1
             return entry
         if entry["size"] != stat.st_size:
             return None
@@ -206,7 +204,6 @@ class Cache:
         entry["mtime_ns"] = stat.st_mtime_ns
         entry["stored_ns"] = time.time_ns()
         self.dirty = True
-        self.hits += 1
         return entry
 
     def store(self, path: str, settings, stat: Optional[os.stat_result], digest: Optional[str], result) -> None:
