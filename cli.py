@@ -16,6 +16,13 @@ from typing import List, Optional
 
 import typer
 
+if __package__:  # installed as fix_recompiles.cli (see pyproject.toml): the
+    # source says `codemods`; point that name at our own subpackage before any
+    # import of it, so the modules load once, from fix_recompiles/codemods
+    from importlib import import_module
+
+    sys.modules.setdefault("codemods", import_module(f"{__package__}.codemods"))
+
 from codemods.context import Settings
 from codemods.output import format_finding, statistics, summary, unified_diff_bytes
 from codemods.cache import CACHE_DIR, unlink_planted_links
@@ -415,14 +422,14 @@ def run_cmd(
 COMMANDS = ("check", "rules", "run")
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def main(argv: Optional[List[str]] = None, prog_name: str = "fix-recompiles") -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args in (["--version"], ["-V"]):
         typer.echo(f"fix-recompiles {_version()}")
         return
     if not args or (args[0] not in COMMANDS and args[0] not in ("-h", "--help")):
         args.insert(0, "check")
-    app(args=args, prog_name="fix-recompiles")
+    app(args=args, prog_name=prog_name)
 
 
 if __name__ == "__main__":

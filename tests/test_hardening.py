@@ -531,3 +531,37 @@ def test_discovery_and_per_file_ignores_use_no_deprecated_pattern(tmp_path):
     assert sorted(os.path.basename(f) for f in found.files) == ["a.py", "keep.tmp.py"]
     assert pfi.codes_for(str(tmp_path / "tests" / "t.py")) == frozenset({"FR003"})
     assert pfi.codes_for(str(tmp_path / "src" / "t.py")) == frozenset()
+
+
+# ------------------------------------------------------------- 15. one namespace
+def test_wheel_installs_one_package_and_runs_as_a_module(tmp_path):
+    """The wheel holds fix_recompiles/ only (no top-level `cli` or `codemods`),
+    and `python -m fix_recompiles` works -- even with another `codemods` on
+    the path (here: this checkout's own source folder)."""
+    import glob
+    import zipfile
+
+    wheels = tmp_path / "wheels"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", REPO, "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels)],
+        capture_output=True, cwd=str(tmp_path), timeout=600,
+    )
+    if build.returncode != 0:
+        pytest.skip(f"cannot build a wheel here: {build.stderr.decode()[-300:]}")
+    [wheel] = glob.glob(str(wheels / "*.whl"))
+    tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    assert tops == {"fix_recompiles", "fix_recompiles-0.1.0.dist-info"}
+    entry = zipfile.ZipFile(wheel).read("fix_recompiles-0.1.0.dist-info/entry_points.txt").decode()
+    assert "fix-recompiles = fix_recompiles.cli:main" in entry
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), wheel], check=True, timeout=300)
+    write(tmp_path, {"work/a.py": MARKER})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), REPO]))  # REPO: a foreign `codemods` and `cli`
+    proc = subprocess.run([sys.executable, "-m", "fix_recompiles", "--fix", "a.py"], cwd=str(tmp_path / "work"), capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, err(proc)
+    assert read(tmp_path, "work/a.py") == MARKER_FIXED.encode()
+    where = subprocess.run(
+        [sys.executable, "-c", "import fix_recompiles.cli, sys; print(sys.modules['codemods.engine'].__file__)"],
+        cwd=str(tmp_path / "work"), capture_output=True, env=env, timeout=120,
+    )
+    assert where.stdout.decode().strip().startswith(str(target / "fix_recompiles" / "codemods")), where
