@@ -222,6 +222,18 @@ def check(
     unsafe_fixes = settings.unsafe_fixes
     cli_excludes = _patterns(exclude)
     config_excludes = cfg.excludes if cli_excludes is None else cfg.extend_exclude
+    if cli_excludes and force_exclude and paths:
+        # --exclude patterns are relative to the current folder; with
+        # --force-exclude they also drop files named on the command line
+        from codemods.runner import _filter_excludes
+
+        named = [p for p in paths if os.path.isfile(p)]
+        kept = set(_filter_excludes(named, cli_excludes, ".", named, True))
+        paths = [p for p in paths if p in kept or not os.path.isfile(p)]
+        if not paths:
+            if not quiet:
+                _err("All checks passed!" if output_format == "text" else "")
+            raise typer.Exit(EXIT_CLEAN)
     if from_trace is not None:
         from codemods import trace_run
 

@@ -587,3 +587,11 @@ def test_index_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path):
     proc = fr(tmp_path, ".", env=CACHE_ON)
     assert "Traceback" not in err(proc)
     assert proc.returncode == 1, err(proc)
+
+
+def test_exclude_with_force_exclude_drops_named_files(tmp_path):
+    write(tmp_path, {"a.py": MARKER, "gen/b.py": MARKER})
+    assert fr(tmp_path, "--exclude", "gen/", "gen/b.py").returncode == 1  # named: kept, as ruff does
+    proc = fr(tmp_path, "--exclude", "gen/", "--force-exclude", "gen/b.py", "a.py")
+    assert [line.split(":")[0] for line in out(proc).splitlines() if ".py:" in line] == ["a.py"]
+    assert fr(tmp_path, "--exclude", "gen/", "--force-exclude", "gen/b.py").returncode == 0
