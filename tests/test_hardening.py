@@ -542,8 +542,10 @@ def test_wheel_installs_one_package_and_runs_as_a_module(tmp_path):
     import zipfile
 
     wheels = tmp_path / "wheels"
+    source = tmp_path / "src"  # a copy: the build leaves build/ and *.egg-info where it runs
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", "tests", "benchmarks", "build", "*.egg-info", ".*cache*", "__pycache__"))
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", REPO, "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels)],
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels)],
         capture_output=True, cwd=str(tmp_path), timeout=600,
     )
     if build.returncode != 0:
