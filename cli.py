@@ -16,9 +16,16 @@ from typing import List, Optional
 
 import typer
 
+if __package__:  # installed as fix_recompiles.cli (see pyproject.toml): the
+    # source says `codemods`; point that name at our own subpackage before any
+    # import of it, so the modules load once, from fix_recompiles/codemods
+    from importlib import import_module
+
+    sys.modules.setdefault("codemods", import_module(f"{__package__}.codemods"))
+
 from codemods.context import Settings
 from codemods.output import format_finding, statistics, summary, unified_diff_bytes
-from codemods.cache import CACHE_DIR
+from codemods.cache import CACHE_DIR, unlink_planted_links
 from codemods.formats import FORMATS, to_github, to_json, to_sarif
 from codemods.runner import run, run_summary, write_results
 from codemods.transforms import BY_CODE, REGISTRY
@@ -28,6 +35,10 @@ app = typer.Typer(
     no_args_is_help=False,
     help="Rewrite PyTorch code so torch.compile stops recompiling.",
     context_settings={"help_option_names": ["-h", "--help"]},
+    # click's plain help, like ruff's: flags without a type placeholder, value
+    # options with their metavar (CODES, N, FILE ...)
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
 )
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -69,12 +80,29 @@ def _read_files_from(source: Optional[str], paths: List[str]) -> List[str]:
     return paths + [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _configured(paths, select, ignore, unsafe_fixes, dynamic_fix, target_torch, check_syntax=False, unproven=False):
-    """Settings from ``[tool.fix-recompiles]`` overridden by the command line."""
+def resolve_settings(
+    paths: List[str],
+    *,
+    config_file: Optional[str] = None,
+    select: Optional[List[str]] = None,
+    ignore: Optional[List[str]] = None,
+    unsafe_fixes: bool = False,
+    dynamic_fix: Optional[str] = None,
+    target_torch: Optional[str] = None,
+    check_syntax: bool = False,
+    unproven: bool = False,
+):
+    """The one place settings are resolved, for every command (``check``,
+    ``run``, stdin): ``[tool.fix-recompiles]`` from ``--config FILE`` or the
+    closest ``pyproject.toml`` up from the first path, overridden by the
+    command line.  Returns (Settings, Config); a bad value is one line, exit 2."""
     from codemods.config import ConfigError, config_for, installed_torch, parse_version
 
+    if dynamic_fix not in (None, "remove", "true"):
+        _err(f"error: --dynamic-fix must be 'remove' or 'true', not {dynamic_fix!r}")
+        raise typer.Exit(EXIT_ERROR)
     try:
-        cfg = config_for(paths)
+        cfg = config_for(paths, config_file)
         target = parse_version(target_torch) if target_torch is not None else (cfg.target_torch or installed_torch())
     except ConfigError as exc:
         _err(f"error: {exc}")
@@ -93,6 +121,13 @@ def _configured(paths, select, ignore, unsafe_fixes, dynamic_fix, target_torch, 
         unproven=unproven or bool(cfg.unproven),
     )
     return settings, cfg
+
+
+def _patterns(values: Optional[List[str]]) -> Optional[tuple]:
+    """``--exclude a,b --exclude c`` -> ("a", "b", "c"); None when not given."""
+    if not values:
+        return None
+    return tuple(p.strip() for v in values for p in v.split(",") if p.strip())
 
 
 def _version() -> str:
@@ -128,16 +163,16 @@ def _progress():
 
 @app.command("check")
 def check(
-    paths: List[str] = typer.Argument(None, help="Files or folders (default: the current folder)."),
+    paths: List[str] = typer.Argument(None, metavar="PATH", show_default=False, hidden=True),
     diff: bool = typer.Option(False, "--diff", help="Print a unified diff of the fixes; write nothing."),
     fix: bool = typer.Option(False, "--fix", help="Apply safe fixes in place."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also apply (or show) unsafe fixes."),
-    select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to enable (comma-separated)."),
-    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to disable (comma-separated)."),
-    dynamic_fix: Optional[str] = typer.Option(None, "--dynamic-fix", help="How FR001 cures dynamic=False: 'remove' (default) it or write 'true'."),
+    select: Optional[List[str]] = typer.Option(None, "--select", metavar="CODES", help="Rule codes or prefixes to enable (comma-separated)."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", metavar="CODES", help="Rule codes or prefixes to disable (comma-separated)."),
+    dynamic_fix: Optional[str] = typer.Option(None, "--dynamic-fix", metavar="remove|true", help="How FR001 cures dynamic=False: 'remove' (default) it or write 'true'."),
     show_statistics: bool = typer.Option(False, "--statistics", help="Print the number of findings per rule."),
-    output_format: str = typer.Option("text", "--format", help="Output: text, json, sarif or github (workflow annotations)."),
-    jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Worker processes (default: all cores)."),
+    output_format: str = typer.Option("text", "--format", metavar="FORMAT", help="Output: text, json, sarif or github (workflow annotations)."),
+    jobs: Optional[int] = typer.Option(None, "-j", "--jobs", metavar="N", help="Worker processes (default: all cores)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache (.fix_recompiles_cache/)."),
     force_exclude: bool = typer.Option(False, "--force-exclude", help="Apply excludes to files named on the command line too (pre-commit)."),
     files_from: Optional[str] = typer.Option(None, "--files-from", metavar="FILE", help="Read paths, one a line, from FILE ('-': stdin)."),
@@ -146,8 +181,16 @@ def check(
     unproven: bool = typer.Option(False, "--unproven", help="Also report what the source cannot prove recompiles (no varying call seen, a static compile that looks deliberate); off by default."),
     interactive: bool = typer.Option(False, "-i", "--interactive", help="Review every fix, one at a time (like `git add -p`); write the accepted ones."),
     from_trace: Optional[str] = typer.Option(None, "--from-trace", metavar="DIR", help="A TORCH_TRACE folder: report its recompiles and diff, fix or (-i) review only the findings they implicate."),
+    stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", metavar="PATH", help="The name of the file read from stdin (PATH '-'): for messages, configuration and per-file-ignores."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="Print findings and errors, nothing else."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when findings remain (errors still exit 2)."),
+    exclude: Optional[List[str]] = typer.Option(None, "--exclude", metavar="PATTERNS", help="Gitignore-style patterns to skip (comma-separated, relative to the current folder); replaces the configuration's `exclude`."),
+    config_file: Optional[str] = typer.Option(None, "--config", metavar="PATH", help="Read [tool.fix-recompiles] from this TOML file instead of the closest pyproject.toml."),
 ) -> None:
-    """Report (default), diff or fix recompile causes in PATHs."""
+    """Report (default), diff or fix recompile causes in PATHs.
+
+    PATH: files or folders (default: the current folder); '-' reads the source
+    from stdin (name it with --stdin-filename)."""
     if diff and fix:
         _err("error: --diff and --fix are exclusive (--diff writes nothing)")
         raise typer.Exit(EXIT_ERROR)
@@ -157,18 +200,43 @@ def check(
     if interactive and not sys.stdin.isatty():
         _err("error: --interactive needs a terminal on stdin; use --diff to preview the fixes or --fix to apply them")
         raise typer.Exit(EXIT_ERROR)
-    if dynamic_fix not in (None, "remove", "true"):
-        _err(f"error: --dynamic-fix must be 'remove' or 'true', not {dynamic_fix!r}")
-        raise typer.Exit(EXIT_ERROR)
     if output_format not in FORMATS:
         _err(f"error: --format must be one of {', '.join(FORMATS)}, not {output_format!r}")
         raise typer.Exit(EXIT_ERROR)
     paths = _read_files_from(files_from, list(paths or []))
+    if "-" in paths:
+        if paths != ["-"] or files_from is not None or interactive or from_trace is not None:
+            _err("error: '-' (stdin) must be the only path, without --files-from, --interactive or --from-trace")
+            raise typer.Exit(EXIT_ERROR)
+        settings, cfg = resolve_settings(
+            [stdin_filename or "."], config_file=config_file, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes,
+            dynamic_fix=dynamic_fix, target_torch=target_torch, check_syntax=check_syntax, unproven=unproven,
+        )
+        code = _check_stdin(settings, cfg, stdin_filename, diff=diff, fix=fix, quiet=quiet, output_format=output_format, force_exclude=force_exclude, exclude=_patterns(exclude))
+        raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
     if files_from is not None and not paths:
-        _err("All checks passed!" if output_format == "text" else "")
+        if not quiet:
+            _err("All checks passed!" if output_format == "text" else "")
         raise typer.Exit(EXIT_CLEAN)
-    settings, cfg = _configured(paths or ["."], select, ignore, unsafe_fixes, dynamic_fix, target_torch, check_syntax, unproven)
+    settings, cfg = resolve_settings(
+        paths or ["."], config_file=config_file, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes,
+        dynamic_fix=dynamic_fix, target_torch=target_torch, check_syntax=check_syntax, unproven=unproven,
+    )
     unsafe_fixes = settings.unsafe_fixes
+    cli_excludes = _patterns(exclude)
+    config_excludes = cfg.excludes if cli_excludes is None else cfg.extend_exclude
+    if cli_excludes and force_exclude and paths:
+        # --exclude patterns are relative to the current folder; with
+        # --force-exclude they also drop files named on the command line
+        from codemods.runner import _filter_excludes
+
+        named = [p for p in paths if os.path.isfile(p)]
+        kept = set(_filter_excludes(named, cli_excludes, ".", named, True))
+        paths = [p for p in paths if p in kept or not os.path.isfile(p)]
+        if not paths:
+            if not quiet:
+                _err("All checks passed!" if output_format == "text" else "")
+            raise typer.Exit(EXIT_CLEAN)
     if from_trace is not None:
         from codemods import trace_run
 
@@ -179,13 +247,17 @@ def check(
         raise typer.Exit(run_interactive(paths or ["."], settings, sys.stdin, sys.stdout, sys.stderr))
     from codemods.config import PerFileIgnores
 
+    cache_dir = None if no_cache or os.environ.get("FIX_RECOMPILES_NO_CACHE", "") not in ("", "0") else (os.environ.get("FIX_RECOMPILES_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR))
+    if cache_dir is not None and not diff:
+        unlink_planted_links(cache_dir)  # the cache never writes through a link
     result = run(
         paths or ["."],
         settings,
         jobs=jobs if jobs is not None else (os.cpu_count() or 1),
-        cache_dir=None if no_cache or os.environ.get("FIX_RECOMPILES_NO_CACHE", "") not in ("", "0") else (os.environ.get("FIX_RECOMPILES_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR)),
+        cache_dir=cache_dir,
         cache_write=not diff,  # --diff writes nothing, not even the cache
-        config_excludes=cfg.excludes,
+        excludes=cli_excludes or (),
+        config_excludes=config_excludes,
         config_root=cfg.root,
         force_exclude=force_exclude,
         per_file_ignores=PerFileIgnores(cfg.per_file_ignores, cfg.root) if cfg.per_file_ignores else None,
@@ -212,10 +284,11 @@ def check(
         sys.stdout.flush()
         n_changed = sum(1 for r in result.results if r.changed)
         n_fixes = sum(1 for f in findings if f.applied)
-        if n_changed:
+        if n_changed and not quiet:
             _err(f"Would fix {n_fixes} finding{'s' if n_fixes != 1 else ''} in {n_changed} file{'s' if n_changed != 1 else ''}.")
-        for line in summary(findings, fixed=0, errors=len(result.errors), files_changed=0, fixing=False, unsafe_fixes=unsafe_fixes)[1:]:
-            _err(line)
+        for line in summary(findings, fixed=0, errors=len(result.errors), files_changed=0, fixing=False, unsafe_fixes=unsafe_fixes):
+            if not quiet and not line.startswith(("Found ", "All checks passed!")):  # "Would fix" says it
+                _err(line)
         code = EXIT_FINDINGS if n_changed else EXIT_CLEAN
     else:
         written = write_results(result) if fix else 0
@@ -236,21 +309,78 @@ def check(
         if show_statistics:
             for line in statistics(findings) + run_summary(result.stats):
                 typer.echo(line, err=machine)
-        for line in summary(findings, fixed=fixed, errors=len(result.errors), files_changed=written, fixing=fix, unsafe_fixes=unsafe_fixes):
+        for line in summary(findings, fixed=fixed, errors=len(result.errors), files_changed=written, fixing=fix, unsafe_fixes=unsafe_fixes) if not quiet else ():
             typer.echo(line, err=machine)
-        if sys.stderr.isatty() and not show_statistics:
+        if sys.stderr.isatty() and not show_statistics and not quiet:
             for line in run_summary(result.stats):
                 _err(line)
         remaining = len(findings) - fixed
         code = EXIT_FINDINGS if remaining else EXIT_CLEAN
+    if exit_zero:
+        code = EXIT_CLEAN
     if result.errors:
         code = EXIT_ERROR
     raise typer.Exit(code)
 
 
+def _check_stdin(settings, cfg, stdin_filename, *, diff, fix, quiet, output_format, force_exclude, exclude) -> int:
+    """``fix-recompiles -``: the source on stdin, as ruff does: the report on
+    stdout; with ``--fix`` the (fixed) source on stdout and what remains on
+    stderr; with ``--diff`` the patch.  Nothing is written to disk."""
+    from dataclasses import replace
+
+    from codemods.config import PerFileIgnores
+    from codemods.discovery import display_path
+    from codemods.engine import process_source
+    from codemods.runner import _filter_excludes
+
+    data = sys.stdin.buffer.read()
+    name = stdin_filename or "-"
+    shown = display_path(stdin_filename) if stdin_filename else "-"
+    out = sys.stdout.buffer
+    if stdin_filename and force_exclude:
+        patterns = tuple(exclude or ()) + (cfg.excludes if exclude is None else cfg.extend_exclude)
+        if not _filter_excludes([stdin_filename], patterns, cfg.root if exclude is None else ".", [stdin_filename], True):
+            if fix:
+                out.write(data)
+            return EXIT_CLEAN  # excluded: passed through untouched, as ruff does
+    if stdin_filename and cfg.per_file_ignores:
+        extra = PerFileIgnores(cfg.per_file_ignores, cfg.root).codes_for(stdin_filename)
+        if extra:
+            settings = replace(settings, ignore=frozenset(settings.ignore | extra))
+    result = process_source(name, shown, data, settings)
+    if result.error is not None:
+        _err(f"error: {shown}: {result.error}")
+        if fix:
+            out.write(data)  # the caller (an editor) keeps its text
+        return EXIT_ERROR
+    findings = result.findings
+    if diff:
+        if result.changed:
+            out.write(unified_diff_bytes(shown, data, result.new))  # type: ignore[arg-type]
+        out.flush()
+        return EXIT_FINDINGS if result.changed else EXIT_CLEAN
+    if fix:
+        out.write(result.new if result.changed else data)
+        out.flush()
+        remaining = [f for f in findings if not f.applied]
+        for f in remaining:
+            _err(format_finding(f))
+        if not quiet:
+            for line in summary(findings, fixed=len(findings) - len(remaining), errors=0, files_changed=1 if result.changed else 0, fixing=True, unsafe_fixes=settings.unsafe_fixes):
+                _err(line)
+        return EXIT_FINDINGS if remaining else EXIT_CLEAN
+    for f in findings:
+        typer.echo(format_finding(f))
+    if not quiet:
+        for line in summary(findings, fixed=0, errors=0, files_changed=0, fixing=False, unsafe_fixes=settings.unsafe_fixes):
+            typer.echo(line)
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
 @app.command("rules")
-def rules(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. FR001, or a rule name.")) -> None:
-    """List the rules, or explain one."""
+def rules(code: Optional[str] = typer.Argument(None, metavar="CODE", show_default=False, hidden=True)) -> None:
+    """List the rules, or explain one (CODE: a rule code, e.g. FR001, or a rule name)."""
     if code is None:
         for rule in REGISTRY:
             typer.echo(f"{rule.code}  {rule.name:<20} {rule.summary}")
@@ -264,22 +394,31 @@ def rules(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. FR0
     typer.echo(rule.doc(), nl=False)
 
 
-@app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(
+    "run",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    options_metavar="[OPTIONS] -- CMD [ARGS]...",
+)
 def run_cmd(
     ctx: typer.Context,
     diff: bool = typer.Option(False, "--diff", help="Print a diff of the fixes the trace implicates; write nothing."),
     fix: bool = typer.Option(False, "--fix", help="Apply them, run CMD again and compare graphs compiled."),
     interactive: bool = typer.Option(False, "-i", "--interactive", help="Review the fixes the trace implicates one at a time, write the accepted ones, run CMD again and compare."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also apply implicated fixes that stay unsafe."),
-    select: Optional[List[str]] = typer.Option(None, "--select", help="Rule codes or prefixes to enable (comma-separated)."),
-    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule codes or prefixes to disable (comma-separated)."),
-    dynamic_fix: str = typer.Option("remove", "--dynamic-fix", help="How FR001 cures dynamic=False: 'remove' it or write 'true'."),
+    select: Optional[List[str]] = typer.Option(None, "--select", metavar="CODES", help="Rule codes or prefixes to enable (comma-separated)."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", metavar="CODES", help="Rule codes or prefixes to disable (comma-separated)."),
+    dynamic_fix: Optional[str] = typer.Option(None, "--dynamic-fix", metavar="remove|true", help="How FR001 cures dynamic=False: 'remove' (default) it or write 'true'."),
+    target_torch: Optional[str] = typer.Option(None, "--target-torch", metavar="VERSION", help="The torch release fixed code must run on (default: the installed one)."),
+    config_file: Optional[str] = typer.Option(None, "--config", metavar="PATH", help="Read [tool.fix-recompiles] from this TOML file instead of the closest pyproject.toml."),
     max_recompiles: Optional[int] = typer.Option(None, "--max-recompiles", metavar="N", help="CI guard: exit 1 when a compiled function recompiled more than N times (0: each compiles once); changes nothing."),
-    output_format: str = typer.Option("text", "--format", help="With --max-recompiles: text, json, sarif or github (CMD's output then goes to stderr)."),
+    output_format: str = typer.Option("text", "--format", metavar="FORMAT", help="With --max-recompiles: text, json, sarif or github (CMD's output then goes to stderr)."),
 ) -> None:
-    """Run `-- CMD ARGS...` under TORCH_TRACE, explain its recompiles, fix their causes."""
+    """Run `-- CMD ARGS...` under TORCH_TRACE, explain its recompiles, fix their causes.
+
+    Settings come from [tool.fix-recompiles] of the closest pyproject.toml up
+    from the current folder (or --config), as for `check`."""
     if max_recompiles is not None or output_format != "text":
-        _run_guard(ctx, max_recompiles, output_format, diff or fix or interactive, select, ignore)
+        _run_guard(ctx, max_recompiles, output_format, diff or fix or interactive, select, ignore, config_file, target_torch)
     if diff and fix:
         _err("error: --diff and --fix are exclusive (--diff writes nothing)")
         raise typer.Exit(EXIT_ERROR)
@@ -289,21 +428,17 @@ def run_cmd(
     if interactive and not sys.stdin.isatty():
         _err("error: --interactive needs a terminal on stdin; use --diff to preview the fixes or --fix to apply them")
         raise typer.Exit(EXIT_ERROR)
-    if dynamic_fix not in ("remove", "true"):
-        _err(f"error: --dynamic-fix must be 'remove' or 'true', not {dynamic_fix!r}")
-        raise typer.Exit(EXIT_ERROR)
-    settings = Settings(
-        select=_codes(select, "--select"),
-        ignore=_codes(ignore, "--ignore") or frozenset(),
-        unsafe_fixes=unsafe_fixes,
-        dynamic_fix=dynamic_fix,
+    # the same settings as `check .` in this folder (run only changes files under it)
+    settings, _cfg = resolve_settings(
+        ["."], config_file=config_file, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes,
+        dynamic_fix=dynamic_fix, target_torch=target_torch,
     )
     from codemods import trace_run
 
     raise typer.Exit(trace_run.run(list(ctx.args), settings, diff=diff, fix=fix, interactive=interactive))
 
 
-def _run_guard(ctx, max_recompiles, output_format, fixing, select, ignore) -> None:
+def _run_guard(ctx, max_recompiles, output_format, fixing, select, ignore, config_file=None, target_torch=None) -> None:
     """``run --max-recompiles N [--format F] -- CMD``: the CI guard (report only)."""
     if max_recompiles is None:
         _err("error: --format with `run` needs --max-recompiles N")
@@ -319,21 +454,21 @@ def _run_guard(ctx, max_recompiles, output_format, fixing, select, ignore) -> No
         raise typer.Exit(EXIT_ERROR)
     from codemods import trace_run
 
-    settings = Settings(select=_codes(select, "--select"), ignore=_codes(ignore, "--ignore") or frozenset())
+    settings, _cfg = resolve_settings(["."], config_file=config_file, select=select, ignore=ignore, target_torch=target_torch)
     raise typer.Exit(trace_run.guard(list(ctx.args), settings, max_recompiles, output_format, _version()))
 
 
 COMMANDS = ("check", "rules", "run")
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def main(argv: Optional[List[str]] = None, prog_name: str = "fix-recompiles") -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args in (["--version"], ["-V"]):
         typer.echo(f"fix-recompiles {_version()}")
         return
     if not args or (args[0] not in COMMANDS and args[0] not in ("-h", "--help")):
         args.insert(0, "check")
-    app(args=args, prog_name="fix-recompiles")
+    app(args=args, prog_name=prog_name)
 
 
 if __name__ == "__main__":

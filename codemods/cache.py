@@ -5,7 +5,14 @@ One JSON file per *run key*: the tool's version, a fingerprint of its own
 source (so an edited pass never serves stale results), the effective settings
 and the selected rules.  Inside, one entry per file (absolute path) holding
 size + mtime, the content hash, the per-file settings, the project-index facts
-that apply to the file, and the result (findings, fixed bytes, error).
+that apply to the file, and the result (findings, error) -- never the fixed
+text: an entry whose file has a fix is a miss, so ``--diff`` and ``--fix``
+always derive what they show or write from the file as it is now, and an
+edited cache entry cannot put code into a file.
+
+The cache is untrusted input: an entry of the wrong shape is a miss, never a
+crash, and no symbolic link inside the cache folder is followed (read or
+written).
 
 A hit needs the same size and mtime (no read) or, failing that, the same
 content hash (one read).  Cross-module facts are part of every entry's key:
@@ -19,6 +26,7 @@ import hashlib
 import json
 import os
 import pickle
+import stat as stat_mod
 import tempfile
 import time
 from typing import Any, Dict, Optional
@@ -26,7 +34,7 @@ from typing import Any, Dict, Optional
 from .findings import Finding, Fix, Safety
 
 CACHE_DIR = ".fix_recompiles_cache"
-FORMAT = 1
+FORMAT = 2
 #: files modified less than this before being cached are re-hashed on lookup
 RACY_NS = 2_000_000_000
 
@@ -138,7 +146,9 @@ def finding_from_dict(d: Dict[str, Any]) -> Finding:
 def result_to_dict(result) -> Dict[str, Any]:
     return {
         "findings": [finding_to_dict(f) for f in result.findings],
-        "new": None if result.new is None else result.new.decode("latin-1"),
+        # never the text: a result with a fix is re-derived (see the module doc)
+        "new": None,
+        "fixable": result.new is not None,
         "error": result.error,
         "prefiltered": result.prefiltered,
         "generated": result.generated,
@@ -157,13 +167,11 @@ class Cache:
         self.global_key = project_key(project)
         self.entries: Dict[str, Dict[str, Any]] = {}
         self.dirty = False
-        self.hits = 0
         try:
-            with open(self.file, "r", encoding="utf-8") as fh:
-                loaded = json.load(fh)
+            loaded = json.loads(_read_no_symlinks(self.folder, self.file))
             if isinstance(loaded, dict):
                 self.entries = loaded
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             self.entries = {}
 
     def facts_key(self, path: str) -> str:
@@ -173,14 +181,15 @@ class Cache:
         """The cached result for ``path`` or None; may read the file to hash it
         (then ``entry['_data']`` holds the bytes read)."""
         entry = self.entries.get(os.path.abspath(path))
-        if entry is None or stat is None:
-            return None
+        if entry is None or stat is None or not _valid_entry(entry):
+            return None  # unknown, or of the wrong shape (damaged, edited): a miss
+        if entry["result"].get("fixable", True) or entry["result"]["new"] is not None:
+            return None  # a fix is always derived from the file as it is now
         if entry["settings"] != settings_key(settings) or entry["facts"] != self.facts_key(path):
             return None
         # size + mtime decide alone unless the file was modified close to the
         # moment it was cached ("racily clean", as git says): then hash it
         if entry["size"] == stat.st_size and entry["mtime_ns"] == stat.st_mtime_ns and stat.st_mtime_ns + RACY_NS < entry["stored_ns"]:
-            self.hits += 1
             return entry
         if entry["size"] != stat.st_size:
             return None
@@ -195,7 +204,6 @@ class Cache:
         entry["mtime_ns"] = stat.st_mtime_ns
         entry["stored_ns"] = time.time_ns()
         self.dirty = True
-        self.hits += 1
         return entry
 
     def store(self, path: str, settings, stat: Optional[os.stat_result], digest: Optional[str], result) -> None:
@@ -217,19 +225,132 @@ class Cache:
     def save(self) -> None:
         if not self.dirty:
             return
+        tmp = None
         try:
-            os.makedirs(os.path.dirname(self.file), exist_ok=True)
+            folder = os.path.dirname(self.file)
+            os.makedirs(folder, exist_ok=True)
+            if _has_symlink(self.folder, self.file):
+                return  # never write through a link planted in the cache folder
             ignore = os.path.join(self.folder, ".gitignore")
-            if not os.path.exists(ignore):
-                with open(ignore, "w", encoding="utf-8") as fh:
+            if not os.path.lexists(ignore):
+                fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     fh.write("# Automatically created by fix-recompiles.\n*\n")
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(self.file))
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(self.entries, fh, separators=(",", ":"))
-            os.replace(tmp, self.file)
+            os.replace(tmp, self.file)  # replaces a link itself, never its target
+            tmp = None
         except OSError:
             pass  # a cache that cannot be written is only slower
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
         self.dirty = False
+
+
+def _has_symlink(folder: str, path: str) -> bool:
+    """True when ``path`` or a folder between ``folder`` (itself not tested:
+    it may be a configured link) and it is a symbolic link."""
+    folder = os.path.abspath(folder)
+    cur = os.path.abspath(path)
+    while cur != folder and os.path.dirname(cur) != cur:
+        if os.path.islink(cur):
+            return True
+        cur = os.path.dirname(cur)
+    return False
+
+
+def unlink_planted_links(folder: str) -> int:
+    """Remove symbolic links inside the cache ``folder`` where the cache keeps
+    its files (the ``.gitignore``, the version folder, the JSON files in it):
+    the links themselves, never what they point to.  Called before a run that
+    may write the cache, so neither this module nor the index-facts cache
+    (:class:`codemods.project.FactsCache`) writes through one.  Returns how
+    many were removed."""
+    removed = 0
+    version = os.path.join(folder, f"v{FORMAT}")
+    candidates = [os.path.join(folder, ".gitignore"), version]
+    if os.path.isdir(version) and not os.path.islink(version):
+        try:
+            candidates += [os.path.join(version, n) for n in os.listdir(version)]
+        except OSError:
+            pass
+    for path in candidates:
+        if os.path.islink(path):
+            try:
+                os.unlink(path)
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+def _read_no_symlinks(folder: str, path: str) -> str:
+    """The text of ``path`` inside the cache ``folder``; OSError when it (or a
+    folder on the way) is a symbolic link, or is not a regular file."""
+    if _has_symlink(folder, path):
+        raise OSError(f"{path}: symbolic link in the cache folder")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat_mod.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return fh.read().decode("utf-8")
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _valid_finding(d) -> bool:
+    if not isinstance(d, dict):
+        return False
+    try:
+        if not all(isinstance(d[k], str) for k in ("code", "message", "path", "rule_name")):
+            return False
+        if not all(_is_int(d[k]) for k in ("line", "column", "end_line", "end_column")):
+            return False
+        if not isinstance(d["applied"], bool):
+            return False
+        fix = d["fix"]
+        if fix is None:
+            return True
+        return (
+            isinstance(fix, dict)
+            and fix.get("safety") in (None, "safe", "unsafe")
+            and isinstance(fix.get("needs_torch"), bool)
+            and isinstance(fix.get("title"), str)
+        )
+    except KeyError:
+        return False
+
+
+def _valid_entry(entry) -> bool:
+    """Does ``entry`` have exactly the shape :meth:`Cache.store` writes?"""
+    if not isinstance(entry, dict):
+        return False
+    try:
+        if not all(_is_int(entry[k]) for k in ("size", "mtime_ns", "stored_ns")):
+            return False
+        if not all(isinstance(entry[k], str) for k in ("hash", "settings", "facts")):
+            return False
+        r = entry["result"]
+        return (
+            isinstance(r, dict)
+            and r["new"] is None
+            and isinstance(r.get("fixable"), bool)
+            and isinstance(r["findings"], list)
+            and all(_valid_finding(d) for d in r["findings"])
+            and (r["error"] is None or isinstance(r["error"], str))
+            and isinstance(r["prefiltered"], bool)
+            and isinstance(r.get("generated", False), bool)
+            and isinstance(r["encoding"], str)
+        )
+    except KeyError:
+        return False
 
 
 def restore(entry: Dict[str, Any], path: str, display: str, original: Optional[bytes]):
@@ -241,7 +362,7 @@ def restore(entry: Dict[str, Any], path: str, display: str, original: Optional[b
     result.findings = [finding_from_dict(d) for d in r["findings"]]
     for f in result.findings:
         f.path = display
-    result.new = None if r["new"] is None else r["new"].encode("latin-1")
+    result.new = None  # never text from the cache: lookup() misses entries with a fix
     result.error = r["error"]
     result.prefiltered = r["prefiltered"]
     result.generated = r.get("generated", False)

@@ -175,8 +175,23 @@ def load_config(path: Optional[str]) -> Config:
     return Config(**values)  # type: ignore[arg-type]
 
 
-def config_for(paths: Sequence[str]) -> Config:
-    """The configuration for a run over ``paths`` (the first path decides)."""
+def config_for(paths: Sequence[str], config_file: Optional[str] = None) -> Config:
+    """The configuration for a run over ``paths`` (the first path decides), or
+    the one in ``config_file`` (``--config PATH``: a TOML file with a
+    ``[tool.fix-recompiles]`` table; patterns are relative to its folder)."""
+    if config_file is not None:
+        if not os.path.isfile(config_file):
+            raise ConfigError(f"--config: {config_file}: no such file")
+        try:
+            with open(config_file, "rb") as fh:
+                doc = tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{config_file}: invalid TOML: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"--config: {config_file}: cannot read: {exc.strerror or exc}") from None
+        if not isinstance(doc.get("tool"), dict) or TABLE not in doc["tool"]:
+            raise ConfigError(f"--config: {config_file}: no [tool.{TABLE}] table")
+        return load_config(config_file)
     start = paths[0] if paths else "."
     if start == "-" or not os.path.exists(start):
         start = "."
@@ -192,7 +207,7 @@ class PerFileIgnores:
 
         self.root = os.path.abspath(root)
         self.entries: List[Tuple[object, frozenset]] = [
-            (pathspec.PathSpec.from_lines("gitwildmatch", [pattern]), frozenset(codes)) for pattern, codes in entries
+            (pathspec.GitIgnoreSpec.from_lines([pattern]), frozenset(codes)) for pattern, codes in entries
         ]
 
     def __bool__(self) -> bool:

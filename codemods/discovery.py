@@ -9,6 +9,7 @@ are reproducible.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -43,8 +44,24 @@ DEFAULT_EXCLUDES = frozenset(
 @dataclass(frozen=True)
 class Discovered:
     files: List[str]
-    #: (path, reason) for command-line paths that do not exist
+    #: (path, reason) for command-line paths that do not exist, and for paths
+    #: that are not regular files (a FIFO, socket or device: never opened)
     missing: List[Tuple[str, str]]
+
+
+def _not_regular(path: str) -> Optional[str]:
+    """Why ``path`` (which exists) must not be opened, or None for a regular
+    file.  A FIFO would block the run forever, a device could be endless."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # a dangling link and the like: reading reports it
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = (
+        "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "special"
+    )
+    return f"not a regular file ({kind}); skipped"
 
 
 def _is_venv(path: str) -> bool:
@@ -64,7 +81,7 @@ class _GitIgnore:
             if os.path.isfile(path):
                 try:
                     with open(path, encoding="utf-8", errors="replace") as fh:
-                        spec = pathspec.PathSpec.from_lines("gitwildmatch", fh)
+                        spec = pathspec.GitIgnoreSpec.from_lines(fh)
                 except OSError:
                     spec = None
             self._cache[folder] = spec
@@ -108,15 +125,19 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
     files: List[str] = []
     missing: List[Tuple[str, str]] = []
     gitignore = _GitIgnore()
-    exclude_spec = pathspec.PathSpec.from_lines("gitwildmatch", extra_excludes) if extra_excludes else None
+    exclude_spec = pathspec.GitIgnoreSpec.from_lines(extra_excludes) if extra_excludes else None
     for raw in paths:
         if not os.path.lexists(raw):
             missing.append((raw, "no such file or directory"))
             continue
         if os.path.isfile(raw) or not os.path.isdir(raw):
-            files.append(raw)
+            why = _not_regular(raw)
+            if why is not None:
+                missing.append((raw, why))
+            else:
+                files.append(raw)
             continue
-        for dirpath, dirnames, filenames in os.walk(raw):
+        for dirpath, dirnames, filenames in os.walk(raw, onerror=lambda exc: missing.append(_walk_error(exc))):
             parents = _ancestor_folders(dirpath)
             keep = []
             for d in sorted(dirnames):
@@ -137,6 +158,10 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
                     continue
                 if exclude_spec is not None and exclude_spec.match_file(os.path.relpath(full).replace(os.sep, "/")):
                     continue
+                why = _not_regular(full)
+                if why is not None:
+                    missing.append((display_path(full), why))
+                    continue
                 files.append(full)
     # stable, duplicate-free order
     seen = set()
@@ -147,6 +172,11 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
             seen.add(key)
             unique.append(f)
     return Discovered(unique, missing)
+
+
+def _walk_error(exc: OSError) -> Tuple[str, str]:
+    """A folder that cannot be listed (no permission): its one error line."""
+    return (display_path(exc.filename) if exc.filename else "?", f"cannot read folder: {exc.strerror or exc}")
 
 
 def display_path(path: str) -> str:

@@ -6,7 +6,10 @@ builds the optimizer/scheduler pair with tensor scalars and steps it inside
 ``torch.compile`` under torch 2.13; every "rejected" entry is asserted to
 really raise, so the table cannot rot silently.
 
-Measured on torch 2.13 (CPU); older releases from ``/work/shared/FACTS.md``.
+Measured on torch 2.13 (CPU); the older releases (2.1-2.7: tensor lr with
+Adamax/NAdam ``foreach=True``, ReduceLROnPlateau replacing a tensor lr by a
+float up to 2.9, schedulers keeping a tensor lr from 2.4/2.5 on) from the
+project's recorded measurements on those releases.
 """
 
 from __future__ import annotations

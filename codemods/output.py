@@ -26,11 +26,15 @@ def unified_diff(display_path: str, before: str, after: str, context: int = 3) -
     """A patch ``git apply`` accepts: a/ b/ paths, 3 lines of context, and the
     "No newline at end of file" marker where a side lacks a final newline."""
     out: List[str] = []
+    # a file outside the current folder has an absolute display path: "a//abs"
+    # is a path git refuses; without the leading slash the patch applies from
+    # the root folder (``git -C / apply``, ``patch -p1 -d /``)
+    header = display_path.lstrip("/")
     for line in difflib.unified_diff(
         split_lines(before),
         split_lines(after),
-        fromfile=f"a/{display_path}",
-        tofile=f"b/{display_path}",
+        fromfile=f"a/{header}",
+        tofile=f"b/{header}",
         n=context,
     ):
         if line.endswith("\n"):
@@ -77,14 +81,14 @@ def summary(
             lines.append(f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} ({fixed} fixed in {files_changed} file{'s' if files_changed != 1 else ''}, {remaining} remaining).")
         elif findings:
             lines.append(f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} (none fixed).")
-        else:
+        elif not errors:  # never "passed" next to errors
             lines.append("All checks passed!")
     else:
         if findings:
             lines.append(f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}.")
             if safe_fixable:
                 lines.append(f"[*] {safe_fixable} fixable with `--fix`.")
-        else:
+        elif not errors:  # never "passed" next to errors
             lines.append("All checks passed!")
     if unsafe_held:
         lines.append(f"{unsafe_held} unsafe fix{'es' if unsafe_held != 1 else ''} held back (enable with `--unsafe-fixes`).")

@@ -32,6 +32,7 @@ safety and title and the fixed bytes, but no edits.
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -54,6 +55,13 @@ POOL_MIN_FILES = 4
 CHUNK_FILES = 32
 #: ... or about this many bytes (a big file goes alone)
 CHUNK_BYTES = 256 * 1024
+#: a file mentioning torch above this size is not analysed (libcst needs
+#: minutes and gigabytes for a multi-megabyte data table): one error line
+MAX_FILE_BYTES = 4 * 1024 * 1024
+#: an expression nested deeper than this (a 20,000-term ``1 + 1 + ...``) is
+#: not analysed: libcst's time grows with the square of the depth and it can
+#: overflow the C stack (a segfault)
+MAX_EXPRESSION_DEPTH = 1000
 
 
 @dataclass
@@ -151,9 +159,10 @@ class _Looked:
 _W: Dict[str, object] = {}
 
 
-def _init_worker(options: _Options, project: Optional[ProjectIndex]) -> None:
+def _init_worker(options: _Options, project: Optional[ProjectIndex], marks: Optional[str] = None) -> None:
     _W["options"] = options
     _W["project"] = project
+    _W["marks"] = marks
 
 
 def _look(path: str, display: str, settings: Settings, mode: str, options: _Options, project: Optional[ProjectIndex]) -> Optional[_Looked]:
@@ -173,6 +182,9 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
     if mode == "mentions" and not mentions_any(data, project.prefilter_tokens(path)):  # type: ignore[union-attr]
         return None
     functions, tree = parse_for_index(data) if mode == "first" else (None, None)
+    too_much = _over_limits(data, tree)
+    if too_much is not None:
+        return _Looked(path, FileResult(path=path, display_path=display, error=too_much), functions, st)
     if options.skip_generated and _is_generated(data):
         result = FileResult(path=path, display_path=display, prefiltered=True, generated=True)
     else:
@@ -186,10 +198,144 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
     return _Looked(path, result, functions, st, digest)
 
 
+def _over_limits(data: bytes, tree) -> Optional[str]:
+    """Why the file is not analysed (too big, too deeply nested), or None.
+    Only files that mention torch can reach libcst; the others pass."""
+    if b"torch" not in data or not (b"compile" in data or b"optim" in data or b"fix-recompiles" in data):
+        return None  # no rule's trigger: never parsed beyond the byte tests
+    if len(data) > MAX_FILE_BYTES:
+        return f"file too large to analyse ({len(data) / 2**20:.1f} MiB, limit {MAX_FILE_BYTES / 2**20:.0f} MiB); skipped"
+    if tree is None:
+        from .screen import mentions_compile
+
+        if not mentions_compile(data):
+            return None
+        try:  # the index parse failed: a syntax error (reported later) or too deep
+            tree = ast.parse(data)
+        except RecursionError:
+            return f"expression too deeply nested to analyse (limit {MAX_EXPRESSION_DEPTH}); skipped"
+        except Exception:  # noqa: BLE001 - a syntax error: the engine reports it
+            return None
+    depth = _deepest_expression(data, tree)
+    if depth > MAX_EXPRESSION_DEPTH:
+        return f"expression too deeply nested to analyse (depth {depth}, limit {MAX_EXPRESSION_DEPTH}); skipped"
+    return None
+
+
+def _deepest_expression(data: bytes, tree) -> int:
+    """How deep the deepest expression of ``tree`` nests, measured only in
+    statements long enough to nest beyond the limit (depth needs at least one
+    byte per level), so ordinary files cost a statement-level walk."""
+    starts = [0]
+    find = data.find
+    pos = find(b"\n")
+    while pos != -1:
+        starts.append(pos + 1)
+        pos = find(b"\n", pos + 1)
+
+    def span(node) -> int:
+        try:
+            return starts[node.end_lineno - 1] + node.end_col_offset - starts[node.lineno - 1] - node.col_offset
+        except (AttributeError, IndexError, TypeError):
+            return 1 << 30  # unknown: measure it
+
+    def depth_of(node) -> int:
+        best = 0
+        stack = [(node, 1)]
+        while stack:
+            cur, d = stack.pop()
+            if d > best:
+                best = d
+                if best > MAX_EXPRESSION_DEPTH:
+                    return best
+            for child in ast.iter_child_nodes(cur):
+                stack.append((child, d + 1))
+        return best
+
+    best = 0
+    statements = list(getattr(tree, "body", ()))
+    while statements:
+        stmt = statements.pop()
+        if span(stmt) <= MAX_EXPRESSION_DEPTH:
+            continue
+        for name, value in ast.iter_fields(stmt):
+            if name in ("body", "orelse", "finalbody"):
+                statements.extend(v for v in value if isinstance(v, ast.stmt))
+            elif name in ("handlers", "cases"):
+                for h in value:
+                    statements.extend(getattr(h, "body", ()))
+                    for sub_name, sub in ast.iter_fields(h):
+                        if sub_name != "body" and isinstance(sub, ast.AST) and span(sub) > MAX_EXPRESSION_DEPTH:
+                            best = max(best, depth_of(sub))
+            else:
+                for v in value if isinstance(value, list) else [value]:
+                    if isinstance(v, ast.AST) and span(v) > MAX_EXPRESSION_DEPTH:
+                        best = max(best, depth_of(v))
+        if best > MAX_EXPRESSION_DEPTH:
+            return best
+    return best
+
+
+def _look_safe(path: str, display: str, settings: Settings, mode: str, options: _Options, project: Optional[ProjectIndex]) -> Optional[_Looked]:
+    """:func:`_look`, with any exception (MemoryError, RecursionError, a bug)
+    turned into that file's error: one file never ends the run."""
+    try:
+        return _look(path, display, settings, mode, options, project)
+    except Exception as exc:  # noqa: BLE001
+        reason = "out of memory while analysing; skipped" if isinstance(exc, MemoryError) else f"internal error: {type(exc).__name__}: {exc}; file left unchanged"
+        return _Looked(path, FileResult(path=path, display_path=display, error=reason))
+
+
 def _look_chunk(chunk: List[Tuple[str, str, Settings, str]]) -> List[Optional[_Looked]]:
     options = _W["options"]
     project = _W.get("project")
-    return [_look(path, display, settings, mode, options, project) for path, display, settings, mode in chunk]  # type: ignore[arg-type]
+    marks = _W.get("marks")
+    out = []
+    for path, display, settings, mode in chunk:
+        if marks is not None:  # if this process dies, the parent knows on which file
+            try:
+                with open(os.path.join(marks, str(os.getpid())), "w", encoding="utf-8", errors="surrogateescape") as fh:  # type: ignore[arg-type]
+                    fh.write(path)
+            except OSError:
+                pass
+        out.append(_look_safe(path, display, settings, mode, options, project))  # type: ignore[arg-type]
+    return out
+
+
+def _isolated_main(conn, task, options, project) -> None:
+    path, display, settings, mode = task
+    conn.send(_look_safe(path, display, settings, mode, options, project))
+    conn.close()
+
+
+def _signal_name(code: Optional[int]) -> str:
+    if code is not None and code < 0:
+        import signal
+
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _look_isolated(task: Tuple[str, str, Settings, str], options: _Options, project: Optional[ProjectIndex], context) -> Optional[_Looked]:
+    """One file in a process of its own: a crash is that file's error."""
+    path, display = task[0], task[1]
+    receive, send = context.Pipe(duplex=False)
+    proc = context.Process(target=_isolated_main, args=(send, task, options, project))
+    proc.start()
+    send.close()
+    item = None
+    try:
+        item = receive.recv()
+    except (EOFError, OSError):
+        pass
+    proc.join()
+    receive.close()
+    if item is not None or proc.exitcode == 0:
+        return item
+    return _Looked(path, FileResult(path=path, display_path=display, error=f"the process analysing this file died ({_signal_name(proc.exitcode)}); skipped"))
 
 
 def _chunks(tasks: List[Tuple[str, str, Settings, str]]) -> List[List[Tuple[str, str, Settings, str]]]:
@@ -222,25 +368,71 @@ def _look_all(
     """Every task looked at, in a pool (forked: workers inherit the index)
     when ``jobs > 1`` and there are enough files; ``tick(n)`` after each chunk."""
     if jobs > 1 and len(tasks) >= POOL_MIN_FILES:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-        chunks = _chunks(tasks)
-        with ProcessPoolExecutor(
-            max_workers=min(jobs, len(chunks)), mp_context=multiprocessing.get_context(method), initializer=_init_worker, initargs=(options, project)
-        ) as pool:
-            futures = [pool.submit(_look_chunk, chunk) for chunk in chunks]
-            for fut in as_completed(futures):
-                looked = fut.result()
-                yield from (item for item in looked if item is not None)
-                tick(len(looked))
+        yield from _look_in_pool(tasks, jobs, options, project, tick)
         return
     for path, display, settings, mode in tasks:
-        item = _look(path, display, settings, mode, options, project)
+        item = _look_safe(path, display, settings, mode, options, project)
         if item is not None:
             yield item
         tick(1)
+
+
+def _look_in_pool(
+    tasks: List[Tuple[str, str, Settings, str]], jobs: int, options: _Options, project: Optional[ProjectIndex], tick: Callable[[int], None]
+) -> Iterator[_Looked]:
+    """The pool part of :func:`_look_all`.  A worker that dies (a segfault in
+    a parser, the kernel's OOM killer) breaks the pool: the chunks that came
+    back are kept, the files the workers were on (each notes its current file)
+    are looked at again one process each -- the one that dies again gets its
+    error line -- and the rest go to a new pool."""
+    import multiprocessing
+    import shutil
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    context = multiprocessing.get_context(method)
+    pending = list(tasks)
+    while pending:
+        chunks = _chunks(pending)
+        finished = set()
+        broken = False
+        marks = tempfile.mkdtemp(prefix="fix-recompiles-workers-")
+        try:
+            with ProcessPoolExecutor(
+                max_workers=min(jobs, len(chunks)), mp_context=context, initializer=_init_worker, initargs=(options, project, marks)
+            ) as pool:
+                futures = {pool.submit(_look_chunk, chunk): chunk for chunk in chunks}
+                for fut in as_completed(futures):
+                    try:
+                        looked = fut.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        continue
+                    finished.update(task[0] for task in futures[fut])
+                    yield from (item for item in looked if item is not None)
+                    tick(len(looked))
+            suspects = set()
+            if broken:
+                for name in os.listdir(marks):
+                    try:
+                        with open(os.path.join(marks, name), encoding="utf-8", errors="surrogateescape") as fh:
+                            suspects.add(fh.read())
+                    except OSError:
+                        pass
+        finally:
+            shutil.rmtree(marks, ignore_errors=True)
+        if not broken:
+            return
+        remaining = [task for task in pending if task[0] not in finished]
+        alone = [task for task in remaining if task[0] in suspects] or remaining[:1]
+        for task in alone:
+            item = _look_isolated(task, options, project, context)
+            if item is not None:
+                yield item
+            tick(1)
+        pending = [task for task in remaining if task not in alone]
 
 
 # -- the run ----------------------------------------------------------------------

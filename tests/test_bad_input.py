@@ -162,10 +162,10 @@ def test_file_vanishes_before_writing(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     real_write = writer.write_atomic
 
-    def delete_then_write(path, data, display=None):
+    def delete_then_write(path, data, display=None, **kw):
         if os.path.basename(path) == "a_gone.py":
             os.unlink(path)
-        return real_write(path, data, display)
+        return real_write(path, data, display, **kw)
 
     monkeypatch.setattr(writer, "write_atomic", delete_then_write)
     code, out, err = run_main(["--fix", "."], capsys)
