@@ -14,6 +14,13 @@ way). Directives, read from the programs themselves (header in the file or in
     ...  # expect: FR003 [name]                    ... on at least one of the lines marked [name]
     ...  # allow: FR006 (why)                      a finding of this code here is real, not required
 
+Where a finding is expected (today's reporting convention, kept): FR001 on
+the `dynamic=False` line, FR003 on the call that passes the float (where the
+wrap would go), FR004 on the optimizer's construction and on an lr write that
+must become `.fill_()`, FR005 on the compile site, FR006 on the loop that
+holds the bound. `fix=none` means: report, and offer no fix, safe or unsafe,
+because the analysis can know no rewrite helps (or it breaks the program).
+
 What counts as a *default finding*: every finding ``process_source`` returns
 with ``Settings()`` -- no flags -- whatever its fix: safe, unsafe (held back)
 or none (report only). All of them are printed by a plain
@@ -29,8 +36,12 @@ then delete the entry from the table below.
 The runtime tests (marker ``runtime``) run real torch in subprocesses through
 tests/runtime_probe.py (tests/golden.py's ``runtime_report``): a safe fix the
 tool offers on a positive must compile fewer graphs (no recompile-limit hit)
-with the same printed output as eager, and the suite's recorded counts must
-still hold on the installed torch.
+with the same printed output as eager; each program's recorded graph count
+(and limit hit) must still hold on the installed torch; and every fix offered
+(safe or unsafe) must leave a program that runs and prints the same. The
+probe's eager reference runs with dynamo disabled, which `fullgraph=True`
+refuses, so `fullgraph=True` appears only where no cure is run
+(`pos_fullgraph_temperature_branch`, negatives).
 """
 
 from __future__ import annotations
