@@ -1,8 +1,9 @@
 # realworld: negative graphs=1
-# Pattern: code that pins shapes on purpose with `torch._dynamo.mark_static`
-# before calling a `dynamic=False` compiled function (pytorch/torchtitan and
-# pytorch/ao mark static inputs for CUDA graphs / max-autotune): the author
-# asked for static shapes, and the shapes do not change.
+# Pattern: issue 12 lists `torch._dynamo.mark_static` among deliberate static
+# compiles (none of the seven pinned repos calls it): a static input buffer,
+# refilled every step and pinned with `mark_static`, fed to a `dynamic=False`
+# compiled function. The author asked for static shapes, and the shapes do not
+# change.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 1
 # graph over 10 calls.
 import torch

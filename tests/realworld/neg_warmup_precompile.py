@@ -1,10 +1,11 @@
 # realworld: negative graphs=4
-# Pattern: inference servers and generators that precompile each bucket on
-# purpose before serving (pytorch-labs/gpt-fast generate.py at
-# 32971d3129541c5bfb4f715abc33d1c5f408d204 runs warm-up iterations before
-# timing; pytorch/torchtitan precompiles graphs ahead of training): a bounded
-# warm-up loop over a fixed list of batch-size buckets with `dynamic=False`,
-# then requests padded to those buckets only. 4 variants, under the limit.
+# Pattern: a bounded warm-up loop that precompiles every variant on purpose
+# (KellerJordan/modded-nanogpt train_gpt.py at
+# f411b3d346aa52d3504324ca93c230fd84c6c07f, line ~2276: "Sampling steps
+# {warmup_steps} for warmup" runs the model at every schedule transition
+# before training; pytorch-labs/gpt-fast warms up before timing), here over a
+# fixed list of batch-size buckets with `dynamic=False`, then requests padded
+# to those buckets only. 4 variants, under the limit.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 4
 # graphs (the 4 buckets, compiled in the warm-up), none after; no limit hit.
 import torch

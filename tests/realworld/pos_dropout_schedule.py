@@ -1,10 +1,10 @@
 # realworld: positive fix=none graphs=8 limit
-# Pattern: dropout schedules (annealed/"early dropout", e.g. the `drop_rate`
-# schedules of huggingface/pytorch-image-models and models that pass
-# `p=self.dropout` computed per step to `F.dropout`): a float that ends in a
-# torch API needing a Python number. Wrapping it in a tensor cannot help (the
-# op specialises on the value), so the tool must report it and offer no fix,
-# safe or unsafe.
+# Pattern: issue 12, form 10 (not in the seven pinned repos): a dropout
+# probability annealed during training ("early dropout"-style schedules) passed
+# to a compiled function that ends in `F.dropout(x, p=p)`. The op needs a
+# Python number, so wrapping it in a tensor cannot help (see the measurement:
+# dropout leaves the graph); the tool must report it and offer no fix, safe or
+# unsafe.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 8
 # graphs, then the recompile limit (every p recompiles; the rest runs eager).
 # Hand-wrapped `torch.tensor(p)`: 1 graph, because dynamo cannot trace

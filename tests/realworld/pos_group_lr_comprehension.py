@@ -1,10 +1,11 @@
 # realworld: positive fix=safe graphs=2
-# Pattern: KellerJordan/modded-nanogpt (train_gpt_medium.py at
-# f411b3d346aa52d3504324ca93c230fd84c6c07f, lines ~626-640 build per-parameter
-# multipliers and scale them by `group["lr"]`; earlier records passed the
-# resulting Python floats to a compiled update): per-parameter learning rates
-# built as `[m * group["lr"] for m in mults]`, each passed to a compiled
-# kernel, while a schedule rewrites `group["lr"]` every step.
+# Pattern: issue 12, form 1 (`[m * group["lr"] for m in mults]`).
+# KellerJordan/modded-nanogpt train_gpt_medium.py at
+# f411b3d346aa52d3504324ca93c230fd84c6c07f (lines ~626-643) shows the cured
+# form: per-parameter multipliers are kept as a CPU tensor ("to enable Inductor
+# constant folding") and scaled as `group["param_lr_cpu"] * group["lr"]`. This
+# program keeps them as Python floats, one per parameter, passed to a compiled
+# kernel while a schedule rewrites `group["lr"]` every step.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 2
 # graphs over 10 steps; hand-fixed (lr as a float64 0-d tensor at the call):
 # 1, same output.

@@ -1,10 +1,11 @@
 # realworld: positive fix=safe graphs=2
-# Pattern: KellerJordan/modded-nanogpt (train_gpt_medium.py at
-# f411b3d346aa52d3504324ca93c230fd84c6c07f, line ~805:
-# `lr = group['lr'] * getattr(param, "lr_mul", 1.0)`; parameters carry a
-# `lr_mul` attribute, e.g. `self.attn_gate.weight.lr_mul = 0.1`): the
-# per-parameter float lr is passed to a compiled Adam kernel, and the lr
-# schedule rewrites `group["lr"]` every step.
+# Pattern: issue 12, form 1 (`group["lr"] * getattr(p, "lr_mul", 1.0)`). The
+# expression is KellerJordan/modded-nanogpt's (train_gpt_medium.py at
+# f411b3d346aa52d3504324ca93c230fd84c6c07f, line ~805, with parameters tagged
+# `self.attn_gate.weight.lr_mul = 0.1`); there it is computed inside a compiled
+# `step` (see neg_compiled_step_float_lr.py). Here, as in the issue's
+# reproduction, the per-parameter float is passed to a compiled Adam kernel
+# while the schedule rewrites `group["lr"]` every step.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 2
 # graphs over 10 steps; hand-fixed (lr as a float64 0-d tensor at the call):
 # 1, same output.

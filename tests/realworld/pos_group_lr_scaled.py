@@ -1,9 +1,11 @@
 # realworld: positive fix=safe graphs=2
-# Pattern: KellerJordan/modded-nanogpt (Muon, e.g. train_gpt_medium.py at
-# f411b3d346aa52d3504324ca93c230fd84c6c07f and its history): the per-parameter
-# learning rate is a float computed from the param group,
-# `lr = group["lr"] * max(1.0, rows / cols) ** 0.5`, and passed to a compiled
-# update kernel; the schedule rewrites `group["lr"]` every step.
+# Pattern: issue 12, form 1. KellerJordan/modded-nanogpt at
+# f411b3d346aa52d3504324ca93c230fd84c6c07f shows the cured form:
+# records/track_2_medium/2025-11-12_BlockMaskRedundantOp/train_gpt_medium.py:110
+# passes `eff_lr=torch._as_tensor_fullprec(group["lr"] * max(1, p.size(-2) /
+# p.size(-1)) ** 0.5)` to its compiled Muon update. This program is the form
+# before the cure: the same float, computed from the param group, passed as a
+# Python float while the schedule rewrites `group["lr"]` every step.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 2
 # graphs over 10 steps; hand-fixed (lr as a float64 0-d tensor at the call):
 # 1, same output.

@@ -1,13 +1,13 @@
 # realworld: positive fix=safe graphs=8 limit
-# Pattern: per-layer compiled blocks driven by `for i in range(self.n_layer)`
-# where `n_layer` comes from a config namespace (nanoGPT-style `GPTConfig`,
-# karpathy/nanochat nanochat/gpt.py at 92d63d4e8bb4df75c3b71618f31ddde2378b2bcd
-# loops `for i in range(config.n_layer)`; modded-nanogpt passes the layer index
-# to compiled code): a `dynamic=False` function sees one int per layer, 12
-# layers, more variants than the recompile limit (8). FR006's bound is
-# `self.n_layer`, set from a SimpleNamespace. Both FR001 (remove `dynamic=False`:
-# the int becomes dynamic) and FR006 (raise the limit to the visible bound) are
-# real findings here; FR001 is the safe cure.
+# Pattern: issue 12, form 9: a loop bound behind an attribute,
+# `for i in range(self.n_layer)` with `n_layer` from a config namespace
+# (nanoGPT-style `GPTConfig`; karpathy/nanochat nanochat/gpt.py at
+# 92d63d4e8bb4df75c3b71618f31ddde2378b2bcd builds its blocks from
+# `config.n_layer`), passing the layer index to a `dynamic=False` compiled
+# block: one int per layer, 12 layers, more variants than the recompile limit
+# (8). Both FR001 (remove `dynamic=False`: the int becomes dynamic) and FR006
+# (raise the limit to the visible bound) are real findings here; FR001 is the
+# safe cure, FR006's fix is unsafe by design.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 8
 # graphs, then the recompile limit (12 layer indices, 4 run eager); hand-fixed
 # with FR006's cure (`cache_size_limit = max(cache_size_limit,

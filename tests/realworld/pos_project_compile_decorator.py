@@ -1,10 +1,11 @@
 # realworld: positive fix=safe graphs=2
-# Pattern: project-defined compile helpers that call `torch.compile` lazily in
-# a closure, with `dynamic=` from a module-level setting (e.g.
-# pytorch/torchtune torchtune/training/_compile.py and the `maybe_compile`
-# helpers of many training repos; pytorch/torchtitan compiles through
-# `apply_compile`): the compiled function is only reachable through the
-# project's decorator, and gets a float that changes every step.
+# Pattern: issue 12, form 5 (seen in public training code, not in the seven
+# pinned repos): a project-defined decorator that calls `torch.compile` lazily
+# in a closure, with `dynamic=` from a module-level setting. (The pinned repos
+# route compiles through project functions too -- pytorch/torchtune
+# torchtune/training/_compile.py, pytorch/torchtitan `apply_compile` -- but
+# eagerly.) The compiled function is reachable only through the project's
+# decorator, and gets a float that changes every step.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 2
 # graphs over 10 steps; hand-fixed (alpha as a float64 0-d tensor at the
 # call): 1, same output.

@@ -1,9 +1,8 @@
 # realworld: positive fix=safe graphs=2
-# Pattern: pytorch/torchtune (torchtune/modules/loss/kd_losses.py at
-# bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1: `self.fkl_loss =
-# torch.compile(self.fkl_loss, *args, **kwargs)`) and trainer helpers that
-# forward positional arguments unchanged: a float reaches the compiled
-# function through a `*args` forwarder.
+# Pattern: issue 12, form 3 (`*args` half): a float reaches the compiled
+# function through a helper that forwards positional arguments unchanged
+# (`run_update(fn, *args)`), the way trainers wrap steps for timing, retries or
+# profiling. An EMA decay with warm-up changes every step.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 2
 # graphs over 10 steps; hand-fixed (decay as a float64 0-d tensor at the
 # call): 1, same output.

@@ -1,9 +1,10 @@
 # realworld: positive fix=safe graphs=8 limit
-# Pattern: sequence-length warm-up / curriculum (KellerJordan/modded-nanogpt
-# grows the attention window during training; curriculum training that grows
-# `seq_len` every few steps) into a model compiled with `dynamic=False`: the
-# input width really changes, so every new length recompiles and after 8 the
-# model silently runs eager. Removing `dynamic=False` cures it.
+# Pattern: sequence-length warm-up (mosaicml/composer's SeqLengthWarmup
+# algorithm truncates every batch to a length that grows during training;
+# curriculum training in general) into a model compiled with `dynamic=False`:
+# the input width really changes, so every new length recompiles and after 8
+# the model silently runs eager. Removing `dynamic=False` cures it. Not in the
+# seven pinned repos (their shapes are fixed; see the negatives).
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 8
 # graphs, then the recompile limit (10 lengths); hand-fixed (`dynamic=False`
 # removed): 2 graphs, same output.
