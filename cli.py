@@ -262,6 +262,7 @@ def check(
         force_exclude=force_exclude,
         per_file_ignores=PerFileIgnores(cfg.per_file_ignores, cfg.root) if cfg.per_file_ignores else None,
         progress=_progress() if sys.stderr.isatty() else None,
+        render=diff or fix or output_format in ("json", "sarif"),  # machine formats carry the edits
     )
     for path, reason in result.errors:
         _err(f"error: {path}: {reason}")

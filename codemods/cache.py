@@ -148,7 +148,7 @@ def result_to_dict(result) -> Dict[str, Any]:
         "findings": [finding_to_dict(f) for f in result.findings],
         # never the text: a result with a fix is re-derived (see the module doc)
         "new": None,
-        "fixable": result.new is not None,
+        "fixable": result.new is not None or result.pending,
         "error": result.error,
         "prefiltered": result.prefiltered,
         "generated": result.generated,

@@ -64,8 +64,8 @@ def _import_qualified(binding: Binding) -> Optional[str]:
     if isinstance(stmt, ast.Import):
         return alias.name if alias.asname else alias.name.split(".")[0]
     if isinstance(stmt, ast.ImportFrom):
-        if stmt.level or not stmt.module:
-            return "." * stmt.level + (stmt.module or "") + "." + alias.name
+        if stmt.level or not stmt.module:  # relative: `from . import k` -> ".k", `from ..m import k` -> "..m.k"
+            return "." * stmt.level + (f"{stmt.module}." if stmt.module else "") + alias.name
         return f"{stmt.module}.{alias.name}"
     return None
 
@@ -191,8 +191,8 @@ class CompileModel:
         self.compile_sites.append(CompileSite("decorator", node, options_call, fn, fn, binding, fn))  # type: ignore[arg-type]
 
     def _visit_call(self, node: ast.Call) -> None:
-        parent = self.source.parent(node)
         if self.is_torch_compile(node.func):
+            parent = self.source.parent(node)  # the parent map is built only where something compiles
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and node in parent.decorator_list:
                 return  # a decorator: collected with its function
             positional = [a for a in node.args if not isinstance(a, ast.Starred)]
@@ -443,3 +443,48 @@ class CompileModel:
 
     def sites_for_call(self, call: ast.Call) -> List[CompileSite]:
         return [s for s in self.compile_sites if any(c is call for c in s.calls)]
+
+    def module_compiled_functions(self) -> Dict[str, ast.AST]:
+        """Module-level names bound to a compiled module-level function, as
+        another module would import them: ``@torch.compile def f`` and
+        ``g = torch.compile(f)`` at module level, ``f`` defined above it
+        (name -> the compiled FunctionDef)."""
+        out: Dict[str, ast.AST] = {}
+        tree = self.tree
+        for site in self.compile_sites:
+            stmt = site.statement
+            if stmt is None or self.source.parent(stmt) is not tree:
+                continue
+            if site.form == "decorator" and isinstance(site.target_def, ast.FunctionDef):
+                out.setdefault(site.target_def.name, site.target_def)
+            elif (
+                site.form == "wrap"
+                and isinstance(stmt, ast.Assign)
+                and stmt.value is site.node
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(site.target, ast.Name)
+            ):
+                fn = self._defined_above(site.target.id, stmt)
+                if fn is not None:
+                    out[stmt.targets[0].id] = fn
+        return out
+
+    def _defined_above(self, name: str, stmt: ast.stmt) -> Optional[ast.AST]:
+        """The last module-level ``def name`` before ``stmt``."""
+        found = None
+        for node in self.tree.body:
+            if node is stmt:
+                break
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                found = node
+        return found
+
+
+def model_of(source: Source) -> CompileModel:
+    """The compile-site model of ``source``, built once per file."""
+    model = getattr(source, "_compile_model", None)
+    if model is None:
+        model = CompileModel(source)
+        source._compile_model = model  # type: ignore[attr-defined]
+    return model

@@ -63,9 +63,9 @@ class FileContext:
     def model(self):
         """The compile-site model (:class:`codemods.compile_sites.CompileModel`)."""
         if self._model is None:
-            from .compile_sites import CompileModel
+            from .compile_sites import model_of
 
-            self._model = CompileModel(self.source)
+            self._model = model_of(self.source)
         return self._model
 
     @property

@@ -1,9 +1,14 @@
 """The engine, top to bottom for one file:
 
-read bytes → cheap text prefilter → parse → shared analysis → every selected
-pass produces findings → drop suppressed ones → apply the chosen fixes in one
-CST walk (nested edits compose) → add ``import torch`` if a fix needs it →
-re-parse the result → hand back the findings and the new bytes.
+read bytes → byte prefilter (:mod:`codemods.prefilter`) → one stdlib ``ast``
+parse (:class:`~codemods.source.Source`) → one analysis shared by every rule
+(:mod:`codemods.scopes`, :mod:`codemods.compile_sites`, the project index)
+→ every selected rule produces findings → drop suppressed and (without
+``--unproven``) unproven ones → to show or write fixes only: libcst parses
+the file, each edit's :class:`~codemods.source.Target` is located, the chosen
+fixes are applied in one CST walk (nested edits compose), ``import torch`` is
+added if a fix needs it, and the result is re-parsed → the findings and the
+new bytes.
 
 Nothing here writes files; :mod:`codemods.writer` does, atomically.
 """
@@ -22,7 +27,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from . import screen
+from . import prefilter
 from .context import FileContext, Settings
 from .findings import Edit, FileError, Finding, Safety
 from .source import NodeLocator, Source, Target, decode
@@ -45,6 +50,8 @@ class FileResult:
     #: True when the file is marked ``@generated`` (skipped, so prefiltered too)
     generated: bool = False
     encoding: str = "utf-8"
+    #: fixes would apply, but were not rendered (a report)
+    pending: bool = False
 
     @property
     def changed(self) -> bool:
@@ -53,15 +60,6 @@ class FileResult:
 
 def selected_rules(settings: Settings) -> List[Rule]:
     return [rule for rule in REGISTRY if settings.selects(rule.code)]
-
-
-def prefilter(data: bytes, rules: Sequence[Rule], extra: Sequence[bytes] = ()) -> bool:
-    """Cheap byte test: can any selected rule find anything in this file?"""
-    for rule in rules:
-        for trigger in rule.triggers:
-            if trigger in data:
-                return True
-    return any(t in data for t in extra)
 
 
 def parse_source(path: str, data: bytes) -> cst.Module:
@@ -242,50 +240,35 @@ def parse_ast(display_path: str, data: bytes, tree: Optional[ast.Module] = None)
 
 
 def analyze(
-    path: str, display_path: str, data: bytes, settings: Settings, project=None, tree: Optional[ast.Module] = None
+    path: str, display_path: str, data: bytes, settings: Settings, project=None, tree=None
 ) -> Tuple[Optional[FileContext], List[Finding]]:
     """Run every selected rule that can apply; (None, []) when none can.
-    ``tree``: the stdlib ``ast`` of exactly ``data``, when already parsed.
+    ``tree``: the stdlib ``ast`` of exactly ``data`` when already parsed, or
+    the :class:`Source` made from it (its compile-site model is reused).
 
-    Rules on the ``ast`` model run when their byte triggers occur (or, for a
-    rule reading the project index, a name the index lists); the others (the
-    CST rules) go through the screen.  The file is parsed with ``ast`` once,
-    and with libcst only when a CST rule runs or a fix is rendered."""
+    A rule runs when the byte prefilter keeps the file for it
+    (:mod:`codemods.prefilter`); the file is then parsed with ``ast`` once
+    and analysed once (:mod:`codemods.compile_sites`), and parsed with libcst
+    only when a rule reads comments (FR002) or a fix is rendered."""
     rules = selected_rules(settings)
     extra = project.prefilter_tokens(path) if project is not None else ()
-    cross = bool(extra) and screen.mentions_any(data, extra)
-    regex_only: Optional[bool] = None
-    ast_rules: List[Rule] = []
-    for rule in rules:
-        if rule.reads != "ast":
-            continue
-        if cross and rule.reads_project:
-            ast_rules.append(rule)
-        elif any(t in data for t in rule.triggers):
-            if rule.needs_compile_site:
-                if regex_only is None:
-                    regex_only = screen.compile_is_regex_only(data)
-                if regex_only:
-                    continue
-            ast_rules.append(rule)
-    cst_rules = [rule for rule in rules if rule.reads != "ast"]
-    screened = screen.select(data, cst_rules, extra, use_screens=screen.ENABLED, facts_of_data=screen.ScreenFacts.from_tree(tree) if tree is not None else None) if cst_rules else None
-    chosen_cst = screened.rules if screened is not None else []
-    if not ast_rules and not chosen_cst:
+    chosen, cross = prefilter.select(data, rules, extra)  # bytes only
+    if not chosen:
         # bad input is reported even where no rule applies: binary or
         # undecodable bytes always, a syntax error with --check-syntax (unless
-        # the screen's own stdlib parse already accepted the file)
-        if tree is None and not (screened is not None and screened.parsed_ok):
+        # the index's parse already accepted the file)
+        if tree is None:
             check_source(display_path, data, parse=settings.check_syntax)
         return None, []
-    source = parse_ast(display_path, data, tree)
-    source.path = path
-    module = parse_source(display_path, data) if chosen_cst else None
+    source = tree if isinstance(tree, Source) else parse_ast(display_path, data, tree)
+    source.path, source.display_path = path, display_path
+    # libcst parses the file only for a rule that reads comments (FR002),
+    # reporting its own syntax errors; otherwise only to render fixes
+    module = parse_source(display_path, data) if any(rule.reads != "ast" for rule in chosen) else None
     ctx = FileContext(path, display_path, settings, project if cross else None, source, module)
     findings: List[Finding] = []
-    for rule in rules:  # registry order
-        if rule in ast_rules or rule in chosen_cst:
-            findings.extend(rule.check(ctx))
+    for rule in chosen:  # registry order
+        findings.extend(rule.check(ctx))
     if not settings.unproven:
         findings = [f for f in findings if f.proven]
     if b"fix-recompiles:" in data:  # cheap test before tokenizing for suppressions
@@ -336,7 +319,10 @@ def render(ctx: FileContext, findings: Sequence[Finding], data: Optional[bytes] 
     return new_bytes
 
 
-def process_source(path: str, display_path: str, data: bytes, settings: Settings, project=None, tree: Optional[ast.Module] = None) -> FileResult:
+def process_source(path: str, display_path: str, data: bytes, settings: Settings, project=None, tree=None, render_fixes: bool = True) -> FileResult:
+    """Analyse one file; with ``render_fixes`` (``--diff``, ``--fix``) also make
+    its fixed bytes.  A report needs no fixed text: libcst never parses the
+    file then, and ``pending`` says whether fixes would apply."""
     result = FileResult(path=path, display_path=display_path, original=data)
     try:
         ctx, findings = analyze(path, display_path, data, settings, project, tree)
@@ -348,7 +334,9 @@ def process_source(path: str, display_path: str, data: bytes, settings: Settings
         chosen = [f for f in findings if should_apply(f, settings)]
         for f in chosen:
             f.applied = True
-        if chosen:
+        if chosen and not render_fixes:
+            result.pending = True
+        elif chosen:
             new = render(ctx, chosen, data)
             if new != data:
                 result.new = new

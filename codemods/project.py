@@ -13,8 +13,8 @@ level, each with a per-parameter summary (:func:`codemods.floats.summarize_funct
 Module names come from the file's path: the chain of folders holding an
 ``__init__.py`` plus the file's stem, rooted at the first folder without one.
 A whole run (:func:`codemods.runner.run`) does this inside each worker's
-first look at a file, so the same ``ast`` parse also gives the screen's facts
-(:meth:`codemods.screen.ScreenFacts.from_tree`); :func:`build_project_index`
+first look at a file, so the same ``ast`` parse and compile-site model serve
+the rules too; :func:`build_project_index`
 does it alone, for callers that need only the index.
 """
 
@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .floats import FunctionSummary, ParamUse, resolve_ast, summarize_function, torch_aliases
+from .floats import FunctionSummary, ParamUse, summarize_function, torch_aliases
 
 ModuleKey = Tuple[str, str]  # (root folder, dotted module name)
 
@@ -113,46 +113,36 @@ def module_key(path: str, _cache: Optional[Dict[str, bool]] = None) -> ModuleKey
     return folder, ".".join(parts)
 
 
-def _is_compile(expr: ast.AST, aliases: Dict[str, str]) -> bool:
-    if isinstance(expr, ast.Call):
-        expr = expr.func
-    return resolve_ast(expr, aliases) == "torch.compile"
+def compiled_functions(source) -> Dict[str, FunctionSummary]:
+    """The file's module-level compiled functions (from the compile-site
+    model: :meth:`CompileModel.module_compiled_functions`), each with the
+    per-parameter summary FR003 reads."""
+    from .compile_sites import model_of
 
-
-def compiled_functions(tree: ast.Module) -> Dict[str, FunctionSummary]:
-    """Module-level functions compiled by decorator or ``name = torch.compile(fn)``."""
-    aliases = torch_aliases(tree)
-    if not any(v == "torch" or v == "torch.compile" for v in aliases.values()):
+    model = model_of(source)
+    found = model.module_compiled_functions()
+    if not found:
         return {}
-    defs: Dict[str, ast.FunctionDef] = {}
-    out: Dict[str, FunctionSummary] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.FunctionDef):
-            defs[stmt.name] = stmt
-            if any(_is_compile(d, aliases) for d in stmt.decorator_list):
-                out[stmt.name] = summarize_function(stmt, aliases)
-        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            value = stmt.value
-            if isinstance(value, ast.Call) and _is_compile(value.func, aliases) and value.args and isinstance(value.args[0], ast.Name):
-                fn = defs.get(value.args[0].id)
-                if fn is not None:
-                    out[stmt.targets[0].id] = summarize_function(fn, aliases)
-    return out
+    aliases = torch_aliases(source.tree)
+    return {name: summarize_function(fn, aliases) for name, fn in found.items()}
 
 
-def parse_for_index(data: bytes) -> Tuple[Dict[str, FunctionSummary], Optional[ast.Module]]:
-    """(the compiled functions, the ``ast`` tree) of a file's bytes: ({}, None)
-    when the bytes rule a compiled function out (:func:`codemods.screen.mentions_compile`)
-    or they do not parse."""
-    from .screen import mentions_compile
+def parse_for_index(data: bytes, display_path: str = "<file>"):
+    """(the compiled functions, the parsed :class:`~codemods.source.Source`) of
+    a file's bytes: ({}, None) when the bytes rule a compiled function out
+    (``torch`` and a ``compile`` other than ``re.compile``) or they do not parse."""
+    from .prefilter import mentions_compile
+    from .source import Source, decode
 
-    if not mentions_compile(data):  # `torch` and a `compile` other than re.compile
+    if not mentions_compile(data):
         return {}, None
     try:
         tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        text, encoding = decode(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, LookupError):
         return {}, None
-    return compiled_functions(tree), tree
+    source = Source(display_path, display_path, data, tree, text, encoding)
+    return compiled_functions(source), source
 
 
 def _file_functions(path: str) -> Optional[Dict[str, FunctionSummary]]:
@@ -264,7 +254,7 @@ POOL_MIN_PARSE = 16
 
 def _compute_functions(paths: List[str], jobs: int) -> List[Optional[Dict[str, FunctionSummary]]]:
     """:func:`_file_functions` of each path, in order (each file read once; only
-    those :func:`codemods.screen.mentions_compile` keeps are parsed), in a
+    those :func:`codemods.prefilter.mentions_compile` keeps are parsed), in a
     process pool when ``jobs > 1`` and there are enough files."""
     if jobs > 1 and len(paths) >= POOL_MIN_PARSE:
         import multiprocessing

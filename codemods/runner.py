@@ -10,11 +10,11 @@ parsed as few times as possible:
    cache folder (no read);
 3. **first look** at every other file, in chunks, in a process pool when
    ``jobs > 1``: read it once; if it mentions both ``torch`` and ``compile``,
-   ``ast``-parse it once for the project index (its compiled functions) *and*
-   the screen's facts; then the engine: the byte prefilter and screen, and
-   libcst only for the rules the screen keeps.  Cross-module facts are not
-   known yet, so this result holds for every file that mentions none of the
-   index's names;
+   ``ast``-parse it once and build its compile-site model, which gives the
+   project index its compiled functions *and* the rules their analysis; then
+   the engine: the byte prefilter, the rules, and libcst only to render
+   fixes.  Cross-module facts are not known yet, so this result holds for
+   every file that mentions none of the index's names;
 4. the project index is built from every file's compiled functions;
 5. **second look**, only when the index lists compiled functions: the files
    that mention one of their names are processed again with the index (rare:
@@ -43,7 +43,7 @@ from .discovery import DEFAULT_EXCLUDES, discover, display_path
 from .engine import FileResult, process_source, read_file
 from .findings import FileError, Finding, Fix
 from .project import FactsCache, ProjectIndex, parse_for_index
-from .screen import mentions_any
+from .prefilter import mentions_any
 from .writer import write_changed
 
 GENERATED_MARKER = b"@generated"
@@ -141,6 +141,8 @@ class _Options:
     portable: bool = False
     #: the cache needs each file's content hash
     want_hash: bool = False
+    #: make the fixed text (diff, fix); a report only needs the findings
+    render: bool = True
 
 
 @dataclass
@@ -181,14 +183,14 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
         return _Looked(path, FileResult(path=path, display_path=display, error=exc.reason), None, st)
     if mode == "mentions" and not mentions_any(data, project.prefilter_tokens(path)):  # type: ignore[union-attr]
         return None
-    functions, tree = parse_for_index(data) if mode == "first" else (None, None)
-    too_much = _over_limits(data, tree)
+    functions, source = parse_for_index(data, display) if mode == "first" else (None, None)
+    too_much = _over_limits(data, source.tree if source is not None else None)
     if too_much is not None:
         return _Looked(path, FileResult(path=path, display_path=display, error=too_much), functions, st)
     if options.skip_generated and _is_generated(data):
         result = FileResult(path=path, display_path=display, prefiltered=True, generated=True)
     else:
-        result = process_source(path, display, data, settings, project if mode != "first" else None, tree)
+        result = process_source(path, display, data, settings, project if mode != "first" else None, source, options.render)
         if options.portable:
             _portable(result)
     # the bytes go back only where a diff or a fix needs them (all of them in
@@ -206,7 +208,7 @@ def _over_limits(data: bytes, tree) -> Optional[str]:
     if len(data) > MAX_FILE_BYTES:
         return f"file too large to analyse ({len(data) / 2**20:.1f} MiB, limit {MAX_FILE_BYTES / 2**20:.0f} MiB); skipped"
     if tree is None:
-        from .screen import mentions_compile
+        from .prefilter import mentions_compile
 
         if not mentions_compile(data):
             return None
@@ -450,7 +452,10 @@ def run(
     per_file_ignores=None,
     skip_generated: bool = True,
     progress: Optional[Callable[[int, int], None]] = None,
+    render: bool = True,
 ) -> RunResult:
+    """Every file of ``paths`` analysed; with ``render`` (the default) the
+    fixed text of files with fixes too (``render=False``: a report)."""
     found = discover(paths, excludes)
     out = RunResult()
     for path, reason in found.missing:
@@ -466,7 +471,7 @@ def run(
     for path in files:
         extra = per_file_ignores.codes_for(path) if per_file_ignores else frozenset()
         file_settings[path] = replace(settings, ignore=frozenset(settings.ignore | extra)) if extra else settings
-    options = _Options(skip_generated=skip_generated, portable=jobs > 1 or cache_dir is not None, want_hash=cache_dir is not None)
+    options = _Options(skip_generated=skip_generated, portable=jobs > 1 or cache_dir is not None, want_hash=cache_dir is not None, render=render)
     done = 0
 
     def tick(n: int) -> None:
@@ -555,7 +560,7 @@ def run(
         if r.error:
             out.errors.append((r.display_path, r.error))
             stats.failed += 1
-        if r.changed:
+        if r.changed or r.pending:
             stats.changed += 1
     if facts_cache is not None and cache_write:
         facts_cache.save()

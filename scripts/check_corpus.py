@@ -7,7 +7,7 @@
 * every changed file parses;
 * a second run over a changed file changes nothing (idempotence).
 
-    python scripts/check_corpus.py FOLDER [FOLDER ...] [--select CODES] [--no-screen] [--quiet]
+    python scripts/check_corpus.py FOLDER [FOLDER ...] [--select CODES] [--no-prefilter] [--quiet]
 
 Prints counts (files, findings per code, changed, errors, crashes, seconds)
 and exits 1 when a crash or a non-idempotent fix was found.
@@ -157,14 +157,12 @@ def check_file(path: str, settings: Settings, report: Report) -> None:
         report.not_idempotent.append(path)
 
 
-def set_screen(enabled: bool) -> bool:
-    """Turn the engine's ast screen on/off (if this engine has one); returns the old state."""
-    try:
-        from codemods import screen
-    except ImportError:
-        return False
-    old = screen.ENABLED
-    screen.ENABLED = enabled
+def set_prefilter(enabled: bool) -> bool:
+    """Turn the engine's byte prefilter on/off; returns the old state."""
+    from codemods import prefilter
+
+    old = prefilter.ENABLED
+    prefilter.ENABLED = enabled
     return old
 
 
@@ -189,10 +187,10 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     parser.add_argument("folders", nargs="+")
     parser.add_argument("--select", help="comma-separated rule codes (default: every rule)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
-    parser.add_argument("--no-screen", action="store_true", help="byte triggers only: run the passes on every file that mentions a trigger")
+    parser.add_argument("--no-prefilter", action="store_true", help="run every rule on every file that parses")
     args = parser.parse_args(list(argv) if argv is not None else None)
-    if args.no_screen:
-        set_screen(False)
+    if args.no_prefilter:
+        set_prefilter(False)
     select = frozenset(c.strip().upper() for c in args.select.split(",")) if args.select else None
     report = check(args.folders, Settings(select=select, unsafe_fixes=True), progress=not args.quiet)
     for line in report.lines():

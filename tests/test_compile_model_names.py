@@ -29,3 +29,17 @@ def test_a_class_defined_twice_is_the_last_definition():
 def test_a_function_defined_twice_is_the_last_definition():
     model = model_of("def f():\n    return 1\nasync def f():\n    return 2\n")
     assert isinstance(model.functions["f"], ast.AsyncFunctionDef)
+
+
+def test_relative_imports_are_qualified_with_their_level():
+    import ast as _ast
+
+    from codemods.compile_sites import CompileModel
+    from codemods.source import Source
+
+    data = b"from . import kernels\nfrom ..pkg import k2 as k\nfrom .m import f\nkernels, k, f\n"
+    tree = _ast.parse(data)
+    model = CompileModel(Source("x.py", "x.py", data, tree, data.decode(), "utf-8"))
+    names = [n for n in _ast.walk(tree) if isinstance(n, _ast.Name)]
+    got = {n.id: model.qualified_names(n) for n in names}
+    assert got == {"kernels": {".kernels"}, "k": {"..pkg.k2"}, "f": {".m.f"}}

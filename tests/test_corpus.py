@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 import check_corpus  # noqa: E402
 
-# real files that mention compile / optimizers: every pass runs on them (screen off)
+# real files that mention compile / optimizers: every pass runs on them (prefilter off)
 FILES = (
     os.path.join("optim", "sgd.py"),
     os.path.join("optim", "adam.py"),
@@ -27,7 +27,7 @@ FILES = (
     os.path.join("_dynamo", "testing.py"),
     os.path.join("nn", "modules", "activation.py"),
 )
-# whole folders through the normal screen (discovery + screen + whatever it keeps)
+# whole folders through the normal run (discovery + byte prefilter + the rules)
 FOLDERS = ("optim", os.path.join("nn", "modules"))
 
 
@@ -49,11 +49,11 @@ def test_torch_files_every_pass_no_crash():
     base = torch_dir()
     paths = [os.path.join(base, p) for p in FILES if os.path.exists(os.path.join(base, p))]
     assert len(paths) >= 5, f"too few of {FILES} under {base}"
-    old = check_corpus.set_screen(False)
+    old = check_corpus.set_prefilter(False)
     try:
         report = check_corpus.check(paths)
     finally:
-        check_corpus.set_screen(old)
+        check_corpus.set_prefilter(old)
     assert report.files == len(paths)
     assert report.prefiltered == 0, report.lines()  # every file really went through the passes
     assert_clean(report)

@@ -398,24 +398,24 @@ def test_wrapping_changes_only_the_call():
     assert changed == [("    out = f(torch.ones(2), t)", "    out = f(torch.ones(2), torch.tensor(t, dtype=torch.float64))")]
 
 
-def test_screen_keeps_random_only_floats(monkeypatch):
-    from codemods import screen
+def test_prefilter_keeps_random_only_floats(monkeypatch):
+    from codemods import prefilter
 
     src = (
         "import random\nimport torch\n@torch.compile\ndef f(x, c):\n    return x * c\n"
         "for s in range(3):\n    v = random.random()\n    f(torch.ones(2), v)\n"
     )
-    monkeypatch.setattr(screen, "ENABLED", False)
+    monkeypatch.setattr(prefilter, "ENABLED", False)
     assert len(_fix(src).findings) == 1
-    monkeypatch.setattr(screen, "ENABLED", True)
+    monkeypatch.setattr(prefilter, "ENABLED", True)
     assert len(_fix(src).findings) == 1
 
 
 def test_cross_module_call_through_an_alias(tmp_path, monkeypatch):
-    """`from kernels import smooth as sm; sm(x, 0.5)`: the screen follows the
+    """`from kernels import smooth as sm; sm(x, 0.5)`: the index follows the
     import alias to the compiled function's name (same findings as without
-    the screen)."""
-    from codemods import screen
+    the byte prefilter)."""
+    from codemods import prefilter
 
     _tree(
         str(tmp_path),
@@ -428,9 +428,9 @@ def test_cross_module_call_through_an_alias(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     results = {}
     for enabled in (True, False):
-        monkeypatch.setattr(screen, "ENABLED", enabled)
+        monkeypatch.setattr(prefilter, "ENABLED", enabled)
         result = run(["."], UNSAFE)
         results[enabled] = [(f.path, f.line, f.message) for f in result.findings]
     assert results[True] == results[False]
-    # a star import is not followed (libcst cannot resolve it), with or without the screen
+    # a star import is not followed, with or without the prefilter
     assert [(p, line) for p, line, _ in results[True]] == [("alias.py", 3)]

@@ -482,10 +482,10 @@ def test_memory_error_is_that_files_error(tmp_path, monkeypatch):
     _tree(tmp_path, {"mem.py": MARKER.replace("import torch", "import torch  # compile")})
     real = runner.parse_for_index
 
-    def exhausted(data):
+    def exhausted(data, *args):
         if b"# compile" in data:
             raise MemoryError
-        return real(data)
+        return real(data, *args)
 
     monkeypatch.setattr(runner, "parse_for_index", exhausted)
     result = _run(tmp_path, jobs=1)  # before: MemoryError ended the run

@@ -18,7 +18,6 @@ some out (``filter_too_much``).
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import difflib
 import os
@@ -31,28 +30,28 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from codemods import screen
+from codemods import prefilter
 from codemods.context import Settings
 from codemods.engine import process_source
-from codemods.project import ProjectIndex, compiled_functions
+from codemods.project import ProjectIndex, parse_for_index
 
 SLOW = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
 ALL_SAFE = Settings()
-ALL_UNSAFE = Settings(unsafe_fixes=True)
-# a comment line that gets every program past the byte prefilter; with the
-# ast screen off too (``no_screen``), the analysis and every pass really run
+ALL_UNSAFE = Settings(unsafe_fixes=True, unproven=True)
+# a comment line with every rule's trigger bytes; with the byte prefilter
+# off too (``no_prefilter``), the analysis and every rule really run
 PAST_PREFILTER = "# torch.compile fix-recompiles\n"
 
 
 @contextlib.contextmanager
-def no_screen():
-    """Turn off the engine's ast screen (the byte triggers stay on)."""
-    old = getattr(screen, "ENABLED", None)
-    screen.ENABLED = False
+def no_prefilter():
+    """Turn off the engine's byte prefilter (every rule on every file)."""
+    old = getattr(prefilter, "ENABLED", None)
+    prefilter.ENABLED = False
     try:
         yield
     finally:
-        screen.ENABLED = old
+        prefilter.ENABLED = old
 
 
 def libcst_parses(code: str) -> bool:
@@ -90,7 +89,7 @@ def test_generated_programs(code):
     for s in (ALL_SAFE, ALL_UNSAFE):
         # as is (mostly ruled out by the prefilter), and forced through every pass
         check_engine_properties(data, s)
-        with no_screen():
+        with no_prefilter():
             forced = check_engine_properties((PAST_PREFILTER + code).encode("utf-8"), s)
         assert forced.prefiltered is False
 
@@ -209,9 +208,9 @@ def test_fragments_followed_by_generated_code(program, code):
             assert result.new.decode("utf-8").endswith(code) or any(f.line > source.count(newline) for f in result.findings)
 
 
-# ------------------------------------------------------------ 4. the screen is conservative
+# ------------------------------------------------------------ 4. the prefilter is conservative
 
-#: blocks of code the ast screen reasons about, by role: imports (aliases of
+#: blocks of code the rules reason about (once the ast screen's), by role: imports (aliases of
 #: torch, compile, math/random, optim, re), compile sites, values (floats from
 #: literals, arithmetic, math/random, annotations, loops; names shadowed in
 #: other scopes), uses (calls of compiled callables), and the rest
@@ -347,8 +346,8 @@ SCREEN_CONFIG = [
 
 
 @st.composite
-def screen_programs(draw) -> str:
-    """A program focused on one rule's screen (floats, optimizers, int
+def rule_programs(draw) -> str:
+    """A program focused on one rule (floats, optimizers, int
     attributes) or mixing everything, blocks optionally shuffled."""
     focus = draw(st.sampled_from(["floats", "optim", "ints", "cross", "mixed"]))
     plan = {
@@ -376,35 +375,35 @@ def screen_programs(draw) -> str:
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=SLOW)
-@given(source=screen_programs())
-def test_screen_never_drops_a_finding_on_generated_programs(source):
-    """The stdlib-ast screen is a superset of what the passes find: the same
+@given(source=rule_programs())
+def test_prefilter_never_drops_a_finding_on_generated_programs(source):
+    """The byte prefilter is a superset of what the rules find: the same
     findings and fixes with it as with byte triggers alone."""
     assume(libcst_parses(source))
     data = source.encode("utf-8")
     # the program sits beside kernels.py in a run: the project index lists
     # kernels' compiled functions (cross-module FR003)
-    folder = os.path.join(tempfile.gettempdir(), "fix-recompiles-screen-props")
+    folder = os.path.join(tempfile.gettempdir(), "fix-recompiles-prefilter-props")
     program, kernels = os.path.join(folder, "gen.py"), os.path.join(folder, "kernels.py")
-    project = ProjectIndex.from_functions([program, kernels], {kernels: compiled_functions(ast.parse(SCREEN_KERNELS))})
-    with_screen = process_source(program, "gen.py", data, ALL_UNSAFE, project)
-    with no_screen():
+    project = ProjectIndex.from_functions([program, kernels], {kernels: parse_for_index(SCREEN_KERNELS.encode())[0]})
+    with_prefilter = process_source(program, "gen.py", data, ALL_UNSAFE, project)
+    with no_prefilter():
         without = process_source(program, "gen.py", data, ALL_UNSAFE, project)
-    assert [(f.code, f.line, f.message) for f in with_screen.findings] == [(f.code, f.line, f.message) for f in without.findings]
-    assert with_screen.new == without.new and with_screen.error == without.error
+    assert [(f.code, f.line, f.message) for f in with_prefilter.findings] == [(f.code, f.line, f.message) for f in without.findings]
+    assert with_prefilter.new == without.new and with_prefilter.error == without.error
 
 
 @pytest.mark.parametrize("value", SCREEN_VALUES)
-def test_screen_keeps_every_float_source(value):
+def test_prefilter_keeps_every_float_source(value):
     """Every way SCREEN_VALUES binds `c` (or `t`), with every use, every import
-    present and compiled `f` and `g`: the same findings with the screen as
+    present and compiled `f` and `g`: the same findings with the prefilter as
     without it (exhaustive where the generated programs only sample)."""
     # f and g only: a compile called in place (h) keeps FR003 whatever the values
     head = "\n".join(SCREEN_IMPORTS + [SCREEN_SITES[0], SCREEN_SITES[4]])
     for use in SCREEN_USES:
         source = f"{head}\n{value}\n{use}\n"
         data = source.encode("utf-8")
-        with_screen = process_source("gen.py", "gen.py", data, ALL_UNSAFE)
-        with no_screen():
+        with_prefilter = process_source("gen.py", "gen.py", data, ALL_UNSAFE)
+        with no_prefilter():
             without = process_source("gen.py", "gen.py", data, ALL_UNSAFE)
-        assert [(f.code, f.line, f.message) for f in with_screen.findings] == [(f.code, f.line, f.message) for f in without.findings], source
+        assert [(f.code, f.line, f.message) for f in with_prefilter.findings] == [(f.code, f.line, f.message) for f in without.findings], source

@@ -88,7 +88,9 @@ the marker. Unsafe when the marker sits inside a `for`/`while` loop or a `try`
 statement of its function: a graph break there makes dynamo (2.13, measured)
 skip the whole frame, so the function runs eagerly instead of being split.
 """
-    triggers = (b"fix-recompiles",)
+    triggers = (b"graph-break",)
+    #: the marker needs no compile site
+    needs_compile_site = False
     valid = ("def f(x):\n    # fix-recompiles: graph break please\n    return x\n",)
     invalid = (
         Example(
