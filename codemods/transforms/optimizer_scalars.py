@@ -11,11 +11,11 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from ..compile_sites import dotted_name
+from ..compile_sites import _import_qualified, dotted_name
 from ..findings import Edit, Finding, Safety
 from ..optim_table import (
     NEVER_TENSORIZE,
@@ -132,6 +132,37 @@ def _numeric_kind(expr: ast.AST) -> Optional[str]:
             return "float"
         return "int"
     return None
+
+
+def _qualified_names(model, expr: ast.AST) -> Set[str]:
+    """``model.qualified_names(expr)``, except that a bare name does not see
+    the bindings of its own scope that come after it (``a = SGD(p)`` before
+    ``from torch.optim import SGD`` at module level is a NameError, or the
+    earlier ``SGD``): what libcst's qualified names gave.  Names in a
+    function body still see every binding of the module."""
+    if not isinstance(expr, ast.Name):
+        return model.qualified_names(expr)
+    bindings = model.scopes.bindings_of(expr)
+    here = model.scopes.name_scope.get(expr)
+    at = (expr.lineno, expr.col_offset)
+    if not any(b.scope is here and _binding_start(b) > at for b in bindings):
+        return model.qualified_names(expr)
+    out: Set[str] = set()
+    for b in bindings:
+        if b.scope is here and _binding_start(b) > at:
+            continue
+        if b.kind == "import":
+            q = _import_qualified(b)
+            if q is not None:
+                out.add(q)
+        else:
+            out.add(expr.id)
+    return out
+
+
+def _binding_start(binding) -> Tuple[int, int]:
+    node = binding.node if hasattr(binding.node, "lineno") else binding.stmt
+    return (node.lineno, node.col_offset) if node is not None else (0, 0)
 
 
 # -- text spans ---------------------------------------------------------------------
@@ -326,7 +357,7 @@ step).
         model, source = ctx.model, ctx.source
         found: List[_Built] = []
         for node in _calls_in(source.tree):
-            for q in sorted(model.qualified_names(node.func)):
+            for q in sorted(_qualified_names(model, node.func)):
                 kind = "scheduler" if q.startswith(SCHED_PREFIX) else ("optimizer" if is_optimizer_name(q) else None)
                 if kind is None:
                     continue
@@ -428,7 +459,7 @@ step).
     def _value(self, ctx, expr: ast.AST) -> Tuple[str, Optional[str]]:
         """("tensor"|"float"|"int"|"unknown", detail)."""
         model = ctx.model
-        if isinstance(expr, ast.Call) and model.qualified_names(expr.func) & _TENSOR_FACTORIES:
+        if isinstance(expr, ast.Call) and _qualified_names(model, expr.func) & _TENSOR_FACTORIES:
             return "tensor", None
         kind = _numeric_kind(expr)
         if kind is not None:
