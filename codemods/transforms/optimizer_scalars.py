@@ -35,6 +35,9 @@ _TENSOR_FACTORIES = {"torch.tensor", "torch.as_tensor", "torch.full", "torch.sca
 _NO_WS = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_CODE_TOKENS = (tokenize.NAME, tokenize.NUMBER, tokenize.STRING, tokenize.OP) + tuple(
+    getattr(tokenize, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, name)
+)
 
 
 @dataclass
@@ -176,6 +179,9 @@ class _Text:
         # lines as the tokenizer counts them (``str.splitlines`` would also
         # split at form feeds and other separators ``ast`` does not count)
         self.starts: List[int] = [0] + [m.end() for m in _NEWLINE.finditer(self.text)]
+        self._toks: Optional[List[Tuple[str, int, int]]] = None
+        self._first: Dict[int, int] = {}
+        self._last: Dict[int, int] = {}
 
     def _col(self, line: int, byte_col: int) -> int:
         start = self.starts[line - 1]
@@ -194,22 +200,34 @@ class _Text:
 
     def paren_span(self, expr: ast.AST) -> Tuple[int, int]:
         """Offsets of ``expr`` with the parentheses around it (libcst keeps
-        them in the expression's node; ``ast`` positions leave them out).  Not
-        for a call's first argument, whose ``(`` would be the call's."""
-        text = self.text
+        them, and comments between them, in the expression's node; ``ast``
+        positions leave them out).  Not for a call's first argument, whose
+        ``(`` would be the call's."""
         start = self.offset(expr.lineno, expr.col_offset)  # type: ignore[attr-defined]
         end = self.offset(expr.end_lineno, expr.end_col_offset)  # type: ignore[attr-defined]
-        while True:
-            i = start - 1
-            while i >= 0 and text[i] in " \t\f\r\n\\":
-                i -= 1
-            j = end
-            while j < len(text) and text[j] in " \t\f\r\n\\":
-                j += 1
-            if i >= 0 and text[i] == "(" and j < len(text) and text[j] == ")":
-                start, end = i, j + 1
-            else:
-                return start, end
+        tokens = self._tokens()
+        i, j = self._first.get(start), self._last.get(end)
+        if i is None or j is None:
+            return start, end
+        while i > 0 and j + 1 < len(tokens) and tokens[i - 1][0] == "(" and tokens[j + 1][0] == ")":
+            i, j = i - 1, j + 1
+        return tokens[i][1], tokens[j][2]
+
+    def _tokens(self) -> List[Tuple[str, int, int]]:
+        """(string, start, end offsets) of the tokens that are code (no
+        comments, line breaks or indentation)."""
+        if self._toks is None:
+            toks: List[Tuple[str, int, int]] = []
+            try:
+                for tok in tokenize.generate_tokens(io.StringIO(self.text, newline="").readline):
+                    if tok.type in _CODE_TOKENS:
+                        toks.append((tok.string, self.starts[tok.start[0] - 1] + tok.start[1], self.starts[tok.end[0] - 1] + tok.end[1]))
+            except (tokenize.TokenError, SyntaxError):
+                toks = []
+            self._toks = toks
+            self._first = {t[1]: k for k, t in enumerate(toks)}
+            self._last = {t[2]: k for k, t in enumerate(toks)}
+        return self._toks
 
     def code(self, expr: ast.AST) -> str:
         """What ``module.code_for_node`` gave for the libcst node of ``expr``."""
