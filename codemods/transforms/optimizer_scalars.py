@@ -353,6 +353,8 @@ step).
 
     # ------------------------------------------------------------------ check
     def check(self, ctx) -> Iterable[Finding]:
+        if b"step" not in ctx.source.data:
+            return []  # every finding needs a `.step` run in a compiled region
         model = ctx.model
         if not model.compile_sites:  # early exit before walking the module
             return []
@@ -373,7 +375,7 @@ step).
     def _constructions(self, ctx) -> List[_Built]:
         model, source = ctx.model, ctx.source
         found: List[_Built] = []
-        for node in _calls_in(source.tree):
+        for node in _source_order(n for n in source.parents if type(n) is ast.Call):
             for q in sorted(_qualified_names(model, node.func)):
                 kind = "scheduler" if q.startswith(SCHED_PREFIX) else ("optimizer" if is_optimizer_name(q) else None)
                 if kind is None:
@@ -648,7 +650,7 @@ step).
         if found is None:
             source = ctx.source
             found = ctx.cache["fr004_lr_assigns"] = _source_order(
-                n for n in ast.walk(source.tree)
+                n for n in source.parents
                 if isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_lr_subscript(source, n.targets[0])
             )
         return found
@@ -660,7 +662,7 @@ step).
             return lines
         source = ctx.source
         lines = []
-        for node in ast.walk(source.tree):
+        for node in source.parents:  # every node but the module
             if isinstance(node, ast.Subscript):
                 if not _is_lr_subscript(source, node):
                     continue
