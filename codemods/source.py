@@ -63,7 +63,9 @@ class Source:
     def lines(self) -> List[str]:
         """The text split into lines as the tokenizer counts them (line 1 is ``lines[0]``)."""
         if self._lines is None:
-            self._lines = self.text.splitlines(keepends=True) if self.text else [""]
+            # split at \n, \r\n and \r only, as the tokenizer does (str.splitlines
+            # also splits at form feeds, \x1c-\x1e, \x85, \u2028 ...)
+            self._lines = io.StringIO(self.text, newline="").readlines() if self.text else [""]
             self._ascii = [line.isascii() for line in self._lines]
         return self._lines
 

@@ -4,13 +4,18 @@ as tensors, and ``group["lr"] = v`` becoming ``group["lr"].fill_(v)``)."""
 
 from __future__ import annotations
 
+import ast
+import bisect
+import dataclasses
+import io
+import re
+import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import Assignment
 
-from ..analysis import dotted_name
+from ..compile_sites import _import_qualified, dotted_name
 from ..findings import Edit, Finding, Safety
 from ..optim_table import (
     NEVER_TENSORIZE,
@@ -21,22 +26,28 @@ from ..optim_table import (
     optimizer_row,
     scheduler_row,
 )
+from ..placement import torch_expr
+from ..source import Source
 from ._cst import remove_keyword
 from .base import Example, Rule
 
 _TENSOR_FACTORIES = {"torch.tensor", "torch.as_tensor", "torch.full", "torch.scalar_tensor", "torch.ones", "torch.zeros"}
 _NO_WS = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_CODE_TOKENS = (tokenize.NAME, tokenize.NUMBER, tokenize.STRING, tokenize.OP) + tuple(
+    getattr(tokenize, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, name)
+)
 
 
 @dataclass
 class _Built:
     """One ``torch.optim`` optimizer or scheduler construction."""
 
-    call: cst.Call
+    call: ast.Call
     kind: str  # "optimizer" | "scheduler"
     qualname: str
     binding: Optional[str]
-    cls: Optional[cst.ClassDef]
+    cls: Optional[ast.ClassDef]
     opt_row: Optional[OptimizerRow] = None
     sched_row: Optional[SchedulerRow] = None
     #: line of a ``.step()`` inside a compiled region (or of the compiled step)
@@ -50,46 +61,199 @@ class _Built:
         return self.qualname.rsplit(".", 1)[-1]
 
 
-def _arg(call: cst.Call, keyword: str, index: Optional[int]) -> Optional[cst.Arg]:
-    positional = [a for a in call.args if a.keyword is None and a.star == ""]
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == keyword:
-            return a
-    if index is not None and index < len(positional) and not any(a.star == "*" for a in call.args[: call.args.index(positional[index])]):
-        return positional[index]
+@dataclass(frozen=True)
+class _Arg:
+    """One argument of a call: ``node`` is the ``ast.keyword`` (``lr=v``) or,
+    for a positional argument, the expression itself; ``value`` the expression."""
+
+    node: ast.AST
+    value: ast.expr
+
+    @property
+    def is_keyword(self) -> bool:
+        return isinstance(self.node, ast.keyword)
+
+
+def _source_order(nodes: Iterable[ast.AST]) -> List[ast.AST]:
+    """Nodes in the order a depth-first walk of the source meets them (an
+    enclosing node before the nodes it holds): libcst's visiting order."""
+    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset, -n.end_lineno, -n.end_col_offset))  # type: ignore[attr-defined]
+
+
+def _calls_in(node: ast.AST) -> List[ast.Call]:
+    return _source_order(n for n in ast.walk(node) if isinstance(n, ast.Call))  # type: ignore[return-value]
+
+
+def _arg(call: ast.Call, keyword: str, index: Optional[int]) -> Optional[_Arg]:
+    """The argument ``keyword=``, else the positional argument ``index`` when
+    no ``*args`` comes before it."""
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return _Arg(kw, kw.value)
+    if index is None:
+        return None
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if index < len(positional):
+        chosen = positional[index]
+        for a in call.args:
+            if a is chosen:
+                return _Arg(chosen, chosen)
+            if isinstance(a, ast.Starred):
+                return None
     return None
 
 
-def _has_star(call: cst.Call) -> bool:
-    return any(a.star for a in call.args)
+def _has_star(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)
 
 
-def _literal_bool(arg: Optional[cst.Arg]) -> Optional[bool]:
+def _literal_bool(arg: Optional[_Arg]) -> Optional[bool]:
     if arg is None:
         return None
-    if isinstance(arg.value, cst.Name) and arg.value.value in ("True", "False"):
-        return arg.value.value == "True"
+    value = arg.value
+    if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+        return value.value
     return None
 
 
-def _numeric_kind(expr: cst.BaseExpression) -> Optional[str]:
+def _numeric_kind(expr: ast.AST) -> Optional[str]:
     """"int" / "float" for an arithmetic expression of number literals, else None."""
-    if isinstance(expr, cst.Float):
-        return "float"
-    if isinstance(expr, cst.Integer):
-        return "int"
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        return _numeric_kind(expr.expression)
-    if isinstance(expr, cst.BinaryOperation) and isinstance(
-        expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)
-    ):
+    if isinstance(expr, ast.Constant):
+        if isinstance(expr.value, float):
+            return "float"
+        if isinstance(expr.value, int) and not isinstance(expr.value, bool):
+            return "int"
+        return None
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        return _numeric_kind(expr.operand)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
         left, right = _numeric_kind(expr.left), _numeric_kind(expr.right)
         if left is None or right is None:
             return None
-        if isinstance(expr.operator, cst.Divide) or "float" in (left, right):
+        if isinstance(expr.op, ast.Div) or "float" in (left, right):
             return "float"
         return "int"
     return None
+
+
+def _qualified_names(model, expr: ast.AST) -> Set[str]:
+    """``model.qualified_names(expr)``, except that a bare name does not see
+    the bindings of its own scope that come after it (``a = SGD(p)`` before
+    ``from torch.optim import SGD`` at module level is a NameError, or the
+    earlier ``SGD``): what libcst's qualified names gave.  Names in a
+    function body still see every binding of the module."""
+    if not isinstance(expr, ast.Name):
+        return model.qualified_names(expr)
+    bindings = model.scopes.bindings_of(expr)
+    here = model.scopes.name_scope.get(expr)
+    at = (expr.lineno, expr.col_offset)
+    if not any(b.scope is here and _binding_start(b) > at for b in bindings):
+        return model.qualified_names(expr)
+    out: Set[str] = set()
+    for b in bindings:
+        if b.scope is here and _binding_start(b) > at:
+            continue
+        if b.kind == "import":
+            q = _import_qualified(b)
+            if q is not None:
+                out.add(q)
+        else:
+            out.add(expr.id)
+    return out
+
+
+def _binding_start(binding) -> Tuple[int, int]:
+    node = binding.node if hasattr(binding.node, "lineno") else binding.stmt
+    return (node.lineno, node.col_offset) if node is not None else (0, 0)
+
+
+# -- text spans ---------------------------------------------------------------------
+class _Text:
+    """Offsets into the source text, for the spans libcst gives an argument
+    and ``ast`` does not (parentheses around an expression)."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.text = source.text
+        # lines as the tokenizer counts them (``str.splitlines`` would also
+        # split at form feeds and other separators ``ast`` does not count)
+        self.starts: List[int] = [0] + [m.end() for m in _NEWLINE.finditer(self.text)]
+        self._toks: Optional[List[Tuple[str, int, int]]] = None
+        self._first: Dict[int, int] = {}
+        self._last: Dict[int, int] = {}
+
+    def _col(self, line: int, byte_col: int) -> int:
+        start = self.starts[line - 1]
+        end = self.starts[line] if line < len(self.starts) else len(self.text)
+        text = self.text[start:end]
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def offset(self, line: int, byte_col: int) -> int:
+        return self.starts[line - 1] + self._col(line, byte_col)
+
+    def pos(self, offset: int) -> Tuple[int, int]:
+        line = bisect.bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1]
+
+    def paren_span(self, expr: ast.AST) -> Tuple[int, int]:
+        """Offsets of ``expr`` with the parentheses around it (libcst keeps
+        them, and comments between them, in the expression's node; ``ast``
+        positions leave them out).  Not for a call's first argument, whose
+        ``(`` would be the call's."""
+        start = self.offset(expr.lineno, expr.col_offset)  # type: ignore[attr-defined]
+        end = self.offset(expr.end_lineno, expr.end_col_offset)  # type: ignore[attr-defined]
+        tokens = self._tokens()
+        i, j = self._first.get(start), self._last.get(end)
+        if i is None or j is None:
+            return start, end
+        while i > 0 and j + 1 < len(tokens) and tokens[i - 1][0] == "(" and tokens[j + 1][0] == ")":
+            i, j = i - 1, j + 1
+        return tokens[i][1], tokens[j][2]
+
+    def _tokens(self) -> List[Tuple[str, int, int]]:
+        """(string, start, end offsets) of the tokens that are code (no
+        comments, line breaks or indentation)."""
+        if self._toks is None:
+            toks: List[Tuple[str, int, int]] = []
+            try:
+                for tok in tokenize.generate_tokens(io.StringIO(self.text, newline="").readline):
+                    if tok.type in _CODE_TOKENS:
+                        toks.append((tok.string, self.starts[tok.start[0] - 1] + tok.start[1], self.starts[tok.end[0] - 1] + tok.end[1]))
+            except (tokenize.TokenError, SyntaxError):
+                toks = []
+            self._toks = toks
+            self._first = {t[1]: k for k, t in enumerate(toks)}
+            self._last = {t[2]: k for k, t in enumerate(toks)}
+        return self._toks
+
+    def code(self, expr: ast.AST) -> str:
+        """What ``module.code_for_node`` gave for the libcst node of ``expr``."""
+        start, end = self.paren_span(expr)
+        return self.text[start:end]
+
+
+def _is_lr_subscript(source: Source, node: ast.AST) -> bool:
+    """``x["lr"]``: one plain string literal (not ``"l" "r"``) as the index."""
+    if not isinstance(node, ast.Subscript):
+        return False
+    index = node.slice
+    if not (isinstance(index, ast.Constant) and index.value == "lr"):
+        return False
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(source.segment(index)).readline) if t.type == tokenize.STRING]
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return len(tokens) == 1
+
+
+def _fill(target: cst.CSTNode):
+    """``x["lr"] = v`` -> ``x["lr"].fill_(v)``."""
+    assert isinstance(target, cst.Assign)
+    subscript = target.targets[0].target
+    call = cst.Call(func=cst.Attribute(value=subscript, attr=cst.Name("fill_")), args=[cst.Arg(target.value)])
+    return cst.Expr(call)
 
 
 class OptimizerScalars(Rule):
@@ -161,6 +325,7 @@ be slower (measured with backend="eager", 20 x Linear(64): 11.2 ms → 21.5 ms a
 step).
 """
     triggers = (b"optim",)
+    reads = "ast"
     valid = (
         # not stepped inside a compiled region
         (
@@ -188,8 +353,10 @@ step).
 
     # ------------------------------------------------------------------ check
     def check(self, ctx) -> Iterable[Finding]:
-        a = ctx.analysis
-        if not a.compile_sites:  # early exit before walking the module
+        if b"step" not in ctx.source.data:
+            return []  # every finding needs a `.step` run in a compiled region
+        model = ctx.model
+        if not model.compile_sites:  # early exit before walking the module
             return []
         built = self._constructions(ctx)
         if not built:
@@ -206,33 +373,27 @@ step).
 
     # ------------------------------------------------------------ collection
     def _constructions(self, ctx) -> List[_Built]:
-        a = ctx.analysis
+        model, source = ctx.model, ctx.source
         found: List[_Built] = []
-
-        class V(cst.CSTVisitor):
-            def visit_Call(self, node: cst.Call) -> None:
-                qnames = sorted(a.qualified_names(node.func))
-                for q in qnames:
-                    kind = "scheduler" if q.startswith(SCHED_PREFIX) else ("optimizer" if is_optimizer_name(q) else None)
-                    if kind is None:
-                        continue
-                    parent = a.parent(node)
-                    binding = None
-                    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-                        binding = dotted_name(parent.targets[0].target)
-                    elif isinstance(parent, cst.AnnAssign):
-                        binding = dotted_name(parent.target)
-                    cls = a.enclosing(node, cst.ClassDef)
-                    found.append(
-                        _Built(node, kind, q, binding, cls if isinstance(cls, cst.ClassDef) else None,
-                               opt_row=optimizer_row(q) if kind == "optimizer" else None,
-                               sched_row=scheduler_row(q) if kind == "scheduler" else None)
-                    )
-                    return
-
-        ctx.module.visit(V())
-        by_call = {id(b.call): b for b in found}
-        ctx.cache["fr004_by_call"] = by_call
+        for node in _source_order(n for n in source.parents if type(n) is ast.Call):
+            for q in sorted(_qualified_names(model, node.func)):
+                kind = "scheduler" if q.startswith(SCHED_PREFIX) else ("optimizer" if is_optimizer_name(q) else None)
+                if kind is None:
+                    continue
+                parent = source.parent(node)
+                binding = None
+                if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+                    binding = dotted_name(parent.targets[0])
+                elif isinstance(parent, ast.AnnAssign):
+                    binding = dotted_name(parent.target)
+                cls = source.enclosing(node, ast.ClassDef)
+                found.append(
+                    _Built(node, kind, q, binding, cls if isinstance(cls, ast.ClassDef) else None,
+                           opt_row=optimizer_row(q) if kind == "optimizer" else None,
+                           sched_row=scheduler_row(q) if kind == "scheduler" else None)
+                )
+                break
+        ctx.cache["fr004_by_call"] = {b.call: b for b in found}
         ctx.cache["fr004_built"] = found
         for b in found:
             if b.kind == "scheduler":
@@ -243,132 +404,129 @@ step).
                     target.schedulers.append(b)
         return found
 
-    def _resolve(self, ctx, expr: cst.BaseExpression) -> Optional[_Built]:
+    def _resolve(self, ctx, expr: ast.AST) -> Optional[_Built]:
         """The construction a name (``opt``) or attribute (``self.opt``) is bound to."""
-        a = ctx.analysis
-        by_call: Dict[int, _Built] = ctx.cache["fr004_by_call"]
-        if isinstance(expr, cst.Call):
-            return by_call.get(id(expr))
-        if isinstance(expr, cst.Name):
-            for value in a.assigned_values(expr):
-                if isinstance(value, cst.Call) and id(value) in by_call:
-                    return by_call[id(value)]
+        by_call: Dict[ast.Call, _Built] = ctx.cache["fr004_by_call"]
+        if isinstance(expr, ast.Call):
+            return by_call.get(expr)
+        if isinstance(expr, ast.Name):
+            for value in ctx.model.assigned_values(expr):
+                if isinstance(value, ast.Call) and value in by_call:
+                    return by_call[value]
             return None
         name = dotted_name(expr)
         if name is None:
             return None
-        cls = a.enclosing(expr, cst.ClassDef) if name.startswith("self.") else None
+        cls = ctx.source.enclosing(expr, ast.ClassDef) if name.startswith("self.") else None
         for b in ctx.cache["fr004_built"]:
             if b.binding == name and (b.cls is cls if name.startswith("self.") else True):
                 return b
         return None
 
-    def _region_functions(self, ctx) -> List[cst.FunctionDef]:
+    def _region_functions(self, ctx) -> List[ast.AST]:
         """Compiled functions and, transitively, the functions of this module they call."""
-        a = ctx.analysis
-        todo: List[cst.FunctionDef] = []
-        for site in a.compile_sites:
+        model = ctx.model
+        todo: List[ast.AST] = []
+        for site in model.compile_sites:
             if site.target_def is not None:
                 todo.append(site.target_def)
             elif site.target is not None:
-                cls = a.module_class_of(site.target)
+                cls = model.module_class_of(site.target)
                 if cls is not None:
-                    fwd = a._method(cls, "forward")
+                    fwd = model.method(cls, "forward")
                     if fwd is not None:
                         todo.append(fwd)
-        seen: Dict[int, cst.FunctionDef] = {}
+        seen: Dict[ast.AST, None] = {}
         while todo:
             fn = todo.pop(0)
-            if id(fn) in seen:
+            if fn in seen:
                 continue
-            seen[id(fn)] = fn
-            for call in self._calls_in(fn):
+            seen[fn] = None
+            for call in _calls_in(fn):
                 callee = self._callee_def(ctx, call)
-                if callee is not None and id(callee) not in seen:
+                if callee is not None and callee not in seen:
                     todo.append(callee)
-        return list(seen.values())
+        return list(seen)
 
-    @staticmethod
-    def _calls_in(node: cst.CSTNode) -> List[cst.Call]:
-        calls: List[cst.Call] = []
-
-        class V(cst.CSTVisitor):
-            def visit_Call(self, n: cst.Call) -> None:
-                calls.append(n)
-
-        node.visit(V())
-        return calls
-
-    def _callee_def(self, ctx, call: cst.Call) -> Optional[cst.FunctionDef]:
-        a = ctx.analysis
+    def _callee_def(self, ctx, call: ast.Call) -> Optional[ast.AST]:
         func = call.func
-        if isinstance(func, cst.Name):
-            scope = a.scope(func)
-            if scope is None:
-                return None
-            for assignment in a.in_source_order(scope[func.value]):
-                if isinstance(assignment, Assignment) and isinstance(assignment.node, cst.FunctionDef):
-                    return assignment.node
-            return None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            cls = a.enclosing(call, cst.ClassDef)
-            if isinstance(cls, cst.ClassDef):
-                return a._method(cls, func.attr.value)
+        if isinstance(func, ast.Name):
+            return ctx.model.resolve_function(func)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            cls = ctx.source.enclosing(call, ast.ClassDef)
+            if isinstance(cls, ast.ClassDef):
+                return ctx.model.method(cls, func.attr)
         return None
 
     def _mark_stepped(self, ctx, built: List[_Built]) -> None:
-        a = ctx.analysis
+        model = ctx.model
         for fn in self._region_functions(ctx):
-            for call in self._calls_in(fn):
+            for call in _calls_in(fn):
                 func = call.func
-                if isinstance(func, cst.Attribute) and func.attr.value == "step":
+                if isinstance(func, ast.Attribute) and func.attr == "step":
                     b = self._resolve(ctx, func.value)
                     if b is not None and b.stepped_at is None:
-                        b.stepped_at = a.position(call).start.line
-        for site in a.compile_sites:  # opt.step = torch.compile(opt.step)
+                        b.stepped_at = call.lineno
+        for site in model.compile_sites:  # opt.step = torch.compile(opt.step)
             t = site.target
-            if isinstance(t, cst.Attribute) and t.attr.value == "step":
+            if isinstance(t, ast.Attribute) and t.attr == "step":
                 b = self._resolve(ctx, t.value)
                 if b is not None and b.stepped_at is None:
-                    b.stepped_at = a.position(site.node).start.line
+                    b.stepped_at = site.node.lineno  # type: ignore[attr-defined]
 
     # ---------------------------------------------------------------- values
-    def _value(self, ctx, expr: cst.BaseExpression) -> Tuple[str, Optional[str]]:
+    def _value(self, ctx, expr: ast.AST) -> Tuple[str, Optional[str]]:
         """("tensor"|"float"|"int"|"unknown", detail)."""
-        a = ctx.analysis
-        if isinstance(expr, cst.Call) and a.qualified_names(expr.func) & _TENSOR_FACTORIES:
+        model = ctx.model
+        if isinstance(expr, ast.Call) and _qualified_names(model, expr.func) & _TENSOR_FACTORIES:
             return "tensor", None
         kind = _numeric_kind(expr)
         if kind is not None:
             return kind, None
-        if isinstance(expr, cst.Name):
-            scope = a.scope(expr)
-            assignments = list(scope[expr.value]) if scope is not None else []
-            if len(assignments) == 1 and isinstance(assignments[0], Assignment):
-                assign = a.parent(assignments[0].node)
-                if isinstance(assign, cst.AssignTarget):
-                    assign = a.parent(assign)
-                if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+        if isinstance(expr, ast.Name):
+            # one binding in its scope, `NAME = <value>` (a `del` binds nothing)
+            bindings = [b for b in model.scopes.bindings_of(expr) if b.kind != "del"]
+            if len(bindings) == 1 and bindings[0].kind == "assign":
+                assign = bindings[0].stmt
+                if isinstance(assign, ast.Assign) and len(assign.targets) == 1:
                     inner = self._value(ctx, assign.value)
                     if inner[0] in ("float", "int", "tensor"):
-                        return inner[0], f"constant `{expr.value}`"
-        return "unknown", ctx.module.code_for_node(expr)
+                        return inner[0], f"constant `{expr.id}`"
+        return "unknown", self._text(ctx).code(expr)
 
-    def _wrap(self, ctx, expr: cst.BaseExpression, kind: str) -> cst.BaseExpression:
-        a = ctx.analysis
+    @staticmethod
+    def _text(ctx) -> _Text:
+        text = ctx.cache.get("fr004_text")
+        if text is None:
+            text = ctx.cache["fr004_text"] = _Text(ctx.source)
+        return text
+
+    @staticmethod
+    def _wrap(ctx, expr: cst.BaseExpression, kind: str) -> cst.BaseExpression:
         if kind == "int":
             if isinstance(expr, cst.Integer):
                 expr = cst.Float(f"{int(expr.value.replace('_', ''), 0)}.0")
             else:
                 expr = cst.Call(func=cst.Name("float"), args=[cst.Arg(expr)])
-        return cst.Call(func=a.torch_expr("tensor"), args=[cst.Arg(expr)])
+        return cst.Call(func=torch_expr(ctx.model, "tensor"), args=[cst.Arg(expr)])
 
-    def _wrap_edit(self, ctx, arg: cst.Arg, kind: str) -> Edit:
-        return Edit(arg, lambda node: node.with_changes(value=self._wrap(ctx, node.value, kind)))
+    def _wrap_edit(self, ctx, arg: _Arg, kind: str) -> Edit:
+        # the value's own node: libcst keeps its parentheses in it, so
+        # `lr=(0.1)` becomes `lr=torch.tensor((0.1))` as before
+        return Edit(ctx.source.target(arg.value, cst.BaseExpression), lambda node: self._wrap(ctx, node, kind))
+
+    def _arg_finding(self, ctx, arg: _Arg, message: str, **fix) -> Finding:
+        """A finding on an argument, spanning what libcst's ``Arg`` spans: the
+        keyword with its value, or a positional value with its parentheses."""
+        found = self.finding(ctx, arg.node, message, **fix)
+        if arg.is_keyword:
+            return found
+        text = self._text(ctx)
+        (l1, c1), (l2, c2) = (text.pos(o) for o in text.paren_span(arg.value))
+        return dataclasses.replace(found, line=l1, column=c1 + 1, end_line=l2, end_column=c2 + 1)
 
     # -------------------------------------------------------------- findings
     def _optimizer_findings(self, ctx, b: _Built, built: List[_Built]) -> List[Finding]:
-        a = ctx.analysis
         out: List[Finding] = []
         where = f"line {b.stepped_at}" if b.stepped_at is not None else f"line {next(s.stepped_at for s in b.schedulers if s.stepped_at is not None)}, by its scheduler"
         lead = f"`{b.short}` is stepped inside a compiled region ({where}): a float `lr` is a guarded constant, every lr change recompiles"
@@ -396,20 +554,21 @@ step).
         edits: List[Edit] = []
         unsafe: List[str] = []
         notes: List[str] = []
-        anchor: cst.CSTNode = b.call
+        call_target = ctx.source.target(b.call, cst.Call)
+        anchor: Optional[_Arg] = None
         lr = _arg(b.call, "lr", 1)
         lr_fixed = False
         if lr is None:
             default = cst.Float(repr(float(row.default_lr)))
-            new_arg = cst.Arg(keyword=cst.Name("lr"), value=cst.Call(func=a.torch_expr("tensor"), args=[cst.Arg(default)]), equal=_NO_WS)
-            edits.append(Edit(b.call, lambda node: node.with_changes(args=[*node.args, new_arg])))
+            new_arg = cst.Arg(keyword=cst.Name("lr"), value=cst.Call(func=torch_expr(ctx.model, "tensor"), args=[cst.Arg(default)]), equal=_NO_WS)
+            edits.append(Edit(call_target, lambda node: node.with_changes(args=[*node.args, new_arg])))
             notes.append(f"pass the default `lr={row.default_lr}` as a tensor")
             lr_fixed = True
         else:
             anchor = lr
             kind, detail = self._value(ctx, lr.value)
             if kind == "unknown":
-                out.append(self.finding(ctx, lr, f"{lead}; lr comes from `{detail}`, not a constant visible here, so it cannot be wrapped statically (no automatic fix; wrap it where it is built: `torch.tensor(float(...))`)"))
+                out.append(self._arg_finding(ctx, lr, f"{lead}; lr comes from `{detail}`, not a constant visible here, so it cannot be wrapped statically (no automatic fix; wrap it where it is built: `torch.tensor(float(...))`)"))
                 return out
             if kind != "tensor":
                 edits.append(self._wrap_edit(ctx, lr, kind))
@@ -418,16 +577,16 @@ step).
         if lr_fixed and foreach is not None and _literal_bool(foreach) is not False:
             capturable = _literal_bool(_arg(b.call, "capturable", None))
             if _literal_bool(foreach) is None:
-                out.append(self.finding(ctx, foreach, f"{lead}; `foreach` is not a literal and a tensor lr may be rejected with foreach=True (no automatic fix)"))
+                out.append(self._arg_finding(ctx, foreach, f"{lead}; `foreach` is not a literal and a tensor lr may be rejected with foreach=True (no automatic fix)"))
                 return out
             if row.foreach_min_torch is not None:
                 target = ctx.settings.target_torch
                 if target is None or target < row.foreach_min_torch:
                     need = ".".join(map(str, row.foreach_min_torch))
-                    out.append(self.finding(ctx, foreach, f"{lead}; `{b.short}` with `foreach=True` rejects a tensor lr before torch {need} (no automatic fix; use --target-torch {need} if you only run {need}+)"))
+                    out.append(self._arg_finding(ctx, foreach, f"{lead}; `{b.short}` with `foreach=True` rejects a tensor lr before torch {need} (no automatic fix; use --target-torch {need} if you only run {need}+)"))
                     return out
             if row.foreach_needs_capturable and capturable is not True:
-                edits.append(Edit(b.call, lambda node: remove_keyword(node, "foreach")))
+                edits.append(Edit(call_target, lambda node: remove_keyword(node, "foreach")))
                 unsafe.append("`foreach=True` rejects a tensor lr without `capturable=True` (which fails on CPU), so it is removed and the step may be slower")
         # schedulers stepped inside the region: their scalars
         for s in b.schedulers:
@@ -454,79 +613,67 @@ step).
             message += f" ({'; '.join(notes)})"
         if unsafe:
             message += f"; unsafe: {'; '.join(unsafe)}"
-        out.append(
-            self.finding(
-                ctx, anchor, message, edits=edits,
-                safety=Safety.UNSAFE if unsafe else Safety.SAFE,
-                needs_torch=True,
-                title="wrap `lr` and scheduler scalars in `torch.tensor`",
-            )
-        )
+        fix = {
+            "edits": edits,
+            "safety": Safety.UNSAFE if unsafe else Safety.SAFE,
+            "needs_torch": True,
+            "title": "wrap `lr` and scheduler scalars in `torch.tensor`",
+        }
+        out.append(self._arg_finding(ctx, anchor, message, **fix) if anchor is not None else self.finding(ctx, b.call, message, **fix))
         return out
 
     def _fill_edits(self, ctx, b: _Built) -> List[Edit]:
-        a = ctx.analysis
-        rule = self
+        source = ctx.source
         edits: List[Edit] = []
 
-        def groups_of(expr: cst.BaseExpression) -> bool:
+        def groups_of(expr: ast.AST) -> bool:
             # X.param_groups with X bound to b
-            return isinstance(expr, cst.Attribute) and expr.attr.value == "param_groups" and rule._resolve(ctx, expr.value) is b
+            return isinstance(expr, ast.Attribute) and expr.attr == "param_groups" and self._resolve(ctx, expr.value) is b
 
-        class V(cst.CSTVisitor):
-            def visit_Assign(self, node: cst.Assign) -> None:
-                if len(node.targets) != 1 or not _is_lr_subscript(node.targets[0].target):
-                    return
-                holder = node.targets[0].target.value  # type: ignore[union-attr]
-                ok = False
-                if isinstance(holder, cst.Subscript) and groups_of(holder.value):
-                    ok = True  # opt.param_groups[i]["lr"] = v
-                elif isinstance(holder, cst.Name):
-                    for anc in a.ancestors(node):
-                        if isinstance(anc, cst.For) and isinstance(anc.target, cst.Name) and anc.target.value == holder.value:
-                            ok = groups_of(anc.iter)
-                            break
-                if ok:
-                    edits.append(Edit(node, _to_fill))
-
-        ctx.module.visit(V())
+        for node in self._lr_assigns(ctx):
+            holder = node.targets[0].value  # type: ignore[attr-defined]
+            ok = False
+            if isinstance(holder, ast.Subscript) and groups_of(holder.value):
+                ok = True  # opt.param_groups[i]["lr"] = v
+            elif isinstance(holder, ast.Name):
+                for anc in source.ancestors(node):
+                    if isinstance(anc, (ast.For, ast.AsyncFor)) and isinstance(anc.target, ast.Name) and anc.target.id == holder.id:
+                        ok = groups_of(anc.iter)
+                        break
+            if ok:
+                edits.append(Edit(source.target(node, cst.Assign), _fill))
         return edits
+
+    def _lr_assigns(self, ctx) -> List[ast.Assign]:
+        """``x["lr"] = v`` statements (one target), in source order."""
+        found = ctx.cache.get("fr004_lr_assigns")
+        if found is None:
+            source = ctx.source
+            found = ctx.cache["fr004_lr_assigns"] = _source_order(
+                n for n in source.parents
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_lr_subscript(source, n.targets[0])
+            )
+        return found
 
     def _lr_reads(self, ctx) -> List[int]:
         """Lines where the module reads an lr back (``x["lr"]`` loads, ``get_last_lr()``)."""
-        a = ctx.analysis
-        lines: List[int] = []
-
-        class V(cst.CSTVisitor):
-            def visit_Subscript(self, node: cst.Subscript) -> None:
-                if not _is_lr_subscript(node):
-                    return
-                parent = a.parent(node)
-                if isinstance(parent, (cst.AssignTarget, cst.AugAssign)):
-                    return
-                lines.append(a.position(node).start.line)
-
-            def visit_Call(self, node: cst.Call) -> None:
-                if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("get_last_lr", "get_lr"):
-                    lines.append(a.position(node).start.line)
-
-        ctx.module.visit(V())
-        return sorted(lines)
-
-
-def _is_lr_subscript(node: cst.CSTNode) -> bool:
-    if not isinstance(node, cst.Subscript) or len(node.slice) != 1:
-        return False
-    index = node.slice[0].slice
-    return (
-        isinstance(index, cst.Index)
-        and isinstance(index.value, cst.SimpleString)
-        and index.value.evaluated_value == "lr"
-    )
-
-
-def _to_fill(node: cst.CSTNode):
-    assert isinstance(node, cst.Assign)
-    target = node.targets[0].target
-    call = cst.Call(func=cst.Attribute(value=target, attr=cst.Name("fill_")), args=[cst.Arg(node.value)])
-    return cst.Expr(call)
+        lines = ctx.cache.get("fr004_lr_reads")
+        if lines is not None:
+            return lines
+        source = ctx.source
+        lines = []
+        for node in source.parents:  # every node but the module
+            if isinstance(node, ast.Subscript):
+                if not _is_lr_subscript(source, node):
+                    continue
+                parent = source.parent(node)
+                # written, not read: `x["lr"] = v` (a direct target) and, as
+                # libcst saw it, anything in an augmented assignment
+                if isinstance(parent, ast.AugAssign) or (isinstance(parent, ast.Assign) and any(t is node for t in parent.targets)):
+                    continue
+                lines.append(node.lineno)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get_last_lr", "get_lr"):
+                lines.append(node.lineno)
+        lines.sort()
+        ctx.cache["fr004_lr_reads"] = lines
+        return lines
