@@ -26,6 +26,7 @@ says so.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import os
 import shutil
@@ -125,52 +126,46 @@ def implicated_files(
 # -- matching ------------------------------------------------------------------
 
 
-def _lines_of_def(analysis, fn: cst.FunctionDef) -> List[int]:
-    lines = [analysis.position(d).start.line for d in fn.decorators]
-    lines.append(analysis.position(fn.name).start.line)
-    return lines
+def _lines_of_def(fn: ast.AST) -> List[int]:
+    """Lines a traced code object of ``fn`` can start on: its decorators' and its ``def``'s."""
+    return [d.lineno for d in fn.decorator_list] + [fn.lineno]  # type: ignore[attr-defined]
 
 
-def _forward(cls: cst.ClassDef) -> Optional[cst.FunctionDef]:
-    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
-    for stmt in body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward":
+def _forward(cls: ast.ClassDef) -> Optional[ast.AST]:
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward":
             return stmt
     return None
 
 
-def site_first_lines(analysis, site) -> List[int]:
+def site_first_lines(model, site) -> List[int]:
     """Lines a traced code object of this compile site can start on."""
     lines: List[int] = []
     if site.target_def is not None:
-        lines.extend(_lines_of_def(analysis, site.target_def))
-    if site.target is not None and not isinstance(site.target, cst.FunctionDef):
-        cls = analysis.module_class_of(site.target)
-        if (
-            cls is None
-            and isinstance(site.target, cst.Attribute)
-            and isinstance(site.target.value, cst.Name)
-        ):
+        lines.extend(_lines_of_def(site.target_def))
+    if site.target is not None and not isinstance(site.target, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        cls = model.module_class_of(site.target)
+        if cls is None and isinstance(site.target, ast.Attribute) and isinstance(site.target.value, ast.Name):
             # model.compile() / torch.compile(model.forward)
-            cls = analysis.module_class_of(site.target.value)
+            cls = model.module_class_of(site.target.value)
         if cls is not None:
             fwd = _forward(cls)
             if fwd is not None:
-                lines.extend(_lines_of_def(analysis, fwd))
+                lines.extend(_lines_of_def(fwd))
     return lines
 
 
-def _span(analysis, node) -> Tuple[Tuple[int, int], Tuple[int, int]]:
-    pos = analysis.position(node)
-    return (pos.start.line, pos.start.column + 1), (pos.end.line, pos.end.column + 1)
+def _span(source, node) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+    (l1, c1), (l2, c2) = source.start(node), source.end(node)
+    return (l1, c1 + 1), (l2, c2 + 1)
 
 
-def site_spans(analysis, site) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:
+def site_spans(source, site) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:
     nodes = [site.node]
     if site.options_call is not None:
         nodes.append(site.options_call)
     nodes.extend(site.calls)
-    return [_span(analysis, n) for n in nodes]
+    return [_span(source, n) for n in nodes]
 
 
 def _inside(finding: Finding, span) -> bool:
@@ -207,11 +202,11 @@ def match_file(
     ctx: FileContext, findings: Sequence[Finding], entries: Sequence[tr.CodeEntry]
 ) -> Tuple[List[Match], List[Finding]]:
     """(matches, findings not implicated) for one file's findings."""
-    analysis = ctx.analysis
+    model = ctx.model
     real = _real(ctx.path)
     sites = [
-        (site_first_lines(analysis, s), site_spans(analysis, s))
-        for s in analysis.compile_sites
+        (site_first_lines(model, s), site_spans(ctx.source, s))
+        for s in model.compile_sites
     ]
     matched: Dict[int, Match] = {}
     for entry in entries:
@@ -265,7 +260,7 @@ class TraceFilter:
 
     def __call__(self, ctx: FileContext, findings: Sequence[Finding]) -> List[Finding]:
         real = _real(ctx.path)
-        data = ctx.module.bytes
+        data = ctx.source.data
         original = self._original.setdefault(real, data)
         entries = self.trace.entries
         if data != original:
