@@ -6,9 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, Optional, Tuple
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
 
-from .analysis import ModuleAnalysis
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,7 @@ class FileContext:
     """One file as every rule sees it.  ``source`` (bytes, text, stdlib ``ast``)
     and ``model`` (the compile-site model, on ``ast``) are what rules read;
     ``module`` (libcst) is parsed only on first use: to render fixes, or for
-    the one rule that reads comments (FR002)."""
+    the one rule that reads comments (FR002).  No rule analyses the CST."""
 
     def __init__(self, path: str, display_path: str, settings: Settings, project=None, source=None, module: Optional[cst.Module] = None) -> None:
         self.path = path
@@ -55,8 +53,6 @@ class FileContext:
         #: per-rule scratch space so a rule can share work between its own helpers
         self.cache: Dict[str, Any] = {}
         self._module = module
-        self._wrapper: Optional[MetadataWrapper] = None
-        self._analysis: Optional[ModuleAnalysis] = None
         self._model = None
 
     @property
@@ -74,19 +70,6 @@ class FileContext:
             data = self.source.data
             self._module = cst.parse_module(data)
         return self._module
-
-    @property
-    def wrapper(self) -> MetadataWrapper:
-        if self._wrapper is None:
-            self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        return self._wrapper
-
-    @property
-    def analysis(self) -> ModuleAnalysis:
-        """The CST analysis, for rules not yet on the ``ast`` model."""
-        if self._analysis is None:
-            self._analysis = ModuleAnalysis(self.wrapper)
-        return self._analysis
 
     @property
     def has_module(self) -> bool:

@@ -142,7 +142,10 @@ def parse_for_index(data: bytes, display_path: str = "<file>"):
     except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, LookupError):
         return {}, None
     source = Source(display_path, display_path, data, tree, text, encoding)
-    return compiled_functions(source), source
+    try:
+        return compiled_functions(source), source
+    except RecursionError:  # too deeply nested: the engine reports it for the file
+        return {}, None
 
 
 def _file_functions(path: str) -> Optional[Dict[str, FunctionSummary]]:

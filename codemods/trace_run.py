@@ -41,7 +41,7 @@ import libcst as cst
 from . import trace as tr
 from .context import FileContext, Settings
 from .engine import analyze, render, should_apply
-from .findings import FileError, Finding, Fix, Safety
+from .findings import Edit, FileError, Finding, Fix, Safety
 from .project import build_project_index
 from .transforms import BY_CODE
 from .writer import write_atomic, write_changed
@@ -845,176 +845,40 @@ class MarkSite:
     param: str
 
 
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr.value}" if inner else ""
-    return ""
-
-
-def _torch_name(module: cst.Module) -> Optional[str]:
-    """The name ``import torch`` / ``import torch as th`` binds at module level."""
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    if _dotted(alias.name) == "torch":
-                        if alias.asname is None:
-                            return "torch"
-                        if isinstance(alias.asname.name, cst.Name):
-                            return alias.asname.name.value
-    return None
-
-
-def _is_compile(expr: cst.BaseExpression, torch_name: str) -> bool:
-    target = expr.func if isinstance(expr, cst.Call) else expr
-    return _dotted(target) in (f"{torch_name}.compile", "compile")
-
-
 def _mark_statement(torch_name: str, arg: str, dim: int) -> cst.SimpleStatementLine:
-    func = cst.Attribute(
-        value=cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("_dynamo")),
-        attr=cst.Name("maybe_mark_dynamic"),
-    )
-    call = cst.Call(
-        func=func, args=[cst.Arg(cst.Name(arg)), cst.Arg(cst.Integer(str(dim)))]
-    )
+    func = cst.Attribute(value=cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("_dynamo")), attr=cst.Name("maybe_mark_dynamic"))
+    call = cst.Call(func=func, args=[cst.Arg(cst.Name(arg)), cst.Arg(cst.Integer(str(dim)))])
     return cst.SimpleStatementLine(body=[cst.Expr(call)])
 
 
-class _CollectMarks(cst.CSTVisitor):
-    """Statements holding a call of a compiled callable that passes a plain
-    name for a parameter the trace saw vary."""
-
-    METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
-
-    def __init__(self, callables: Sequence[str], positional: Sequence[str],
-                 dims: Dict[str, Tuple[int, ...]], function: str) -> None:
-        super().__init__()
-        self.callables = set(callables)
-        self.positional = list(positional)
-        self.dims = dims
-        self.function = function
-        self.stack: List[cst.SimpleStatementLine] = []
-        #: statement -> marks (arg, dim, param, line, column), in call order
-        self.marks: Dict[cst.SimpleStatementLine, List[MarkSite]] = {}
-
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        self.stack.append(node)
-
-    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
-        self.stack.pop()
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False  # a call inside a lambda does not run where the statement runs
-
-    # names bound by a comprehension do not exist before the statement
-    def visit_ListComp(self, node: cst.ListComp) -> bool:
-        return False
-
-    def visit_SetComp(self, node: cst.SetComp) -> bool:
-        return False
-
-    def visit_DictComp(self, node: cst.DictComp) -> bool:
-        return False
-
-    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
-        return False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if not self.stack or not isinstance(node.func, cst.Name):
-            return
-        if node.func.value not in self.callables:
-            return
-        bound: Dict[str, cst.BaseExpression] = {}
-        for i, arg in enumerate(node.args):
-            if arg.star:
-                break  # *args / **kwargs: positions unknown from here on
-            if arg.keyword is not None:
-                bound[arg.keyword.value] = arg.value
-            elif i < len(self.positional):
-                bound[self.positional[i]] = arg.value
-        pos = self.get_metadata(cst.metadata.PositionProvider, node).start
-        stmt = self.stack[-1]
-        for param, dims in self.dims.items():
-            value = bound.get(param)
-            if not isinstance(value, cst.Name):
-                continue  # an expression: nothing to mark without binding it
-            for dim in dims:
-                site = MarkSite(pos.line, pos.column + 1, self.function, value.value, dim, param)
-                have = self.marks.setdefault(stmt, [])
-                if not any((m.arg, m.dim) == (site.arg, site.dim) for m in have):
-                    have.append(site)
+def _existing_marks(source, stmt: ast.stmt) -> set:
+    """(arg, dim) of the ``…_dynamo.maybe_mark_dynamic(arg, dim)`` statements
+    right before ``stmt`` (a second run finds its own marks)."""
+    parent = source.parent(stmt)
+    body = next((getattr(parent, f) for f in ("body", "orelse", "finalbody") if any(x is stmt for x in getattr(parent, f, None) or [])), [])
+    found = set()
+    k = next(i for i, x in enumerate(body) if x is stmt) - 1
+    while k >= 0:
+        prev = body[k]
+        call = prev.value if isinstance(prev, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "maybe_mark_dynamic" and len(call.args) == 2):
+            break
+        name, dim = call.args
+        if isinstance(name, ast.Name) and isinstance(dim, ast.Constant):
+            found.add((name.id, dim.value))
+        k -= 1
+    return found
 
 
-class _InsertMarks(cst.CSTTransformer):
-    """Insert the collected marks before their statements (skipping a mark
-    the statement before already is); comments above a statement stay above."""
+def _insert_marks(target, marks: List[cst.SimpleStatementLine]) -> Edit:
+    """Insert ``marks`` before the statement; the lines above it (comments
+    included) go above the marks."""
 
-    def __init__(self, marks: Dict[cst.SimpleStatementLine, List[MarkSite]], torch_name: str) -> None:
-        super().__init__()
-        self.marks = marks
-        self.torch_name = torch_name
-        self.inserted: List[MarkSite] = []
+    def apply(updated: cst.CSTNode):
+        first = marks[0].with_changes(leading_lines=updated.leading_lines)
+        return cst.FlattenSentinel([first, *marks[1:], updated.with_changes(leading_lines=())])
 
-    @staticmethod
-    def _code(node: cst.CSTNode) -> str:
-        if isinstance(node, cst.SimpleStatementLine):
-            node = node.with_changes(leading_lines=())
-        return cst.Module(body=[]).code_for_node(node).strip()
-
-    @staticmethod
-    def _is_mark(node: cst.CSTNode) -> bool:
-        return (
-            isinstance(node, cst.SimpleStatementLine)
-            and len(node.body) == 1
-            and isinstance(node.body[0], cst.Expr)
-            and isinstance(node.body[0].value, cst.Call)
-            and _dotted(node.body[0].value.func).endswith("_dynamo.maybe_mark_dynamic")
-        )
-
-    def _rebuild(self, original_body: Sequence[cst.CSTNode], updated_body: Sequence[cst.CSTNode]) -> List[cst.CSTNode]:
-        out: List[cst.CSTNode] = []
-        for orig, new in zip(original_body, updated_body):
-            sites = self.marks.get(orig) if isinstance(orig, cst.SimpleStatementLine) else None
-            if not sites:
-                out.append(new)
-                continue
-            # the marks right before the statement (a second run finds its own)
-            existing = set()
-            k = len(out) - 1
-            while k >= 0 and self._is_mark(out[k]):
-                existing.add(self._code(out[k]))
-                k -= 1
-            todo = []
-            for site in sites:
-                stmt = _mark_statement(self.torch_name, site.arg, site.dim)
-                if self._code(stmt) in existing:
-                    continue
-                todo.append(stmt)
-                self.inserted.append(site)
-            if todo and isinstance(new, cst.SimpleStatementLine):
-                todo[0] = todo[0].with_changes(leading_lines=new.leading_lines)
-                new = new.with_changes(leading_lines=())
-            out.extend(todo)
-            out.append(new)
-        return out
-
-    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
-        return updated_node.with_changes(body=self._rebuild(original_node.body, updated_node.body))
-
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        return updated_node.with_changes(body=self._rebuild(original_node.body, updated_node.body))
-
-
-def _def_lines(wrapper_positions, fn: cst.FunctionDef) -> List[int]:
-    lines = [wrapper_positions[d].start.line for d in fn.decorators]
-    lines.append(wrapper_positions[fn.name].start.line)
-    return lines
+    return Edit(target, apply)
 
 
 def mark_dynamic(data: bytes, function: str, firstlineno: int,
@@ -1022,54 +886,88 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     """``data`` with ``maybe_mark_dynamic`` inserted before the calls of the
     compiled module-level function ``function`` (its code object starts at
     ``firstlineno``: a decorator or the ``def`` line), for the parameters and
-    dims in ``dims``; (None, []) when nothing can be marked.  The compiled
-    callable is the function itself when a decorator compiles it, else every
-    module-level ``name = torch.compile(function, ...)``."""
+    dims in ``dims``; (None, []) when nothing can be marked.  The compile
+    sites and their calls are the compile-site model's
+    (:mod:`codemods.compile_sites`): the function itself when a decorator
+    compiles it, else a module-level ``name = torch.compile(function, ...)``."""
+    from .compile_sites import model_of
+    from .engine import parse_ast, render
+    from .placement import block_of
+    from .source import _COMPOUND, statement_target
+
     try:
-        module = cst.parse_module(data)
-    except cst.ParserSyntaxError:
+        source = parse_ast("<trace>", data)
+    except FileError:
         return None, []
-    torch_name = _torch_name(module)
-    if torch_name is None:
+    model = model_of(source)
+    if model.torch_alias is None:
         return None, []
-    wrapper = cst.metadata.MetadataWrapper(module)
-    positions = wrapper.resolve(cst.metadata.PositionProvider)
-    mod = wrapper.module
-    defs = [s for s in mod.body if isinstance(s, cst.FunctionDef) and s.name.value == function]
-    target = [d for d in defs if firstlineno in _def_lines(positions, d)]
-    if len(target) != 1:
+    tree = source.tree
+    sites = [
+        site
+        for site in model.compile_sites
+        if isinstance(site.target_def, ast.FunctionDef)
+        and site.target_def.name == function
+        and source.parent(site.target_def) is tree
+        and firstlineno in _lines_of_def(site.target_def)
+        and (site.form == "decorator" or (site.form == "wrap" and site.binding and "." not in site.binding and source.parent(site.statement) is tree))
+    ]
+    if not sites:
         return None, []
-    fn = target[0]
-    positional = [p.name.value for p in list(fn.params.posonly_params) + list(fn.params.params)]
-    callables: List[str] = []
-    if any(_is_compile(d.decorator, torch_name) for d in fn.decorators):
-        callables.append(function)
-    for stmt in mod.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
+    fn = sites[0].target_def
+    positional = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args)]  # type: ignore[union-attr]
+    by_stmt: Dict[ast.stmt, List[MarkSite]] = {}
+    scopes = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    for call in sorted({c for site in sites for c in site.calls}, key=lambda c: (c.lineno, c.col_offset)):
+        if not isinstance(call.func, ast.Name):
             continue
-        for small in stmt.body:
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and isinstance(small.value, cst.Call)
-                and _is_compile(small.value, torch_name)
-                and small.value.args
-                and isinstance(small.value.args[0].value, cst.Name)
-                and small.value.args[0].value.value == function
-            ):
-                callables.append(small.targets[0].target.value)
-    if not callables:
+        stmt = source.statement_of(call)
+        if stmt is None or isinstance(stmt, _COMPOUND) or block_of(source, stmt) is None:
+            continue  # a call in a compound statement's header, or in a one-line suite
+        if any(isinstance(a, scopes) for a in _ancestors_until(source, call, stmt)):
+            continue  # runs later (lambda) or binds its own names (comprehension)
+        bound: Dict[str, ast.AST] = {}
+        starred = False
+        for i, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                starred = True
+                break  # *args: positions unknown from here on
+            if i < len(positional):
+                bound[positional[i]] = arg
+        if not starred:
+            for kw in call.keywords:
+                if kw.arg is None:
+                    break
+                bound[kw.arg] = kw.value
+        line, column = source.start(call)
+        have = by_stmt.setdefault(stmt, [])
+        for param, param_dims in dims.items():
+            value = bound.get(param)
+            if not isinstance(value, ast.Name):
+                continue  # an expression: nothing to mark without binding it
+            for dim in param_dims:
+                if not any((m.arg, m.dim) == (value.id, dim) for m in have):
+                    have.append(MarkSite(line, column + 1, function, value.id, dim, param))
+    edits: List[Edit] = []
+    inserted: List[MarkSite] = []
+    for stmt, marks in by_stmt.items():
+        existing = _existing_marks(source, stmt)
+        todo = [m for m in marks if (m.arg, m.dim) not in existing]
+        if todo:
+            edits.append(_insert_marks(statement_target(source, stmt), [_mark_statement(model.torch_alias, m.arg, m.dim) for m in todo]))
+            inserted.extend(todo)
+    if not edits:
         return None, []
-    collect = _CollectMarks(callables, positional, dims, function)
-    wrapper.visit(collect)
-    if not collect.marks:
-        return None, []
-    insert = _InsertMarks(collect.marks, torch_name)
-    new = mod.visit(insert)
-    if not insert.inserted:
-        return None, []
-    return new.bytes, insert.inserted
+    finding = Finding(code=MARK_CODE, message="", path="<trace>", line=1, column=1, end_line=1, end_column=1, fix=Fix(edits=tuple(edits), safety=Safety.SAFE))
+    ctx = FileContext("<trace>", "<trace>", Settings(), None, source)
+    return render(ctx, [finding], data), inserted
+
+
+def _ancestors_until(source, node: ast.AST, stop: ast.AST):
+    for anc in source.ancestors(node):
+        if anc is stop:
+            return
+        yield anc
 
 
 def _shape_cured_statically(guided_file: "GuidedFile", entry: tr.CodeEntry) -> bool:

@@ -9,6 +9,8 @@ simulated by deleting them between discovery and reading, or before writing.
 
 from __future__ import annotations
 
+import ast
+
 import os
 import re
 import stat
@@ -223,6 +225,8 @@ class _Broken(Rule):
     name = "broken"
     summary = what_it_does = why_it_recompiles = example = fix_safety = "test only"
     triggers = (b"BREAK_ME",)
+    reads = "ast"
+    needs_compile_site = False
 
     def __init__(self, how: str) -> None:
         self.how = how
@@ -233,18 +237,11 @@ class _Broken(Rule):
         raise ValueError("edit exploded")
 
     def check(self, ctx) -> Iterable:
-        if self.how == "check" and "BREAK_ME" in ctx.module.code:
+        if self.how == "check" and "BREAK_ME" in ctx.source.text:
             raise KeyError("pass exploded")
-        names: List[cst.Name] = []
-
-        class Collect(cst.CSTVisitor):
-            def visit_Name(self, node: cst.Name) -> None:
-                if node.value == "BREAK_ME":
-                    names.append(node)
-
-        ctx.module.visit(Collect())
+        names = [n for n in ast.walk(ctx.source.tree) if isinstance(n, ast.Name) and n.id == "BREAK_ME"]
         return [
-            self.finding(ctx, n, "broken rewrite", edits=[Edit(n, self.replacement)], safety=Safety.SAFE)
+            self.finding(ctx, n, "broken rewrite", edits=[Edit(ctx.source.target(n, cst.Name), self.replacement)], safety=Safety.SAFE)
             for n in names
         ]
 

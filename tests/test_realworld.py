@@ -169,15 +169,10 @@ NOT_FOUND = {
 }
 
 #: programs that get a default finding they should not get
-EXTRA_FINDING = {
-    "neg_constant_width_slices": "FR001 takes the constant-width slice `x[i*mbs:(i+1)*mbs]` as a varying shape",
-    "neg_intent_comment": "FR001 ignores the intent comments next to `dynamic=False`",
-    "neg_raised_recompile_limit": "FR001 ignores `recompile_limit = 64` raised by the author",
-    "neg_disable_cache_limit": "FR001 ignores `torch._dynamo.utils.disable_cache_limit()` around the compiled call",
-    "neg_tensor_hyperparams": "FR001 reports `dynamic=False` although the hyperparameters are already 0-d tensors",
-    "neg_warmup_precompile": "FR001 takes a bounded warm-up loop over 4 buckets as varying inputs",
-    "neg_mark_static": "FR001 reports `dynamic=False` on an input pinned with `torch._dynamo.mark_static`",
-    "pos_project_compile_decorator": "FR001 reports `dynamic=COMPILE_DYNAMIC` although the module sets COMPILE_DYNAMIC = None",
+EXTRA_FINDING: dict = {
+    # none left: constant-width slices, intent comments, a raised limit,
+    # disable_cache_limit(), tensors already, bounded warm-up and mark_static
+    # give no default FR001 finding, and `dynamic=<variable>` is --unproven only
 }
 
 #: positives whose expected fix (kind given by `fix=`) is not offered as such

@@ -60,7 +60,7 @@ class Rule:
     def finding(
         self,
         ctx,
-        node,
+        node,  # an ast node, (first, last) ast nodes, or ((line, col), (line, col))
         message: str,
         *,
         edits: Sequence[Edit] = (),
@@ -71,11 +71,10 @@ class Rule:
     ) -> Finding:
         if isinstance(node, ast.AST):
             start, end = ctx.source.start(node), ctx.source.end(node)
-        elif isinstance(node, tuple):  # (first, last) ast nodes: from the start of one to the end of the other
+        elif isinstance(node[0], ast.AST):  # (first, last) ast nodes: from the start of one to the end of the other
             start, end = ctx.source.start(node[0]), ctx.source.end(node[1])
-        else:
-            pos = ctx.analysis.position(node)
-            start, end = (pos.start.line, pos.start.column), (pos.end.line, pos.end.column)
+        else:  # ((line, column), (line, column)), columns 0-based
+            start, end = node
         fix = Fix(edits=tuple(edits), safety=safety, needs_torch=needs_torch, title=title) if edits else None
         return Finding(
             code=self.code,

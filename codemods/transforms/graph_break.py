@@ -9,6 +9,7 @@ from typing import Iterable, List, Optional, Sequence
 import libcst as cst
 
 from ..findings import Edit, Finding, Safety
+from ..placement import torch_expr
 from .base import Example, Rule
 
 MARKER_RE = re.compile(r"^#\s*fix-recompiles:\s*graph-break\s*$")
@@ -46,6 +47,33 @@ def _clause_keyword(node: cst.CSTNode, parent: Optional[cst.CSTNode]) -> str:
     if isinstance(node, cst.Finally):
         return "finally"
     return ""
+
+
+class _Tree:
+    """Parents and positions of the libcst tree (this rule reads comments,
+    which only the CST keeps; it runs on files with the marker only)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        self._parents = wrapper.resolve(ParentNodeProvider)
+        self._positions = wrapper.resolve(PositionProvider)
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self._parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode):
+        cur = self._parents.get(node)
+        while cur is not None:
+            yield cur
+            cur = self._parents.get(cur)
+
+    def enclosing(self, node: cst.CSTNode, kinds) -> Optional[cst.CSTNode]:
+        return next((a for a in self.ancestors(node) if isinstance(a, kinds)), None)
+
+    def position(self, node: cst.CSTNode):
+        return self._positions[node]
 
 
 class GraphBreak(Rule):
@@ -102,7 +130,8 @@ skip the whole frame, so the function runs eagerly instead of being split.
 
     def check(self, ctx) -> Iterable[Finding]:
         rule = self
-        analysis = ctx.analysis
+        analysis = _Tree(ctx.module)
+        model = ctx.model
         findings: List[Finding] = []
 
         def in_function(node: cst.CSTNode) -> bool:
@@ -121,7 +150,7 @@ skip the whole frame, so the function runs eagerly instead of being split.
             return ""
 
         def make_call() -> cst.SimpleStatementLine:
-            call = cst.Call(func=analysis.torch_expr("_dynamo", "graph_break"))
+            call = cst.Call(func=torch_expr(model, "_dynamo", "graph_break"))
             return cst.SimpleStatementLine(body=[cst.Expr(call)])
 
         def statement_edit(stmt: cst.BaseStatement, original_len: int, original_index: int) -> Edit:
@@ -160,17 +189,16 @@ skip the whole frame, so the function runs eagerly instead of being split.
                 message = "graph-break marker: insert `torch._dynamo.graph_break()` here"
             else:
                 message = why or "graph-break marker outside a function body has no effect (no fix)"
+            # a comment has no position of its own: point at the marker line
             f = rule.finding(
                 ctx,
-                anchor,
+                ((line_no, 0), (line_no, 0)),
                 message,
                 edits=[edit] if edit else (),
                 safety=(Safety.UNSAFE if inside else Safety.SAFE) if edit else None,
                 needs_torch=True,
                 title="insert `torch._dynamo.graph_break()`",
             )
-            # a comment has no position of its own: point at the marker line
-            f.line, f.column, f.end_line, f.end_column = line_no, 1, line_no, 1
             findings.append(f)
 
         class Finder(cst.CSTVisitor):
