@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from .compile_sites import CompileModel, CompileSite, dotted_name
+from .source import children
 
 # torch factories whose positional arguments are sizes
 _SIZE_FACTORIES = {"ones", "zeros", "randn", "rand", "empty", "eye", "arange", "linspace", "randint", "full", "randperm"}
@@ -218,7 +219,7 @@ def _body_assigns(loop: ast.AST) -> Iterator[ast.Assign]:
             continue
         if isinstance(node, ast.Assign):
             yield node
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(children(node)))
 
 
 def _loop_assignments(loop: ast.AST, names: Set[str]) -> Set[str]:
@@ -322,3 +323,89 @@ def _iter_is_numbers(loop: ast.AST) -> bool:
     if isinstance(it, (ast.List, ast.Tuple)):
         return bool(it.elts) and all(isinstance(e, ast.Constant) and type(e.value) in (int, float) for e in it.elts)
     return False
+
+
+# -- does a number passed to a compiled callable change between calls? ----------------
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _assigned_names(node: ast.AST) -> Set[str]:
+    """Names a loop rebinds on every iteration: its targets and what its body
+    assigns (``=``, ``+=``, ``:=``, nested ``for``), not inside nested functions."""
+    out: Set[str] = set()
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        out |= _names(node.target)
+    stack: List[ast.AST] = list(node.body)  # type: ignore[attr-defined]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, _SCOPES) or isinstance(cur, ast.ClassDef):
+            continue
+        if isinstance(cur, ast.Assign):
+            for t in cur.targets:
+                out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(cur, (ast.AugAssign, ast.AnnAssign)) and isinstance(cur.target, ast.Name):
+            out.add(cur.target.id)
+        elif isinstance(cur, (ast.For, ast.AsyncFor)):
+            out |= _names(cur.target)
+        elif isinstance(cur, ast.NamedExpr):
+            out.add(cur.target.id)
+        stack.extend(children(cur))
+    return out
+
+
+def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: int = 0) -> Optional[str]:
+    """Evidence that the number ``value`` passed at ``call`` changes between
+    calls (None: none visible): it is rebuilt inside a loop around the call
+    (``for step in ...: t *= 0.9; f(x, t)``), or it is a parameter of the
+    function holding the call and that function is called with values that
+    change (in a loop, or different values at different calls)."""
+    source = model.source
+    fn = source.enclosing(call, _SCOPES)
+    used = _names(value)
+    for loop in source.ancestors(call):
+        if loop is fn:
+            break
+        if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            hit = used & _assigned_names(loop)
+            if hit:
+                return f"`{sorted(hit)[0]}` changes in the loop on line {loop.lineno}"
+    if depth >= 2 or not isinstance(value, ast.Name) or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    bindings = model.scopes.bindings_of(value)
+    if not bindings or any(b.kind != "param" for b in bindings):
+        return None
+    param = value.id
+    args = fn.args
+    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    owner = model.scopes.of_node.get(fn)
+    scope = owner.parent if owner is not None else None
+    if scope is None:
+        return None
+    is_method = isinstance(source.parent(fn), ast.ClassDef)
+    passed: List[Tuple[ast.Call, Optional[ast.AST]]] = []
+    refs = scope.references.get(fn.name, []) if not is_method else [
+        n for n in source.nodes(ast.Attribute) if n.attr == fn.name and isinstance(source.parent(n), ast.Call) and source.parent(n).func is n  # type: ignore[attr-defined]
+    ]
+    for ref in refs:
+        outer = source.parent(ref)
+        if not (isinstance(outer, ast.Call) and outer.func is ref):
+            continue
+        if any(isinstance(a, ast.Starred) for a in outer.args) or any(k.arg is None for k in outer.keywords):
+            return None  # forwarded through *args / **kwargs: not seen
+        arg: Optional[ast.AST] = next((k.value for k in outer.keywords if k.arg == param), None)
+        if arg is None and param in positional:
+            index = positional.index(param) - (1 if is_method else 0)
+            if 0 <= index < len(outer.args):
+                arg = outer.args[index]
+        passed.append((outer, arg if arg is not None else defaults.get(param)))
+    for outer, arg in passed:
+        if arg is not None:
+            why = number_varies(model, outer, arg, depth + 1)
+            if why is not None:
+                return f"`{fn.name}` is called with `{param}` that changes ({why})"
+    constants = {ast.dump(a) for _, a in passed if a is not None}
+    if len(passed) > 1 and len(constants) > 1:
+        return f"`{fn.name}` is called with different `{param}` values"
+    return None

@@ -11,7 +11,7 @@ from codemods.engine import process_source
 from codemods.runner import run
 from codemods.transforms import BY_CODE
 
-UNSAFE = Settings(select=frozenset({"FR003"}), unsafe_fixes=True)
+UNSAFE = Settings(select=frozenset({"FR003"}), unsafe_fixes=True, unproven=True)  # small programs: one call, no evidence
 HEAD = "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\nx = torch.randn(3)\n"
 
 

@@ -36,7 +36,7 @@ from codemods.engine import process_source
 from codemods.project import ProjectIndex, parse_for_index
 
 SLOW = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
-ALL_SAFE = Settings()
+ALL_SAFE = Settings(unproven=True)  # every finding, proven or not: these test the engine
 ALL_UNSAFE = Settings(unsafe_fixes=True, unproven=True)
 # a comment line with every rule's trigger bytes; with the byte prefilter
 # off too (``no_prefilter``), the analysis and every rule really run
@@ -166,7 +166,7 @@ def test_fragment_programs(program):
         check_engine_properties(data, s)
 
     # only FR001 and FR002: the findings the fragments predict, and only their lines change
-    only = Settings(select=frozenset({"FR001", "FR002"}), unsafe_fixes=True)
+    only = Settings(select=frozenset({"FR001", "FR002"}), unsafe_fixes=True, unproven=True)
     result = check_engine_properties(data, only)
     codes = [f.code for f in result.findings]
     assert codes.count("FR001") == n_dynamic

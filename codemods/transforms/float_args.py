@@ -10,6 +10,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from ..compile_sites import dotted_name
+from ..variation import number_varies
 from ..findings import Edit, Finding, Safety
 from ..floats import (
     CallSite,
@@ -60,6 +61,23 @@ def _site_binding(model, site) -> Optional[Binding]:
             if binding.node is node:
                 return binding
     return None
+
+
+def _literal_values(callees) -> Dict[Tuple[str, object], set]:
+    """(callee, keyword or position) -> the distinct literal numbers passed
+    there at every call seen: more than one is evidence that the value changes."""
+    out: Dict[Tuple[str, object], set] = {}
+    for call, callee, _summary, _skip in callees:
+        index = 0
+        for keyword, star, value in call_args(call):
+            if star:
+                break
+            key = keyword if keyword is not None else index
+            if keyword is None:
+                index += 1
+            if isinstance(value, ast.Constant) and type(value.value) in (int, float):
+                out.setdefault((callee, key), set()).add(value.value)
+    return out
 
 
 class FloatArgs(Rule):
@@ -142,13 +160,19 @@ gives `inf` with a tensor.
     )
     invalid = (
         Example(
-            "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\nf(torch.ones(3), 0.5)\n",
-            "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\nf(torch.ones(3), torch.tensor(0.5, dtype=torch.float64))\n",
+            "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\nfor step in range(4):\n    f(torch.ones(3), 0.5 * step)\n",
+            "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\nfor step in range(4):\n    f(torch.ones(3), torch.tensor(0.5 * step, dtype=torch.float64))\n",
         ),
         Example(
-            "import torch\n@torch.compile\ndef f(x, c):\n    return x * round(c, 2)\nf(torch.ones(3), 0.5)\n",
-            "import torch\n@torch.compile\ndef f(x, c):\n    return x * round(c, 2)\nf(torch.ones(3), torch.tensor(0.5, dtype=torch.float64))\n",
+            "import torch\n@torch.compile\ndef f(x, c):\n    return x * round(c, 2)\nf(torch.ones(3), 0.5)\nf(torch.ones(3), 0.7)\n",
+            "import torch\n@torch.compile\ndef f(x, c):\n    return x * round(c, 2)\nf(torch.ones(3), torch.tensor(0.5, dtype=torch.float64))\nf(torch.ones(3), torch.tensor(0.7, dtype=torch.float64))\n",
             unsafe=True,
+        ),
+        # one value, passed once: nothing shows it changing (reported with --unproven)
+        Example(
+            "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\nf(torch.ones(3), 0.5)\n",
+            "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\nf(torch.ones(3), torch.tensor(0.5, dtype=torch.float64))\n",
+            unproven=True,
         ),
     )
 
@@ -214,14 +238,16 @@ gives `inf` with a tensor.
         model = ctx.model
         site_model = CallSite(model)
         findings: List[Finding] = []
-        for call, callee, get_summary, skip_self in self._callees(ctx, site_model):
+        callees = self._callees(ctx, site_model)
+        literal_values = _literal_values(callees)
+        for call, callee, get_summary, skip_self in callees:
             arguments = call_args(call)
             reasons = [None if star else float_reason(site_model, value) for _, star, value in arguments]
             if not any(reasons):
                 continue
             summary = get_summary()
             by_param: Dict[str, ast.AST] = {}
-            args: List[Tuple[Optional[str], ast.AST, Optional[str], Optional[str]]] = []
+            args: List[Tuple[Optional[str], ast.AST, Optional[str], Optional[str], object]] = []
             index = 0
             positional_ok = True
             for (keyword, star, value), reason in zip(arguments, reasons):
@@ -234,12 +260,13 @@ gives `inf` with a tensor.
                         param = summary.param_for(None, keyword, skip_self)
                     elif positional_ok:
                         param = summary.param_for(index, None, skip_self)
+                position = index
                 if keyword is None:
                     index += 1
                 if param is not None:
                     by_param[param] = value
-                args.append((keyword, value, param, reason))
-            for keyword, value, param, reason in args:
+                args.append((keyword, value, param, reason, keyword if keyword is not None else position))
+            for keyword, value, param, reason, slot in args:
                 if reason is None:
                     continue
                 where = f"`{keyword}=`" if keyword is not None else f"`{site_model.code(call, value)}`"
@@ -252,6 +279,12 @@ gives `inf` with a tensor.
                     message = f"{head}; fix is unsafe: {unsafe_why}"
                     safety = Safety.UNSAFE
                 edit = Edit(ctx.source.target(value, cst.BaseExpression), lambda node: _tensor_call(model, node))
+                varies = number_varies(model, call, value)
+                if varies is None and len(literal_values.get((callee, slot), ())) > 1:
+                    varies = f"`{callee}` is called with different values"
+                if varies is None:
+                    head_note = " (no call seen passing a changing value: reported with --unproven)"
+                    message = message.replace(head, head + head_note, 1)
                 findings.append(
                     self.finding(
                         ctx,
@@ -261,6 +294,7 @@ gives `inf` with a tensor.
                         safety=safety,
                         needs_torch=True,
                         title="wrap in `torch.tensor(..., dtype=torch.float64)`",
+                        proven=varies is not None,
                     )
                 )
         return findings
