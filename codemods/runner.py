@@ -183,6 +183,9 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
         return _Looked(path, FileResult(path=path, display_path=display, error=exc.reason), None, st)
     if mode == "mentions" and not mentions_any(data, project.prefilter_tokens(path)):  # type: ignore[union-attr]
         return None
+    too_much = _over_size(data)  # before any parse: a huge file is not parsed at all
+    if too_much is not None:
+        return _Looked(path, FileResult(path=path, display_path=display, error=too_much), None, st)
     functions, source = parse_for_index(data, display) if mode == "first" else (None, None)
     too_much = _over_limits(data, source.tree if source is not None else None)
     if too_much is not None:
@@ -200,13 +203,25 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
     return _Looked(path, result, functions, st, digest)
 
 
+def _may_hold_a_finding(data: bytes) -> bool:
+    return b"torch" in data and (b"compile" in data or b"optim" in data or b"fix-recompiles" in data)
+
+
+def _over_size(data: bytes) -> Optional[str]:
+    """Why a file that may hold a finding is too large to analyse, or None."""
+    if len(data) > MAX_FILE_BYTES and _may_hold_a_finding(data):
+        return f"file too large to analyse ({len(data) / 2**20:.1f} MiB, limit {MAX_FILE_BYTES / 2**20:.0f} MiB); skipped"
+    return None
+
+
 def _over_limits(data: bytes, tree) -> Optional[str]:
     """Why the file is not analysed (too big, too deeply nested), or None.
-    Only files that mention torch can reach libcst; the others pass."""
-    if b"torch" not in data or not (b"compile" in data or b"optim" in data or b"fix-recompiles" in data):
+    Only files that mention torch can reach the analysis; the others pass."""
+    if not _may_hold_a_finding(data):
         return None  # no rule's trigger: never parsed beyond the byte tests
-    if len(data) > MAX_FILE_BYTES:
-        return f"file too large to analyse ({len(data) / 2**20:.1f} MiB, limit {MAX_FILE_BYTES / 2**20:.0f} MiB); skipped"
+    too_big = _over_size(data)
+    if too_big is not None:
+        return too_big
     if tree is None:
         from .prefilter import mentions_compile
 
