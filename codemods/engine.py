@@ -280,13 +280,32 @@ def analyze(
 
 def _restore_lossy_tail(ctx: FileContext, data: bytes, new_bytes: bytes) -> bytes:
     r"""libcst does not always print an unchanged module back byte for byte: it
-    drops blank lines before trailing indented comments or whitespace at the end
-    of a module (``"x\n\n  # c\n"`` prints as ``"x\n  # c\n"``).  When the fixes
-    left that lossy tail alone, put the file's own tail back; refuse (internal
-    error) otherwise."""
+    drops a form feed at the start of a line, and blank lines before trailing
+    indented comments or whitespace at the end of a module (``"x\n\n  # c\n"``
+    prints as ``"x\n  # c\n"``).  Where its print of the unchanged module has
+    the file's lines, the fixed text is rebuilt from the file's own lines
+    around the lines the fixes changed (a changed line keeps what libcst
+    dropped at its start); otherwise, when the fixes left the lossy tail alone,
+    the file's own tail is put back; else the fix is refused (internal error)."""
     printed = ctx.module.bytes
     if printed == data:
         return new_bytes
+    old_lines, printed_lines = data.splitlines(keepends=True), printed.splitlines(keepends=True)
+    if len(old_lines) == len(printed_lines):
+        import difflib
+
+        new_lines = new_bytes.splitlines(keepends=True)
+        out: List[bytes] = []
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, printed_lines, new_lines, autojunk=False).get_opcodes():
+            if tag == "equal":
+                out.extend(old_lines[i1:i2])
+            elif tag == "replace" and i2 - i1 == j2 - j1:
+                for old, shown, new in zip(old_lines[i1:i2], printed_lines[i1:i2], new_lines[j1:j2]):
+                    lost = old[: len(old) - len(shown)] if old != shown and old.endswith(shown) else b""
+                    out.append(lost + new)
+            else:
+                out.extend(new_lines[j1:j2])
+        return b"".join(out)
     same = 0
     limit = min(len(printed), len(data))
     while same < limit and printed[same] == data[same]:

@@ -91,7 +91,15 @@ class Source:
         return lines[l1 - 1][c1:] + "".join(lines[l1 : l2 - 1]) + lines[l2 - 1][:c2]
 
     def target(self, node: ast.AST, kind: Type[cst.CSTNode], up: Optional[Type[cst.CSTNode]] = None) -> Target:
-        return Target(self.start(node), self.end(node), kind, up)
+        return Target(self._cst_pos(self.start(node)), self._cst_pos(self.end(node)), kind, up)
+
+    def _cst_pos(self, pos: Pos) -> Pos:
+        """libcst drops form feeds at the very start of a line (and counts no
+        column for them): its position of the same place."""
+        line, col = pos
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        lead = len(text) - len(text.lstrip("\f"))
+        return (line, col - lead) if lead and col >= lead else pos
 
     # -- tree ------------------------------------------------------------------
     @property

@@ -291,12 +291,6 @@ def test_read_only_folder_is_one_error_line_and_the_rest_is_fixed(shared_tmp):
 FORM_FEED = SAFE.replace("@torch.compile", "\f@torch.compile")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="libcst drops a form feed at the start of a line when it prints the module; "
-    "codemods/engine.py (_restore_lossy_tail via render) then refuses the fix as an internal error. "
-    "engine.py belongs to the analysis rewrite: not changed here (issue 15, item 11)",
-)
 def test_form_feed_at_the_start_of_a_code_line_is_fixed_and_kept(tmp_path):
     from codemods.engine import process_source
 
