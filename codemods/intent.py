@@ -37,11 +37,9 @@ def static_intent(model: CompileModel, site: CompileSite) -> Optional[str]:
     if decorators:
         first = min(first, min(d.lineno for d in decorators))
     last = getattr(site.options_call, "end_lineno", None) or site.node.end_lineno  # type: ignore[attr-defined]
-    for line, _col, text in source.comments():
-        if first - 1 <= line <= last and _INTENT.search(text) and "fix-recompiles:" not in text:
+    for line, _col, text in source.comments_in(first - 1, last):
+        if _INTENT.search(text) and "fix-recompiles:" not in text:
             return f"the comment on line {line} explains it"
-        if line > last:
-            break
     found = config_mentions(source, LIMIT_NAMES)
     if found:
         return f"the module raises the recompile limit (line {found[0].lineno})"  # type: ignore[attr-defined]

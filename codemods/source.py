@@ -150,6 +150,24 @@ class Source:
             cur = self.parents.get(cur)
         return cur  # type: ignore[return-value]
 
+    def comments_in(self, first: int, last: int) -> List[Tuple[int, int, str]]:
+        """The comments of lines ``first``..``last`` (1-based), tokenizing only
+        those lines when they are whole statements (else the whole file)."""
+        first = max(first, 1)
+        chunk = "".join(self.lines[first - 1 : last])
+        if "#" not in chunk:
+            return []
+        if self._comments is None:
+            try:
+                out = []
+                for tok in tokenize.generate_tokens(io.StringIO(chunk).readline):
+                    if tok.type == tokenize.COMMENT:
+                        out.append((tok.start[0] + first - 1, tok.start[1], tok.string))
+                return out
+            except (tokenize.TokenError, SyntaxError, IndentationError):
+                pass
+        return [c for c in self.comments() if first <= c[0] <= last]
+
     def comments(self) -> List[Tuple[int, int, str]]:
         """(line, column, text) of every comment, in order."""
         if self._comments is None:

@@ -59,7 +59,12 @@ def _preorder(node: ast.AST) -> Iterator[ast.AST]:
 
 
 def _names(node: ast.AST) -> Set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    """The names ``node`` reads (computed once per node)."""
+    found = getattr(node, "_fr_names", None)
+    if found is None:
+        found = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+        node._fr_names = found  # type: ignore[attr-defined]
+    return found  # type: ignore[return-value]
 
 
 def _loop_names(loop: ast.AST) -> Set[str]:
@@ -210,8 +215,17 @@ def _literal_shape(model: CompileModel, expr: ast.AST) -> Optional[str]:
     return f"{dotted_name(expr.func)}{tuple(sizes)}" if sizes else None
 
 
-def _body_assigns(loop: ast.AST) -> Iterator[ast.Assign]:
-    """The assignments of a loop body (not of nested functions), in source order."""
+def _body_assigns(loop: ast.AST) -> List[ast.Assign]:
+    """The assignments of a loop body (not of nested functions), in source
+    order (computed once per loop)."""
+    found = getattr(loop, "_fr_assigns", None)
+    if found is None:
+        found = list(_walk_assigns(loop))
+        loop._fr_assigns = found  # type: ignore[attr-defined]
+    return found
+
+
+def _walk_assigns(loop: ast.AST) -> Iterator[ast.Assign]:
     stack: List[ast.AST] = list(reversed(loop.body))  # type: ignore[attr-defined]
     while stack:
         node = stack.pop()

@@ -204,6 +204,9 @@ class _Text:
         ``(`` would be the call's."""
         start = self.offset(expr.lineno, expr.col_offset)  # type: ignore[attr-defined]
         end = self.offset(expr.end_lineno, expr.end_col_offset)  # type: ignore[attr-defined]
+        before, after = self.text[:start].rstrip(), self.text[end:].lstrip()
+        if not (before.endswith("(") or "#" in before[-200:]) or not (after.startswith(")") or after.startswith("#")):
+            return start, end  # no parenthesis around it: no need to tokenize the file
         tokens = self._tokens()
         i, j = self._first.get(start), self._last.get(end)
         if i is None or j is None:
