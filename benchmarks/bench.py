@@ -174,7 +174,7 @@ def load_engine():
 def time_file(process_file, settings, path: str, display: str):
     """(CPU seconds, wall seconds, result) of one in-process analysis."""
     wall, cpu = time.perf_counter(), time.process_time()
-    result = process_file(path, display, settings)
+    result = process_file(path, display, settings, render_fixes=False)  # report mode, as the CLI's report
     return time.process_time() - cpu, time.perf_counter() - wall, result
 
 

@@ -388,9 +388,9 @@ def read_file(path: str, display_path: str) -> bytes:
         raise FileError(display_path, f"cannot read: {exc.strerror or exc}") from None
 
 
-def process_file(path: str, display_path: str, settings: Settings, project=None) -> FileResult:
+def process_file(path: str, display_path: str, settings: Settings, project=None, render_fixes: bool = True) -> FileResult:
     try:
         data = read_file(path, display_path)
     except FileError as exc:
         return FileResult(path=path, display_path=display_path, error=exc.reason)
-    return process_source(path, display_path, data, settings, project)
+    return process_source(path, display_path, data, settings, project, render_fixes=render_fixes)
