@@ -97,15 +97,22 @@ def _word_byte(byte: int) -> bool:
 
 def mentions_any(data: bytes, names: Sequence[bytes]) -> bool:
     """Does one of ``names`` occur in the bytes as a whole word (not inside a
-    longer name: ``f`` is not in ``def``)?  The project index's names of
-    compiled functions, which a file must mention to call one."""
+    longer name: ``f`` is not in ``def``) where a call of another module's
+    function can use it: called (``f(``, ``m.f(``) or imported (an ``import``
+    shortly before it: ``from m import f``, ``from m import (\n f,\n)``)?
+    The project index's names of compiled functions: a name only read as a
+    value, in a comment or a docstring, calls nothing."""
     size = len(data)
     for name in names:
         at = data.find(name)
         while at >= 0:
             end = at + len(name)
             if (at == 0 or not _word_byte(data[at - 1])) and (end >= size or not _word_byte(data[end])):
-                return True
+                follow = end
+                while follow < size and data[follow] in b" \t":
+                    follow += 1
+                if data[follow : follow + 1] == b"(" or b"import" in data[max(0, at - 500) : at]:
+                    return True
             at = data.find(name, end)
     return False
 

@@ -525,8 +525,11 @@ def test_index_names_match_whole_words_only():
     a whole word, so a short name (`f`) does not pull in every file."""
     assert not prefilter.mentions_any(b"def g(x):\n    return x  # of\n", (b"f",))
     assert not prefilter.mentions_any(b"fx = f_2 + 1\n", (b"f",))
-    for hit in (b"f(x)", b"k.f(x, 0.5)", b"from m import f\n", b"from m import (\n    f,\n)", b"y = f"):
+    for hit in (b"f(x)", b"k.f (x, 0.5)", b"from m import f\n", b"from m import (\n    f,\n)", b"from m import f as g\n"):
         assert prefilter.mentions_any(hit, (b"g", b"f")), hit
+    # read as a value, or in prose: nothing can call it through the index
+    assert not prefilter.mentions_any(b"y = f\n", (b"f",))
+    assert not prefilter.mentions_any(b'"""uses f for speed"""\n', (b"f",))
 
 
 # -- progress --------------------------------------------------------------------------
