@@ -201,3 +201,60 @@ def test_tensor_lr_compiles_fewer_graphs_than_float():
     before = graphs(0.01, 0.9)
     after = graphs(torch.tensor(0.01), torch.tensor(0.9))
     assert after < before, (before, after)
+
+
+# -- issue 15, item 1: param groups with their own lr --------------------------------
+GROUPS = """\
+import torch
+
+torch.manual_seed(0)
+backbone = torch.nn.Linear(4, 4)
+head = torch.nn.Linear(4, 1)
+base_lr = 0.05
+opt = torch.optim.SGD([{{"params": backbone.parameters(), "lr": {group_lr}}}, {{"params": head.parameters()}}], lr=base_lr, momentum=0.9)
+x = torch.randn(16, 4)
+y = torch.randn(16, 1)
+
+
+@torch.compile
+def train_step():
+    opt.step()
+
+
+for i in range(6):
+    for g in opt.param_groups:
+        g["lr"] = base_lr / (1 + i)
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(head(backbone(x)), y)
+    loss.backward()
+    train_step()
+print("final loss", round(loss.item(), 4))
+"""
+
+
+@pytest.mark.runtime
+def test_every_group_lr_becomes_a_tensor_or_no_fix(tmp_path):
+    """The issue's script: before, the group's own float lr met `.fill_` and
+    crashed.  A constant group lr is wrapped with the rest (the fixed script
+    runs and prints what eager prints); one that is not visible as a constant
+    (`base_lr * 0.1`) gets a finding and no fix."""
+    from golden import runtime_report
+
+    from codemods.context import Settings
+    from codemods.engine import process_source
+
+    settings = Settings(select=frozenset({"FR004"}))
+    literal = GROUPS.format(group_lr="0.005").encode()
+    result = process_source("t.py", "t.py", literal, settings)
+    assert result.new is not None and b'"lr": torch.tensor(0.005)' in result.new and b'g["lr"].fill_(' in result.new
+    before, after = tmp_path / "before.py", tmp_path / "after.py"
+    before.write_bytes(literal)
+    after.write_bytes(result.new)
+    report = runtime_report(str(before), str(after))
+    assert report["after"]["stdout"] == report["eager"]["stdout"] != ""
+
+    computed = GROUPS.format(group_lr="base_lr * 0.1").encode()
+    result = process_source("t.py", "t.py", computed, settings)
+    assert result.new is None
+    assert [f.fix for f in result.findings] == [None]
+    assert "every group's lr must be a tensor" in result.findings[0].message

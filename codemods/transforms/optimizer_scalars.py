@@ -604,8 +604,22 @@ step).
                 kind, _ = self._value(ctx, arg.value)
                 if kind in ("float", "int"):
                     edits.append(self._wrap_edit(ctx, arg, kind))
+        # every param group's own lr must become a tensor too: `.fill_` below
+        # (and a scheduler) would meet a float in the group that kept one
+        group_lrs, unseen = self._group_lrs(ctx, b)
+        for value in group_lrs:
+            kind, detail = self._value(ctx, value)
+            if kind == "unknown":
+                out.append(self.finding(ctx, value, f"{lead}; the param group's own lr `{detail}` is not a constant visible here, and every group's lr must be a tensor (no automatic fix; wrap it where it is built: `torch.tensor(float(...))`)"))
+                return out
+            if kind != "tensor":
+                edits.append(Edit(ctx.source.target(value, cst.BaseExpression), lambda node, kind=kind: self._wrap(ctx, node, kind)))
         # follow-through: group["lr"] = v -> group["lr"].fill_(v)
-        edits.extend(self._fill_edits(ctx, b))
+        fills = self._fill_edits(ctx, b)
+        if fills and unseen:
+            out.append(self.finding(ctx, b.call, f"{lead}; the param groups are built elsewhere, so a group's own float lr cannot be seen, and `group[\"lr\"].fill_(...)` would fail on it (no automatic fix)"))
+            return out
+        edits.extend(fills)
         if not edits:
             return out
         reads = self._lr_reads(ctx)
@@ -624,6 +638,33 @@ step).
         }
         out.append(self._arg_finding(ctx, anchor, message, **fix) if anchor is not None else self.finding(ctx, b.call, message, **fix))
         return out
+
+    @staticmethod
+    def _group_lrs(ctx, b: _Built) -> Tuple[List[ast.AST], bool]:
+        """(the ``"lr"`` values of the param-group dicts passed to the
+        optimizer, whether the groups cannot be seen): ``[{"params": ...,
+        "lr": 0.01}, {...}]`` is seen; ``model.parameters()`` holds no groups;
+        a name or anything else may hold groups with their own lr."""
+        params = _arg(b.call, "params", 0)
+        if params is None:
+            return [], False
+        value = params.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("parameters", "named_parameters"):
+            return [], False
+        if not isinstance(value, (ast.List, ast.Tuple)):
+            return [], True
+        found: List[ast.AST] = []
+        for element in value.elts:
+            if not isinstance(element, ast.Dict):
+                if isinstance(element, ast.Starred):
+                    return found, True
+                continue  # a tensor: no group of its own
+            for key, val in zip(element.keys, element.values):
+                if key is None:
+                    return found, True  # `**other`: may hold an lr
+                if isinstance(key, ast.Constant) and key.value == "lr":
+                    found.append(val)
+        return found, False
 
     def _fill_edits(self, ctx, b: _Built) -> List[Edit]:
         source = ctx.source
