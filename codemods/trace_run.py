@@ -606,7 +606,7 @@ def _compare_after(
 ) -> int:
     """Run ``cmd`` again on the fixed files and print graphs before -> after;
     restore ``written`` (path, display path, bytes before) if its exit code
-    changed."""
+    changed, or if the fixes compiled no fewer graphs in total."""
     _err(f"fix-recompiles: running {' '.join(cmd)} again with the fixes")
     code_after, after = traced_run(cmd)
     _out("")
@@ -618,6 +618,15 @@ def _compare_after(
     _out(f"  {'total'.ljust(width)}  {before.total_graphs} -> {after.total_graphs}")
     if code_after == code_before:
         _out(f"Exit code unchanged ({code_after}).")
+        if written and after.total_graphs >= before.total_graphs:
+            # a fix must cure what it claims (issue 15, item 2): none did
+            for path, shown, original in written:
+                write_atomic(path, original, shown)
+            _err(
+                f"fix-recompiles: the fixes did not reduce the graphs compiled ({before.total_graphs} -> "
+                f"{after.total_graphs}); the files were restored"
+            )
+            return EXIT_FINDINGS
         return code
     for path, shown, original in written:
         write_atomic(path, original, shown)

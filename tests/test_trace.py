@@ -686,3 +686,17 @@ def test_run_interactive_end_to_end(tmp_path):
     first, second = results(out)
     assert first == second  # same printed values after the fix
     assert '@torch.compile(backend="eager")\ndef energy' in (tmp_path / f"{name}.py").read_text()
+
+
+def test_run_fix_restores_files_when_graphs_do_not_go_down(copied, monkeypatch, capsys):
+    """Issue 15 item 2: a fix that cures nothing is not kept.  The command run
+    again after the fixes compiles as many graphs as before (the same trace):
+    the written file gets its bytes back and the run exits 1."""
+    script, trace = copied("loader_shapes")
+    original = script.read_bytes()
+    script.write_bytes(original.replace(b"dynamic=False", b""))  # what a fix wrote
+    monkeypatch.setattr(trace_run, "traced_run", lambda cmd: (0, trace))
+    code = trace_run._compare_after(["python", script.name], trace, 0, [(str(script), script.name, original)], 0)
+    assert code == 1
+    assert script.read_bytes() == original
+    assert "did not reduce the graphs compiled" in capsys.readouterr().err
