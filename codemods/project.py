@@ -175,12 +175,14 @@ class FactsCache:
     files.  JSON, not pickle: a cache folder must never run code."""
 
     def __init__(self, folder: str) -> None:
-        from .cache import FORMAT, RACY_NS, _tool_fingerprint
+        from .cache import FORMAT, RACY_NS, _has_symlink, _tool_fingerprint
 
         self.racy_ns = RACY_NS
         self.file = os.path.join(folder, f"v{FORMAT}", f"index-{_tool_fingerprint()}.json")
         self.entries: Dict[str, list] = {}
         self.dirty = False
+        if _has_symlink(folder, self.file):
+            return  # never read through a link planted in the cache folder
         try:
             with open(self.file, "r", encoding="utf-8") as fh:
                 loaded = json.load(fh)
@@ -197,8 +199,8 @@ class FactsCache:
         except OSError:
             return None, None
         entry = self.entries.get(os.path.abspath(path))
-        if entry is None or len(entry) != 5 or entry[0] != st.st_size:
-            return None, st
+        if not isinstance(entry, list) or len(entry) != 5 or not isinstance(entry[3], dict) or entry[0] != st.st_size:
+            return None, st  # missing, or of the wrong shape: a miss, never a crash
         # size + mtime decide, unless the file changed close to when it was
         # cached ("racily clean") or its mtime changed: then the content hash
         if not (entry[1] == st.st_mtime_ns and st.st_mtime_ns + self.racy_ns < entry[2]):

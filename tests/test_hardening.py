@@ -563,11 +563,6 @@ def test_wheel_installs_one_package_and_runs_as_a_module(tmp_path):
     assert where.stdout.decode().strip().startswith(str(target / "fix_recompiles" / "codemods")), where
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="codemods/project.py FactsCache.lookup indexes an entry as a list (entry[0]) after only len(entry) == 5: "
-    "a 5-key JSON object raises KeyError. project.py belongs to the analysis rewrite: not changed here (issue 15, item 5)",
-)
 def test_index_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path):
     write(tmp_path, {"a.py": MARKER})
     _age(tmp_path / "a.py")
