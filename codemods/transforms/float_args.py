@@ -136,6 +136,13 @@ Use instead:
         sample(logits, torch.tensor(temperature, dtype=torch.float64))   # 1 graph
 """
     fix_safety = """
+Reported by default only when the source shows the value changing between
+calls: rebuilt in a loop around the call, a parameter of a function that is
+called with changing or different values, or different literals at different
+calls. A float passed once, or read once from a command line or config, is
+reported only with `--unproven` (on torch 2.6+ such a value costs at most one
+recompile).
+
 Safe only when every use of the matching parameter inside the callee's body is
 tensor arithmetic that gives the same result with a 0-d float64 tensor: an
 operand of `+ - * /` (`c / x` and `**` excluded: they round differently), a
