@@ -441,9 +441,6 @@ class CompileModel:
                 hit = None  # a later `**other` may override it
         return hit
 
-    def sites_for_call(self, call: ast.Call) -> List[CompileSite]:
-        return [s for s in self.compile_sites if any(c is call for c in s.calls)]
-
     def module_compiled_functions(self) -> Dict[str, ast.AST]:
         """Module-level names bound to a compiled module-level function, as
         another module would import them: ``@torch.compile def f`` and

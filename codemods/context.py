@@ -70,11 +70,3 @@ class FileContext:
             data = self.source.data
             self._module = cst.parse_module(data)
         return self._module
-
-    @property
-    def has_module(self) -> bool:
-        return self._module is not None
-
-    @classmethod
-    def build(cls, path: str, display_path: str, module: cst.Module, settings: Settings, project=None, source=None) -> "FileContext":
-        return cls(path, display_path, settings, project, source, module)

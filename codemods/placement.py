@@ -11,7 +11,7 @@ import libcst as cst
 
 from .compile_sites import CompileModel
 from .findings import Edit
-from .source import Source, Target, statement_target
+from .source import Source, statement_target
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -132,17 +132,3 @@ def torch_expr(model: CompileModel, *attrs: str) -> cst.BaseExpression:
         expr = cst.Attribute(value=expr, attr=cst.Name(part))
     return expr
 
-
-__all__ = [
-    "Block",
-    "Target",
-    "block_of",
-    "builtin_shadowed",
-    "config_mentions",
-    "dominates",
-    "function_of",
-    "insert_before",
-    "start_of",
-    "torch_at_least",
-    "torch_expr",
-]

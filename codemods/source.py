@@ -21,7 +21,7 @@ import ast
 import io
 import tokenize
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import Dict, Iterator, List, Optional, Tuple, Type
 
 import libcst as cst
 
@@ -286,13 +286,3 @@ def decode(data: bytes) -> Tuple[str, str]:
     if text.startswith("\ufeff"):
         text = text[1:]
     return text, encoding
-
-
-def iter_calls(node: ast.AST) -> Iterator[ast.Call]:
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call):
-            yield sub
-
-
-def in_source_order(nodes: Sequence[ast.AST]) -> List[ast.AST]:
-    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
