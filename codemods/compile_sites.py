@@ -122,6 +122,12 @@ class CompileModel:
         for site in self.compile_sites:
             site.calls = sorted(set(self._find_calls(site)), key=lambda c: (c.lineno, c.col_offset))
 
+    def release(self) -> None:
+        """Drop what ties the model to its tree (see :meth:`Scopes.release`)."""
+        self.scopes.release()
+        self.compile_sites = []
+        self.__dict__.pop("source", None)
+
     # -- names -----------------------------------------------------------------------
     def qualified_names(self, expr: ast.AST) -> Set[str]:
         """What ``expr`` may stand for, by the module's imports: ``th.compile`` ->

@@ -55,6 +55,14 @@ class FileContext:
         self._module = module
         self._model = None
 
+    def release(self) -> None:
+        """The file is done (see :meth:`Source.release`)."""
+        if self.source is not None:
+            self.source.release()
+        self._model = None
+        self.cache.clear()
+        self._module = None
+
     @property
     def model(self):
         """The compile-site model (:class:`codemods.compile_sites.CompileModel`)."""

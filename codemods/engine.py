@@ -343,6 +343,7 @@ def process_source(path: str, display_path: str, data: bytes, settings: Settings
     its fixed bytes.  A report needs no fixed text: libcst never parses the
     file then, and ``pending`` says whether fixes would apply."""
     result = FileResult(path=path, display_path=display_path, original=data)
+    ctx = None
     try:
         ctx, findings = analyze(path, display_path, data, settings, project, tree)
         if ctx is None:
@@ -371,6 +372,9 @@ def process_source(path: str, display_path: str, data: bytes, settings: Settings
         result.error = f"internal error: {type(exc).__name__}: {exc}; file left unchanged"
         result.findings = []
         result.new = None
+    finally:
+        if ctx is not None:
+            ctx.release()
     return result
 
 

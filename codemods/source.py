@@ -58,6 +58,16 @@ class Source:
         self._comments: Optional[List[Tuple[int, int, str]]] = None
         self._by_type: Optional[Dict[type, List[ast.AST]]] = None
 
+    def release(self) -> None:
+        """The file is done: drop the derived indexes and the compile-site
+        model, breaking their reference cycles (a run frees each tree by
+        reference counting instead of by the cyclic collector)."""
+        model = self.__dict__.pop("_compile_model", None)
+        if model is not None:
+            model.release()
+        self._parents = None
+        self._by_type = None
+
     # -- text ------------------------------------------------------------------
     @property
     def lines(self) -> List[str]:

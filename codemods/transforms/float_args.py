@@ -225,9 +225,9 @@ gives `inf` with a tensor.
         project = ctx.project
         if project is not None and getattr(project, "compiled", None):
             # a dotted callee `m.f` can only name a compiled function whose name is `f`
-            names = {n.decode() for n in getattr(project, "names", ())} or None
-            for node in ast.walk(ctx.source.tree):
-                if not isinstance(node, ast.Call) or node in seen:
+            names = {n.decode() for n, _ in getattr(project, "names", ())} or None
+            for node in sorted(ctx.source.nodes(ast.Call), key=lambda c: (c.lineno, c.col_offset)):
+                if node in seen:
                     continue
                 if names is not None and isinstance(node.func, ast.Attribute) and node.func.attr not in names:
                     continue
