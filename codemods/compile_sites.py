@@ -508,11 +508,15 @@ class CompileModel:
             if key is not None:
                 assigns.append((key, value))
         rets: List[Tuple[ast.AST, ast.AST]] = []
+        self._returned_defs: Dict[ast.AST, List[ast.AST]] = {}  # def -> the defs nested in it that it returns
         for node in source.nodes(ast.Return):
             if node.value is not None:  # type: ignore[attr-defined]
                 fn = source.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
                 if isinstance(fn, _FUNCS):
                     rets.append((fn, node.value))  # type: ignore[attr-defined]
+                    inner = self.resolve_function(node.value) if isinstance(node.value, ast.Name) else None  # type: ignore[attr-defined]
+                    if inner is not None and source.parent(inner) is fn:
+                        self._returned_defs.setdefault(fn, []).append(inner)
         passes: List[Tuple[Tuple[object, str], ast.AST]] = []
         for node in source.nodes(ast.Call):
             if not node.args and not node.keywords:  # type: ignore[attr-defined]
@@ -586,13 +590,7 @@ class CompileModel:
         if any(s is site for s, _ in returns.get(fn, ())):
             return True
         source = self.source
-        for node in source.nodes(ast.Return):
-            value = node.value  # type: ignore[attr-defined]
-            if not isinstance(value, ast.Name) or source.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) is not fn:
-                continue
-            inner = self.resolve_function(value)
-            if inner is None or source.parent(inner) is not fn:
-                continue
+        for inner in self._returned_defs.get(fn, ()):
             if any(a is inner for a in source.ancestors(site.node)) or any(any(a is inner for a in source.ancestors(c)) for c in site.calls):
                 return True
         return False
@@ -605,14 +603,9 @@ class CompileModel:
             return fn if fn in decorators else None
         if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Name):
             maker = self.resolve_function(dec.func)
-            if maker is None:
-                return None
-            for node in self.source.nodes(ast.Return):
-                value = node.value  # type: ignore[attr-defined]
-                if isinstance(value, ast.Name) and self.source.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) is maker:
-                    inner = self.resolve_function(value)
-                    if inner in decorators and self.source.parent(inner) is maker:
-                        return inner
+            for inner in self._returned_defs.get(maker, ()) if maker is not None else ():
+                if inner in decorators:
+                    return inner
         return None
 
     def _add_holder_calls(self, holders) -> None:
