@@ -158,7 +158,6 @@ NOT_FOUND = {
     "pos_sampling_kwargs": f"{_FLOW} through `**sampling_kwargs` forwarding into the compiled function",
     "pos_star_args": f"{_FLOW} through a `*args` forwarder into the compiled function",
     "pos_returned_compiled": "a compiled callable returned by a function (`load_decoder()`) and passed on as an argument is not followed",
-    "pos_project_compile_decorator": "compiling through a project-defined decorator (lazy `torch.compile` in a closure) is not recognised",
     "pos_bound_method_attr": "a compiled bound method stored on an attribute (`self._loss_fn = torch.compile(self._loss)`) and called through it is not followed",
     "pos_optim_partial": "an optimizer class from `functools.partial(torch.optim.AdamW, ...)` is not recognised",
     "pos_optim_map": "an optimizer class from a dict (`OPTIMIZERS['sgd'](...)`) is not recognised",

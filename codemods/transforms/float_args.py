@@ -218,9 +218,14 @@ gives `inf` with a tensor.
             for call in site.calls:
                 if call in seen:
                     continue
-                if bound is not None and isinstance(call.func, ast.Name) and not site_model.sees(bound, call.func):
+                if bound is not None and isinstance(call.func, ast.Name) and call.func.id == bound.name and not site_model.sees(bound, call.func):
                     continue  # a call before the compile, in the same scope
                 seen.add(call)
+                if call in site.call_defs:  # reached through a flow (a project decorator, a parameter)
+                    other = site.call_defs[call]
+                    found = functools.partial(self._local_summary, ctx, other) if other is not None else _no_summary
+                    out.append((call, dotted_name(call.func) or name, found, other is not None and self._is_method(ctx, other)))
+                    continue
                 out.append((call, name, summary, skip_self))
         project = ctx.project
         if project is not None and getattr(project, "compiled", None):
