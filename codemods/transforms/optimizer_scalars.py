@@ -19,6 +19,7 @@ from ..compile_sites import _import_qualified, dotted_name
 from ..findings import Edit, Finding, Safety
 from ..optim_table import (
     NEVER_TENSORIZE,
+    OPTIM_PREFIX,
     SCHED_PREFIX,
     OptimizerRow,
     SchedulerRow,
@@ -55,6 +56,9 @@ class _Built:
     #: for schedulers: the optimizer construction they drive
     optimizer: Optional["_Built"] = None
     schedulers: List["_Built"] = field(default_factory=list)
+    #: the class came through this expression (a ``functools.partial(...)``
+    #: call, a dict entry, a factory's ``return``), not named at the call
+    via: Optional[ast.AST] = None
 
     @property
     def short(self) -> str:
@@ -78,6 +82,17 @@ def _source_order(nodes: Iterable[ast.AST]) -> List[ast.AST]:
     """Nodes in the order a depth-first walk of the source meets them (an
     enclosing node before the nodes it holds): libcst's visiting order."""
     return sorted(nodes, key=lambda n: (n.lineno, n.col_offset, -n.end_lineno, -n.end_col_offset))  # type: ignore[attr-defined]
+
+
+def _own_nodes(fn: ast.AST) -> Iterable[ast.AST]:
+    """The nodes of a function's body, not those of functions, lambdas or
+    classes nested in it."""
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _calls_in(node: ast.AST) -> List[ast.Call]:
@@ -379,9 +394,16 @@ step).
         model, source = ctx.model, ctx.source
         found: List[_Built] = []
         for node in _source_order(n for n in source.parents if type(n) is ast.Call):
-            for q in sorted(_qualified_names(model, node.func)):
+            names = _qualified_names(model, node.func)
+            via: Optional[ast.AST] = None
+            if not any(q.startswith(OPTIM_PREFIX) for q in names):
+                # a class reached through `partial(...)`, a dict or a factory
+                cls_of = self._optimizer_class(ctx, node.func, 0)
+                if cls_of is not None:
+                    names, via = {cls_of[0]}, cls_of[1]
+            for q in sorted(names):
                 kind = "scheduler" if q.startswith(SCHED_PREFIX) else ("optimizer" if is_optimizer_name(q) else None)
-                if kind is None:
+                if kind is None or (via is not None and kind != "optimizer"):
                     continue
                 parent = source.parent(node)
                 binding = None
@@ -393,7 +415,8 @@ step).
                 found.append(
                     _Built(node, kind, q, binding, cls if isinstance(cls, ast.ClassDef) else None,
                            opt_row=optimizer_row(q) if kind == "optimizer" else None,
-                           sched_row=scheduler_row(q) if kind == "scheduler" else None)
+                           sched_row=scheduler_row(q) if kind == "scheduler" else None,
+                           via=via)
                 )
                 break
         ctx.cache["fr004_by_call"] = {b.call: b for b in found}
@@ -406,6 +429,87 @@ step).
                     b.optimizer = target
                     target.schedulers.append(b)
         return found
+
+    def _optimizer_class(self, ctx, expr: ast.AST, depth: int) -> Optional[Tuple[str, Optional[ast.AST]]]:
+        """(qualified name, the ``partial(...)`` call or None) of the one
+        ``torch.optim`` optimizer class ``expr`` evaluates to, followed through
+        what the module shows: a name bound once (``Cls = ...``), a
+        ``functools.partial(<class>, ...)``, a dict literal bound once indexed
+        by a constant (``OPTIMIZERS["sgd"]``), and a call of a function or
+        ``self.`` method of this module with no arguments whose every
+        ``return`` gives the same class (``self.optimizer()``).  None when it
+        is not one known optimizer class."""
+        if depth > 4:
+            return None
+        model = ctx.model
+        names = _qualified_names(model, expr)
+        optim = {q for q in names if is_optimizer_name(q)}
+        if optim:
+            return (optim.pop(), None) if len(optim) == 1 and len(names) == 1 else None
+        if isinstance(expr, ast.Name):
+            value = self._single_value(ctx, expr)
+            return self._optimizer_class(ctx, value, depth + 1) if value is not None else None
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and isinstance(expr.slice, ast.Constant):
+            table = self._single_value(ctx, expr.value)
+            if not isinstance(table, ast.Dict) or self._subscript_stored(ctx, expr.value.id):
+                return None
+            entries = [v for k, v in zip(table.keys, table.values) if k is None or (isinstance(k, ast.Constant) and k.value == expr.slice.value)]
+            if len(entries) != 1 or None in table.keys:
+                return None  # missing, given twice, or a `**other` that may override it
+            return self._optimizer_class(ctx, entries[0], depth + 1)
+        if not isinstance(expr, ast.Call):
+            return None
+        if _qualified_names(model, expr.func) & {"functools.partial"}:
+            if not expr.args or isinstance(expr.args[0], ast.Starred):
+                return None
+            inner = self._optimizer_class(ctx, expr.args[0], depth + 1)
+            if inner is None or inner[1] is not None:
+                return None
+            return inner[0], expr
+        if expr.args or expr.keywords:
+            return None
+        fn = self._callee_def(ctx, expr)
+        if fn is None or self._overridden(ctx, expr):
+            return None
+        returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return)]
+        classes = {self._optimizer_class(ctx, r.value, depth + 1) if r.value is not None else None for r in returns}
+        if len(classes) != 1:
+            return None
+        only = classes.pop()
+        return only if only is not None and only[1] is None else None
+
+    @staticmethod
+    def _overridden(ctx, call: ast.Call) -> bool:
+        """``self.m()`` where a subclass in this module defines its own ``m``."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+            return False
+        cls = ctx.source.enclosing(call, ast.ClassDef)
+        for other in ctx.model.classes.values():
+            if other is not cls and any(dotted_name(base) == getattr(cls, "name", None) for base in other.bases):
+                if ctx.model.method(other, func.attr) is not None:
+                    return True
+        return False
+
+    @staticmethod
+    def _single_value(ctx, name: ast.Name) -> Optional[ast.AST]:
+        """The value of a name bound exactly once, by ``name = value``."""
+        bindings = [b for b in ctx.model.scopes.bindings_of(name) if b.kind != "del"]
+        if len(bindings) == 1 and bindings[0].kind in ("assign", "annassign") and bindings[0].value is not None:
+            stmt = bindings[0].stmt
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                return bindings[0].value
+            if isinstance(stmt, ast.AnnAssign):
+                return bindings[0].value
+        return None
+
+    @staticmethod
+    def _subscript_stored(ctx, name: str) -> bool:
+        """Does the module store into ``name[...]`` anywhere (``TABLE[k] = v``, ``del TABLE[k]``)?"""
+        for node in ctx.source.nodes(ast.Subscript):
+            if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Name) and node.value.id == name:  # type: ignore[attr-defined]
+                return True
+        return False
 
     def _resolve(self, ctx, expr: ast.AST) -> Optional[_Built]:
         """The construction a name (``opt``) or attribute (``self.opt``) is bound to."""
@@ -421,6 +525,15 @@ step).
         if name is None:
             return None
         cls = ctx.source.enclosing(expr, ast.ClassDef) if name.startswith("self.") else None
+        if cls is None and isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id != "self":
+            # `trainer.opt` with `trainer = Trainer(...)`, a class of this module
+            # that sets `self.opt = <optimizer>`
+            value = self._single_value(ctx, expr.value)
+            owner = ctx.model.classes.get(dotted_name(value.func) or "") if isinstance(value, ast.Call) else None
+            if owner is not None:
+                for b in ctx.cache["fr004_built"]:
+                    if b.binding == f"self.{expr.attr}" and b.cls is owner:
+                        return b
         for b in ctx.cache["fr004_built"]:
             if b.binding == name and (b.cls is cls if name.startswith("self.") else True):
                 return b
@@ -538,6 +651,8 @@ step).
             return [self.finding(ctx, b.call, f"{lead}; `{b.short}` is not in the table of optimizers known to accept a tensor lr (no automatic fix)")]
         if _has_star(b.call):
             return [self.finding(ctx, b.call, f"{lead}; the call passes `*args`/`**kwargs`, so lr cannot be seen here (no automatic fix)")]
+        if isinstance(b.via, ast.Call) and (len(b.via.args) > 1 or _has_star(b.via) or any(kw.arg in ("params", "lr", "foreach", "capturable") for kw in b.via.keywords)):
+            return [self.finding(ctx, b.call, f"{lead}; its class comes from `functools.partial(...)` (line {b.via.lineno}), which passes arguments the fix would have to change (no automatic fix)")]
         blocked = False
         for s in b.schedulers:
             srow = s.sched_row
