@@ -315,14 +315,28 @@ region get the scalars they accept as tensors wrapped too (gamma, factors,
 eta_min, max_lr ...; the table is `codemods/optim_table.py`, proven on torch
 2.13 by `tests/test_optimizer_table.py`). `weight_decay` and `eps` are never
 touched. In the same module, `group["lr"] = v` / `opt.param_groups[i]["lr"] = v`
-of a fixed optimizer become `...["lr"].fill_(v)`.
+of a fixed optimizer become `...["lr"].fill_(v)`, also inside a helper whose
+parameter receives the optimizer at every visible call (`def set_lr(optimizer,
+lr)`, or `self.opt` set from a constructor parameter of a class built here).
+Optimizers whose lr the same statement writes are fixed together, by the
+first one's finding.
+
+The optimizer's class may be named (`torch.optim.AdamW`, any import or alias)
+or reached through what the module shows: a name bound once to it, a
+`functools.partial(<class>, ...)` (reported without a fix when the partial
+itself passes `params`, `lr`, `foreach` or `capturable`), a dict literal
+indexed by a constant (`OPTIMIZERS["sgd"](...)`), a function or `self.` method
+without arguments returning it (`self.optimizer()(params, lr=...)`).
 
 Reported without a fix: an lr that is not a constant visible here (config,
 argument), an optimizer missing from the table, `CyclicLR`/`OneCycleLR` with
 `cycle_momentum=True` (they write Python floats into momentum/betas every
 step), `ReduceLROnPlateau` unless `--target-torch` is 2.10 or newer (older
 releases put a float lr back), Adamax/NAdam with `foreach=True` unless the
-target is 2.4+.
+target is 2.4+, and an lr write shared with an optimizer that is not made a
+tensor (a `set_lr` helper also called for an optimizer stepped eagerly, or from
+code not visible here): `.fill_` would fail on that one's float, and without
+`.fill_` the float comes back.
 """
     why_it_recompiles = """
 A Python float read inside a compiled function is a constant guarded by value.
@@ -358,6 +372,12 @@ Safe when nothing in the module reads the lr back. Once lr is a tensor,
 (`["lr"]`, `get_last_lr()`, `get_lr()`), the fix is unsafe. The tensor is
 float32: values agree with the float lr to about 7 digits.
 
+The fix is also unsafe when the analysis cannot see every lr write: a
+`["lr"] = v` into param groups of an optimizer not visible here (it may be
+this one), or the optimizer passed to code outside the module (not torch's):
+a float written there replaces the tensor (recompiles again), and would make
+a `.fill_` of this fix fail.
+
 Adam/AdamW with `foreach=True` reject a tensor lr unless `capturable=True`,
 and `capturable=True` raises on CPU parameters (AssertionError in an eager
 step, measured on 2.13), so it is never added. With `capturable=True` already
@@ -390,6 +410,43 @@ step).
         Example(
             "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=cfg.lr)\n"
             "@torch.compile\ndef f():\n    opt.step()\n",
+        ),
+        # the class through functools.partial / a dict
+        Example(
+            "import functools\nimport torch\nm = torch.nn.Linear(2, 2)\nOpt = functools.partial(torch.optim.AdamW, weight_decay=0.0)\n"
+            "opt = Opt(m.parameters(), lr=0.1)\n@torch.compile\ndef f():\n    opt.step()\n",
+            "import functools\nimport torch\nm = torch.nn.Linear(2, 2)\nOpt = functools.partial(torch.optim.AdamW, weight_decay=0.0)\n"
+            "opt = Opt(m.parameters(), lr=torch.tensor(0.1))\n@torch.compile\ndef f():\n    opt.step()\n",
+        ),
+        Example(
+            "import torch\nm = torch.nn.Linear(2, 2)\nOPTS = {'sgd': torch.optim.SGD}\nopt = OPTS['sgd'](m.parameters(), lr=0.1)\n"
+            "@torch.compile\ndef f():\n    opt.step()\n",
+            "import torch\nm = torch.nn.Linear(2, 2)\nOPTS = {'sgd': torch.optim.SGD}\nopt = OPTS['sgd'](m.parameters(), lr=torch.tensor(0.1))\n"
+            "@torch.compile\ndef f():\n    opt.step()\n",
+        ),
+        # an lr helper called with the optimizer: its write becomes `.fill_`
+        Example(
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'] = lr\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\n",
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\n"
+            "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'].fill_(lr)\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\n",
+        ),
+        # ... also called with an optimizer stepped eagerly: report, no fix
+        Example(
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "other = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'] = lr\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\nset_lr(other, 0.05)\n",
+        ),
+        # passed to code not visible here: unsafe
+        Example(
+            "import torch\nfrom sched import Warmup\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "s = Warmup(opt)\n@torch.compile\ndef f():\n    opt.step()\n",
+            "import torch\nfrom sched import Warmup\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\n"
+            "s = Warmup(opt)\n@torch.compile\ndef f():\n    opt.step()\n",
+            unsafe=True,
         ),
     )
 
