@@ -163,7 +163,6 @@ NOT_FOUND = {
     "pos_optim_partial": "an optimizer class from `functools.partial(torch.optim.AdamW, ...)` is not recognised",
     "pos_optim_map": "an optimizer class from a dict (`OPTIMIZERS['sgd'](...)`) is not recognised",
     "pos_optim_factory_method": "an optimizer class returned by a method (`self.optimizer()(params, lr=...)`) is not recognised",
-    "pos_kvcache_submodule_int": "an int attribute changed in a submodule method (`self.kv_cache.update` doing `self.size += n`) that the compiled forward calls, modules compiled in a loop (`m.compile()`), is not followed",
     "pos_lr_field_scheduler": "the lr written under a computed key in another module (`group[self.lr_field] = new_lr` in scheduler.py) is not followed; only the optimizer's constructor is reported",
     "pos_layer_loop_attr_bound": "FR006's bound behind an attribute (`range(self.n_layer)`, n_layer from a SimpleNamespace) is not read",
 }

@@ -156,50 +156,103 @@ def _record(facts: _ClassFacts, name: str, value: ast.AST) -> None:
         facts.non_int_attrs.add(name)
 
 
+#: how many submodule hops (``self.kv_cache.update()`` → ``KVCache.update``) are followed
+_MAX_HOPS = 3
+
+
 def int_mutations_in_forward(model: CompileModel, cls: ast.ClassDef) -> List[IntMutation]:
     """Int attributes (initialised to an int literal) that ``forward``, or a
-    ``self.method()`` it calls, changes: ``self.n += 1``, ``self.n = self.n + 1``;
-    methods in the order they are reached, mutations in source order."""
-    facts = _facts(model, cls)
-    if not facts.int_attrs or "forward" not in facts.methods:
+    method it calls, changes: ``self.n += 1``, ``self.n = self.n + 1``.  The
+    methods followed are ``self.method()`` and ``self.sub.method()`` where
+    ``self.sub`` is an instance of a class of this module (``self.kv_cache =
+    KVCache(...)``; up to three such hops): what a submodule's method changes
+    is an int attribute of a module the compiled forward reaches, and guarded
+    the same way.  Methods in the order they are reached, mutations in source
+    order."""
+    facts_of: Dict[int, _ClassFacts] = {}
+
+    def facts(c: ast.ClassDef) -> _ClassFacts:
+        if id(c) not in facts_of:
+            facts_of[id(c)] = _facts(model, c)
+        return facts_of[id(c)]
+
+    if "forward" not in facts(cls).methods:
         return []
-    order: List[str] = ["forward"]
+    # (class, method name, hops)
+    order: List[Tuple[ast.ClassDef, str, int]] = [(cls, "forward", 0)]
+    seen = {(id(cls), "forward")}
     i = 0
     while i < len(order):
-        fn = facts.methods[order[i]]
+        owner, method, hops = order[i]
         i += 1
-        for name in _self_calls(fn):
-            if name in facts.methods and name not in order:
-                order.append(name)
+        for sub, name in _method_calls(facts(owner).methods[method]):
+            target, next_hops = owner, hops
+            if sub is not None:
+                if hops >= _MAX_HOPS:
+                    continue
+                target = _submodule_class(model, owner, sub)
+                next_hops = hops + 1
+                if target is None:
+                    continue
+            if name in facts(target).methods and (id(target), name) not in seen:
+                seen.add((id(target), name))
+                order.append((target, name, next_hops))
     found: List[IntMutation] = []
-    for name in order:
-        fn = facts.methods[name]
+    for owner, name, _ in order:
+        owner_facts = facts(owner)
+        if not owner_facts.int_attrs:
+            continue
+        fn = owner_facts.methods[name]
         statements = _in_order([n for n in _walk_body(fn) if isinstance(n, (ast.AugAssign, ast.Assign))])
         for node in statements:
             if isinstance(node, ast.AugAssign):
                 attr = _self_attr(node.target)
-                if attr in facts.int_attrs and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
-                    found.append(IntMutation(attr, node, name))  # type: ignore[arg-type]
+                if attr in owner_facts.int_attrs and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
+                    found.append(IntMutation(attr, node, name, owner.name))  # type: ignore[arg-type]
             else:
                 for target in node.targets:  # type: ignore[attr-defined]
                     attr = _self_attr(target)
                     if (
-                        attr in facts.int_attrs
+                        attr in owner_facts.int_attrs
                         and _mentions_self_attr(node.value, attr)  # type: ignore[attr-defined,arg-type]
                         and not _has_float_or_div(node.value)  # type: ignore[attr-defined]
                     ):
-                        found.append(IntMutation(attr, node, name))  # type: ignore[arg-type]
+                        found.append(IntMutation(attr, node, name, owner.name))  # type: ignore[arg-type]
     return found
 
 
-def _self_calls(fn: ast.AST) -> List[str]:
-    """Names of the ``self.<name>(...)`` calls in ``fn``'s body, in source order."""
-    names: List[str] = []
+def _method_calls(fn: ast.AST) -> List[Tuple[Optional[str], str]]:
+    """``self.<name>(...)`` → (None, name) and ``self.<sub>.<name>(...)`` →
+    (sub, name) calls in ``fn``'s body, in source order."""
+    calls: List[Tuple[Optional[str], str]] = []
     for call in _in_order([n for n in _walk_body(fn) if isinstance(n, ast.Call)]):
-        attr = _self_attr(call.func)  # type: ignore[attr-defined]
-        if attr is not None and attr not in names:
-            names.append(attr)
-    return names
+        func = call.func  # type: ignore[attr-defined]
+        if not isinstance(func, ast.Attribute):
+            continue
+        key: Optional[Tuple[Optional[str], str]] = None
+        if _self_attr(func) is not None:
+            key = (None, func.attr)
+        elif _self_attr(func.value) is not None:
+            key = (_self_attr(func.value), func.attr)
+        if key is not None and key not in calls:
+            calls.append(key)
+    return calls
+
+
+def _submodule_class(model: CompileModel, owner: ast.ClassDef, attr: str) -> Optional[ast.ClassDef]:
+    """The class of this module that ``self.<attr>`` of ``owner`` holds an
+    instance of, when every instance assigned to it is of that one class."""
+    found: Optional[ast.ClassDef] = None
+    for c in _class_chain(model, owner):
+        for value in model.self_attr_values(c, attr):
+            value = _unwrap_module_call(value)  # type: ignore[assignment]
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue  # `self.kv_cache = None` until caches are set up
+            cls = model.module_class_of(value) if isinstance(value, ast.Call) else None
+            if cls is None or (found is not None and cls is not found):
+                return None
+            found = cls
+    return found
 
 
 def _unwrap_module_call(expr: Optional[ast.AST]) -> Optional[ast.AST]:
@@ -214,6 +267,20 @@ def compiled_module_class(model: CompileModel, site: AstCompileSite) -> Optional
     if site.form not in ("wrap", "method") or site.target is None:
         return None
     return model.module_class_of(_unwrap_module_call(site.target))  # type: ignore[arg-type]
+
+
+def _compile_statement(model: CompileModel, site: AstCompileSite) -> ast.stmt:
+    """The statement the flag must precede: the compile's own, or for modules
+    compiled one by one in a loop (``for b in model.layers: b.compile()``) the
+    loop, so the flag is set once, before the first of them."""
+    target = site.target
+    if isinstance(target, ast.Name):
+        bindings = model.scopes.bindings_of(target)
+        if len(bindings) == 1 and bindings[0].kind == "for" and isinstance(bindings[0].value, (ast.For, ast.AsyncFor)):
+            loop = bindings[0].value
+            if any(a is loop for a in model.source.ancestors(site.node)):
+                return loop
+    return site.statement  # type: ignore[return-value]
 
 
 def _insertion_statement(source: Source, stmt: ast.stmt) -> ast.stmt:
@@ -370,7 +437,7 @@ all dynamo config is.
                 mutations_of[id(cls)] = int_mutations_in_forward(model, cls)
             mutations = mutations_of[id(cls)]
             if mutations:
-                candidates.append((_insertion_statement(source, site.statement), site, cls, mutations[0]))
+                candidates.append((_insertion_statement(source, _compile_statement(model, site)), site, cls, mutations[0]))
         if not candidates or placement.config_mentions(source, [FLAG]):
             return []
         candidates.sort(key=lambda c: placement.start_of(c[0]))
@@ -380,7 +447,7 @@ all dynamo config is.
             if any(s is stmt or placement.dominates(source, s, stmt) for s in chosen):
                 continue  # the flag is already set before this compile runs
             message = (
-                f"`{cls.name}.{mutation.method}` changes int attribute `self.{mutation.attr}` (line {mutation.node.lineno}): "
+                f"`{mutation.cls_name or cls.name}.{mutation.method}` changes int attribute `self.{mutation.attr}` (line {mutation.node.lineno}): "
                 "torch specialises int attributes of compiled modules, so every new value recompiles"
             )
             if placement.block_of(source, stmt) is None or (
