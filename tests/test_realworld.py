@@ -164,7 +164,6 @@ NOT_FOUND = {
     "pos_optim_map": "an optimizer class from a dict (`OPTIMIZERS['sgd'](...)`) is not recognised",
     "pos_optim_factory_method": "an optimizer class returned by a method (`self.optimizer()(params, lr=...)`) is not recognised",
     "pos_lr_field_scheduler": "the lr written under a computed key in another module (`group[self.lr_field] = new_lr` in scheduler.py) is not followed; only the optimizer's constructor is reported",
-    "pos_layer_loop_attr_bound": "FR006's bound behind an attribute (`range(self.n_layer)`, n_layer from a SimpleNamespace) is not read",
 }
 
 #: programs that get a default finding they should not get
@@ -178,7 +177,7 @@ EXTRA_FINDING: dict = {
 FIX_NOT_OFFERED = {
     name: "no finding yet: " + reason
     for name, reason in NOT_FOUND.items()
-    if name not in ("pos_layer_loop_attr_bound", "pos_lr_field_scheduler")  # these get a safe fix today
+    if name not in ("pos_lr_field_scheduler",)  # this one gets a safe fix today
 }
 FIX_NOT_OFFERED["pos_ema_lerp_weight"] = (
     "the wrap is held back as unsafe although the weight only reaches `torch.lerp`, which takes a 0-d tensor weight with the same result (measured: 2 -> 1 graph)"

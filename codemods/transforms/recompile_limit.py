@@ -4,12 +4,13 @@ variants than the recompile limit gets the limit raised to that bound."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
-from typing import Iterable, List, Optional
+from dataclasses import dataclass, field, replace
+from typing import Dict, Iterable, List, Optional
 
 import libcst as cst
 
-from ..compile_sites import CompileSite
+from ..compile_sites import CompileSite, dotted_name
+from ..constants import int_value
 from ..findings import Finding, Safety
 from ..placement import (
     block_of,
@@ -58,7 +59,11 @@ Finds a function compiled with `dynamic=False` whose calls in the same module
 show a constant number of variants above the default recompile limit (8): it
 is called in `for i in range(12)` with a shape or a number taken from the loop
 variable, with each tensor of a literal list of shapes, or with more than 8
-different literal shapes. Before the outermost loop around the call (or the
+different literal shapes. A bound behind a name or an attribute counts when
+the module shows its one value: `range(self.n_layer)` with `self.n_layer =
+config.n_layer` and every construction passing a `SimpleNamespace(n_layer=12)`
+(or a config class call, or an argparse `default=12`); the fix then raises the
+limit to what the loop reads (`max(..., self.n_layer)`), not to today's value. Before the outermost loop around the call (or the
 first call), in the same function or at module level, it inserts:
 
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 12)
@@ -115,6 +120,13 @@ is the better (and safe) cure, so this fix is only applied with
         "@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\nfor i in range(12):\n    f(torch.ones(2), i)\n",
         # automatic dynamic handles it
         "import torch\n@torch.compile\ndef f(x, i):\n    return x * i\nfor i in range(12):\n    f(torch.ones(2), i)\n",
+        # a bound behind an argparse option whose default is below the limit
+        "import argparse\nimport torch\nparser = argparse.ArgumentParser()\nparser.add_argument('--n-layer', type=int, default=6)\n"
+        "args = parser.parse_args()\n@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\n"
+        "for i in range(args.n_layer):\n    f(torch.ones(2), i)\n",
+        # the attribute is rebound: no visible bound
+        "import torch\n@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\nclass M:\n    def __init__(self):\n        self.n = 12\n"
+        "    def grow(self):\n        self.n += 1\n    def run(self, x):\n        for i in range(self.n):\n            f(x, i)\n",
     )
     invalid = (
         Example(
@@ -123,6 +135,31 @@ is the better (and safe) cure, so this fix is only applied with
             "import torch\n@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\n"
             "torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 12)\n"
             "for i in range(12):\n    f(torch.ones(2), i)\n",
+            unsafe=True,
+        ),
+        # the bound behind an attribute set from a config namespace: the fix raises the limit to what the loop reads
+        Example(
+            "from types import SimpleNamespace\nimport torch\n@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\n"
+            "class M:\n    def __init__(self, config):\n        self.n_layer = config.n_layer\n"
+            "    def forward(self, x):\n        for i in range(self.n_layer):\n            x = f(x, i)\n        return x\n"
+            "M(SimpleNamespace(n_layer=12)).forward(torch.ones(2))\n",
+            "from types import SimpleNamespace\nimport torch\n@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\n"
+            "class M:\n    def __init__(self, config):\n        self.n_layer = config.n_layer\n"
+            "    def forward(self, x):\n"
+            "        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, self.n_layer)\n"
+            "        for i in range(self.n_layer):\n            x = f(x, i)\n        return x\n"
+            "M(SimpleNamespace(n_layer=12)).forward(torch.ones(2))\n",
+            unsafe=True,
+        ),
+        # an argparse default
+        Example(
+            "import argparse\nimport torch\nparser = argparse.ArgumentParser()\nparser.add_argument('--n-layer', type=int, default=12)\n"
+            "args = parser.parse_args()\n@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\n"
+            "for i in range(args.n_layer):\n    f(torch.ones(2), i)\n",
+            "import argparse\nimport torch\nparser = argparse.ArgumentParser()\nparser.add_argument('--n-layer', type=int, default=12)\n"
+            "args = parser.parse_args()\n@torch.compile(dynamic=False)\ndef f(x, i):\n    return x * i\n"
+            "torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, args.n_layer)\n"
+            "for i in range(args.n_layer):\n    f(torch.ones(2), i)\n",
             unsafe=True,
         ),
         # too many variants to compile each: reported, no fix
@@ -137,10 +174,17 @@ is the better (and safe) cure, so this fix is only applied with
     def check(self, ctx) -> Iterable[Finding]:
         model, source = ctx.model, ctx.source
         needs: List[_Need] = []
+        #: loop -> the name or attribute its `range()` bound reads, when not a literal
+        bound_exprs: Dict[int, ast.AST] = {}
         for site in model.compile_sites:
             if not _is_false(site.option("dynamic")) or site.option("recompile_limit") is not None:
                 continue
-            counted = [e for e in evidence_for(model, site) if e.variants is not None]
+            counted = []
+            for e in evidence_for(model, site):
+                if e.variants is None:
+                    e = self._resolve_bound(model, e, bound_exprs)
+                if e.variants is not None:
+                    counted.append(e)
             # per loop (None: literal shapes at several calls), the largest count seen
             per_loop: List[Evidence] = []
             for ev in counted:
@@ -192,13 +236,18 @@ is the better (and safe) cure, so this fix is only applied with
                 findings.append(self.finding(ctx, node, message + " (no automatic fix here)"))
                 continue
             limit = LIMIT_NAMES[1] if torch_at_least(ctx.settings, RENAMED_IN) else LIMIT_NAMES[0]
+            bound: object = need.bound
+            loop = need.evidence.loop
+            if loop is need.anchor and not need.others and id(loop) in bound_exprs and need.bound == need.evidence.variants:
+                # `range(self.n_layer)` right here: raise the limit to what the loop reads, not to today's value
+                bound = bound_exprs[id(loop)]
             chosen.append(need)
             findings.append(
                 self.finding(
                     ctx,
                     node,
                     message + f"; raise `{limit}` to {need.bound} (or remove `dynamic=False`, FR001)",
-                    edits=[insert_before(source, need.anchor, self._raise(model, limit, need.bound))],
+                    edits=[insert_before(source, need.anchor, self._raise(model, limit, bound, source))],
                     safety=Safety.UNSAFE,
                     needs_torch=True,
                     title=f"raise `torch._dynamo.config.{limit}` to at least {need.bound}",
@@ -219,7 +268,27 @@ is the better (and safe) cure, so this fix is only applied with
         return stmt
 
     @staticmethod
-    def _raise(model, limit: str, bound: int) -> cst.BaseStatement:
+    def _resolve_bound(model, ev: Evidence, bound_exprs: Dict[int, ast.AST]) -> Evidence:
+        """``range(self.n_layer)``, ``range(config.n_layer)``: the count when
+        the bound is an int the source makes visible (see codemods.constants)."""
+        loop = ev.loop
+        it = getattr(loop, "iter", None)
+        if not (isinstance(it, ast.Call) and dotted_name(it.func) == "range" and model.scopes.is_builtin(it.func)):
+            return ev
+        if it.keywords or not 1 <= len(it.args) <= 3 or any(isinstance(a, ast.Starred) for a in it.args):
+            return ev
+        values = [int_value(model, a) for a in it.args]
+        if any(v is None for v in values) or (len(values) == 3 and values[2] == 0):
+            return ev
+        count = len(range(*values))  # type: ignore[arg-type]
+        if len(it.args) == 1 and dotted_name(it.args[0]) is not None:
+            bound_exprs[id(loop)] = it.args[0]
+        shown = ", ".join(model.source.segment(a) for a in it.args)
+        return replace(ev, variants=count, detail=f"{ev.detail}; `range({shown})` runs {count} times")
+
+    @staticmethod
+    def _raise(model, limit: str, bound: object, source) -> cst.BaseStatement:
         target = torch_expr(model, "_dynamo", "config", limit)
-        value = cst.Call(func=cst.Name("max"), args=[cst.Arg(torch_expr(model, "_dynamo", "config", limit)), cst.Arg(cst.Integer(str(bound)))])
+        amount = cst.Integer(str(bound)) if isinstance(bound, int) else cst.parse_expression(source.segment(bound))
+        value = cst.Call(func=cst.Name("max"), args=[cst.Arg(torch_expr(model, "_dynamo", "config", limit)), cst.Arg(amount)])
         return cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(target)], value=value)])
