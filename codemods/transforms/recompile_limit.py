@@ -11,7 +11,7 @@ import libcst as cst
 
 from ..compile_sites import CompileSite, dotted_name
 from ..constants import int_value
-from ..findings import Finding, Safety
+from ..findings import Edit, Finding, Safety
 from ..placement import (
     block_of,
     builtin_shadowed,
@@ -33,6 +33,26 @@ MAX_FIXED_BOUND = 64
 #: `recompile_limit` is the name from 2.7; `cache_size_limit` works on every release
 RENAMED_IN = (2, 7)
 LIMIT_NAMES = ("cache_size_limit", "recompile_limit")
+#: `torch.compile(..., recompile_limit=N)`: a limit for that compile only
+PER_CALL_SINCE = (2, 12)
+
+
+def _add_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """``call`` with ``name=value`` appended, in the layout of its arguments
+    (a one-line call stays one line; a call with one argument per line gets
+    the new one on its own line, before a trailing comma kept last)."""
+    args = list(call.args)
+    new = cst.Arg(
+        keyword=cst.Name(name),
+        value=value,
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    if args:
+        last = args[-1]
+        between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        new = new.with_changes(comma=last.comma)
+        args[-1] = last.with_changes(comma=between)
+    return call.with_changes(args=args + [new])
 
 
 @dataclass
@@ -70,7 +90,11 @@ first call), in the same function or at module level, it inserts:
 
 `cache_size_limit` is accepted by every release from 2.1 (`recompile_limit`,
 its new name since 2.7, is written when `target_torch >= 2.7`), and `max`
-never lowers a limit raised elsewhere. Nothing is reported when the module
+never lowers a limit raised elsewhere. With `target_torch >= 2.12` it passes
+`recompile_limit=12` to the compile instead (`torch.compile(...,
+recompile_limit=N)`, new in 2.12): a limit for that function only, not for
+the whole process (measured on 2.13: the function compiles its 12 variants,
+another `dynamic=False` function still stops at 8). Nothing is reported when the module
 already sets the limit (`cache_size_limit`/`recompile_limit` assigned, set
 with `config.patch`, or passed as `torch.compile(recompile_limit=...)`), when
 the bound is 8 or less, or when it is unknown. Above 64 variants it reports
@@ -107,7 +131,8 @@ Unsafe. Values never change, but speed does, both ways: every extra variant
 is a full compile (seconds with inductor), and the limit is process-wide, so
 it also lets every other compiled function of the process recompile more.
 Whether compiling 12 graphs beats running 4 of 12 variants eager depends on
-how often they run. When `dynamic=False` is not deliberate, FR001's removal
+how often they run (the per-compile keyword written for torch >= 2.12 keeps
+the raise to the one function). When `dynamic=False` is not deliberate, FR001's removal
 is the better (and safe) cure, so this fix is only applied with
 `--unsafe-fixes`.
 """
@@ -218,6 +243,8 @@ is the better (and safe) cure, so this fix is only applied with
 
         findings: List[Finding] = []
         chosen: List[_Need] = []
+        #: compile sites given `recompile_limit=` (torch >= 2.12)
+        keyed: List[CompileSite] = []
         for need in needs:
             if any(c.bound >= need.bound and dominates(source, c.anchor, need.anchor) for c in chosen):
                 continue  # an earlier raise already covers it
@@ -231,6 +258,28 @@ is the better (and safe) cure, so this fix is only applied with
             node = need.evidence.loop.iter if need.evidence.loop is not None else need.evidence.call  # type: ignore[attr-defined]
             if need.bound > MAX_FIXED_BOUND:
                 findings.append(self.finding(ctx, node, message + "; too many to compile each, make the input dynamic (no automatic fix)"))
+                continue
+            sites = [need.site] + need.others
+            if torch_at_least(ctx.settings, PER_CALL_SINCE) and all(s.options_call is not None and not s.has_star_kwargs for s in sites):
+                # 2.12+: a limit for these compiled functions only, not process-wide
+                fresh = [s for s in sites if all(s is not d for d in keyed)]
+                if not fresh:
+                    continue  # another loop's finding already gives these compiles the keyword
+                keyed.extend(fresh)
+                bound_value = cst.Integer(str(need.bound))
+                findings.append(
+                    self.finding(
+                        ctx,
+                        node,
+                        message + f"; pass `recompile_limit={need.bound}` to the compile (or remove `dynamic=False`, FR001)",
+                        edits=[
+                            Edit(source.target(s.options_call, cst.Call), lambda call, v=bound_value: _add_keyword(call, "recompile_limit", v))  # type: ignore[arg-type]
+                            for s in fresh
+                        ],
+                        safety=Safety.UNSAFE,
+                        title=f"pass `recompile_limit={need.bound}` to the compile",
+                    )
+                )
                 continue
             if block_of(source, need.anchor) is None or builtin_shadowed(model, need.anchor, "max"):
                 findings.append(self.finding(ctx, node, message + " (no automatic fix here)"))
