@@ -123,6 +123,8 @@ class CompileModel:
         #: the name emitted code uses for torch (module-level ``import torch [as th]``)
         self.torch_alias: Optional[str] = None
         self.classes: Dict[str, ast.ClassDef] = {}
+        #: loops whose element class is being resolved (guards `for b in b.layers`)
+        self._resolving: Set[ast.AST] = set()
         self.functions: Dict[str, ast.AST] = {}
         self._collect_module_names()
         self.compile_sites: List[CompileSite] = []
@@ -332,6 +334,9 @@ class CompileModel:
             return cls if cls is not None and self.is_module_class(cls) else None
         values: List[ast.AST] = []
         if isinstance(expr, ast.Name):
+            looped = self.loop_module_class(expr)
+            if looped is not None:
+                return looped
             values = list(self.assigned_values(expr))
         elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
             cls = self.source.enclosing(expr, ast.ClassDef)
@@ -347,6 +352,102 @@ class CompileModel:
             if found is not None:
                 return found
         return None
+
+    # -- modules compiled one by one in a loop (regional compilation) -------------------------
+    def loop_module_class(self, name: ast.Name) -> Optional[ast.ClassDef]:
+        """The nn.Module class of this module that ``name``, a ``for`` target,
+        is an instance of: from an ``isinstance(name, C)`` test guarding this
+        use (``for m in model.modules(): if isinstance(m, Block): m.compile()``),
+        else from what the loop runs over (``for b in model.layers``, ``layers``
+        an ``nn.ModuleList([Block(i) for i in ...])``)."""
+        bindings = self.scopes.bindings_of(name)
+        if len(bindings) != 1 or bindings[0].kind != "for" or not isinstance(bindings[0].value, (ast.For, ast.AsyncFor)):
+            return None
+        loop = bindings[0].value
+        if loop in self._resolving:
+            return None  # `for b in b.layers`: no answer through itself
+        child: ast.AST = name
+        for anc in self.source.ancestors(name):
+            if anc is loop:
+                break
+            if isinstance(anc, ast.If) and any(s is child for s in anc.body):
+                cls = self._isinstance_class(anc.test, name.id)
+                if cls is not None:
+                    return cls
+            child = anc
+        else:
+            return None  # not inside its loop
+        self._resolving.add(loop)
+        try:
+            return self.element_class(loop.iter)
+        finally:
+            self._resolving.discard(loop)
+
+    def _isinstance_class(self, test: ast.AST, name: str) -> Optional[ast.ClassDef]:
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+        for part in parts:
+            if (
+                isinstance(part, ast.Call)
+                and isinstance(part.func, ast.Name)
+                and part.func.id == "isinstance"
+                and self.scopes.is_builtin(part.func)
+                and len(part.args) == 2
+                and isinstance(part.args[0], ast.Name)
+                and part.args[0].id == name
+            ):
+                kinds = part.args[1].elts if isinstance(part.args[1], ast.Tuple) else [part.args[1]]
+                for kind in kinds:
+                    cls = self.classes.get(dotted_name(kind) or "")
+                    if cls is not None and self.is_module_class(cls):
+                        return cls
+        return None
+
+    def element_class(self, expr: ast.AST, depth: int = 0) -> Optional[ast.ClassDef]:
+        """The nn.Module class of this module every element of the container
+        ``expr`` is an instance of: ``[Block(i) for i in ...]``,
+        ``nn.ModuleList(...)``, ``nn.Sequential(...)``, ``(A(), A())``, a name
+        or ``self.layers`` / ``model.layers`` bound to one, and
+        ``.children()``, ``.named_children()``, ``.values()``, ``.items()``,
+        ``reversed()``, ``list()``, ``enumerate()`` of one."""
+        if depth > 4:
+            return None
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            return self.module_class_of(expr.elt) if isinstance(expr.elt, ast.Call) else None
+        if isinstance(expr, ast.DictComp):
+            return self.module_class_of(expr.value) if isinstance(expr.value, ast.Call) else None
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Dict)):
+            elts = expr.values if isinstance(expr, ast.Dict) else expr.elts
+            found = {id(c): c for c in (self.module_class_of(e) if isinstance(e, ast.Call) else None for e in elts)}
+            return next(iter(found.values())) if len(found) == 1 else None
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if expr.args and any(q.endswith(".Sequential") and q.startswith(_NN_PREFIXES) for q in self.qualified_names(func)):
+                args = [a.value if isinstance(a, ast.Starred) else a for a in expr.args]
+                if len(args) == 1 and isinstance(expr.args[0], ast.Starred):
+                    return self.element_class(args[0], depth + 1)  # nn.Sequential(*[Block(i) for i in ...])
+                return self.element_class(ast.Tuple(elts=args), depth + 1)
+            if isinstance(func, ast.Attribute) and func.attr in ("children", "named_children", "values", "items") and not expr.args:
+                return self.element_class(func.value, depth + 1)
+            if len(expr.args) == 1 and not expr.keywords:
+                names = self.qualified_names(func)
+                container = {"builtins.reversed", "builtins.list", "builtins.tuple", "builtins.enumerate"}
+                if names & container or any(q.endswith((".ModuleList", ".ModuleDict")) and q.startswith(_NN_PREFIXES) for q in names):
+                    return self.element_class(expr.args[0], depth + 1)
+            return None
+        values: List[ast.AST] = []
+        if isinstance(expr, ast.Name):
+            values = list(self.assigned_values(expr))
+        elif isinstance(expr, ast.Attribute):
+            owner: Optional[ast.ClassDef] = None
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+                enclosing = self.source.enclosing(expr, ast.ClassDef)
+                owner = enclosing if isinstance(enclosing, ast.ClassDef) else None
+            elif isinstance(expr.value, (ast.Name, ast.Attribute)):
+                owner = self.module_class_of(expr.value)
+            if owner is not None:
+                values = self.self_attr_values(owner, expr.attr)
+        found = {id(c): c for c in (self.element_class(v, depth + 1) for v in values)}
+        return next(iter(found.values())) if len(found) == 1 and None not in found.values() else None
 
     def is_module_instance(self, expr: ast.AST) -> bool:
         if self.module_class_of(expr) is not None:

@@ -159,9 +159,7 @@ NOT_FOUND = {
     "pos_star_args": f"{_FLOW} through a `*args` forwarder into the compiled function",
     "pos_returned_compiled": "a compiled callable returned by a function (`load_decoder()`) and passed on as an argument is not followed",
     "pos_bound_method_attr": "a compiled bound method stored on an attribute (`self._loss_fn = torch.compile(self._loss)`) and called through it is not followed",
-    "pos_kvcache_submodule_int": "an int attribute changed in a submodule method (`self.kv_cache.update` doing `self.size += n`) that the compiled forward calls, modules compiled in a loop (`m.compile()`), is not followed",
     "pos_lr_field_scheduler": "the lr written under a computed key in another module (`group[self.lr_field] = new_lr` in scheduler.py) is not followed (the project index holds no lr writers); only the optimizer's constructor is reported",
-    "pos_layer_loop_attr_bound": "FR006's bound behind an attribute (`range(self.n_layer)`, n_layer from a SimpleNamespace) is not read",
 }
 
 #: programs that get a default finding they should not get
@@ -175,7 +173,7 @@ EXTRA_FINDING: dict = {
 FIX_NOT_OFFERED = {
     name: "no finding yet: " + reason
     for name, reason in NOT_FOUND.items()
-    if name not in ("pos_layer_loop_attr_bound", "pos_lr_field_scheduler")  # these get a fix today (FR006 a safe one)
+    if name not in ("pos_lr_field_scheduler",)  # set below
 }
 FIX_NOT_OFFERED["pos_lr_field_scheduler"] = (
     "the optimizer is passed to `WarmupScheduler` of another module, which the analysis does not read, so the constructor's fix is unsafe "
