@@ -148,15 +148,7 @@ NEGATIVES = [p for p in PROGRAMS if p.kind == "negative"]
 
 # --- what the tool does not follow yet (today's engine); delete an entry when it XPASSes ---
 
-_FLOW = "the float is not followed"
 NOT_FOUND = {
-    "pos_group_lr_scaled": f"{_FLOW} from `group['lr'] * max(1.0, a / b) ** 0.5` (param-group subscript + arithmetic) to the compiled kernel",
-    "pos_group_lr_comprehension": f"{_FLOW} through `[m * group['lr'] for m in mults]` and `zip` into the compiled kernel",
-    "pos_group_lr_getattr_mul": f"{_FLOW} from `group['lr'] * getattr(p, 'lr_mul', 1.0)` to the compiled kernel",
-    "pos_optim_subclass_kernel": "a bare `group['lr']` of a torch.optim.Optimizer subclass, changed by a scheduler, passed to a compiled function is not seen as a varying float",
-    "pos_param_default_temperature": f"{_FLOW} from a parameter default (`T=0.7`, callers pass other values) to the compiled call",
-    "pos_sampling_kwargs": f"{_FLOW} through `**sampling_kwargs` forwarding into the compiled function",
-    "pos_star_args": f"{_FLOW} through a `*args` forwarder into the compiled function",
     "pos_returned_compiled": "a compiled callable returned by a function (`load_decoder()`) and passed on as an argument is not followed",
     "pos_project_compile_decorator": "compiling through a project-defined decorator (lazy `torch.compile` in a closure) is not recognised",
     "pos_bound_method_attr": "a compiled bound method stored on an attribute (`self._loss_fn = torch.compile(self._loss)`) and called through it is not followed",
@@ -181,6 +173,13 @@ FIX_NOT_OFFERED = {
     for name, reason in NOT_FOUND.items()
     if name not in ("pos_layer_loop_attr_bound", "pos_lr_field_scheduler")  # these get a safe fix today
 }
+_WIDTH = "the wrap is held back as unsafe: the tensor the float meets in the kernel is not visibly floating at the call"
+FIX_NOT_OFFERED["pos_group_lr_scaled"] = f"{_WIDTH} (`update = grad.add(buf, alpha=momentum)`, grad from `p.grad`)"
+FIX_NOT_OFFERED["pos_group_lr_comprehension"] = f"{_WIDTH} (`grad * lr`, grad passed as `p.grad`)"
+FIX_NOT_OFFERED["pos_optim_subclass_kernel"] = f"{_WIDTH} (`buf * lr`, buf passed as `state['buf']`, a `zeros_like(p)`)"
+FIX_NOT_OFFERED["pos_param_default_temperature"] = f"{_WIDTH} (`logits / temperature`, logits = `x @ self.head` with x a parameter of `generate`)"
+FIX_NOT_OFFERED["pos_sampling_kwargs"] = "the wrap is held back as unsafe: inside the compiled function the float goes on through `**sampling_kwargs` to `logits_to_probs`, whose use of it is not followed"
+FIX_NOT_OFFERED["pos_star_args"] = "the wrap is held back as unsafe: the kernel uses the float in `ema.mul_(decay)`, an in-place tensor method not known to accept a 0-d tensor with the same result"
 FIX_NOT_OFFERED["pos_ema_lerp_weight"] = (
     "the wrap is held back as unsafe although the weight only reaches `torch.lerp`, which takes a 0-d tensor weight with the same result (measured: 2 -> 1 graph)"
 )

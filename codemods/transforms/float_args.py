@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -16,7 +17,7 @@ from ..floats import (
     CallSite,
     FunctionSummary,
     call_args,
-    float_reason,
+    float_flow,
     summarize_function,
     tensor_width,
     torch_aliases,
@@ -77,6 +78,89 @@ def _literal_values(callees) -> Dict[Tuple[str, object], set]:
                 index += 1
             if isinstance(value, ast.Constant) and type(value.value) in (int, float):
                 out.setdefault((callee, key), set()).add(value.value)
+    return out
+
+
+#: how deep a float is followed through forwarding functions (`*args`, `**kwargs`)
+_FORWARD_DEPTH = 4
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass
+class _Route:
+    """How the arguments of ``origin`` reach the compiled function: directly
+    (``origin`` is the compiled call) or through forwarding functions
+    (``origin`` calls ``f(..., **kw)`` whose body passes ``**kw`` on)."""
+
+    origin: ast.Call
+    #: the call that runs the compiled function (``origin`` when direct)
+    inner: ast.Call
+    callee: str
+    summary: Callable[[], Optional[FunctionSummary]]
+    skip_self: bool
+    #: (keyword, position) in ``inner`` of each forwarded argument of
+    #: ``origin``, by the argument's value node; None when direct
+    slots: Optional[Dict[int, Tuple[Optional[str], Optional[int]]]] = None
+    #: the forwarding functions passed through, outermost first
+    via: Tuple[str, ...] = ()
+
+
+def _var_params(fn: ast.AST) -> Tuple[Optional[str], Optional[str]]:
+    args = fn.args  # type: ignore[attr-defined]
+    return (args.vararg.arg if args.vararg else None, args.kwarg.arg if args.kwarg else None)
+
+
+def _forwarded_stars(site_model: CallSite, call: ast.Call, fn: ast.AST) -> Tuple[Optional[int], bool]:
+    """(how many plain positional arguments come before ``*args`` when ``call``
+    passes on ``fn``'s own ``*args``, else None; whether it passes on ``fn``'s
+    own ``**kwargs``).  The names must not be rebound in ``fn``."""
+    vararg, kwarg = _var_params(fn)
+
+    def own(expr: ast.AST, name: Optional[str]) -> bool:
+        if name is None or not isinstance(expr, ast.Name) or expr.id != name:
+            return False
+        bindings = site_model.bindings(expr)
+        return len(bindings) == 1 and bindings[0].kind == "param" and bindings[0].scope.node is fn
+
+    position: Optional[int] = None
+    plain = 0
+    for arg in call.args:
+        if isinstance(arg, ast.Starred):
+            if own(arg.value, vararg) and position is None:
+                position = plain
+            else:
+                return None, False  # another *xs before or after: positions unknown
+        else:
+            plain += 1
+    kwargs = any(kw.arg is None and own(kw.value, kwarg) for kw in call.keywords)
+    if position is not None and plain != position:
+        position = None  # plain arguments after *args: positions unknown
+    return position, kwargs
+
+
+def _calls_of(site_model: CallSite, fn: ast.AST) -> List[Tuple[ast.Call, bool]]:
+    """(call, whether ``self`` is bound) of every call of ``fn`` in the module
+    seen by name (a function) or as ``x.name(...)`` (a method)."""
+    model = site_model.model
+    source = model.source
+    owner = model.scopes.of_node.get(fn)
+    scope = owner.parent if owner is not None else None
+    if scope is None:
+        return []
+    name = fn.name  # type: ignore[attr-defined]
+    out: List[Tuple[ast.Call, bool]] = []
+    if scope.kind == "class":
+        if any(dotted_name(d) in ("staticmethod", "classmethod") for d in fn.decorator_list):  # type: ignore[attr-defined]
+            return []
+        for node in source.nodes(ast.Attribute):
+            parent = source.parent(node)
+            if node.attr == name and isinstance(parent, ast.Call) and parent.func is node:  # type: ignore[attr-defined]
+                out.append((parent, True))
+        return out
+    for ref in scope.references.get(name, []):
+        parent = source.parent(ref)
+        if isinstance(parent, ast.Call) and parent.func is ref:
+            out.append((parent, False))
     return out
 
 
@@ -240,6 +324,99 @@ gives `inf` with a tensor.
                         break
         return out
 
+    # -- forwarding -------------------------------------------------------------
+    def _forwarded(self, ctx, site_model: CallSite, direct: List[_Route]) -> List[_Route]:
+        """Calls whose floats reach a compiled function through functions that
+        pass their ``*args`` / ``**kwargs`` on (``generate(x, temperature=t)``
+        -> ``decode(x, **sampling_kwargs)`` compiled), or that call a compiled
+        function they are given (``run(fn, *args)`` -> ``fn(*args)``)."""
+        model = ctx.model
+        source = ctx.source
+        out: List[_Route] = []
+        # (inner call, route it belongs to, map from inner positions/keywords to the compiled call's)
+        todo: List[Tuple[ast.Call, _Route, Callable[[int], Optional[int]], int, Tuple[str, ...]]] = []
+        for route in direct:
+            todo.append((route.inner, route, lambda i: i, 0, ()))
+        compiled = [(site, _site_binding(model, site)) for site in model.compile_sites]
+        by_callee = {id(r.inner): r for r in direct}
+        for call in source.nodes(ast.Call):
+            # `fn(*args)` with `fn` a parameter: the compiled function may be passed in
+            func = call.func  # type: ignore[attr-defined]
+            if not isinstance(func, ast.Name) or id(call) in by_callee:
+                continue
+            if not any(isinstance(a, ast.Starred) for a in call.args) and not any(k.arg is None for k in call.keywords):  # type: ignore[attr-defined]
+                continue
+            bindings = site_model.bindings(func)
+            if len(bindings) == 1 and bindings[0].kind == "param":
+                todo.append((call, None, lambda i: i, 0, ()))  # type: ignore[arg-type]
+        seen: Set[Tuple[int, int]] = set()
+        while todo:
+            inner, route, to_compiled, depth, via = todo.pop(0)
+            fn = source.enclosing(inner, _FUNCS)
+            if fn is None or depth >= _FORWARD_DEPTH or (id(inner), id(route)) in seen:
+                continue
+            seen.add((id(inner), id(route)))
+            position, kwargs = _forwarded_stars(site_model, inner, fn)
+            if position is None and not kwargs:
+                continue
+            args = fn.args  # type: ignore[attr-defined]
+            named = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+            kwonly = {a.arg for a in args.kwonlyargs}
+            param_callee = route is None
+            for outer, bound_self in _calls_of(site_model, fn):
+                if outer is inner:
+                    continue
+                params = named[1:] if bound_self and named else named
+                this = route
+                if param_callee:
+                    # the function called inside is a parameter: what is passed for it here?
+                    which = inner.func.id  # type: ignore[attr-defined]
+                    given = next((k.value for k in outer.keywords if k.arg == which), None)
+                    if given is None and which in params and params.index(which) < len(outer.args):
+                        given = outer.args[params.index(which)]
+                    this = self._compiled_route(ctx, site_model, compiled, given, inner)
+                    if this is None:
+                        continue
+                slots: Dict[int, Tuple[Optional[str], Optional[int]]] = {}
+                starred_at = next((k for k, a in enumerate(outer.args) if isinstance(a, ast.Starred)), len(outer.args))
+                if position is not None:
+                    for k, arg in enumerate(outer.args[:starred_at]):
+                        if k >= len(params):
+                            target = to_compiled(position + k - len(params))
+                            if target is not None:
+                                slots[id(arg)] = (None, target)
+                if kwargs:
+                    for kw in outer.keywords:
+                        if kw.arg is not None and kw.arg not in params and kw.arg not in kwonly:
+                            slots[id(kw.value)] = (kw.arg, None)
+                name = getattr(fn, "name", "?")
+                if slots:
+                    out.append(_Route(outer, this.inner, this.callee, this.summary, this.skip_self, slots, (name,) + via))
+                # and on outwards, when `outer` passes on its own function's *args / **kwargs
+
+                def further(k: int, position=position, params: List[str] = params, to_compiled=to_compiled) -> Optional[int]:
+                    # position `k` in `outer` -> position in the compiled call
+                    if k < len(params) or position is None:
+                        return None
+                    return to_compiled(position + k - len(params))
+
+                todo.append((outer, this, further, depth + 1, (name,) + via))
+        return out
+
+    def _compiled_route(self, ctx, site_model: CallSite, compiled, given: Optional[ast.AST], inner: ast.Call) -> Optional[_Route]:
+        """The route for calling ``given`` at ``inner``, when ``given`` names a compiled function."""
+        if not isinstance(given, ast.Name):
+            return None
+        referents = site_model.referents(given)
+        for site, binding in compiled:
+            if binding is not None and binding in referents:
+                fn = site.target_def
+                summary: Callable[[], Optional[FunctionSummary]] = _no_summary
+                if fn is not None:
+                    summary = functools.partial(self._local_summary, ctx, fn)
+                return _Route(inner, inner, site.binding or given.id, summary, False)
+        return None
+
     # -- the check ------------------------------------------------------------
     def check(self, ctx) -> Iterable[Finding]:
         model = ctx.model
@@ -247,37 +424,62 @@ gives `inf` with a tensor.
         findings: List[Finding] = []
         callees = self._callees(ctx, site_model)
         literal_values = _literal_values(callees)
-        for call, callee, get_summary, skip_self in callees:
-            arguments = call_args(call)
-            reasons = [None if star else float_reason(site_model, value) for _, star, value in arguments]
-            if not any(reasons):
+        direct = [_Route(call, call, callee, get_summary, skip_self) for call, callee, get_summary, skip_self in callees]
+        routes = direct + self._forwarded(ctx, site_model, direct)
+        done: Set[int] = set()
+        for route in routes:
+            call = route.origin
+            flows = {}
+            for _, star, value in call_args(call):
+                if star or id(value) in done or (route.slots is not None and id(value) not in route.slots):
+                    continue
+                flow = float_flow(site_model, value)
+                if flow is not None:
+                    flows[id(value)] = flow
+            if not flows:
                 continue
-            summary = get_summary()
+            summary = route.summary()
             by_param: Dict[str, ast.AST] = {}
-            args: List[Tuple[Optional[str], ast.AST, Optional[str], Optional[str], object]] = []
+            args: List[Tuple[Optional[str], ast.AST, Optional[str], object]] = []
+            # the compiled call's own arguments, then (forwarded) the origin's
             index = 0
             positional_ok = True
-            for (keyword, star, value), reason in zip(arguments, reasons):
+            for keyword, star, value in call_args(route.inner):
                 if star:
                     positional_ok = False
                     continue
                 param = None
                 if summary is not None:
                     if keyword is not None:
-                        param = summary.param_for(None, keyword, skip_self)
+                        param = summary.param_for(None, keyword, route.skip_self)
                     elif positional_ok:
-                        param = summary.param_for(index, None, skip_self)
+                        param = summary.param_for(index, None, route.skip_self)
                 position = index
                 if keyword is None:
                     index += 1
                 if param is not None:
                     by_param[param] = value
-                args.append((keyword, value, param, reason, keyword if keyword is not None else position))
-            for keyword, value, param, reason, slot in args:
-                if reason is None:
+                if route.slots is None:
+                    args.append((keyword, value, param, keyword if keyword is not None else position))
+            for slot_value in call_args(call) if route.slots is not None else ():
+                value = slot_value[2]
+                if id(value) not in route.slots:
                     continue
+                keyword, position = route.slots[id(value)]
+                param = None
+                if summary is not None:
+                    param = summary.param_for(position, keyword, route.skip_self)
+                if param is not None:
+                    by_param[param] = value
+                args.append((slot_value[0], value, param, keyword if keyword is not None else position))
+            for keyword, value, param, slot in args:
+                flow = flows.get(id(value))
+                if flow is None:
+                    continue
+                done.add(id(value))
                 where = f"`{keyword}=`" if keyword is not None else f"`{site_model.code(call, value)}`"
-                head = f"float argument {where} ({reason}) to compiled `{callee}` is guarded on its value: new values recompile"
+                through = f" through `{'` -> `'.join(route.via)}`" if route.via else ""
+                head = f"float argument {where} ({flow.reason}) to compiled `{route.callee}`{through} is guarded on its value: new values recompile"
                 unsafe_why = self._unsafe_reason(site_model, summary, param, by_param)
                 if unsafe_why is None:
                     message = f"{head}; pass a 0-d tensor"
@@ -286,9 +488,9 @@ gives `inf` with a tensor.
                     message = f"{head}; fix is unsafe: {unsafe_why}"
                     safety = Safety.UNSAFE
                 edit = Edit(ctx.source.target(value, cst.BaseExpression), lambda node: _tensor_call(model, node))
-                varies = number_varies(model, call, value)
-                if varies is None and len(literal_values.get((callee, slot), ())) > 1:
-                    varies = f"`{callee}` is called with different values"
+                varies = self._varies(site_model, call, value, flow)
+                if varies is None and route.slots is None and len(literal_values.get((route.callee, slot), ())) > 1:
+                    varies = f"`{route.callee}` is called with different values"
                 if varies is None:
                     head_note = " (no call seen passing a changing value: reported with --unproven)"
                     message = message.replace(head, head + head_note, 1)
@@ -305,6 +507,16 @@ gives `inf` with a tensor.
                     )
                 )
         return findings
+
+    @staticmethod
+    def _varies(site_model: CallSite, call: ast.Call, value: ast.AST, flow) -> Optional[str]:
+        """Evidence that the float changes between calls.  A float computed
+        from a param group's lr changes when the lr does (written in a loop or
+        a function, or an LR scheduler is built): being read again in the loop
+        over the groups or parameters is no evidence."""
+        if flow.group_lrs:
+            return site_model.group_lr_facts()[1]
+        return number_varies(site_model.model, call, value)
 
     @staticmethod
     def _unsafe_reason(site_model: CallSite, summary: Optional[FunctionSummary], param: Optional[str], by_param) -> Optional[str]:
