@@ -407,6 +407,66 @@ def _number_literal(expr: ast.AST) -> Optional[str]:
     return None
 
 
+def _all_floating(widths: List[Width]) -> Width:
+    """The width of a value that is one of ``widths``: floating only if every one is."""
+    if not widths or any(w is None for w in widths):
+        return None
+    return "float" if "float" in widths else "full"
+
+
+def calls_of(site: "CallSite", fn: ast.AST) -> List[Tuple[ast.Call, bool]]:
+    """(call, whether ``self`` is bound) of every call of ``fn`` in the
+    module: by name for a function, ``x.name(...)`` for a method (not static
+    or class methods)."""
+    model = site.model
+    source = model.source
+    owner = model.scopes.of_node.get(fn)
+    scope = owner.parent if owner is not None else None
+    if scope is None:
+        return []
+    name = fn.name  # type: ignore[attr-defined]
+    out: List[Tuple[ast.Call, bool]] = []
+    if scope.kind == "class":
+        if any(dotted_name(d) in ("staticmethod", "classmethod") for d in fn.decorator_list):  # type: ignore[attr-defined]
+            return []
+        for node in source.nodes(ast.Attribute):
+            parent = source.parent(node)
+            if node.attr == name and isinstance(parent, ast.Call) and parent.func is node:  # type: ignore[attr-defined]
+                out.append((parent, True))
+        return out
+    for ref in scope.references.get(name, []):
+        parent = source.parent(ref)
+        if isinstance(parent, ast.Call) and parent.func is ref:
+            out.append((parent, False))
+    return out
+
+
+def argument_for(call: ast.Call, fn: ast.AST, param: str, bound_self: bool) -> Optional[ast.AST]:
+    """What ``call`` passes for parameter ``param`` of ``fn`` (its default when
+    nothing), None when unknown (``*args``/``**kwargs`` at the call)."""
+    args = fn.args  # type: ignore[attr-defined]
+    for kw in call.keywords:
+        if kw.arg == param:
+            return kw.value
+    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    if bound_self:
+        positional = positional[1:]
+    plain = next((k for k, a in enumerate(call.args) if isinstance(a, ast.Starred)), len(call.args))
+    if param in positional and positional.index(param) < plain:
+        return call.args[positional.index(param)]
+    if plain < len(call.args) or any(kw.arg is None for kw in call.keywords):
+        return None  # may come through *args / **kwargs
+    if param in positional:
+        index = positional.index(param)
+        defaults = args.defaults
+        offset = index - (len(positional) - len(defaults))
+        return defaults[offset] if offset >= 0 else None
+    if any(a.arg == param for a in args.kwonlyargs):
+        k = [a.arg for a in args.kwonlyargs].index(param)
+        return args.kw_defaults[k]
+    return None
+
+
 def _join_kinds(kinds: List[Optional[str]]) -> Optional[str]:
     """The kind of a value that is one of ``kinds``: None if any is unknown,
     "float" if any is a float, ``_CYCLE`` if nothing else is known."""
@@ -734,7 +794,18 @@ class _CallSide:
             left, right = self.width(expr.left, seen), self.width(expr.right, seen)
             return _join(left, right)
         if isinstance(expr, ast.Subscript):
-            return self.width(expr.value, seen)
+            inner = self.width(expr.value, seen)
+            if inner is None and isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str):
+                return self._stored_width(expr, seen)
+            return inner
+        if isinstance(expr, ast.Attribute):
+            if expr.attr == "grad":
+                return "float"  # only floating tensors have gradients
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self" and id(expr) not in seen:
+                cls = self.site.source.enclosing(expr, ast.ClassDef)
+                if isinstance(cls, ast.ClassDef):
+                    return _all_floating([self.width(v, seen | {id(expr)}) for v in self.site.model.self_attr_values(cls, expr.attr)])
+            return None
         if isinstance(expr, ast.Name):
             if id(expr) in seen:
                 return None
@@ -742,11 +813,68 @@ class _CallSide:
             widths: List[Width] = []
             for binding in self.site.bindings(expr):
                 kind, node = _binding_value(binding)
-                widths.append(self.width(node, seen) if kind == "assign" else None)  # type: ignore[arg-type]
-            if not widths or any(w is None for w in widths):
-                return None
-            return "float" if "float" in widths else "full"
+                if kind == "assign":
+                    widths.append(self.width(node, seen))  # type: ignore[arg-type]
+                elif binding.kind == "param":
+                    widths.append(self._param_width(binding, seen))
+                elif binding.kind in ("for", "comprehension"):
+                    widths.append(self._target_width(binding))
+                else:
+                    widths.append(None)
+            return _all_floating(widths)
         return None
+
+    # -- floating tensors through the program's flow --------------------------
+    def _param_width(self, binding: Binding, seen: Set[int]) -> Width:
+        """A parameter is as floating as what every call of its function in
+        the module passes for it (at least one call; a call through ``*args``
+        or ``**kwargs`` hides it)."""
+        fn = binding.scope.node
+        self.budget -= 50
+        if self.budget < 0 or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or id(fn) in seen:
+            return None
+        seen = seen | {id(fn)}
+        widths: List[Width] = []
+        for call, bound_self in calls_of(self.site, fn):
+            passed = argument_for(call, fn, binding.name, bound_self)
+            widths.append(self.width(passed, seen) if passed is not None else None)
+        return _all_floating(widths)
+
+    def _target_width(self, binding: Binding) -> Width:
+        """``for p in group["params"]`` / ``model.parameters()``: parameters
+        an optimizer steps are floating tensors (maybe half precision)."""
+        holder = binding.value
+        gens = holder.generators if isinstance(holder, _COMPREHENSIONS) else [holder] if isinstance(holder, (ast.For, ast.AsyncFor)) else []
+        for gen in gens:
+            if getattr(gen, "target", None) is binding.node:
+                it = gen.iter  # type: ignore[attr-defined]
+                if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Constant) and it.slice.value == "params":
+                    return "float"
+                if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters" and not it.args:
+                    return "float"
+        return None
+
+    def _stored_width(self, expr: ast.Subscript, seen: Set[int]) -> Width:
+        """``state["buf"]``: what the function holding it stores under that
+        key in a dict of the same name (``state["buf"] = torch.zeros_like(p)``)."""
+        holder = expr.value
+        fn = self.site.source.enclosing(expr, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if not isinstance(holder, ast.Name) or fn is None or id(expr) in seen:
+            return None
+        key = expr.slice.value  # type: ignore[attr-defined]
+        seen = seen | {id(expr)}
+        widths: List[Width] = []
+        for node in self.site.source.nodes(ast.Subscript):
+            if not isinstance(node.ctx, ast.Store) or not isinstance(node.value, ast.Name) or node.value.id != holder.id:  # type: ignore[attr-defined]
+                continue
+            if not (isinstance(node.slice, ast.Constant) and node.slice.value == key):  # type: ignore[attr-defined]
+                continue
+            if self.site.source.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not fn:
+                continue
+            parent = self.site.source.parent(node)
+            ok = isinstance(parent, ast.Assign) and len(parent.targets) == 1
+            widths.append(self.width(parent.value, seen) if ok else None)  # type: ignore[union-attr]
+        return _all_floating(widths)
 
     def _float_literal_data(self, data: ast.AST) -> bool:
         if isinstance(data, (ast.List, ast.Tuple)):
@@ -989,6 +1117,8 @@ class _Callee:
                     return _join(inner[0], "float"), inner[1]
                 if method in SAME_DTYPE_OPS:
                     return self.width(expr.func.value, exclude, depth + 1)
+                if method in _ARITH_METHODS and len(expr.args) == 1:
+                    return self._join_all([expr.func.value, expr.args[0]], exclude, depth)
             return None, ()
         if isinstance(expr, ast.BinOp):
             return self._join_all([expr.left, expr.right], exclude, depth)
@@ -1124,6 +1254,9 @@ class _Callee:
 
     def _call_use(self, call: ast.Call, value: ast.AST, derived: Set[str], needs, keyword: Optional[str] = None) -> Optional[str]:
         func = call.func
+        arith = _method_arith(self, call, value, derived, needs, keyword)
+        if arith is not False:
+            return arith  # type: ignore[return-value]
         if isinstance(func, ast.Name) and func.id in _PYTHON_USERS and func.id not in self.aliases:
             return _PYTHON_USERS[func.id]
         path = resolve_ast(func, self.aliases)
@@ -1143,6 +1276,31 @@ class _Callee:
                 return self._tensor_operand(tensor, derived, needs, "float", f"`{last}()`")
         name = path or (ast.unparse(func) if not isinstance(func, ast.Lambda) else "a lambda")
         return f"passed to `{name}()`, not known to accept a 0-d tensor with the same result"
+
+
+#: tensor methods that are ``x <op> c`` (in place or not): ``x.mul_(c)`` is ``x * c``
+_ARITH_METHODS = {"add": ast.Add, "add_": ast.Add, "sub": ast.Sub, "sub_": ast.Sub, "mul": ast.Mult, "mul_": ast.Mult, "div": ast.Div, "div_": ast.Div}
+
+
+def _method_arith(callee: "_Callee", call: ast.Call, value: ast.AST, derived: Set[str], needs, keyword: Optional[str]):
+    """``x.mul_(c)`` / ``x.add(c)`` with ``c`` the parameter (the one
+    positional argument, no ``alpha=``): the same use as ``x * c`` / ``x + c``
+    with ``x`` the other operand.  False when the call is not that form."""
+    func = call.func
+    if keyword is not None or not isinstance(func, ast.Attribute) or func.attr not in _ARITH_METHODS:
+        return False
+    if resolve_ast(func, callee.aliases) is not None or call.keywords or len(call.args) != 1 or call.args[0] is not value:
+        return False  # torch.add(x, c, ...), alpha=, or the tensor is the argument
+    if isinstance(func.value, ast.Name) and func.value.id in derived:
+        return False
+    return callee._tensor_operand(func.value, derived, needs, "float", f"`{ast.unparse(call)}`")
+
+
+def callee_width(fn: ast.AST, aliases: Dict[str, str], expr: ast.AST) -> Tuple[Width, Tuple[str, ...]]:
+    """(width, params) of ``expr`` inside ``fn``, as :func:`summarize_function`
+    sees operands: floating of at least ``width``, or as floating as the
+    arguments of ``params``."""
+    return _Callee(fn, aliases).width(expr)  # type: ignore[arg-type]
 
 
 def summarize_function(fn: ast.FunctionDef, aliases: Dict[str, str]) -> FunctionSummary:

@@ -173,13 +173,6 @@ FIX_NOT_OFFERED = {
     for name, reason in NOT_FOUND.items()
     if name not in ("pos_layer_loop_attr_bound", "pos_lr_field_scheduler")  # these get a safe fix today
 }
-_WIDTH = "the wrap is held back as unsafe: the tensor the float meets in the kernel is not visibly floating at the call"
-FIX_NOT_OFFERED["pos_group_lr_scaled"] = f"{_WIDTH} (`update = grad.add(buf, alpha=momentum)`, grad from `p.grad`)"
-FIX_NOT_OFFERED["pos_group_lr_comprehension"] = f"{_WIDTH} (`grad * lr`, grad passed as `p.grad`)"
-FIX_NOT_OFFERED["pos_optim_subclass_kernel"] = f"{_WIDTH} (`buf * lr`, buf passed as `state['buf']`, a `zeros_like(p)`)"
-FIX_NOT_OFFERED["pos_param_default_temperature"] = f"{_WIDTH} (`logits / temperature`, logits = `x @ self.head` with x a parameter of `generate`)"
-FIX_NOT_OFFERED["pos_sampling_kwargs"] = "the wrap is held back as unsafe: inside the compiled function the float goes on through `**sampling_kwargs` to `logits_to_probs`, whose use of it is not followed"
-FIX_NOT_OFFERED["pos_star_args"] = "the wrap is held back as unsafe: the kernel uses the float in `ema.mul_(decay)`, an in-place tensor method not known to accept a 0-d tensor with the same result"
 FIX_NOT_OFFERED["pos_ema_lerp_weight"] = (
     "the wrap is held back as unsafe although the weight only reaches `torch.lerp`, which takes a 0-d tensor weight with the same result (measured: 2 -> 1 graph)"
 )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
@@ -16,7 +17,11 @@ from ..findings import Edit, Finding, Safety
 from ..floats import (
     CallSite,
     FunctionSummary,
+    ParamUse,
+    argument_for,
     call_args,
+    callee_width,
+    calls_of,
     float_flow,
     summarize_function,
     tensor_width,
@@ -68,7 +73,7 @@ def _literal_values(callees) -> Dict[Tuple[str, object], set]:
     """(callee, keyword or position) -> the distinct literal numbers passed
     there at every call seen: more than one is evidence that the value changes."""
     out: Dict[Tuple[str, object], set] = {}
-    for call, callee, _summary, _skip in callees:
+    for call, callee, *_ in callees:
         index = 0
         for keyword, star, value in call_args(call):
             if star:
@@ -103,6 +108,10 @@ class _Route:
     slots: Optional[Dict[int, Tuple[Optional[str], Optional[int]]]] = None
     #: the forwarding functions passed through, outermost first
     via: Tuple[str, ...] = ()
+    #: the compiled function's def, when it is in this module
+    fn_def: Optional[ast.AST] = None
+    #: why a forwarder makes the wrap unsafe (it reads what it forwards)
+    unsafe: Optional[str] = None
 
 
 def _var_params(fn: ast.AST) -> Tuple[Optional[str], Optional[str]]:
@@ -138,30 +147,26 @@ def _forwarded_stars(site_model: CallSite, call: ast.Call, fn: ast.AST) -> Tuple
     return position, kwargs
 
 
-def _calls_of(site_model: CallSite, fn: ast.AST) -> List[Tuple[ast.Call, bool]]:
-    """(call, whether ``self`` is bound) of every call of ``fn`` in the module
-    seen by name (a function) or as ``x.name(...)`` (a method)."""
-    model = site_model.model
-    source = model.source
-    owner = model.scopes.of_node.get(fn)
-    scope = owner.parent if owner is not None else None
-    if scope is None:
-        return []
-    name = fn.name  # type: ignore[attr-defined]
-    out: List[Tuple[ast.Call, bool]] = []
-    if scope.kind == "class":
-        if any(dotted_name(d) in ("staticmethod", "classmethod") for d in fn.decorator_list):  # type: ignore[attr-defined]
-            return []
-        for node in source.nodes(ast.Attribute):
-            parent = source.parent(node)
-            if node.attr == name and isinstance(parent, ast.Call) and parent.func is node:  # type: ignore[attr-defined]
-                out.append((parent, True))
-        return out
-    for ref in scope.references.get(name, []):
-        parent = source.parent(ref)
-        if isinstance(parent, ast.Call) and parent.func is ref:
-            out.append((parent, False))
-    return out
+def keyword_at(route: _Route, keyword: Optional[str], value: ast.AST) -> Optional[str]:
+    """The keyword an argument has at the compiled call."""
+    if route.slots is not None and id(value) in route.slots:
+        return route.slots[id(value)][0]
+    return keyword
+
+
+def _reads_forwarded(site_model: CallSite, fn: ast.AST) -> Optional[str]:
+    """Why a forwarding function may treat what it forwards as a Python
+    number: it reads its ``*args`` / ``**kwargs`` other than to pass them on."""
+    for name in _var_params(fn):
+        if name is None:
+            continue
+        scope = site_model.scopes.of_node.get(fn)
+        for ref in scope.references.get(name, []) if scope is not None else []:
+            parent = site_model.source.parent(ref)
+            if isinstance(parent, ast.Starred) or (isinstance(parent, ast.keyword) and parent.arg is None):
+                continue
+            return f"`{getattr(fn, 'name', '?')}` reads `{name}` (line {ref.lineno}) besides passing it on"
+    return None
 
 
 class FloatArgs(Rule):
@@ -284,11 +289,12 @@ gives `inf` with a tensor.
             return False
         return not any(dotted_name(d) == "staticmethod" for d in fn.decorator_list)  # type: ignore[attr-defined]
 
-    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool]]:
+    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST]]]:
         """(call, callee name, summary (computed on demand, None when unseen),
-        skip self) for every call of a compiled function."""
+        skip self, the compiled function's def when it is in this module) for
+        every call of a compiled function."""
         model = ctx.model
-        out: List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool]] = []
+        out: List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST]]] = []
         seen: Set[ast.Call] = set()
         for site in model.compile_sites:
             fn = site.target_def
@@ -305,7 +311,7 @@ gives `inf` with a tensor.
                 if bound is not None and isinstance(call.func, ast.Name) and not site_model.sees(bound, call.func):
                     continue  # a call before the compile, in the same scope
                 seen.add(call)
-                out.append((call, name, summary, skip_self))
+                out.append((call, name, summary, skip_self, fn))
         project = ctx.project
         if project is not None and getattr(project, "compiled", None):
             # a dotted callee `m.f` can only name a compiled function whose name is `f`
@@ -320,7 +326,7 @@ gives `inf` with a tensor.
                     if hit is not None:
                         (_, module), found = hit
                         seen.add(node)
-                        out.append((node, f"{module}.{found.name}", (lambda found=found: found), False))
+                        out.append((node, f"{module}.{found.name}", (lambda found=found: found), False, None))
                         break
         return out
 
@@ -363,7 +369,7 @@ gives `inf` with a tensor.
             named = [a.arg for a in list(args.posonlyargs) + list(args.args)]
             kwonly = {a.arg for a in args.kwonlyargs}
             param_callee = route is None
-            for outer, bound_self in _calls_of(site_model, fn):
+            for outer, bound_self in calls_of(site_model, fn):
                 if outer is inner:
                     continue
                 params = named[1:] if bound_self and named else named
@@ -390,8 +396,10 @@ gives `inf` with a tensor.
                         if kw.arg is not None and kw.arg not in params and kw.arg not in kwonly:
                             slots[id(kw.value)] = (kw.arg, None)
                 name = getattr(fn, "name", "?")
+                unsafe = this.unsafe or _reads_forwarded(site_model, fn)
+                this = dataclasses.replace(this, unsafe=unsafe)
                 if slots:
-                    out.append(_Route(outer, this.inner, this.callee, this.summary, this.skip_self, slots, (name,) + via))
+                    out.append(dataclasses.replace(this, origin=outer, slots=slots, via=(name,) + via))
                 # and on outwards, when `outer` passes on its own function's *args / **kwargs
 
                 def further(k: int, position=position, params: List[str] = params, to_compiled=to_compiled) -> Optional[int]:
@@ -414,8 +422,48 @@ gives `inf` with a tensor.
                 summary: Callable[[], Optional[FunctionSummary]] = _no_summary
                 if fn is not None:
                     summary = functools.partial(self._local_summary, ctx, fn)
-                return _Route(inner, inner, site.binding or given.id, summary, False)
+                return _Route(inner, inner, site.binding or given.id, summary, False, fn_def=fn)
         return None
+
+    def _kwargs_use(self, ctx, fn: ast.AST, keyword: str, depth: int) -> Optional[ParamUse]:
+        """How ``fn`` uses the keyword ``keyword`` that lands in its ``**kwargs``:
+        every read of ``**kwargs`` must pass it on (``g(x, **kwargs)``) to a
+        function of this module whose parameter ``keyword`` is safe; what that
+        parameter must meet becomes a need on ``fn``'s own parameters."""
+        kwarg = fn.args.kwarg.arg  # type: ignore[attr-defined]
+        scope = ctx.model.scopes.of_node.get(fn)
+        refs = scope.references.get(kwarg, []) if scope is not None else []
+        needs: List[Tuple[str, str]] = []
+        aliases = ctx.cache.get("FR003", {}).get("aliases") or torch_aliases(ctx.source.tree)
+        for ref in refs:
+            holder = ctx.source.parent(ref)
+            call = ctx.source.parent(holder)
+            if not (isinstance(holder, ast.keyword) and holder.arg is None and isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+                return ParamUse(False, f"`{kwarg}` is read other than passed on (line {ref.lineno})")
+            if any(kw.arg == keyword for kw in call.keywords):
+                return ParamUse(False, f"`{keyword}` is also passed explicitly (line {call.lineno})")
+            inner = ctx.model.resolve_function(call.func)
+            if inner is None:
+                return ParamUse(False, f"`{kwarg}` is passed on to `{call.func.id}()`, whose body cannot be seen (line {call.lineno})")
+            summary = self._local_summary(ctx, inner)
+            use = summary.uses.get(keyword)
+            if use is None:
+                if inner.args.kwarg is None or depth >= 3:  # type: ignore[attr-defined]
+                    return ParamUse(False, f"`{call.func.id}()` has no parameter `{keyword}` (line {call.lineno})")
+                use = self._kwargs_use(ctx, inner, keyword, depth + 1)
+                if use is None:
+                    return None
+            if not use.safe:
+                return ParamUse(False, f"`{call.func.id}()` uses it: {use.reason}")
+            for other, required in use.needs:
+                passed = argument_for(call, inner, other, False)
+                width, params = callee_width(fn, aliases, passed) if passed is not None else (None, ())
+                if width == "full" or (width == "float" and required == "float"):
+                    continue
+                if not params:
+                    return ParamUse(False, f"`{keyword}` meets `{other}` of `{call.func.id}()` in tensor arithmetic, not visibly a floating tensor (line {call.lineno})")
+                needs.extend((p, required) for p in params)
+        return ParamUse(True, "", tuple(needs))
 
     # -- the check ------------------------------------------------------------
     def check(self, ctx) -> Iterable[Finding]:
@@ -424,7 +472,7 @@ gives `inf` with a tensor.
         findings: List[Finding] = []
         callees = self._callees(ctx, site_model)
         literal_values = _literal_values(callees)
-        direct = [_Route(call, call, callee, get_summary, skip_self) for call, callee, get_summary, skip_self in callees]
+        direct = [_Route(call, call, callee, get_summary, skip_self, fn_def=fn) for call, callee, get_summary, skip_self, fn in callees]
         routes = direct + self._forwarded(ctx, site_model, direct)
         done: Set[int] = set()
         for route in routes:
@@ -480,7 +528,7 @@ gives `inf` with a tensor.
                 where = f"`{keyword}=`" if keyword is not None else f"`{site_model.code(call, value)}`"
                 through = f" through `{'` -> `'.join(route.via)}`" if route.via else ""
                 head = f"float argument {where} ({flow.reason}) to compiled `{route.callee}`{through} is guarded on its value: new values recompile"
-                unsafe_why = self._unsafe_reason(site_model, summary, param, by_param)
+                unsafe_why = route.unsafe or self._unsafe_reason(ctx, site_model, route, summary, param, keyword_at(route, keyword, value), by_param)
                 if unsafe_why is None:
                     message = f"{head}; pass a 0-d tensor"
                     safety = Safety.SAFE
@@ -518,13 +566,14 @@ gives `inf` with a tensor.
             return site_model.group_lr_facts()[1]
         return number_varies(site_model.model, call, value)
 
-    @staticmethod
-    def _unsafe_reason(site_model: CallSite, summary: Optional[FunctionSummary], param: Optional[str], by_param) -> Optional[str]:
+    def _unsafe_reason(self, ctx, site_model: CallSite, route: _Route, summary: Optional[FunctionSummary], param: Optional[str], keyword: Optional[str], by_param) -> Optional[str]:
         if summary is None:
             return "the compiled function's body cannot be seen"
-        if param is None:
-            return "the argument does not map to a named parameter of the compiled function"
-        use = summary.uses.get(param)
+        use = summary.uses.get(param) if param is not None else None
+        if use is None and keyword is not None and route.fn_def is not None and route.fn_def.args.kwarg is not None:  # type: ignore[attr-defined]
+            # `**kwargs` of the compiled function, passed on to functions of this module
+            use = self._kwargs_use(ctx, route.fn_def, keyword, 0)
+            param = keyword
         if use is None:
             return "the argument does not map to a named parameter of the compiled function"
         if not use.safe:
