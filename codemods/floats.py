@@ -8,8 +8,13 @@ Two halves, usable by any pass, both on the stdlib :mod:`ast`:
   call such as ``float()``, ``math.cos()``, ``random.random()`` or ``max`` of
   floats, a name bound in the enclosing scope to such a value -- also rebuilt
   from itself, ``t = t * 0.95`` -- a parameter or variable annotated
-  ``float``); :func:`tensor_width` says whether an expression is visibly a
-  floating tensor (``torch.randn(...)``, ``x.float()``, a name bound to one).
+  ``float`` or with a float default, an element of a list, comprehension or
+  ``zip`` of floats, a param group's lr, ``getattr(p, "lr_mul", 1.0)``);
+  :func:`float_flow` also tells what it flows from (param-group lrs, whose
+  variation evidence is :meth:`CallSite.group_lr_facts`);
+  :func:`tensor_width` says whether an expression is visibly a floating
+  tensor (``torch.randn(...)``, ``x.float()``, ``p.grad``, a name,
+  ``self.attr``, dict entry or parameter bound or passed one).
 
 * **callee side** (a function body alone, so the cheap project index can
   use it too): :func:`summarize_function` tells, per parameter, whether every use of
@@ -141,6 +146,25 @@ class CallSite:
         self._qnames: Dict[int, FrozenSet[str]] = {}
         self._bindings: Dict[int, List[Binding]] = {}
         self._group_facts: Optional[Tuple[Optional[str], Optional[str]]] = None
+        self._by_attr: Optional[Dict[str, List[ast.Attribute]]] = None
+        self._stores: Optional[Dict[Tuple[str, str], List[ast.Subscript]]] = None
+
+    def attributes(self, attr: str) -> List[ast.Attribute]:
+        """Every ``x.<attr>`` of the module (indexed once)."""
+        if self._by_attr is None:
+            self._by_attr = {}
+            for node in self.source.nodes(ast.Attribute):
+                self._by_attr.setdefault(node.attr, []).append(node)  # type: ignore[attr-defined]
+        return self._by_attr.get(attr, [])
+
+    def key_stores(self, name: str, key: str) -> List[ast.Subscript]:
+        """Every ``name["key"] = ...`` target of the module (indexed once)."""
+        if self._stores is None:
+            self._stores = {}
+            for node in self.source.nodes(ast.Subscript):
+                if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):  # type: ignore[attr-defined]
+                    self._stores.setdefault((node.value.id, node.slice.value), []).append(node)  # type: ignore[attr-defined]
+        return self._stores.get((name, key), [])
 
     def qualified_names(self, expr: ast.AST) -> FrozenSet[str]:
         cached = self._qnames.get(id(expr))
@@ -429,9 +453,9 @@ def calls_of(site: "CallSite", fn: ast.AST) -> List[Tuple[ast.Call, bool]]:
     if scope.kind == "class":
         if any(dotted_name(d) in ("staticmethod", "classmethod") for d in fn.decorator_list):  # type: ignore[attr-defined]
             return []
-        for node in source.nodes(ast.Attribute):
+        for node in site.attributes(name):
             parent = source.parent(node)
-            if node.attr == name and isinstance(parent, ast.Call) and parent.func is node:  # type: ignore[attr-defined]
+            if isinstance(parent, ast.Call) and parent.func is node:
                 out.append((parent, True))
         return out
     for ref in scope.references.get(name, []):
@@ -748,8 +772,8 @@ class _CallSide:
         if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
             return None
         kinds = [self.number(default, seen)]
-        for node in self.site.source.nodes(ast.Attribute):
-            if node.attr != attr.value or not isinstance(node.ctx, ast.Store):  # type: ignore[attr-defined]
+        for node in self.site.attributes(attr.value):
+            if not isinstance(node.ctx, ast.Store):
                 continue
             parent = self.site.source.parent(node)
             if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node:
@@ -864,11 +888,7 @@ class _CallSide:
         key = expr.slice.value  # type: ignore[attr-defined]
         seen = seen | {id(expr)}
         widths: List[Width] = []
-        for node in self.site.source.nodes(ast.Subscript):
-            if not isinstance(node.ctx, ast.Store) or not isinstance(node.value, ast.Name) or node.value.id != holder.id:  # type: ignore[attr-defined]
-                continue
-            if not (isinstance(node.slice, ast.Constant) and node.slice.value == key):  # type: ignore[attr-defined]
-                continue
+        for node in self.site.key_stores(holder.id, key):
             if self.site.source.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not fn:
                 continue
             parent = self.site.source.parent(node)

@@ -183,10 +183,20 @@ or a true division (`0.5 + i`, `i / 7`), a call that returns a float
 (`float(y)`, `math.cos(a)`, `random.random()`, `abs`/`round(v, n)` of a float,
 `max`/`min` of floats), a name bound in the enclosing scope to such a value --
 also when recomputed in a loop or rebuilt from itself (`t = t * 0.95`,
-`t *= 0.9`, `lr = max(lr * 0.5, 1e-4)`) -- or a parameter or variable
-annotated `float`. A name counts only when every binding of it is a Python
-number and one is a float: a name that is a tensor or unknown on some path is
-left alone, as are floats passed through `functools.partial` or `**kwargs`.
+`t *= 0.9`, `lr = max(lr * 0.5, 1e-4)`) -- a parameter or variable
+annotated `float`, or a parameter known only by its float default
+(`def generate(self, x, T=0.7)`). A name counts only when every binding of it
+is a Python number and one is a float: a name that is a tensor or unknown on
+some path is left alone. The float is followed through the forms training
+code uses: a param group's lr (`group["lr"]` with `group` from
+`X.param_groups`, also in arithmetic such as `group["lr"] * max(1.0, a / b)
+** 0.5`, `group["lr"] * getattr(p, "lr_mul", 1.0)`, comprehensions and
+`zip`), unless the module keeps its lrs as tensors (`.fill_`, a tensor
+`lr=`); and through functions that pass their `*args` / `**kwargs` on to the
+compiled function (`generate(x, temperature=t)` -> `decode(x,
+**sampling_kwargs)`), or call a compiled function they are given
+(`run(fn, *args)`): the finding and the wrap are then on the call that
+passes the float in. Floats passed through `functools.partial` are left alone.
 It wraps the argument: `torch.tensor(<expr>, dtype=torch.float64)`
 under the module's alias of torch (`import torch` is added if missing).
 Ints, bools, strings, None and tensors are left alone (automatic dynamic
@@ -227,8 +237,12 @@ Use instead:
     fix_safety = """
 Reported by default only when the source shows the value changing between
 calls: rebuilt in a loop around the call, a parameter of a function that is
-called with changing or different values, or different literals at different
-calls. A float passed once, or read once from a command line or config, is
+called with changing or different values (a default counts as the value
+passed), or different literals at different calls. A float computed from a
+param group's lr changes when the lr does: the module writes the group's lr
+in a loop or a function (not `__init__`, not a one-off setup loop over the
+groups), or builds a `torch.optim.lr_scheduler` scheduler; being read again
+for every group or parameter is no evidence. A float passed once, or read once from a command line or config, is
 reported only with `--unproven` (on torch 2.6+ such a value costs at most one
 recompile).
 
@@ -237,8 +251,14 @@ tensor arithmetic that gives the same result with a 0-d float64 tensor: an
 operand of `+ - * /` (`c / x` and `**` excluded: they round differently), a
 comparison feeding a tensor op, or the `min`/`max` of `clamp`/`clip` -- with
 the other operand visibly a floating tensor (a float factory such as
-`torch.randn`, `.float()`, a float op such as `softmax` or a loss, or a
-parameter whose argument at this call is one of those). Arithmetic with Python
+`torch.randn`, `.float()`, a float op such as `softmax` or a loss, `p.grad`,
+a parameter an optimizer steps (`for p in group["params"]`), `self.w` or a
+dict entry (`state["buf"]`) bound to one of those, or a parameter whose
+argument at this call -- or at every call of the function holding it -- is
+one of those). `x.mul_(c)` / `x.add(c)` count as `x * c` / `x + c`; a float
+landing in the compiled function's `**kwargs` is followed into the module's
+functions it is passed on to. A forwarding function that reads what it
+forwards (`if kwargs["temperature"] > 0`) makes the fix unsafe. Arithmetic with Python
 numbers (`temperature + 1e-6`) is followed. Unsafe (reported, applied with
 `--unsafe-fixes`) when the callee uses the value as a Python number (`if` /
 `while` tests, `round`, `int`, `math.*`, `isinstance`, `range`, formatting,
