@@ -148,15 +148,7 @@ NEGATIVES = [p for p in PROGRAMS if p.kind == "negative"]
 
 # --- what the tool does not follow yet (today's engine); delete an entry when it XPASSes ---
 
-_FLOW = "the float is not followed"
 NOT_FOUND = {
-    "pos_group_lr_scaled": f"{_FLOW} from `group['lr'] * max(1.0, a / b) ** 0.5` (param-group subscript + arithmetic) to the compiled kernel",
-    "pos_group_lr_comprehension": f"{_FLOW} through `[m * group['lr'] for m in mults]` and `zip` into the compiled kernel",
-    "pos_group_lr_getattr_mul": f"{_FLOW} from `group['lr'] * getattr(p, 'lr_mul', 1.0)` to the compiled kernel",
-    "pos_optim_subclass_kernel": "a bare `group['lr']` of a torch.optim.Optimizer subclass, changed by a scheduler, passed to a compiled function is not seen as a varying float",
-    "pos_param_default_temperature": f"{_FLOW} from a parameter default (`T=0.7`, callers pass other values) to the compiled call",
-    "pos_sampling_kwargs": f"{_FLOW} through `**sampling_kwargs` forwarding into the compiled function",
-    "pos_star_args": f"{_FLOW} through a `*args` forwarder into the compiled function",
     "pos_returned_compiled": "a compiled callable returned by a function (`load_decoder()`) and passed on as an argument is not followed",
     "pos_bound_method_attr": "a compiled bound method stored on an attribute (`self._loss_fn = torch.compile(self._loss)`) and called through it is not followed",
     "pos_lr_field_scheduler": "the lr written under a computed key in another module (`group[self.lr_field] = new_lr` in scheduler.py) is not followed (the project index holds no lr writers); only the optimizer's constructor is reported",
