@@ -23,7 +23,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple, Type
 
-import libcst as cst
+from ._lazy import cst
 
 Pos = Tuple[int, int]  # (line 1-based, column 0-based in code points)
 

@@ -36,7 +36,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import libcst as cst
+from ._lazy import cst
 
 from . import trace as tr
 from .context import FileContext, Settings

@@ -9,7 +9,7 @@ import functools
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-import libcst as cst
+from .._lazy import cst
 
 from ..compile_sites import dotted_name
 from ..variation import number_varies

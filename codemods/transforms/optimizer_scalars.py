@@ -13,7 +13,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
-import libcst as cst
+from .._lazy import cst
 
 from ..compile_sites import _import_qualified, dotted_name
 from ..findings import Edit, Finding, Safety
@@ -33,7 +33,8 @@ from ._cst import remove_keyword
 from .base import Example, Rule
 
 _TENSOR_FACTORIES = {"torch.tensor", "torch.as_tensor", "torch.full", "torch.scalar_tensor", "torch.ones", "torch.zeros"}
-_NO_WS = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+def _no_ws() -> "cst.AssignEqual":
+    return cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _CODE_TOKENS = (tokenize.NAME, tokenize.NUMBER, tokenize.STRING, tokenize.OP) + tuple(
     getattr(tokenize, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, name)
@@ -837,7 +838,7 @@ step).
         lr_fixed = False
         if lr is None:
             default = cst.Float(repr(float(row.default_lr)))
-            new_arg = cst.Arg(keyword=cst.Name("lr"), value=cst.Call(func=torch_expr(ctx.model, "tensor"), args=[cst.Arg(default)]), equal=_NO_WS)
+            new_arg = cst.Arg(keyword=cst.Name("lr"), value=cst.Call(func=torch_expr(ctx.model, "tensor"), args=[cst.Arg(default)]), equal=_no_ws())
             edits.append(Edit(call_target, lambda node: node.with_changes(args=[*node.args, new_arg])))
             notes.append(f"pass the default `lr={row.default_lr}` as a tensor")
             lr_fixed = True

@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Optional
 
-import libcst as cst
+from .._lazy import cst
 
 from ..compile_sites import CompileSite, dotted_name
 from ..constants import int_value

@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-import libcst as cst
+from .._lazy import cst
 
 from .. import placement
 from ..compile_sites import CompileModel
