@@ -29,7 +29,7 @@ import pickle
 import stat as stat_mod
 import tempfile
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from .findings import Finding, Fix, Safety
 
@@ -103,7 +103,23 @@ def file_facts_key(project, path: str, global_key: str) -> str:
         return str(own(path))
     tokens = project.prefilter_tokens(path) if hasattr(project, "prefilter_tokens") else ()
     module = getattr(project, "modules", {}).get(path)
-    return hashlib.blake2b(repr((global_key, tokens, module)).encode(), digest_size=16).hexdigest()
+    return _facts_digest(global_key, tokens, module)
+
+
+_TOKENS_REPR: Dict[int, Tuple[object, str]] = {}
+
+
+def _facts_digest(global_key: str, tokens, module) -> str:
+    """The digest of (global key, the index's tokens, the file's module).
+    The tokens are one tuple shared by every file of a run: its ``repr`` is
+    made once (memo keyed by identity, checked, bounded)."""
+    held = _TOKENS_REPR.get(id(tokens))
+    if held is None or held[0] is not tokens:
+        if len(_TOKENS_REPR) > 64:
+            _TOKENS_REPR.clear()
+        held = _TOKENS_REPR[id(tokens)] = (tokens, repr(tokens))
+    blob = "\x00".join((global_key, held[1], repr(module)))
+    return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
 
 
 # -- (de)serialising results ---------------------------------------------------

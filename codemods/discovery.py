@@ -100,21 +100,35 @@ class _GitIgnore:
         return False
 
 
-def _repo_root(start: str) -> Optional[str]:
+def _repo_root(start: str, _known: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
+    """The nearest folder at or above ``start`` holding ``.git``; ``_known``
+    remembers the answer for every folder on the way (a walk asks for each of
+    its folders: their parents are asked once)."""
     cur = os.path.abspath(start)
+    seen: List[str] = []
+    found: Optional[str] = None
     while True:
+        if _known is not None and cur in _known:
+            found = _known[cur]
+            break
+        seen.append(cur)
         if os.path.exists(os.path.join(cur, ".git")):
-            return cur
+            found = cur
+            break
         parent = os.path.dirname(cur)
         if parent == cur:
-            return None
+            break
         cur = parent
+    if _known is not None:
+        for folder in seen:
+            _known[folder] = found
+    return found
 
 
-def _ancestor_folders(folder: str) -> List[str]:
+def _ancestor_folders(folder: str, _known: Optional[Dict[str, Optional[str]]] = None) -> List[str]:
     """Folders from the repository root (or the folder itself) down to ``folder``."""
     folder = os.path.abspath(folder)
-    root = _repo_root(folder) or folder
+    root = _repo_root(folder, _known) or folder
     chain = [folder]
     while chain[-1] != root and os.path.dirname(chain[-1]) != chain[-1]:
         chain.append(os.path.dirname(chain[-1]))
@@ -126,6 +140,7 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
     missing: List[Tuple[str, str]] = []
     gitignore = _GitIgnore()
     exclude_spec = pathspec.GitIgnoreSpec.from_lines(extra_excludes) if extra_excludes else None
+    roots: Dict[str, Optional[str]] = {}
     for raw in paths:
         if not os.path.lexists(raw):
             missing.append((raw, "no such file or directory"))
@@ -138,7 +153,7 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
                 files.append(raw)
             continue
         for dirpath, dirnames, filenames in os.walk(raw, onerror=lambda exc: missing.append(_walk_error(exc))):
-            parents = _ancestor_folders(dirpath)
+            parents = _ancestor_folders(dirpath, roots)
             keep = []
             for d in sorted(dirnames):
                 full = os.path.join(dirpath, d)
@@ -167,7 +182,11 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
     seen = set()
     unique = []
     for f in sorted(files, key=lambda p: os.path.normpath(p)):
-        key = os.path.realpath(f)
+        try:  # one file reached twice (a link, overlapping arguments): by identity
+            st = os.stat(f)
+            key: object = (st.st_dev, st.st_ino)
+        except OSError:
+            key = os.path.realpath(f)
         if key not in seen:
             seen.add(key)
             unique.append(f)
@@ -181,7 +200,12 @@ def _walk_error(exc: OSError) -> Tuple[str, str]:
 
 def display_path(path: str) -> str:
     """Path relative to the current folder when below it, with forward slashes."""
-    rel = os.path.relpath(os.path.abspath(path))
-    if rel.startswith(".."):
-        rel = os.path.abspath(path)
+    full = os.path.abspath(path)
+    cwd = os.getcwd()
+    if full.startswith(cwd) and full[len(cwd) : len(cwd) + 1] == os.sep:
+        rel = full[len(cwd) + 1 :]  # below the current folder: the common case, no relpath
+    else:
+        rel = os.path.relpath(full)
+        if rel == ".." or rel.startswith(".." + os.sep):
+            rel = full
     return rel.replace(os.sep, "/")

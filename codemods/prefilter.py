@@ -36,6 +36,35 @@ _REGEX_MODULES = (b"re", b"regex")
 _PLAIN_IMPORT_PREFIX = re.compile(rb"[ \t]*import[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*\Z")
 
 
+#: comments and string literals (consumed whole, leftmost first) or the word
+#: ``compile`` outside them: a match of the last alternative is ``compile``
+#: in code (a NAME token, as the tokenizer would say)
+_COMPILE_IN_CODE = re.compile(
+    rb"#[^\r\n]*"
+    rb'|"""(?:\\[\s\S]|[^\\])*?"""'
+    rb"|'''(?:\\[\s\S]|[^\\])*?'''"
+    rb'|"(?:\\[\s\S]|[^"\\\r\n])*"'
+    rb"|'(?:\\[\s\S]|[^'\\\r\n])*'"
+    rb"|(?<![\w\x80-\xff])(compile)(?![\w\x80-\xff])"
+)
+
+
+def compile_in_code(data: bytes) -> bool:
+    """Is the word ``compile`` in the code, not only in comments and strings?
+    Every compile site and compiled function the model recognises is spelled
+    with a name ``compile`` in code (``torch.compile``, ``m.compile()``,
+    ``from torch import compile``); a file that says it only in prose (a
+    docstring about ``torch.compile``) need not be parsed.  A quote the
+    pattern cannot pair (a syntax error) is skipped, so the answer errs on
+    "in code".  One spelling is given up: an f-string counts as prose, so a
+    compile written inside its braces (``f"{torch.compile(f)(x)}"``) is not
+    seen."""
+    for match in _COMPILE_IN_CODE.finditer(data):
+        if match.start(1) >= 0:
+            return True
+    return False
+
+
 def compile_is_regex_only(data: bytes) -> bool:
     """Do the bytes show that every ``compile`` a compile site could use is
     ``re.compile`` / ``regex.compile``?  True only when every ``.compile``
@@ -44,7 +73,11 @@ def compile_is_regex_only(data: bytes) -> bool:
     the module, never rebound -- ``import torch as re`` is not plain), and no
     import may bind a name ``compile`` (or ``*``).  Then no torch.compile
     site, no ``model.compile()`` and no compiled function can be in the file,
-    so it need not be parsed; anything unusual answers False (parse it)."""
+    so it need not be parsed; anything unusual answers False (parse it).
+    Also True when ``compile`` is only in comments and strings
+    (:func:`compile_in_code`)."""
+    if not compile_in_code(data):
+        return True
     if _IMPORT_COMPILE.search(data) is not None:
         return False
     used = set()

@@ -428,7 +428,12 @@ def test_prefilter_never_drops_a_finding(monkeypatch):
         (b"import re\nimport torch\nfrom torch import compile\n", False),
         (b"import re\nimport torch\nfrom torch import (\n    compile,\n)\n", False),
         (b"import re\nimport torch\nfrom torch import \\\n    compile\n", False),
-        (b"import re\nimport torch\nfrom torch import *\n", False),
+        (b"import re\nimport torch\nfrom torch import *\nf = compile(g)\n", False),
+        # `compile` only in prose (docstrings, strings, comments): nothing to parse
+        (b'import torch\n"""Speed it up with torch.compile(model)."""\nx = 1\n', True),
+        (b"import torch\nHELP = 'pass --compile to torch.compile the model'\n", True),
+        (b'import torch\ns = "#"; f = torch.compile(g)\n', False),
+        (b'import torch\ns = "it\\"s"; f = torch.compile(g)\n', False),
         # model.compile() / self.model.compile()
         (b"import re\nimport torch\nm = Net()\nm.compile()\n", False),
         (b"import re\nimport torch\nself.re.compile()\n", False),
