@@ -336,7 +336,8 @@ gives `inf` with a tensor.
                     found = functools.partial(self._local_summary, ctx, other) if other is not None else _no_summary
                     out.append((call, dotted_name(call.func) or name, found, other is not None and self._is_method(ctx, other), other))
                     continue
-                out.append((call, name, summary, skip_self, fn))
+                reached = name if dotted_name(call.func) == site.binding or fn is None else getattr(fn, "name", name)  # through a flow: the function's own name
+                out.append((call, reached, summary, skip_self, fn))
         project = ctx.project
         if project is not None and getattr(project, "compiled", None):
             # a dotted callee `m.f` can only name a compiled function whose name is `f`
@@ -589,7 +590,7 @@ gives `inf` with a tensor.
         over the groups or parameters is no evidence."""
         if flow.group_lrs:
             return site_model.group_lr_facts()[1]
-        return number_varies(site_model.model, call, value)
+        return number_varies(site_model.model, call, value, calls=functools.partial(calls_of, site_model))
 
     def _unsafe_reason(self, ctx, site_model: CallSite, route: _Route, summary: Optional[FunctionSummary], param: Optional[str], keyword: Optional[str], by_param) -> Optional[str]:
         if summary is None:
