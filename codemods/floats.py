@@ -151,7 +151,7 @@ class CallSite:
         self._by_attr: Optional[Dict[str, List[ast.Attribute]]] = None
         self._stores: Optional[Dict[Tuple[str, str], List[ast.Subscript]]] = None
         self._instance_calls: Optional[Dict[int, List[ast.Call]]] = None
-        self._self_stores: Dict[int, Dict[str, List[Optional[ast.AST]]]] = {}
+        self._self_stores: Dict[Tuple[int, str], List[Optional[ast.AST]]] = {}
 
     def attributes(self, attr: str) -> List[ast.Attribute]:
         """Every ``x.<attr>`` of the module (indexed once)."""
@@ -193,36 +193,36 @@ class CallSite:
         ``<attr>``) to, in its own body and methods (not nested classes): the
         value of ``self.attr = v``, the AugAssign of ``self.attr += v``, None
         for a form not followed (unpacking, a method or property of that
-        name).  Indexed once per class."""
-        table = self._self_stores.get(id(cls))
-        if table is None:
-            table = self._self_stores[id(cls)] = {}
-            for stmt in cls.body:
-                if isinstance(stmt, ast.Assign):
-                    for t in stmt.targets:
-                        if isinstance(t, ast.Name):
-                            table.setdefault(t.id, []).append(stmt.value if len(stmt.targets) == 1 else None)
-                elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-                    table.setdefault(stmt.target.id, []).append(stmt.value)
-                elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    table.setdefault(stmt.name, []).append(None)
-            stack: List[ast.AST] = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, ast.ClassDef):
-                    continue
-                if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id == "self":
-                    parent = self.source.parent(node)
-                    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node:
-                        table.setdefault(node.attr, []).append(parent.value)
-                    elif isinstance(parent, ast.AnnAssign) and parent.target is node and parent.value is not None:
-                        table.setdefault(node.attr, []).append(parent.value)
-                    elif isinstance(parent, ast.AugAssign) and parent.target is node:
-                        table.setdefault(node.attr, []).append(parent)
-                    else:
-                        table.setdefault(node.attr, []).append(None)
-                stack.extend(ast.iter_child_nodes(node))
-        return table.get(attr, [])
+        name).  From the module's attribute index, cached per class and name."""
+        key = (id(cls), attr)
+        found = self._self_stores.get(key)
+        if found is not None:
+            return found
+        found = []
+        for stmt in cls.body:
+            if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in stmt.targets):
+                found.append(stmt.value if len(stmt.targets) == 1 else None)
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == attr and stmt.value is not None:
+                found.append(stmt.value)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == attr:
+                found.append(None)
+        source = self.source
+        for node in self.attributes(attr):
+            if not (isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id == "self"):
+                continue
+            if source.enclosing(node, ast.ClassDef) is not cls:
+                continue
+            parent = source.parent(node)
+            if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node:
+                found.append(parent.value)
+            elif isinstance(parent, ast.AnnAssign) and parent.target is node and parent.value is not None:
+                found.append(parent.value)
+            elif isinstance(parent, ast.AugAssign) and parent.target is node:
+                found.append(parent)
+            else:
+                found.append(None)
+        self._self_stores[key] = found
+        return found
 
     def qualified_names(self, expr: ast.AST) -> FrozenSet[str]:
         cached = self._qnames.get(id(expr))

@@ -367,6 +367,11 @@ def _assigned_names(node: ast.AST) -> Set[str]:
     return out
 
 
+#: how many functions out a parameter's values are followed to its callers
+#: (as far as :data:`codemods.floats._PARAM_DEPTH` follows its number)
+_CALLER_DEPTH = 3
+
+
 def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: int = 0, calls=None) -> Optional[str]:
     """Evidence that the number ``value`` passed at ``call`` changes between
     calls (None: none visible): it is rebuilt inside a loop around the call
@@ -387,7 +392,7 @@ def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: in
             hit = used & _assigned_names(loop)
             if hit:
                 return f"`{sorted(hit)[0]}` changes in the loop on line {loop.lineno}"
-    if depth >= 2 or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if depth >= _CALLER_DEPTH or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     for param in _params_read(model, fn, value):
         why = _param_varies(model, fn, param, depth, calls)

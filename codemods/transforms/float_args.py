@@ -196,7 +196,14 @@ code uses: a param group's lr (`group["lr"]` with `group` from
 compiled function (`generate(x, temperature=t)` -> `decode(x,
 **sampling_kwargs)`), or call a compiled function they are given
 (`run(fn, *args)`): the finding and the wrap are then on the call that
-passes the float in. Floats passed through `functools.partial` are left alone.
+passes the float in. A parameter with neither annotation nor default is what
+every call of its function in the module passes (`run(step_fn, t)` called
+with `0.5 + i / 10`; `m(x, step)` reaches `forward` of `m`'s nn.Module class,
+`C(...)` reaches `__init__`), up to three functions out, and only when the
+function is not passed around or decorated; `self.attr` is a number when every
+value its class (and any `obj.attr = v` of the module) gives it is one, so
+`step / self.warmup` is a float when `step` is passed numbers. The finding and
+the wrap stay on the compiled call. Floats passed through `functools.partial` are left alone.
 It wraps the argument: `torch.tensor(<expr>, dtype=torch.float64)`
 under the module's alias of torch (`import torch` is added if missing).
 Ints, bools, strings, None and tensors are left alone (automatic dynamic
@@ -236,9 +243,11 @@ Use instead:
 """
     fix_safety = """
 Reported by default only when the source shows the value changing between
-calls: rebuilt in a loop around the call, a parameter of a function that is
-called with changing or different values (a default counts as the value
-passed), or different literals at different calls. A float computed from a
+calls: rebuilt in a loop around the call, computed from parameters (directly
+or through a local assigned once, `w = min(1.0, step / self.warmup)`) of a
+function that is called with changing or different values -- followed up to
+three functions out, nn.Module calls included (a default counts as the value
+passed) -- or different literals at different calls. A float computed from a
 param group's lr changes when the lr does: the module writes the group's lr
 in a loop or a function (not `__init__`, not a one-off setup loop over the
 groups), or builds a `torch.optim.lr_scheduler` scheduler; being read again
