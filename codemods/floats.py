@@ -76,6 +76,8 @@ _MATH_NOT_FLOAT = frozenset({"floor", "ceil", "trunc", "factorial", "gcd", "lcm"
 _RANDOM_FLOAT = frozenset({"random", "uniform", "gauss", "normalvariate", "lognormvariate", "expovariate", "betavariate", "gammavariate", "triangular", "vonmisesvariate", "paretovariate", "weibullvariate"})
 #: "the value of a name being resolved further up" (see :meth:`_CallSide.number`)
 _CYCLE = "cycle"
+#: how many functions out a parameter's number is followed to its callers
+_PARAM_DEPTH = 3
 
 Width = Optional[str]  # None (not visibly floating), "float" (floating, width unknown), "full" (float32/float64)
 
@@ -148,6 +150,8 @@ class CallSite:
         self._group_facts: Optional[Tuple[Optional[str], Optional[str]]] = None
         self._by_attr: Optional[Dict[str, List[ast.Attribute]]] = None
         self._stores: Optional[Dict[Tuple[str, str], List[ast.Subscript]]] = None
+        self._instance_calls: Optional[Dict[int, List[ast.Call]]] = None
+        self._self_stores: Dict[Tuple[int, str], List[Optional[ast.AST]]] = {}
 
     def attributes(self, attr: str) -> List[ast.Attribute]:
         """Every ``x.<attr>`` of the module (indexed once)."""
@@ -165,6 +169,60 @@ class CallSite:
                 if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):  # type: ignore[attr-defined]
                     self._stores.setdefault((node.value.id, node.slice.value), []).append(node)  # type: ignore[attr-defined]
         return self._stores.get((name, key), [])
+
+    def instance_calls(self, cls: ast.ClassDef) -> List[ast.Call]:
+        """Every ``m(...)`` of the module with ``m`` visibly an instance of the
+        nn.Module class ``cls`` (a name bound to ``cls(...)``, ``self.m``
+        assigned one in its class): nn.Module ``__call__`` runs ``forward``.
+        Indexed once per module."""
+        if self._instance_calls is None:
+            self._instance_calls = {}
+            model = self.model
+            if any(model.is_module_class(c) for c in model.classes.values()):
+                for node in self.source.nodes(ast.Call):
+                    func = node.func  # type: ignore[attr-defined]
+                    if not (isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self")):
+                        continue
+                    found = model.module_class_of(func)
+                    if found is not None:
+                        self._instance_calls.setdefault(id(found), []).append(node)  # type: ignore[arg-type]
+        return self._instance_calls.get(id(cls), [])
+
+    def self_stores(self, cls: ast.ClassDef, attr: str) -> List[Optional[ast.AST]]:
+        """What the class ``cls`` binds ``self.<attr>`` (or the class attribute
+        ``<attr>``) to, in its own body and methods (not nested classes): the
+        value of ``self.attr = v``, the AugAssign of ``self.attr += v``, None
+        for a form not followed (unpacking, a method or property of that
+        name).  From the module's attribute index, cached per class and name."""
+        key = (id(cls), attr)
+        found = self._self_stores.get(key)
+        if found is not None:
+            return found
+        found = []
+        for stmt in cls.body:
+            if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in stmt.targets):
+                found.append(stmt.value if len(stmt.targets) == 1 else None)
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == attr and stmt.value is not None:
+                found.append(stmt.value)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == attr:
+                found.append(None)
+        source = self.source
+        for node in self.attributes(attr):
+            if not (isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id == "self"):
+                continue
+            if source.enclosing(node, ast.ClassDef) is not cls:
+                continue
+            parent = source.parent(node)
+            if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node:
+                found.append(parent.value)
+            elif isinstance(parent, ast.AnnAssign) and parent.target is node and parent.value is not None:
+                found.append(parent.value)
+            elif isinstance(parent, ast.AugAssign) and parent.target is node:
+                found.append(parent)
+            else:
+                found.append(None)
+        self._self_stores[key] = found
+        return found
 
     def qualified_names(self, expr: ast.AST) -> FrozenSet[str]:
         cached = self._qnames.get(id(expr))
@@ -457,6 +515,14 @@ def calls_of(site: "CallSite", fn: ast.AST) -> List[Tuple[ast.Call, bool]]:
             parent = source.parent(node)
             if isinstance(parent, ast.Call) and parent.func is node:
                 out.append((parent, True))
+        cls = scope.node
+        if name == "forward" and isinstance(cls, ast.ClassDef):
+            out.extend((call, True) for call in site.instance_calls(cls))  # `m(x)` runs `m.forward(x)`
+        elif name == "__init__" and isinstance(cls, ast.ClassDef) and scope.parent is not None:
+            for ref in scope.parent.references.get(cls.name, []):  # `C(...)` runs `C.__init__`
+                parent = source.parent(ref)
+                if isinstance(parent, ast.Call) and parent.func is ref:
+                    out.append((parent, True))
         return out
     for ref in scope.references.get(name, []):
         parent = source.parent(ref)
@@ -600,6 +666,8 @@ class _CallSide:
             if key in seen:
                 return _CYCLE
             return self._name_number(expr, seen | {key})
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            return self._attr_number(expr, seen)
         if isinstance(expr, ast.Subscript):
             if self.site.is_group_lr(expr):
                 if self.site.group_lr_facts()[0] is not None:
@@ -668,7 +736,10 @@ class _CallSide:
                     # known only by its default (`T=0.7`): callers may pass
                     # other numbers, and variation evidence looks at them
                     default = param_default(binding)
-                    found = self.number(default, seen) if default is not None else None
+                    if default is None:
+                        kinds.append(self._passed_number(binding, seen))
+                        continue
+                    found = self.number(default, seen)
                     if found == "float":
                         self.defaults.append(binding)
                     kinds.append(found)
@@ -698,6 +769,81 @@ class _CallSide:
                 kinds.append(self._target_number(binding, seen))
             else:
                 kinds.append(None)
+        return _join_kinds(kinds)
+
+    def _passed_number(self, binding: Binding, seen: Set) -> Optional[str]:
+        """A parameter with neither annotation nor default: the number every
+        call of its function in the module passes for it (at least one call;
+        the function referenced other than called, decorated, or a call
+        through ``*args`` / ``**kwargs`` hides it), followed at most
+        ``_PARAM_DEPTH`` functions out."""
+        fn = binding.scope.node
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.decorator_list and not all(dotted_name(d) == "staticmethod" for d in fn.decorator_list):
+            return None
+        key = ("param", id(fn), binding.name)
+        if key in seen:
+            return _CYCLE
+        if sum(1 for k in seen if k[0] == "param") >= _PARAM_DEPTH:
+            return None
+        owner = self.site.scopes.of_node.get(fn)
+        scope = owner.parent if owner is not None else None
+        if scope is None:
+            return None
+        if scope.kind != "class":
+            for ref in scope.references.get(fn.name, []):
+                parent = self.site.source.parent(ref)
+                if not (isinstance(parent, ast.Call) and parent.func is ref):
+                    return None  # passed around: its other callers are not seen
+        calls = calls_of(self.site, fn)
+        if not calls:
+            return None
+        self.budget -= 10
+        seen = seen | {key}
+        kinds: List[Optional[str]] = []
+        for call, bound_self in calls:
+            passed = argument_for(call, fn, binding.name, bound_self)
+            kind = self.number(passed, seen) if passed is not None else None
+            if kind is None:
+                return None
+            kinds.append(kind)
+        return _join_kinds(kinds)
+
+    def _attr_number(self, expr: ast.Attribute, seen: Set) -> Optional[str]:
+        """``self.attr`` in a method: every value its class gives it
+        (``self.warmup = warmup``, ``self.t *= 0.9``, a class attribute), and
+        every ``obj.attr = v`` elsewhere in the module, is a Python number."""
+        cls = self.site.source.enclosing(expr, ast.ClassDef)
+        if not isinstance(cls, ast.ClassDef):
+            return None
+        key = ("attr", id(cls), expr.attr)
+        if key in seen:
+            return _CYCLE
+        seen = seen | {key}
+        values = self.site.self_stores(cls, expr.attr)
+        if not values:
+            return None
+        kinds: List[Optional[str]] = []
+        for value in values:
+            if value is None:
+                return None
+            if isinstance(value, ast.AugAssign):
+                if not isinstance(value.op, _NUMBER_OPS):
+                    return None
+                inner = self.number(value.value, seen)
+                if inner is None:
+                    return None
+                kinds.append("float" if inner == "float" or isinstance(value.op, ast.Div) else _CYCLE if inner == _CYCLE else "int")
+            else:
+                kinds.append(self.number(value, seen))
+            if kinds[-1] is None:
+                return None
+        for node in self.site.attributes(expr.attr):
+            if not isinstance(node.ctx, ast.Store) or (isinstance(node.value, ast.Name) and node.value.id == "self"):
+                continue
+            parent = self.site.source.parent(node)  # `model.warmup = v` from outside
+            if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node):
+                return None
+            kinds.append(self.number(parent.value, seen))
         return _join_kinds(kinds)
 
     # -- elements of what a loop runs over ----------------------------------
@@ -946,7 +1092,10 @@ def _reason(site: CallSite, expr: ast.AST) -> str:
             if kind == "ann" and _annotation_is(node.annotation, "float"):  # type: ignore[union-attr]
                 return f"`{expr.id}` is annotated `float`"
         if bindings and all(b.kind == "param" for b in bindings):
-            return f"`{expr.id}` has a float default"
+            if any(param_default(b) is not None for b in bindings):
+                return f"`{expr.id}` has a float default"
+            fn = bindings[0].scope.node
+            return f"every call of `{getattr(fn, 'name', '?')}` passes a float for `{expr.id}`"
         source = site.source
         loop = source.enclosing(expr, _LOOPS)
         if loop is not None and any(source.enclosing(b.node, _LOOPS) is loop for b in bindings):
@@ -954,6 +1103,8 @@ def _reason(site: CallSite, expr: ast.AST) -> str:
         return f"`{expr.id}` is bound to a float"
     if isinstance(expr, ast.Subscript) and site.is_group_lr(expr):
         return "a param group's lr"
+    if isinstance(expr, ast.Attribute):
+        return f"`{ast.unparse(expr)}` is assigned floats"
     return "a float"
 
 

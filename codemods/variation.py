@@ -367,12 +367,21 @@ def _assigned_names(node: ast.AST) -> Set[str]:
     return out
 
 
-def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: int = 0) -> Optional[str]:
+#: how many functions out a parameter's values are followed to its callers
+#: (as far as :data:`codemods.floats._PARAM_DEPTH` follows its number)
+_CALLER_DEPTH = 3
+
+
+def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: int = 0, calls=None) -> Optional[str]:
     """Evidence that the number ``value`` passed at ``call`` changes between
     calls (None: none visible): it is rebuilt inside a loop around the call
-    (``for step in ...: t *= 0.9; f(x, t)``), or it is a parameter of the
-    function holding the call and that function is called with values that
-    change (in a loop, or different values at different calls)."""
+    (``for step in ...: t *= 0.9; f(x, t)``), or it is computed from
+    parameters of the function holding the call -- directly or through a
+    local assigned once (``w = min(1.0, step / self.warmup)``) -- and that
+    function is called with values that change (in a loop, or different
+    values at different calls).  ``calls(fn)`` lists the calls of a function
+    as (call, whether ``self`` is bound) (:func:`codemods.floats.calls_of`:
+    also ``m(x)`` for ``forward``); without it, calls by name or attribute."""
     source = model.source
     fn = source.enclosing(call, _SCOPES)
     used = _names(value)
@@ -383,13 +392,41 @@ def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: in
             hit = used & _assigned_names(loop)
             if hit:
                 return f"`{sorted(hit)[0]}` changes in the loop on line {loop.lineno}"
-    if depth >= 2 or not isinstance(value, ast.Name) or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if depth >= _CALLER_DEPTH or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    bindings = model.scopes.bindings_of(value)
-    if not bindings or any(b.kind != "param" for b in bindings):
-        return None
-    param = value.id
-    args = fn.args
+    for param in _params_read(model, fn, value):
+        why = _param_varies(model, fn, param, depth, calls)
+        if why is not None:
+            return why
+    return None
+
+
+def _params_read(model: CompileModel, fn: ast.AST, value: ast.AST) -> List[str]:
+    """The parameters of ``fn`` that ``value`` is computed from: read in it,
+    or in the one assignment of a local it reads (not ``self``)."""
+    args = fn.args  # type: ignore[attr-defined]
+    first = (list(args.posonlyargs) + list(args.args))[:1]
+    is_method = isinstance(model.source.parent(fn), ast.ClassDef)
+    out: List[str] = []
+    todo: List[Tuple[ast.AST, int]] = [(value, 0)]
+    while todo:
+        expr, level = todo.pop()
+        for name in (n for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+            bindings = model.scopes.bindings_of(name)
+            if not bindings or bindings[0].scope.node is not fn:
+                continue
+            if all(b.kind == "param" for b in bindings):
+                if name.id not in out and not (is_method and first and first[0].arg == name.id):
+                    out.append(name.id)
+            elif level == 0 and len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].value is not None:
+                todo.append((bindings[0].value, level + 1))
+    return out
+
+
+def _param_varies(model: CompileModel, fn: ast.AST, param: str, depth: int, calls) -> Optional[str]:
+    """Is ``fn`` called with values of ``param`` that change?"""
+    source = model.source
+    args = fn.args  # type: ignore[attr-defined]
     positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
     defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
     defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
@@ -398,28 +435,29 @@ def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: in
     if scope is None:
         return None
     is_method = isinstance(source.parent(fn), ast.ClassDef)
+    if calls is not None:
+        found = calls(fn)
+    else:
+        refs = scope.references.get(fn.name, []) if not is_method else [  # type: ignore[attr-defined]
+            n for n in source.nodes(ast.Attribute) if n.attr == fn.name and isinstance(source.parent(n), ast.Call) and source.parent(n).func is n  # type: ignore[attr-defined]
+        ]
+        found = [(source.parent(ref), is_method) for ref in refs if isinstance(source.parent(ref), ast.Call) and source.parent(ref).func is ref]  # type: ignore[union-attr]
     passed: List[Tuple[ast.Call, Optional[ast.AST]]] = []
-    refs = scope.references.get(fn.name, []) if not is_method else [
-        n for n in source.nodes(ast.Attribute) if n.attr == fn.name and isinstance(source.parent(n), ast.Call) and source.parent(n).func is n  # type: ignore[attr-defined]
-    ]
-    for ref in refs:
-        outer = source.parent(ref)
-        if not (isinstance(outer, ast.Call) and outer.func is ref):
-            continue
+    for outer, bound_self in found:
         if any(isinstance(a, ast.Starred) for a in outer.args) or any(k.arg is None for k in outer.keywords):
             return None  # forwarded through *args / **kwargs: not seen
         arg: Optional[ast.AST] = next((k.value for k in outer.keywords if k.arg == param), None)
         if arg is None and param in positional:
-            index = positional.index(param) - (1 if is_method else 0)
+            index = positional.index(param) - (1 if bound_self else 0)
             if 0 <= index < len(outer.args):
                 arg = outer.args[index]
         passed.append((outer, arg if arg is not None else defaults.get(param)))
     for outer, arg in passed:
         if arg is not None:
-            why = number_varies(model, outer, arg, depth + 1)
+            why = number_varies(model, outer, arg, depth + 1, calls)
             if why is not None:
-                return f"`{fn.name}` is called with `{param}` that changes ({why})"
+                return f"`{fn.name}` is called with `{param}` that changes ({why})"  # type: ignore[attr-defined]
     constants = {ast.dump(a) for _, a in passed if a is not None}
     if len(passed) > 1 and len(constants) > 1:
-        return f"`{fn.name}` is called with different `{param}` values"
+        return f"`{fn.name}` is called with different `{param}` values"  # type: ignore[attr-defined]
     return None

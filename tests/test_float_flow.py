@@ -133,3 +133,84 @@ def test_function_passed_in_must_be_the_compiled_one():
     src = KERNEL + "def plain(p, grad, lr):\n    p.sub_(grad * lr)\n\ndef run(fn, *args):\n    return fn(*args)\n\nx = torch.randn(4)\nfor step in range(4):\n    run(plain, x, x, 0.1 * step)\n"
     assert _lines(src, UNPROVEN) == []
     assert _lines(src.replace("run(plain,", "run(kernel,")) == [15]
+
+
+# -- parameters followed to their callers; nn.Module calls; self attributes (forms of pos_returned_compiled, pos_bound_method_attr)
+
+PLAIN = KERNEL + "def run(x, scale):\n    kernel(x, x, scale)\n\nx = torch.randn(4)\n"
+
+
+def test_plain_parameter_is_what_every_call_passes():
+    assert _lines(PLAIN + "for s in range(4):\n    run(x, 0.5 + s / 10)\n") == [8]
+    found = _run(PLAIN + "for s in range(4):\n    run(x, 0.5 + s / 10)\n")
+    assert "every call of `run` passes a float for `scale`" in found[0].message
+    assert found[0].fix.safety is Safety.SAFE  # `x` is a float tensor at every call of `run`
+    assert _lines(PLAIN + "run(x, 0.5)\n") == []  # one call, one value: no evidence
+    assert _lines(PLAIN + "run(x, 0.5)\n", UNPROVEN) == [8]
+    assert _lines(PLAIN + "run(x, 0.5)\nrun(x, 0.25)\n") == [8]  # different values
+
+
+def test_plain_parameter_any_call_not_a_float_is_silent():
+    assert _lines(PLAIN + "for s in range(4):\n    run(x, 0.5 + s / 10)\nrun(x, torch.tensor(0.5))\n", UNPROVEN) == []
+    assert _lines(PLAIN + "for s in range(4):\n    run(x, s)\n", UNPROVEN) == []  # ints: automatic dynamic handles them
+    assert _lines(PLAIN + "args = [x, 0.5]\nfor s in range(4):\n    run(x, 0.5 + s / 10)\nrun(*args)\n", UNPROVEN) == []
+
+
+def test_plain_parameter_of_a_function_passed_around_is_silent():
+    """`run` handed to other code: its other callers are not seen."""
+    src = PLAIN + "for s in range(4):\n    run(x, 0.5 + s / 10)\nhooks = [run]\n"
+    assert _lines(src, UNPROVEN) == []
+
+
+def test_plain_parameter_followed_a_bounded_number_of_functions_out():
+    def chain(n: int) -> str:
+        src = KERNEL + "def f1(x, t):\n    kernel(x, x, t)\n\n"
+        for k in range(2, n + 1):
+            src += f"def f{k}(x, t):\n    f{k - 1}(x, t)\n\n"
+        return src + f"x = torch.randn(4)\nfor s in range(4):\n    f{n}(x, 0.5 + s / 10)\n"
+
+    assert _lines(chain(3)) == [8]
+    assert _lines(chain(4), UNPROVEN) == []
+    # an uncalled function passing an unknown value is a caller too
+    assert _lines(chain(2) + "def g(x, t):\n    f1(x, t)\n", UNPROVEN) == []
+
+
+LOSS = (
+    "import torch\nimport torch.nn.functional as F\n\n\n"
+    "class Loss(torch.nn.Module):\n"
+    "    def __init__(self, warmup=10):\n"
+    "        super().__init__()\n"
+    "        self.warmup = warmup\n"
+    "        self.fn = torch.compile(self._loss)\n\n"
+    "    def _loss(self, logits, labels, weight):\n"
+    "        return F.cross_entropy(logits, labels) * weight\n\n"
+    "    def forward(self, logits, labels, step):\n"
+    "        weight = min(1.0, step / self.warmup)\n"
+    "        return self.fn(logits, labels, weight)\n\n\n"
+    "loss_mod = Loss()\nlogits = torch.randn(4, 6)\nlabels = torch.tensor([0, 1, 2, 3])\n"
+)
+
+
+def test_module_call_reaches_forward_and_true_division_is_a_float():
+    src = LOSS + "for step in range(1, 11):\n    loss_mod(logits, labels, step)\n"
+    found = _run(src)
+    assert [f.line for f in found] == [16]
+    assert found[0].fix.safety is Safety.SAFE
+    assert _lines(LOSS + "loss_mod(logits, labels, 3)\n") == []  # one call: no evidence
+    assert _lines(LOSS + "loss_mod(logits, labels, 3)\n", UNPROVEN) == [16]
+
+
+def test_division_of_something_not_a_number_is_not_a_float():
+    """`step / self.warmup` is a Python float only when both are numbers: a
+    tensor step, or a warm-up attribute also given a tensor, is not."""
+    loop = "for step in range(1, 11):\n    loss_mod(logits, labels, {})\n"
+    assert _lines(LOSS + loop.format("torch.tensor(step)"), UNPROVEN) == []
+    assert _lines(LOSS + loop.format("step") + "loss_mod.warmup = torch.tensor(5.0)\n", UNPROVEN) == []
+    unknown = LOSS.replace("self.warmup = warmup", "self.warmup = cfg.warmup")
+    assert _lines(unknown + loop.format("step"), UNPROVEN) == []
+
+
+def test_module_instance_of_another_class_is_not_a_caller():
+    other = "class Other(torch.nn.Module):\n    def forward(self, logits, labels, step):\n        return logits\n\n\nplain = Other()\n"
+    src = LOSS + other + "for step in range(1, 11):\n    plain(logits, labels, step)\nloss_mod(logits, labels, 3)\n"
+    assert _lines(src) == []  # the varying step goes to Other, not to Loss

@@ -149,8 +149,6 @@ NEGATIVES = [p for p in PROGRAMS if p.kind == "negative"]
 # --- what the tool does not follow yet (today's engine); delete an entry when it XPASSes ---
 
 NOT_FOUND = {
-    "pos_returned_compiled": "a compiled callable returned by a function (`load_decoder()`) and passed on as an argument is not followed",
-    "pos_bound_method_attr": "a compiled bound method stored on an attribute (`self._loss_fn = torch.compile(self._loss)`) and called through it is not followed",
     "pos_lr_field_scheduler": "the lr written under a computed key in another module (`group[self.lr_field] = new_lr` in scheduler.py) is not followed (the project index holds no lr writers); only the optimizer's constructor is reported",
 }
 

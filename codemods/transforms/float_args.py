@@ -196,7 +196,14 @@ code uses: a param group's lr (`group["lr"]` with `group` from
 compiled function (`generate(x, temperature=t)` -> `decode(x,
 **sampling_kwargs)`), or call a compiled function they are given
 (`run(fn, *args)`): the finding and the wrap are then on the call that
-passes the float in. Floats passed through `functools.partial` are left alone.
+passes the float in. A parameter with neither annotation nor default is what
+every call of its function in the module passes (`run(step_fn, t)` called
+with `0.5 + i / 10`; `m(x, step)` reaches `forward` of `m`'s nn.Module class,
+`C(...)` reaches `__init__`), up to three functions out, and only when the
+function is not passed around or decorated; `self.attr` is a number when every
+value its class (and any `obj.attr = v` of the module) gives it is one, so
+`step / self.warmup` is a float when `step` is passed numbers. The finding and
+the wrap stay on the compiled call. Floats passed through `functools.partial` are left alone.
 It wraps the argument: `torch.tensor(<expr>, dtype=torch.float64)`
 under the module's alias of torch (`import torch` is added if missing).
 Ints, bools, strings, None and tensors are left alone (automatic dynamic
@@ -236,9 +243,11 @@ Use instead:
 """
     fix_safety = """
 Reported by default only when the source shows the value changing between
-calls: rebuilt in a loop around the call, a parameter of a function that is
-called with changing or different values (a default counts as the value
-passed), or different literals at different calls. A float computed from a
+calls: rebuilt in a loop around the call, computed from parameters (directly
+or through a local assigned once, `w = min(1.0, step / self.warmup)`) of a
+function that is called with changing or different values -- followed up to
+three functions out, nn.Module calls included (a default counts as the value
+passed) -- or different literals at different calls. A float computed from a
 param group's lr changes when the lr does: the module writes the group's lr
 in a loop or a function (not `__init__`, not a one-off setup loop over the
 groups), or builds a `torch.optim.lr_scheduler` scheduler; being read again
@@ -336,7 +345,8 @@ gives `inf` with a tensor.
                     found = functools.partial(self._local_summary, ctx, other) if other is not None else _no_summary
                     out.append((call, dotted_name(call.func) or name, found, other is not None and self._is_method(ctx, other), other))
                     continue
-                out.append((call, name, summary, skip_self, fn))
+                reached = name if dotted_name(call.func) == site.binding or fn is None else getattr(fn, "name", name)  # through a flow: the function's own name
+                out.append((call, reached, summary, skip_self, fn))
         project = ctx.project
         if project is not None and getattr(project, "compiled", None):
             # a dotted callee `m.f` can only name a compiled function whose name is `f`
@@ -589,7 +599,7 @@ gives `inf` with a tensor.
         over the groups or parameters is no evidence."""
         if flow.group_lrs:
             return site_model.group_lr_facts()[1]
-        return number_varies(site_model.model, call, value)
+        return number_varies(site_model.model, call, value, calls=functools.partial(calls_of, site_model))
 
     def _unsafe_reason(self, ctx, site_model: CallSite, route: _Route, summary: Optional[FunctionSummary], param: Optional[str], keyword: Optional[str], by_param) -> Optional[str]:
         if summary is None:
