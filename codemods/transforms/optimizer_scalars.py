@@ -460,6 +460,10 @@ step).
     def _check_module(self, ctx) -> List[Finding]:
         if b"step" not in ctx.source.data:
             return []  # every finding needs a `.step` run in a compiled region
+        shared = ctx.source.__dict__.get("_fr004_shared")
+        if shared:  # the index's look at this same parse (index_facts)
+            for key, value in shared.items():
+                ctx.cache.setdefault(key, value)
         model = ctx.model
         if not model.compile_sites:  # early exit before walking the module
             return []
@@ -567,6 +571,8 @@ step).
 
     # ------------------------------------------------------------ collection
     def _constructions(self, ctx) -> List[_Built]:
+        if "fr004_built" in ctx.cache:
+            return ctx.cache["fr004_built"]
         model, source = ctx.model, ctx.source
         found: List[_Built] = []
         for node in _source_order(n for n in source.parents if type(n) is ast.Call):
@@ -1428,6 +1434,10 @@ def _passes(call: ast.Call, fn: ast.AST, param: ast.arg, skip: int) -> bool:
     return 0 <= at < len(call.args)
 
 
+#: FR004's scratch entries that depend on neither the settings nor the index
+_SHARED = frozenset(("fr004_by_call", "fr004_built", "fr004_write_reach", "fr004_lr_assigns", "fr004_lr_reads", "fr004_passed", "fr004_text", "fr004_writers", "fr004_fill_edits"))
+
+
 def index_facts(source) -> Optional[dict]:
     """FR004's facts for the project index (JSON-ready), or None: the
     module's lr writers (:meth:`OptimizerScalars._writers`), and the
@@ -1439,12 +1449,14 @@ def index_facts(source) -> Optional[dict]:
     writers: Dict[str, dict] = {}
     passes: dict = {}
     rule = OptimizerScalars()
+    ctx = FileContext(source.path, source.display_path, Settings(), None, source)
     if b"param_groups" in data:
-        ctx = FileContext(source.path, source.display_path, Settings(), None, source)
         writers = rule._writers(ctx)
     if b"optim" in data and b"step" in data:
-        ctx = FileContext(source.path, source.display_path, Settings(), None, source)
         passes = rule._passes_out(ctx)
+    # what does not depend on the settings or the index is kept for the
+    # rule's own run on this parse (the first look)
+    source.__dict__["_fr004_shared"] = {k: v for k, v in ctx.cache.items() if k in _SHARED}
     if not writers and not passes:
         return None
     return {"writers": writers, "passes": passes}
