@@ -322,6 +322,18 @@ lr)`, or `self.opt` set from a constructor parameter of a class built here).
 Optimizers whose lr the same statement writes are fixed together, by the
 first one's finding.
 
+Across modules (a run over the project, through its index): an lr writer of
+another module -- a function or class whose parameter's param groups get
+`["lr"] = v`, also under a computed key such as `group[self.lr_field]` with
+`lr_field="lr"` as the `__init__` default -- has its writes made
+`.fill_` (a finding in its module) when the index proves that every
+optimizer passed to it, in every file of the run, gets a tensor lr from plain
+`--fix`; the constructor's fix is then safe. Not proven (the constructor's fix
+stays unsafe, the writer is left alone): a writer that uses the optimizer for
+more than its param groups or reads an lr back, a call that passes the key,
+a caller whose optimizer keeps a float lr or is also passed to other code, a
+subclass or any other file of the run that mentions the writer.
+
 The optimizer's class may be named (`torch.optim.AdamW`, any import or alias)
 or reached through what the module shows: a name bound once to it, a
 `functools.partial(<class>, ...)` (reported without a fix when the partial
@@ -377,7 +389,10 @@ The fix is also unsafe when the analysis cannot see every lr write: a
 `["lr"] = v` into param groups of an optimizer not visible here (it may be
 this one), or the optimizer passed to code outside the module (not torch's):
 a float written there replaces the tensor (recompiles again), and would make
-a `.fill_` of this fix fail.
+a `.fill_` of this fix fail. A writer in another module proven by the project
+index (above) is the exception. The proof covers the files of the run: a file
+outside it that passes a float-lr optimizer to the writer would meet `.fill_`
+on a float, so run the tool over the whole project.
 
 Adam/AdamW with `foreach=True` reject a tensor lr unless `capturable=True`,
 and `capturable=True` raises on CPU parameters (AssertionError in an eager
@@ -937,7 +952,8 @@ step).
         message = f"{lead}; make it a 0-d tensor (`lr=torch.tensor(...)`)" if lr_fixed else f"{lead}; keep the tensor lr a tensor"
         writers = [w for w in map(functools.partial(self._proven_writer, ctx), self._escapes(ctx, b)) if w is not None]
         if writers:
-            notes.append("its lr writes in " + ", ".join(dict.fromkeys(f"`{name}` ({where})" for name, where in writers)) + " become `.fill_` (fixed there)")
+            named = ", ".join(dict.fromkeys(f"`{name}` of module `{where}`" for name, where in writers))
+            notes.append(f"the lr writes of {named} become `.fill_`, fixed there")
         if notes:
             message += f" ({'; '.join(notes)})"
         if unsafe:
