@@ -559,6 +559,9 @@ def _run(
             facts_cache.store(item.path, item.stat, item.functions, item.content_hash, item.lr)
 
     # 4. the index
+    for path, facts in list(lr.items()):
+        if facts and not file_settings[path].selects("FR004"):  # per-file ignores: FR004 fixes nothing there
+            lr[path] = None
     project = ProjectIndex.from_functions(files, functions, lr)
     out.project = project
     cache = None

@@ -158,3 +158,18 @@ def test_writer_alone_or_caller_alone_stays_unproven(tmp_path):
     for only, expected in (("scheduler.py", []), ("main.py", [Safety.UNSAFE])):
         outcome = run([str(tmp_path / only)], Settings())
         assert [f.fix.safety if f.fix else None for f in outcome.findings] == expected
+
+
+def test_caller_with_fr004_ignored_per_file_is_not_proven(tmp_path):
+    # main.py's constructor would not be fixed: `.fill_` in scheduler.py would meet its float lr
+    from codemods.config import PerFileIgnores
+
+    for name, text in {"main.py": MAIN.format(extra=""), "scheduler.py": SCHEDULER.format(init="")}.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        outcome = run(["."], Settings(), per_file_ignores=PerFileIgnores([("main.py", ["FR004"])], "."))
+    finally:
+        os.chdir(cwd)
+    assert outcome.findings == [] and not any(r.new for r in outcome.results)
