@@ -84,7 +84,8 @@ def project_key(project) -> str:
         # were just computed or read back from the index cache (pickle bytes
         # differ with object sharing)
         try:
-            blob = repr(sorted((key, sorted(fns.items())) for key, fns in facts.items())).encode()
+            proven = getattr(project, "lr_proven", {})
+            blob = repr((sorted((key, sorted(fns.items())) for key, fns in facts.items()), sorted(proven.items()))).encode()
             return hashlib.blake2b(blob, digest_size=16).hexdigest()
         except TypeError:
             pass

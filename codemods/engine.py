@@ -267,7 +267,8 @@ def analyze(
     only when a rule reads comments (FR002) or a fix is rendered."""
     rules = selected_rules(settings)
     extra = project.prefilter_tokens(path) if project is not None else ()
-    chosen, cross = prefilter.select(data, rules, extra)  # bytes only
+    always = project is not None and path in getattr(project, "always", ())  # a proven lr writer's module
+    chosen, cross = prefilter.select(data, rules, extra, always)  # bytes only
     if not chosen:
         # bad input is reported even where no rule applies: binary or
         # undecodable bytes always, a syntax error with --check-syntax (unless

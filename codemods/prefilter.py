@@ -180,10 +180,11 @@ def mentions_compile(data: bytes) -> bool:
     return b"compile" in data and TORCH.encode() in data and not compile_is_regex_only(data)
 
 
-def select(data: bytes, rules: Sequence, extra: Sequence[Tuple[bytes, bytes]] = ()) -> Tuple[List, bool]:
+def select(data: bytes, rules: Sequence, extra: Sequence[Tuple[bytes, bytes]] = (), always: bool = False) -> Tuple[List, bool]:
     """(the rules that may find something in ``data``, whether it mentions a
-    name of the project index ``extra``)."""
-    cross = bool(extra) and mentions_any(data, extra)
+    name of the project index ``extra``; ``always``: the index concerns the
+    file whatever it mentions)."""
+    cross = always or (bool(extra) and mentions_any(data, extra))
     if not ENABLED:
         return list(rules), cross
     regex_only = None

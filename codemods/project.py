@@ -45,16 +45,34 @@ class ProjectIndex:
     modules: Dict[str, ModuleKey] = field(default_factory=dict)
     #: (root, module) -> {function name: summary} for module-level compiled functions
     compiled: Dict[ModuleKey, Dict[str, FunctionSummary]] = field(default_factory=dict)
+    #: (root, module) -> {callable: callers} for the module's lr writers whose
+    #: writes become ``.fill_`` (FR004): every optimizer passed to them, in
+    #: every file of the run, gets a tensor lr from plain --fix; callers are
+    #: (module, line of the optimizer) pairs (:func:`prove_lr_writers`)
+    lr_proven: Dict[ModuleKey, Dict[str, Tuple[Tuple[str, int], ...]]] = field(default_factory=dict)
+    #: files the index concerns whatever names they mention (the modules of
+    #: proven lr writers)
+    always: Tuple[str, ...] = ()
 
     def prefilter_tokens(self, path: str) -> Tuple[Tuple[bytes, bytes], ...]:
         """Byte strings one of which a file of the run must contain for the
         index to matter there (none for files outside the run)."""
         return self.names if path in self.modules else ()
 
+    def concerns(self, path: str, data: bytes) -> bool:
+        """Does the index matter for this file of the run (it may call a name
+        of the index, or it holds a proven lr writer)?"""
+        from .prefilter import mentions_any
+
+        return path in self.always or mentions_any(data, self.prefilter_tokens(path))
+
     @classmethod
-    def from_functions(cls, files: Sequence[str], functions: Dict[str, Optional[Dict[str, FunctionSummary]]]) -> "ProjectIndex":
+    def from_functions(
+        cls, files: Sequence[str], functions: Dict[str, Optional[Dict[str, FunctionSummary]]], lr: Optional[Dict[str, Optional[dict]]] = None
+    ) -> "ProjectIndex":
         """The index of ``files`` given each file's compiled functions
-        (:func:`compiled_functions`; None or missing: unreadable, skipped)."""
+        (:func:`compiled_functions`; None or missing: unreadable, skipped)
+        and FR004's facts (:func:`lr_facts`)."""
         index = cls()
         folders: Dict[str, bool] = {}
         for path in files:
@@ -62,37 +80,134 @@ class ProjectIndex:
             found = functions.get(path)
             if found:
                 index.compiled[key] = found
-        index.names = tuple(sorted({(name.encode(), key[1].rpartition(".")[2].encode()) for key, fns in index.compiled.items() for name in fns}))
+        if lr:
+            prove_lr_writers(index, files, lr)
+        names = {(name.encode(), key[1].rpartition(".")[2].encode()) for key, fns in index.compiled.items() for name in fns}
+        names |= {(name.encode(), key[1].rpartition(".")[2].encode()) for key, fns in index.lr_proven.items() for name in fns}
+        index.names = tuple(sorted(names))
         return index
+
+    def lr_proven_in(self, path: str) -> Dict[str, Tuple[Tuple[str, int], ...]]:
+        """The proven lr writers defined in ``path`` -> their callers."""
+        key = self.modules.get(path)
+        return self.lr_proven.get(key, {}) if key is not None else {}
+
+    def resolve_lr_writer(self, path: str, qualified: str) -> Optional[Tuple[str, str]]:
+        """(callable, module) of the proven lr writer ``qualified`` names in ``path``."""
+        hit = _resolve_in(self.modules, self.lr_proven, path, qualified)
+        return (qualified.rpartition(".")[2], hit[0][1]) if hit is not None else None
 
     def resolve(self, path: str, qualified: str) -> Optional[Tuple[ModuleKey, FunctionSummary]]:
         """The compiled function that ``qualified`` (a libcst qualified name as
         seen in ``path``: ``kernels.f``, ``.kernels.f``, ``pkg.kernels.f``) names."""
-        me = self.modules.get(path)
-        if me is None or "." not in qualified:
+        return _resolve_in(self.modules, self.compiled, path, qualified)
+
+
+def _resolve_in(modules: Dict[str, ModuleKey], table: Dict[ModuleKey, dict], path: str, qualified: str):
+    """(module key, entry) of what ``qualified`` as seen in ``path`` names in
+    ``table`` ((root, module) -> {name: entry}), or None."""
+    me = modules.get(path)
+    if me is None or "." not in qualified:
+        return None
+    root, dotted = me
+    if qualified.startswith("."):
+        level = len(qualified) - len(qualified.lstrip("."))
+        package = dotted.split(".")
+        if not os.path.basename(path).startswith("__init__."):
+            package = package[:-1]
+        if level - 1 > len(package):
             return None
-        root, dotted = me
-        if qualified.startswith("."):
-            level = len(qualified) - len(qualified.lstrip("."))
-            package = dotted.split(".")
-            if not os.path.basename(path).startswith("__init__."):
-                package = package[:-1]
-            if level - 1 > len(package):
-                return None
-            base = package[: len(package) - (level - 1)]
-            qualified = ".".join(base + [qualified.lstrip(".")])
-            candidates_roots = [root]
-        else:
-            # a script's own folder is on sys.path when it runs; so is the root
-            candidates_roots = [root, os.path.dirname(os.path.abspath(path))]
-        module, _, name = qualified.rpartition(".")
-        for candidate_root in candidates_roots:
-            functions = self.compiled.get((candidate_root, module))
-            if functions and name in functions:
-                return (candidate_root, module), functions[name]
-        # unique match anywhere in the run
-        matches = [(key, fns[name]) for key, fns in sorted(self.compiled.items()) if key[1] == module and name in fns]
-        return matches[0] if len(matches) == 1 else None
+        base = package[: len(package) - (level - 1)]
+        qualified = ".".join(base + [qualified.lstrip(".")])
+        candidates_roots = [root]
+    else:
+        # a script's own folder is on sys.path when it runs; so is the root
+        candidates_roots = [root, os.path.dirname(os.path.abspath(path))]
+    module, _, name = qualified.rpartition(".")
+    for candidate_root in candidates_roots:
+        functions = table.get((candidate_root, module))
+        if functions and name in functions:
+            return (candidate_root, module), functions[name]
+    # unique match anywhere in the run
+    matches = [(key, fns[name]) for key, fns in sorted(table.items()) if key[1] == module and name in fns]
+    return matches[0] if len(matches) == 1 else None
+
+
+def prove_lr_writers(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict]]) -> None:
+    """Fill ``index.lr_proven``: an lr writer of one module (a function or
+    class whose parameter's ``param_groups`` get ``["lr"] = v``, FR004's
+    ``_writers``) is proven when its writes are clean (nothing else of the
+    optimizer is used there, no lr read back), it is called from other
+    modules only with optimizers that plain --fix makes tensors (each call
+    passes it where the writer expects it, leaves the key's default "lr",
+    and is every use of the name in its file), every other optimizer those
+    calls pass is handed only to proven writers, and no other file of the
+    run mentions the writer (a call the index has not seen)."""
+    writers: Dict[ModuleKey, Dict[str, dict]] = {}
+    for path, facts in lr.items():
+        if facts and facts.get("writers") and path in index.modules:
+            writers[index.modules[path]] = facts["writers"]
+    if not writers:
+        return
+    callers: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
+    bad: set = set()
+    for path, facts in sorted(lr.items()):
+        passes = (facts or {}).get("passes") or {}
+        complete = passes.get("complete", {})
+        for opt in passes.get("optimizers", ()):
+            for q, slot, nargs, kws, star, _line in opt["calls"]:
+                hit = _resolve_in(index.modules, writers, path, q)
+                if hit is None:
+                    continue
+                (key, entry), name = hit, q.rpartition(".")[2]
+                callers.setdefault((key, name), []).append((path, opt))
+                passed_key = any(k in kws or 0 <= at < nargs for k, at in entry["keys"])
+                if not (entry["clean"] and opt["fixed"] and complete.get(q) and not star and not passed_key and slot in (entry["param"], entry["index"])):
+                    bad.add((key, name))
+    proven = {w for w in callers if w not in bad}
+    if proven:  # a file that mentions a writer and was not seen calling it
+        tokens = {w: [(w[1].encode(), w[0][1].rpartition(".")[2].encode())] for w in proven}
+        seen = {w: {p for p, _ in callers[w]} for w in proven}
+        homes = {key: path for path, key in index.modules.items()}
+        from .prefilter import mentions_any
+
+        for path in files:
+            todo = [w for w in proven if path not in seen[w] and homes.get(w[0]) != path]
+            if not todo:
+                continue
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                data = None
+            for w in todo:
+                if data is None or mentions_any(data, tokens[w]):
+                    proven.discard(w)
+    changed = True
+    while changed:  # every writer an optimizer is passed to must be proven
+        changed = False
+        for w in sorted(proven):
+            for path, opt in callers[w]:
+                hits = [_resolve_in(index.modules, writers, path, call[0]) for call in opt["calls"]]
+                if any(h is None or (h[0], call[0].rpartition(".")[2]) not in proven for h, call in zip(hits, opt["calls"])):
+                    proven.discard(w)
+                    changed = True
+                    break
+    for key, name in sorted(proven):
+        index.lr_proven.setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in callers[(key, name)])
+    homes = {key: path for path, key in index.modules.items()}
+    index.always = tuple(sorted(homes[key] for key in index.lr_proven if key in homes))
+
+
+def lr_facts(source) -> Optional[dict]:
+    """FR004's per-file facts for the index (JSON-ready; None: nothing),
+    from the file's parsed :class:`~codemods.source.Source`."""
+    from .transforms.optimizer_scalars import index_facts
+
+    try:
+        return index_facts(source)
+    except RecursionError:
+        return None
 
 
 def module_key(path: str, _cache: Optional[Dict[str, bool]] = None) -> ModuleKey:
@@ -136,7 +251,8 @@ def parse_for_index(data: bytes, display_path: str = "<file>"):
     from .prefilter import mentions_compile
     from .source import Source, decode
 
-    if not mentions_compile(data):
+    compiled = mentions_compile(data)
+    if not compiled and b"param_groups" not in data:  # FR004's lr writers: see lr_facts
         return {}, None
     try:
         tree = ast.parse(data)
@@ -145,19 +261,21 @@ def parse_for_index(data: bytes, display_path: str = "<file>"):
         return {}, None
     source = Source(display_path, display_path, data, tree, text, encoding)
     try:
-        return compiled_functions(source), source
+        return (compiled_functions(source) if compiled else {}), source
     except RecursionError:  # too deeply nested: the engine reports it for the file
         return {}, None
 
 
-def _file_functions(path: str) -> Optional[Dict[str, FunctionSummary]]:
-    """The compiled functions of one file ({} for none or unparsable; None: unreadable)."""
+def _file_functions(path: str) -> Tuple[Optional[Dict[str, FunctionSummary]], Optional[dict]]:
+    """(the compiled functions of one file ({} for none or unparsable; None:
+    unreadable), its FR004 facts (:func:`lr_facts`))."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError:
-        return None
-    return parse_for_index(data)[0]
+        return None, None
+    functions, source = parse_for_index(data, path)
+    return functions, (lr_facts(source) if source is not None else None)
 
 
 def _summary_to_json(s: FunctionSummary):
@@ -169,6 +287,32 @@ def _summary_from_json(d) -> FunctionSummary:
     return FunctionSummary(
         name=d["name"], line=d["line"], positional=tuple(d["positional"]), kwonly=tuple(d["kwonly"]), has_varargs=d["has_varargs"], uses=uses
     )
+
+
+def _lr_shape_ok(lr) -> bool:
+    """Has ``lr`` (FR004's facts of one file, maybe read from the cache
+    folder) the shape :func:`prove_lr_writers` reads?  A damaged entry is a
+    miss, never a crash."""
+    try:
+        if not isinstance(lr, dict) or not isinstance(lr.get("writers", {}), dict) or not isinstance(lr.get("passes", {}), dict):
+            return False
+        for entry in lr.get("writers", {}).values():
+            if not (isinstance(entry["param"], str) and isinstance(entry["index"], int) and isinstance(entry["clean"], bool)):
+                return False
+            if not all(isinstance(k, str) and isinstance(i, int) for k, i in entry["keys"]) or not all(isinstance(n, int) for n in entry["lines"]):
+                return False
+        passes = lr.get("passes", {})
+        if not isinstance(passes.get("complete", {}), dict):
+            return False
+        for opt in passes.get("optimizers", ()):
+            if not (isinstance(opt["line"], int) and isinstance(opt["fixed"], bool)):
+                return False
+            for q, slot, nargs, kws, star, line in opt["calls"]:
+                if not (isinstance(q, str) and isinstance(slot, (int, str, type(None))) and isinstance(nargs, int) and isinstance(kws, list) and isinstance(star, bool)):
+                    return False
+        return True
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
 
 
 class FactsCache:
@@ -201,7 +345,7 @@ class FactsCache:
         except OSError:
             return None, None
         entry = self.entries.get(os.path.abspath(path))
-        if not isinstance(entry, list) or len(entry) != 5 or not isinstance(entry[3], dict) or entry[0] != st.st_size:
+        if not isinstance(entry, list) or len(entry) != 6 or not isinstance(entry[3], dict) or entry[0] != st.st_size:
             return None, st  # missing, or of the wrong shape: a miss, never a crash
         # size + mtime decide, unless the file changed close to when it was
         # cached ("racily clean") or its mtime changed: then the content hash
@@ -214,12 +358,19 @@ class FactsCache:
                         return None, st
             except OSError:
                 return None, st
+        if entry[5] is not None and not _lr_shape_ok(entry[5]):
+            return None, st
         try:
             return {name: _summary_from_json(d) for name, d in entry[3].items()}, st
         except (KeyError, TypeError, ValueError, AttributeError):
             return None, st  # a damaged entry: recompute
 
-    def store(self, path: str, st, functions: Optional[Dict[str, FunctionSummary]], digest: Optional[str] = None) -> None:
+    def lr_facts(self, path: str) -> Optional[dict]:
+        """The FR004 facts kept with ``path``'s entry (after a :meth:`lookup` hit)."""
+        entry = self.entries.get(os.path.abspath(path))
+        return entry[5] if isinstance(entry, list) and len(entry) == 6 and isinstance(entry[5], dict) else None
+
+    def store(self, path: str, st, functions: Optional[Dict[str, FunctionSummary]], digest: Optional[str] = None, lr: Optional[dict] = None) -> None:
         """Keep ``functions`` for ``path`` (``digest``: the content hash of the
         bytes they were computed from; without it the file is hashed now)."""
         if functions is None or st is None:
@@ -238,8 +389,10 @@ class FactsCache:
             ok = all(_summary_from_json(encoded[name]) == s for name, s in functions.items())
         except (KeyError, TypeError, ValueError):
             ok = False
+        if ok and lr is not None:
+            ok = _lr_shape_ok(lr) and json.loads(json.dumps(lr)) == lr
         if ok:
-            self.entries[key] = [st.st_size, st.st_mtime_ns, time.time_ns(), encoded, digest]
+            self.entries[key] = [st.st_size, st.st_mtime_ns, time.time_ns(), encoded, digest, lr]
             self.dirty = True
 
     def save(self) -> None:
@@ -259,7 +412,7 @@ class FactsCache:
 POOL_MIN_PARSE = 16
 
 
-def _compute_functions(paths: List[str], jobs: int) -> List[Optional[Dict[str, FunctionSummary]]]:
+def _compute_functions(paths: List[str], jobs: int) -> List[Tuple[Optional[Dict[str, FunctionSummary]], Optional[dict]]]:
     """:func:`_file_functions` of each path, in order (each file read once; only
     those :func:`codemods.prefilter.mentions_compile` keeps are parsed), in a
     process pool when ``jobs > 1`` and there are enough files."""
@@ -282,18 +435,22 @@ def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str]
     index as it goes instead: :func:`codemods.runner.run`.)"""
     facts = FactsCache(cache_dir) if cache_dir is not None else None
     found: Dict[str, Optional[Dict[str, FunctionSummary]]] = {}
+    lr: Dict[str, Optional[dict]] = {}
     misses: List[str] = []
     stats: Dict[str, Optional[os.stat_result]] = {}
     for path in files:
         functions, st = facts.lookup(path) if facts is not None else (None, None)
         found[path] = functions
         stats[path] = st
+        if functions is not None and facts is not None:
+            lr[path] = facts.lr_facts(path)
         if functions is None and (facts is None or st is not None):
             misses.append(path)
-    for path, functions in zip(misses, _compute_functions(misses, jobs)):
+    for path, (functions, file_lr) in zip(misses, _compute_functions(misses, jobs)):
         found[path] = functions
+        lr[path] = file_lr
         if facts is not None:
-            facts.store(path, stats[path], functions)
+            facts.store(path, stats[path], functions, lr=file_lr)
     if facts is not None and cache_write:
         facts.save()
-    return ProjectIndex.from_functions(files, found)
+    return ProjectIndex.from_functions(files, found, lr)

@@ -44,8 +44,7 @@ from .context import Settings
 from .discovery import DEFAULT_EXCLUDES, discover, display_path
 from .engine import FileResult, process_source, read_file
 from .findings import FileError, Finding, Fix
-from .project import FactsCache, ProjectIndex, parse_for_index
-from .prefilter import mentions_any
+from .project import FactsCache, ProjectIndex, lr_facts, parse_for_index
 from .writer import write_changed
 
 GENERATED_MARKER = b"@generated"
@@ -157,6 +156,8 @@ class _Looked:
     functions: Optional[dict] = None
     stat: Optional[os.stat_result] = None
     content_hash: Optional[str] = None
+    #: FR004's facts for the index (first look only)
+    lr: Optional[dict] = None
 
 
 #: per-process state of the worker pool: options and (second look) the index
@@ -184,12 +185,13 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
         if mode == "mentions":
             return None  # the first look reported it
         return _Looked(path, FileResult(path=path, display_path=display, error=exc.reason), None, st)
-    if mode == "mentions" and not mentions_any(data, project.prefilter_tokens(path)):  # type: ignore[union-attr]
+    if mode == "mentions" and not project.concerns(path, data):  # type: ignore[union-attr]
         return None
     too_much = _over_size(data)  # before any parse: a huge file is not parsed at all
     if too_much is not None:
         return _Looked(path, FileResult(path=path, display_path=display, error=too_much), None, st)
     functions, source = parse_for_index(data, display) if mode == "first" else (None, None)
+    lr = lr_facts(source) if source is not None else None
     too_much = _over_limits(data, source.tree if source is not None else None)
     if too_much is not None:
         return _Looked(path, FileResult(path=path, display_path=display, error=too_much), functions, st)
@@ -205,7 +207,7 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
     # process: the interactive review re-analyses files with findings)
     result.original = data if (result.new is not None or not options.portable) else None
     digest = content_hash(data) if options.want_hash else None
-    return _Looked(path, result, functions, st, digest)
+    return _Looked(path, result, functions, st, digest, lr)
 
 
 def _may_hold_a_finding(data: bytes) -> bool:
@@ -535,12 +537,14 @@ def _run(
     # 2. what the cache already knows: index facts (and stats) of unchanged files
     facts_cache = FactsCache(cache_dir) if cache_dir is not None else None
     functions: Dict[str, Optional[dict]] = {}
+    lr: Dict[str, Optional[dict]] = {}
     stat_of: Dict[str, Optional[os.stat_result]] = {}
     first: List[str] = []
     for path in files:
         known, st = facts_cache.lookup(path) if facts_cache is not None else (None, None)
         if known is not None:
             functions[path] = known
+            lr[path] = facts_cache.lr_facts(path)  # type: ignore[union-attr]
             stat_of[path] = st
         else:
             first.append(path)
@@ -550,11 +554,15 @@ def _run(
     for item in _look_all([(p, displays[p], file_settings[p], "first") for p in first], jobs, options, None, tick):
         looked[item.path] = item
         functions[item.path] = item.functions
+        lr[item.path] = item.lr
         if facts_cache is not None and item.functions is not None:
-            facts_cache.store(item.path, item.stat, item.functions, item.content_hash)
+            facts_cache.store(item.path, item.stat, item.functions, item.content_hash, item.lr)
 
     # 4. the index
-    project = ProjectIndex.from_functions(files, functions)
+    for path, facts in list(lr.items()):
+        if facts and not file_settings[path].selects("FR004"):  # per-file ignores: FR004 fixes nothing there
+            lr[path] = None
+    project = ProjectIndex.from_functions(files, functions, lr)
     out.project = project
     cache = None
     if cache_dir is not None:
@@ -569,7 +577,7 @@ def _run(
         item = looked.get(path)
         if item is not None:
             results[path] = item.result
-            if project.names and item.result.error is None and not item.result.generated:
+            if (project.names or project.always) and item.result.error is None and not item.result.generated:
                 second.append((path, displays[path], file_settings[path], "mentions"))
             continue
         entry = cache.lookup(path, file_settings[path], stat_of.get(path)) if cache is not None else None

@@ -149,7 +149,6 @@ NEGATIVES = [p for p in PROGRAMS if p.kind == "negative"]
 # --- what the tool does not follow yet (today's engine); delete an entry when it XPASSes ---
 
 NOT_FOUND = {
-    "pos_lr_field_scheduler": "the lr written under a computed key in another module (`group[self.lr_field] = new_lr` in scheduler.py) is not followed (the project index holds no lr writers); only the optimizer's constructor is reported",
 }
 
 #: programs that get a default finding they should not get
@@ -163,12 +162,7 @@ EXTRA_FINDING: dict = {
 FIX_NOT_OFFERED = {
     name: "no finding yet: " + reason
     for name, reason in NOT_FOUND.items()
-    if name not in ("pos_lr_field_scheduler",)  # set below
 }
-FIX_NOT_OFFERED["pos_lr_field_scheduler"] = (
-    "the optimizer is passed to `WarmupScheduler` of another module, which the analysis does not read, so the constructor's fix is unsafe "
-    "(a float lr written there is not seen); with the project index holding lr writers it would be safe together with `.fill_` in scheduler.py"
-)
 FIX_NOT_OFFERED["pos_ema_lerp_weight"] = (
     "the wrap is held back as unsafe although the weight only reaches `torch.lerp`, which takes a 0-d tensor weight with the same result (measured: 2 -> 1 graph)"
 )
@@ -287,10 +281,6 @@ def test_positive_fix_offered(prog: Program):
 CURE_XFAIL = dict(FIX_NOT_OFFERED)
 CURE_XFAIL.pop("pos_dropout_schedule")
 CURE_XFAIL.pop("pos_fullgraph_temperature_branch")
-CURE_XFAIL["pos_lr_field_scheduler"] = (
-    "the safe FR004 fix makes only the constructor's lr a tensor; scheduler.py writes a float back every step (still 3 graphs): "
-    "its `group[self.lr_field] = new_lr` must become `.fill_(new_lr)`"
-)
 
 
 @pytest.mark.runtime

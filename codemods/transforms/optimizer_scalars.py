@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
+import functools
 import io
 import re
 import tokenize
@@ -322,6 +323,18 @@ lr)`, or `self.opt` set from a constructor parameter of a class built here).
 Optimizers whose lr the same statement writes are fixed together, by the
 first one's finding.
 
+Across modules (a run over the project, through its index): an lr writer of
+another module -- a function or class whose parameter's param groups get
+`["lr"] = v`, also under a computed key such as `group[self.lr_field]` with
+`lr_field="lr"` as the `__init__` default -- has its writes made
+`.fill_` (a finding in its module) when the index proves that every
+optimizer passed to it, in every file of the run, gets a tensor lr from plain
+`--fix`; the constructor's fix is then safe. Not proven (the constructor's fix
+stays unsafe, the writer is left alone): a writer that uses the optimizer for
+more than its param groups or reads an lr back, a call that passes the key,
+a caller whose optimizer keeps a float lr or is also passed to other code, a
+subclass or any other file of the run that mentions the writer.
+
 The optimizer's class may be named (`torch.optim.AdamW`, any import or alias)
 or reached through what the module shows: a name bound once to it, a
 `functools.partial(<class>, ...)` (reported without a fix when the partial
@@ -377,7 +390,10 @@ The fix is also unsafe when the analysis cannot see every lr write: a
 `["lr"] = v` into param groups of an optimizer not visible here (it may be
 this one), or the optimizer passed to code outside the module (not torch's):
 a float written there replaces the tensor (recompiles again), and would make
-a `.fill_` of this fix fail.
+a `.fill_` of this fix fail. A writer in another module proven by the project
+index (above) is the exception. The proof covers the files of the run: a file
+outside it that passes a float-lr optimizer to the writer would meet `.fill_`
+on a float, so run the tool over the whole project.
 
 Adam/AdamW with `foreach=True` reject a tensor lr unless `capturable=True`,
 and `capturable=True` raises on CPU parameters (AssertionError in an eager
@@ -388,6 +404,7 @@ be slower (measured with backend="eager", 20 x Linear(64): 11.2 ms → 21.5 ms a
 step).
 """
     triggers = (b"optim",)
+    reads_project = True
     reads = "ast"
     valid = (
         # not stepped inside a compiled region
@@ -453,8 +470,16 @@ step).
 
     # ------------------------------------------------------------------ check
     def check(self, ctx) -> Iterable[Finding]:
+        out = self._project_fills(ctx) if ctx.project is not None else []
+        return out + self._check_module(ctx)
+
+    def _check_module(self, ctx) -> List[Finding]:
         if b"step" not in ctx.source.data:
             return []  # every finding needs a `.step` run in a compiled region
+        shared = ctx.source.__dict__.get("_fr004_shared")
+        if shared:  # the index's look at this same parse (index_facts)
+            for key, value in shared.items():
+                ctx.cache.setdefault(key, value)
         model = ctx.model
         if not model.compile_sites:  # early exit before walking the module
             return []
@@ -498,6 +523,21 @@ step).
                 f"{whose}, so `.fill_` cannot be used there (no automatic fix)"
             ))]
         self._share_fixes(ctx, region, reach, results)
+        # what the project index learns of this module: the optimizers whose
+        # lr plain --fix makes a tensor (a safe fix, or unsafe only because
+        # the optimizer is passed to code of another module)
+        fixable: Dict[_Built, bool] = ctx.cache.get("fr004_fixable", {})
+        ok = {b for b in region if fixable.get(b) and b not in held}
+        changed = True
+        while changed:  # optimizers fixed together: all or none
+            changed = False
+            for reached, _ in reach.values():
+                members = {b for b in reached if b in fixable or b in held}
+                if members & ok and not members <= ok:
+                    ok -= members
+                    changed = True
+        ctx.cache["fr004_converted"] = ok
+        ctx.cache["fr004_results"] = results
         return [f for b in region for f in results.get(b, [])]
 
     def _share_fixes(self, ctx, region: List[_Built], reach, results: Dict[_Built, List[Finding]]) -> None:
@@ -547,6 +587,8 @@ step).
 
     # ------------------------------------------------------------ collection
     def _constructions(self, ctx) -> List[_Built]:
+        if "fr004_built" in ctx.cache:
+            return ctx.cache["fr004_built"]
         model, source = ctx.model, ctx.source
         found: List[_Built] = []
         for node in _source_order(n for n in source.parents if type(n) is ast.Call):
@@ -903,10 +945,16 @@ step).
         unknown = [w for w, (reached, complete) in self._write_reach(ctx).items() if not complete]
         if unknown:
             unsafe.append(f"line {unknown[0].lineno} writes a float lr into param groups of an optimizer not visible here, which may be this one (the lr would be a float again{', and `.fill_` fail on it' if fills else ''})")
-        escape = self._escape(ctx, b)
+        fixable = ctx.cache.setdefault("fr004_fixable", {})
+        fixable[b] = not unsafe
+        escape = next((c for c in self._escapes(ctx, b) if not self._proven_writer(ctx, c)), None)
         if escape is not None:
             unsafe.append(f"the optimizer is passed to `{self._text(ctx).code(escape.func)}` (line {escape.lineno}), code not visible here: a float lr written there would replace the tensor{' (and `.fill_` fail on it)' if fills else ''}")
         message = f"{lead}; make it a 0-d tensor (`lr=torch.tensor(...)`)" if lr_fixed else f"{lead}; keep the tensor lr a tensor"
+        writers = [w for w in map(functools.partial(self._proven_writer, ctx), self._escapes(ctx, b)) if w is not None]
+        if writers:
+            named = ", ".join(dict.fromkeys(f"`{name}` of module `{where}`" for name, where in writers))
+            notes.append(f"the lr writes of {named} become `.fill_`, fixed there")
         if notes:
             message += f" ({'; '.join(notes)})"
         if unsafe:
@@ -1052,9 +1100,9 @@ step).
             out.append((call, skip))
         return out
 
-    def _escape(self, ctx, b: _Built) -> Optional[ast.Call]:
-        """The first call that passes ``b`` to code not visible here (not
-        torch's, not a builtin, not a function or class of this module)."""
+    def _escapes(self, ctx, b: _Built) -> List[ast.Call]:
+        """The calls that pass ``b`` to code not visible here (not torch's,
+        not a builtin, not a function or class of this module), in source order."""
         passed = ctx.cache.get("fr004_passed")
         if passed is None:
             passed = ctx.cache["fr004_passed"] = []
@@ -1064,6 +1112,7 @@ step).
                         target = self._resolve(ctx, arg)
                         if target is not None:
                             passed.append((call, target))
+        out: List[ast.Call] = []
         for call, target in passed:
             if target is not b:
                 continue
@@ -1072,8 +1121,8 @@ step).
                 continue
             if self._callee_def(ctx, call) is not None or (isinstance(call.func, ast.Name) and call.func.id in ctx.model.classes):
                 continue
-            return call
-        return None
+            out.append(call)
+        return out
 
     def _lr_assigns(self, ctx) -> List[ast.Assign]:
         """``x["lr"] = v`` statements (one target), in source order."""
@@ -1082,7 +1131,7 @@ step).
             source = ctx.source
             found = ctx.cache["fr004_lr_assigns"] = _source_order(
                 n for n in source.parents
-                if isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_lr_subscript(source, n.targets[0])
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and self._lr_key(ctx, n.targets[0]) is not None
             )
         return found
 
@@ -1095,7 +1144,7 @@ step).
         lines = []
         for node in source.parents:  # every node but the module
             if isinstance(node, ast.Subscript):
-                if not _is_lr_subscript(source, node):
+                if self._lr_key(ctx, node) is None:
                     continue
                 parent = source.parent(node)
                 # written, not read: `x["lr"] = v` (a direct target) and, as
@@ -1108,3 +1157,323 @@ step).
         lines.sort()
         ctx.cache["fr004_lr_reads"] = lines
         return lines
+
+    # ------------------------------------------------------ computed lr keys
+    def _lr_key(self, ctx, node: ast.AST) -> Optional[Tuple[Tuple[ast.AST, ast.arg], ...]]:
+        """Is ``node`` a subscript ``x[<key>]`` whose key is ``"lr"``?  None
+        when it is not (or may not be); else the parameters (function, arg)
+        whose default ``"lr"`` the key is -- no call of this module passes
+        them; calls from other modules are the project index's to check --
+        and () for the literal or a module constant ``LR_KEY = "lr"``.
+        ``group[self.lr_field]`` with ``self.lr_field = lr_field`` set once,
+        in ``__init__``, from ``lr_field="lr"`` is such a key."""
+        if not isinstance(node, ast.Subscript):
+            return None
+        index = node.slice
+        if isinstance(index, ast.Constant):
+            return () if _is_lr_subscript(ctx.source, node) else None
+        if not isinstance(index, (ast.Name, ast.Attribute)):
+            return None
+        model = ctx.model
+        param: Optional[ast.arg] = None
+        fn: Optional[ast.AST] = None
+        if isinstance(index, ast.Name):
+            bindings = [b for b in model.scopes.bindings_of(index) if b.kind != "del"]
+            if len(bindings) != 1:
+                return None
+            if bindings[0].kind == "param":
+                param, fn = bindings[0].node, bindings[0].scope.node  # type: ignore[assignment]
+            elif bindings[0].kind == "assign" and bindings[0].scope.kind == "module":
+                value = bindings[0].value
+                return () if isinstance(value, ast.Constant) and value.value == "lr" else None
+        elif isinstance(index.value, ast.Name) and index.value.id == "self":
+            cls = ctx.source.enclosing(index, ast.ClassDef)
+            init = model.method(cls, "__init__") if isinstance(cls, ast.ClassDef) else None
+            values = model.self_attr_values(cls, index.attr) if init is not None else []
+            if len(values) == 1 and isinstance(values[0], ast.Name) and ctx.source.enclosing(values[0], _DEFS) is init:
+                bindings = model.scopes.bindings_of(values[0])
+                if len(bindings) == 1 and bindings[0].kind == "param":
+                    param, fn = bindings[0].node, init  # type: ignore[assignment]
+        if param is None or not isinstance(fn, _DEFS) or not _default_is_lr(fn, param):
+            return None
+        calls = self._calls_of(ctx, fn)
+        if calls is None or any(_passes(call, fn, param, skip) for call, skip in calls):
+            return None
+        return ((fn, param),)
+
+    # ------------------------------------------------------- across modules
+    def _groups_of(self, ctx, node: ast.Assign) -> Optional[ast.AST]:
+        """``X`` of an lr write into ``X.param_groups`` (see :meth:`_write_reach`)."""
+        holder = node.targets[0].value  # type: ignore[attr-defined]
+        groups: Optional[ast.AST] = None
+        if isinstance(holder, ast.Subscript):
+            groups = holder.value
+        elif isinstance(holder, ast.Name):
+            for anc in ctx.source.ancestors(node):
+                if isinstance(anc, (ast.For, ast.AsyncFor)) and isinstance(anc.target, ast.Name) and anc.target.id == holder.id:
+                    groups = anc.iter
+                    break
+        if isinstance(groups, ast.Attribute) and groups.attr == "param_groups":
+            return groups.value
+        return None
+
+    def _param_root(self, ctx, expr: ast.AST) -> Optional[Tuple[ast.AST, ast.arg]]:
+        """(function, parameter) when ``expr`` is a parameter of a function or
+        ``self.x`` set in ``__init__`` from one of its parameters."""
+        model = ctx.model
+        if isinstance(expr, ast.Name):
+            bindings = model.scopes.bindings_of(expr)
+            if len(bindings) == 1 and bindings[0].kind == "param" and isinstance(bindings[0].scope.node, _DEFS):
+                return bindings[0].scope.node, bindings[0].node  # type: ignore[return-value]
+        elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            cls = ctx.source.enclosing(expr, ast.ClassDef)
+            init = model.method(cls, "__init__") if isinstance(cls, ast.ClassDef) else None
+            values = model.self_attr_values(cls, expr.attr) if init is not None else []
+            if len(values) == 1 and isinstance(values[0], ast.Name) and ctx.source.enclosing(values[0], _DEFS) is init:
+                bindings = model.scopes.bindings_of(values[0])
+                if len(bindings) == 1 and bindings[0].kind == "param":
+                    return init, bindings[0].node  # type: ignore[return-value]
+        return None
+
+    def _writers(self, ctx) -> Dict[str, dict]:
+        """The module's lr writers for the project index: callable name (a
+        module-level function, or a module-level class through its
+        ``__init__``) -> {"param", "index" (position after ``self``; -1:
+        keyword-only), "keys" ([name, index] of parameters whose default
+        "lr" the written key is: no caller may pass them), "lines" (the
+        writes), "clean" (every use of the optimizer there is visible:
+        nothing but ``.param_groups`` of it is used, no lr is read back, every
+        lr write of the module is one of these, and the module itself never
+        calls the callable)}.  JSON-ready."""
+        found = ctx.cache.get("fr004_writers")
+        if found is not None:
+            return found
+        found = {}
+        source = ctx.source
+        unresolved = False
+        for node in self._lr_assigns(ctx):
+            groups = self._groups_of(ctx, node)
+            root = self._param_root(ctx, groups) if groups is not None else None
+            owner = source.parent(root[0]) if root is not None else None
+            if root is None or owner is None:
+                unresolved = True
+                continue
+            fn, param = root
+            if isinstance(owner, ast.Module):
+                name, skip, cls = fn.name, 0, None  # type: ignore[attr-defined]
+            elif isinstance(owner, ast.ClassDef) and isinstance(source.parent(owner), ast.Module) and fn.name == "__init__":  # type: ignore[attr-defined]
+                name, skip, cls = owner.name, 1, owner
+            else:
+                unresolved = True
+                continue
+            entry = found.setdefault(name, {"param": param.arg, "index": _position(fn, param, skip), "keys": [], "lines": [], "clean": True})
+            if entry["param"] != param.arg:
+                entry["clean"] = False
+            entry["lines"].append(node.lineno)
+            for key_fn, key_param in self._lr_key(ctx, node.targets[0]) or ():
+                if key_fn is not fn:
+                    entry["clean"] = False
+                elif [key_param.arg, _position(fn, key_param, skip)] not in entry["keys"]:
+                    entry["keys"].append([key_param.arg, _position(fn, key_param, skip)])
+            if entry["clean"] and not (self._calls_of(ctx, fn) == [] and self._uses_only_groups(ctx, fn, param, cls)):
+                entry["clean"] = False
+        if unresolved or self._lr_reads(ctx):
+            for entry in found.values():
+                entry["clean"] = False
+        ctx.cache["fr004_writers"] = found
+        return found
+
+    def _uses_only_groups(self, ctx, fn: ast.AST, param: ast.arg, cls: Optional[ast.ClassDef]) -> bool:
+        """Is the optimizer ``param`` brings used only as ``X.param_groups``
+        (``param`` itself, or ``self.x`` it is stored in, set once)?"""
+        scope = ctx.model.scopes.of_node.get(fn)
+        if scope is None:
+            return False
+        stored: Optional[str] = None
+        for ref in scope.references.get(param.arg, []):
+            parent = ctx.source.parent(ref)
+            if isinstance(parent, ast.Attribute) and parent.attr == "param_groups":
+                continue
+            target = parent.targets[0] if isinstance(parent, ast.Assign) and len(parent.targets) == 1 else None
+            if cls is not None and stored is None and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                stored = target.attr
+                continue
+            return False
+        if stored is None:
+            return True
+        for node in ast.walk(cls):  # type: ignore[arg-type]
+            if isinstance(node, ast.Attribute) and node.attr == stored and isinstance(node.value, ast.Name) and node.value.id == "self":
+                parent = ctx.source.parent(node)
+                if isinstance(node.ctx, ast.Load) and not (isinstance(parent, ast.Attribute) and parent.attr == "param_groups"):
+                    return False
+        return len(ctx.model.self_attr_values(cls, stored)) == 1  # type: ignore[arg-type]
+
+    def _passes_out(self, ctx) -> dict:
+        """For the project index: every optimizer built here that is passed to
+        code of another module: {"line", "fixed" (plain --fix makes its lr a
+        tensor: a fix that is safe, or unsafe only for being passed on),
+        "calls": [[qualified callee, slot (position or keyword), positional
+        count, keywords, *args/**kwargs, line], ...]}, and for each callee
+        whether every use of it here is one of these calls ("complete")."""
+        self._check_module(ctx)
+        built = ctx.cache.get("fr004_built") or []
+        converted = ctx.cache.get("fr004_converted", set())
+        results = ctx.cache.get("fr004_results", {})
+        table = None
+        if b"fix-recompiles:" in ctx.source.data:
+            from ..engine import is_suppressed, suppressions
+
+            table = suppressions(ctx.source.text)
+        out: List[dict] = []
+        recorded: Dict[str, List[ast.Call]] = {}
+        for b in built:
+            if b.kind != "optimizer":
+                continue
+            calls = []
+            for call in self._escapes(ctx, b):
+                slot: object = None
+                for i, a in enumerate(call.args):
+                    if isinstance(a, ast.Starred):
+                        break
+                    if self._resolve(ctx, a) is b:
+                        slot = i
+                        break
+                for kw in call.keywords:
+                    if kw.arg is not None and self._resolve(ctx, kw.value) is b:
+                        slot = kw.arg
+                for q in sorted(_qualified_names(ctx.model, call.func)):
+                    if "." in q:
+                        recorded.setdefault(q, []).append(call)
+                        calls.append([q, slot, len(call.args), sorted(kw.arg for kw in call.keywords if kw.arg), _has_star(call), call.lineno])
+            if not calls:
+                continue
+            fixed = b in converted
+            if fixed and table is not None:
+                fixed = not any(is_suppressed(f, table) for f in results.get(b, []))
+            out.append({"line": b.call.lineno, "fixed": fixed, "calls": calls})
+        if not out:
+            return {}
+        return {"complete": {q: self._every_use_called(ctx, q, found) for q, found in recorded.items()}, "optimizers": out}
+
+    def _every_use_called(self, ctx, q: str, calls: List[ast.Call]) -> bool:
+        """Is every use of the imported name behind ``q`` one of ``calls``?"""
+        func = calls[0].func
+        base = func.value if isinstance(func, ast.Attribute) else func
+        if not isinstance(base, ast.Name):
+            return False
+        bindings = ctx.model.scopes.bindings_of(base)
+        if len(bindings) != 1 or bindings[0].kind != "import":
+            return False
+        funcs = {id(c.func) for c in calls}
+        for ref in bindings[0].scope.references.get(base.id, []):
+            node = ref if not isinstance(func, ast.Attribute) else ctx.source.parent(ref)
+            if isinstance(func, ast.Attribute) and not (isinstance(node, ast.Attribute) and node.attr == func.attr):
+                continue  # another attribute of the module
+            if id(node) not in funcs:
+                return False
+        return True
+
+    def _proven_writer(self, ctx, call: ast.Call) -> Optional[Tuple[str, str]]:
+        """(callable, where) when the project index proves that ``call``
+        reaches an lr writer of another module whose writes become ``.fill_``
+        (every optimizer passed to it, in every module, gets a tensor lr)."""
+        project = ctx.project
+        if project is None or not getattr(project, "lr_proven", None):
+            return None
+        for q in sorted(_qualified_names(ctx.model, call.func)):
+            hit = project.resolve_lr_writer(ctx.path, q)
+            if hit is not None:
+                return hit
+        return None
+
+    def _project_fills(self, ctx) -> List[Finding]:
+        """The lr writes of this module's proven writers (project index)
+        become ``.fill_``: every optimizer reaching them, from every module,
+        gets a tensor lr from plain --fix."""
+        proven = ctx.project.lr_proven_in(ctx.path) if hasattr(ctx.project, "lr_proven_in") else {}
+        if not proven:
+            return []
+        writers = self._writers(ctx)
+        out: List[Finding] = []
+        by_line = {n.lineno: n for n in self._lr_assigns(ctx)}
+        for name, callers in sorted(proven.items()):
+            entry = writers.get(name)
+            if entry is None or not entry["clean"]:
+                continue
+            where = ", ".join(f"{path} line {line}" for path, line in callers)
+            for line in entry["lines"]:
+                node = by_line.get(line)
+                if node is None:
+                    continue
+                out.append(self.finding(
+                    ctx, node,
+                    f"`{name}` writes a float lr into the param groups of optimizers that are stepped inside a compiled region "
+                    f"and get a 0-d tensor lr ({where}): the float replaces the tensor and every new value recompiles; write it in place with `.fill_`",
+                    edits=[Edit(ctx.source.target(node, cst.Assign), _fill)],
+                    safety=Safety.SAFE,
+                    needs_torch=False,
+                    title="write the lr in place (`.fill_`)",
+                ))
+        return out
+
+
+def _default_is_lr(fn: ast.AST, param: ast.arg) -> bool:
+    """Does ``param`` of ``fn`` default to the string ``"lr"``?"""
+    args = fn.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    default: Optional[ast.AST] = None
+    for i, a in enumerate(positional):
+        if a is param:
+            at = i - (len(positional) - len(args.defaults))
+            default = args.defaults[at] if at >= 0 else None
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        if a is param:
+            default = d
+    return isinstance(default, ast.Constant) and default.value == "lr"
+
+
+def _position(fn: ast.AST, param: ast.arg, skip: int) -> int:
+    """Position of ``param`` among the arguments a call passes (after
+    ``skip`` implicit ones); -1 for a keyword-only parameter."""
+    args = fn.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args][skip:]
+    for i, a in enumerate(positional):
+        if a is param:
+            return i
+    return -1
+
+
+def _passes(call: ast.Call, fn: ast.AST, param: ast.arg, skip: int) -> bool:
+    """May ``call`` pass a value for ``param`` (of ``fn``)?"""
+    if _has_star(call) or any(kw.arg == param.arg for kw in call.keywords):
+        return True
+    at = _position(fn, param, skip)
+    return 0 <= at < len(call.args)
+
+
+#: FR004's scratch entries that depend on neither the settings nor the index
+_SHARED = frozenset(("fr004_by_call", "fr004_built", "fr004_write_reach", "fr004_lr_assigns", "fr004_lr_reads", "fr004_passed", "fr004_text", "fr004_writers", "fr004_fill_edits"))
+
+
+def index_facts(source) -> Optional[dict]:
+    """FR004's facts for the project index (JSON-ready), or None: the
+    module's lr writers (:meth:`OptimizerScalars._writers`), and the
+    optimizers it passes to code of other modules
+    (:meth:`OptimizerScalars._passes_out`)."""
+    from ..context import FileContext, Settings
+
+    data = source.data
+    writers: Dict[str, dict] = {}
+    passes: dict = {}
+    rule = OptimizerScalars()
+    ctx = FileContext(source.path, source.display_path, Settings(), None, source)
+    if b"param_groups" in data:
+        writers = rule._writers(ctx)
+    if b"optim" in data and b"step" in data:
+        passes = rule._passes_out(ctx)
+    # what does not depend on the settings or the index is kept for the
+    # rule's own run on this parse (the first look)
+    source.__dict__["_fr004_shared"] = {k: v for k, v in ctx.cache.items() if k in _SHARED}
+    if not writers and not passes:
+        return None
+    return {"writers": writers, "passes": passes}

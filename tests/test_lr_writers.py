@@ -1,0 +1,175 @@
+"""FR004 across modules: lr writers of another module (project index).
+
+An optimizer stepped in a compiled region and passed to a scheduler or
+``set_lr`` helper of another module: the writer's ``group["lr"] = v`` becomes
+``.fill_`` and the constructor's fix is safe only when the index proves that
+every optimizer reaching the writer, from every file of the run, gets a tensor
+lr from plain --fix. (The runtime cure of the proven form is
+tests/realworld/pos_lr_field_scheduler.)"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from typing import Dict
+
+from codemods.context import Settings
+from codemods.findings import Safety
+from codemods.runner import run
+
+MAIN = """
+import torch
+from scheduler import WarmupScheduler
+
+model = torch.nn.Linear(4, 4)
+opt = torch.optim.Adam(model.parameters(), lr=0.1)
+sched = WarmupScheduler(opt, base_lr=0.1, warmup=8{extra})
+
+
+@torch.compile(backend="eager")
+def train_step(x):
+    model(x).sum().backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+SCHEDULER = """
+class WarmupScheduler:
+    def __init__(self, optimizer, base_lr, warmup, lr_field="lr"):
+        self.optimizer = optimizer
+        self.base_lr = base_lr
+        self.warmup = warmup
+        self.lr_field = lr_field
+        self.n = 0{init}
+
+    def step(self):
+        self.n += 1
+        for group in self.optimizer.param_groups:
+            group[self.lr_field] = self.base_lr * min(1.0, self.n / self.warmup)
+"""
+
+
+def _project(tmp_path, files: Dict[str, str], jobs: int = 1, cache_dir=None):
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        outcome = run(["."], Settings(), jobs=jobs, cache_dir=cache_dir)
+    finally:
+        os.chdir(cwd)
+    assert not outcome.errors, outcome.errors
+    out = {}
+    for r in outcome.results:
+        name = os.path.basename(r.display_path)
+        out[name] = ([(f.line, f.fix.safety if f.fix else None) for f in r.findings], r.new)
+    return out
+
+
+def _safety(found, name):
+    return [safety for _, safety in found.get(name, ([], None))[0]]
+
+
+def test_scheduler_class_with_computed_key_is_proven(tmp_path):
+    found = _project(tmp_path, {"main.py": MAIN.format(extra=""), "scheduler.py": SCHEDULER.format(init="")})
+    assert _safety(found, "main.py") == [Safety.SAFE]
+    assert _safety(found, "scheduler.py") == [Safety.SAFE]
+    assert b"group[self.lr_field].fill_(self.base_lr" in found["scheduler.py"][1]
+    assert b"lr=torch.tensor(0.1)" in found["main.py"][1]
+
+
+def test_same_in_a_pool_and_from_the_cache(tmp_path):
+    files = {"main.py": MAIN.format(extra=""), "scheduler.py": SCHEDULER.format(init="")}
+    for n in range(3):  # enough files for the pool
+        files[f"other{n}.py"] = "import torch\nx = torch.zeros(1)\n"
+    cache = str(tmp_path / ".cache")
+    for _ in range(2):  # cold, then warm
+        found = _project(tmp_path, files, jobs=2, cache_dir=cache)
+        assert _safety(found, "scheduler.py") == [Safety.SAFE] and _safety(found, "main.py") == [Safety.SAFE]
+    # a new file hands the scheduler an optimizer stepped eagerly: `.fill_`
+    # would fail on its float, so the writer is no longer proven
+    files["eager.py"] = "import torch\nfrom scheduler import WarmupScheduler\nm = torch.nn.Linear(2, 2)\ns = WarmupScheduler(torch.optim.SGD(m.parameters(), lr=0.1), 0.1, 4)\n"
+    found = _project(tmp_path, files, jobs=2, cache_dir=cache)
+    assert _safety(found, "scheduler.py") == []
+    assert _safety(found, "main.py") == [Safety.UNSAFE]
+
+
+def test_a_caller_that_overrides_the_key_is_not_proven(tmp_path):
+    found = _project(tmp_path, {"main.py": MAIN.format(extra=', lr_field="learning_rate"'), "scheduler.py": SCHEDULER.format(init="")})
+    assert _safety(found, "scheduler.py") == []
+    assert _safety(found, "main.py") == [Safety.UNSAFE]
+
+
+def test_a_writer_that_reads_the_lr_back_is_not_proven(tmp_path):
+    # `base_lrs` would hold the very tensors `.fill_` then changes
+    init = "\n        self.base_lrs = [g['lr'] for g in optimizer.param_groups]"
+    found = _project(tmp_path, {"main.py": MAIN.format(extra=""), "scheduler.py": SCHEDULER.format(init=init)})
+    assert _safety(found, "scheduler.py") == []
+    assert _safety(found, "main.py") == [Safety.UNSAFE]
+
+
+def test_a_subclass_in_another_module_is_not_proven(tmp_path):
+    sub = "from scheduler import WarmupScheduler\n\nclass Slow(WarmupScheduler):\n    pass\n"
+    found = _project(tmp_path, {"main.py": MAIN.format(extra=""), "scheduler.py": SCHEDULER.format(init=""), "slow.py": sub})
+    assert _safety(found, "scheduler.py") == []
+    assert _safety(found, "main.py") == [Safety.UNSAFE]
+
+
+def test_optimizer_also_passed_to_unknown_code_is_not_proven(tmp_path):
+    main = MAIN.format(extra="") + "\nfrom tracking import watch\nwatch(opt)\n"
+    found = _project(tmp_path, {"main.py": main, "scheduler.py": SCHEDULER.format(init=""), "tracking.py": "def watch(o):\n    pass\n"})
+    assert _safety(found, "scheduler.py") == []
+    assert _safety(found, "main.py") == [Safety.UNSAFE]
+
+
+def test_set_lr_helper_of_another_module(tmp_path):
+    main = """
+    import torch
+    import lr_utils
+
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+    @torch.compile(backend="eager")
+    def train_step(x):
+        model(x).sum().backward()
+        opt.step()
+
+
+    for i in range(4):
+        train_step(torch.randn(2, 4))
+        lr_utils.set_lr(opt, 0.1 / (i + 1))
+    """
+    helper = """
+    def set_lr(optimizer, lr):
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+    """
+    found = _project(tmp_path, {"main.py": main, "lr_utils.py": helper})
+    assert _safety(found, "main.py") == [Safety.SAFE]
+    assert _safety(found, "lr_utils.py") == [Safety.SAFE]
+    assert b'group["lr"].fill_(lr)' in found["lr_utils.py"][1]
+
+
+def test_writer_alone_or_caller_alone_stays_unproven(tmp_path):
+    (tmp_path / "main.py").write_text(textwrap.dedent(MAIN.format(extra="")).lstrip())
+    (tmp_path / "scheduler.py").write_text(textwrap.dedent(SCHEDULER.format(init="")).lstrip())
+    for only, expected in (("scheduler.py", []), ("main.py", [Safety.UNSAFE])):
+        outcome = run([str(tmp_path / only)], Settings())
+        assert [f.fix.safety if f.fix else None for f in outcome.findings] == expected
+
+
+def test_caller_with_fr004_ignored_per_file_is_not_proven(tmp_path):
+    # main.py's constructor would not be fixed: `.fill_` in scheduler.py would meet its float lr
+    from codemods.config import PerFileIgnores
+
+    for name, text in {"main.py": MAIN.format(extra=""), "scheduler.py": SCHEDULER.format(init="")}.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        outcome = run(["."], Settings(), per_file_ignores=PerFileIgnores([("main.py", ["FR004"])], "."))
+    finally:
+        os.chdir(cwd)
+    assert outcome.findings == [] and not any(r.new for r in outcome.results)
