@@ -75,9 +75,22 @@ def compile_is_regex_only(data: bytes) -> bool:
     site, no ``model.compile()`` and no compiled function can be in the file,
     so it need not be parsed; anything unusual answers False (parse it).
     Also True when ``compile`` is only in comments and strings
-    (:func:`compile_in_code`)."""
-    if not compile_in_code(data):
-        return True
+    (:func:`compile_in_code`; asked last, and once per file: it scans the
+    whole file)."""
+    global _LAST
+    if _LAST[0] is data:
+        return _LAST[1]
+    answer = _regex_only(data) or not compile_in_code(data)
+    _LAST = (data, answer)
+    return answer
+
+
+#: the last answer of :func:`compile_is_regex_only` (the engine asks about one
+#: file several times in a row: index, rule selection, limits)
+_LAST: Tuple[object, bool] = (None, False)
+
+
+def _regex_only(data: bytes) -> bool:
     if _IMPORT_COMPILE.search(data) is not None:
         return False
     used = set()
