@@ -197,6 +197,12 @@ class CodeEntry:
     #: compile attempts after the first (each carries a recompile reason; the
     #: attempt that hit the limit counts too)
     recompiles: int = 0
+    #: a library function compiled in user code (``torch.compile(F.softmax)``,
+    #: ``torch.compile(flex_attention, dynamic=False)``): torch's code object,
+    #: often its ``wrap_inline`` wrapper ``inner``, with no user frame in the
+    #: trace; (file, line) of the one user compile call of a library function
+    #: that can have compiled it (set by :func:`codemods.trace_run.map_library_entries`)
+    library_site: Optional[Tuple[str, int]] = None
 
     @property
     def causes(self) -> List[str]:
@@ -714,6 +720,8 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
     sources = ", ".join(f"`{s}`" for s in _sources(entry, cause)) or "it"
     if cause == TENSOR_SHAPE:
         for name, dims in varying_dims(entry).items():
+            if not _IDENT.match(name):
+                continue  # `args[0]` of a wrapper: no name of the user's to mark
             for dim in dims:
                 parts.append(f"torch._dynamo.maybe_mark_dynamic({name}, {dim})")
         zero_one = sum(1 for r in entry.reasons if is_zero_one(r))
@@ -751,6 +759,8 @@ _RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$
 
 
 def display_name(entry: CodeEntry) -> str:
+    if entry.library_site is not None and entry.user_frame is not None:
+        return entry.user_frame[2]  # the compiled library function, as the user wrote it
     if _is_torch_file(entry.filename) and entry.user_frame is not None:
         return f"{entry.name} (via {entry.user_frame[2]})"
     m = _RESUME_NAME.match(entry.name)

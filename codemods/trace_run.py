@@ -178,6 +178,76 @@ def _inside(finding: Finding, span) -> bool:
     )
 
 
+# -- library functions compiled in user code ------------------------------------------
+#
+# ``torch.compile(F.softmax, dynamic=False)``, ``torch.compile(flex_attention)``:
+# dynamo compiles torch's code (for a function its trace rules skip, a
+# ``wrap_inline`` wrapper named ``inner`` in torch/_dynamo/external_utils.py),
+# and the trace records no user frame for it (measured on 2.13: the
+# ``dynamo_start`` stack is that one frame).  The user's compile call of the
+# library function is found in the run's files: when exactly one compile call
+# of a library function can have compiled that code object, the entry is
+# mapped to it (shown there, its findings matched); otherwise it stays torch's.
+
+_WRAPPER = ("inner", "torch/_dynamo/external_utils.py")
+
+
+def _library_callable(model, site) -> Optional[str]:
+    """The dotted name of the library function ``site`` compiles (an imported
+    function: ``torch.nn.functional.softmax``), or None for user code."""
+    if site.form != "wrap" or site.target_def is not None or site.target is None:
+        return None
+    if not isinstance(site.target, (ast.Name, ast.Attribute)) or model.module_class_of(site.target) is not None:
+        return None
+    names = sorted(q for q in model.qualified_names(site.target) if "." in q and not q.startswith("builtins."))
+    return names[0] if names else None
+
+
+def _can_have_compiled(entry: tr.CodeEntry, qualified: str) -> bool:
+    if (entry.name, entry.filename.replace("\\", "/").endswith(_WRAPPER[1])) == (_WRAPPER[0], True):
+        return True  # torch's wrapper around a function its trace rules skip
+    return qualified.rsplit(".", 1)[-1] == entry.name
+
+
+def map_library_entries(trace: tr.Trace, within: Optional[Sequence[str]], settings: Settings) -> None:
+    """Map torch-internal code objects with no user frame that recompiled to
+    the one user compile call of a library function (under ``within``) that
+    can have compiled them: sets ``library_site`` and ``user_frame``."""
+    from .compile_sites import model_of
+    from .discovery import discover
+    from .engine import parse_ast
+    from .prefilter import mentions_compile
+
+    todo = [
+        e for e in trace.entries
+        if tr._is_torch_file(e.filename) and e.user_frame is None and (e.reasons or e.limit_hit)
+    ]
+    if not todo or not within:
+        return
+    found: List[Tuple[str, int, str, str]] = []  # (path, line, as written, qualified name)
+    for path in discover(within).files:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            if not mentions_compile(data):
+                continue
+            source = parse_ast(path, data)
+        except (OSError, FileError):
+            continue
+        model = model_of(source)
+        for site in model.compile_sites:
+            qualified = _library_callable(model, site)
+            if qualified is not None:
+                written = ast.get_source_segment(source.text, site.target) or qualified
+                found.append((path, site.node.lineno, written, qualified))
+    for entry in todo:
+        candidates = [c for c in found if _can_have_compiled(entry, c[3])]
+        if len(candidates) == 1:
+            path, line, written, _q = candidates[0]
+            entry.library_site = (path, line)
+            entry.user_frame = (path, line, written)
+
+
 def _evidence(entry: tr.CodeEntry, cause: str) -> str:
     sources = []
     for r in entry.reasons:
@@ -185,7 +255,7 @@ def _evidence(entry: tr.CodeEntry, cause: str) -> str:
             sources.append(r.source)
     what = f"{cause} `{', '.join(sources)}`" if sources else cause
     limit = ", hit the recompile limit" if entry.limit_hit else ""
-    return f"`{entry.name}` compiled {entry.graphs} graphs on {what}{limit}"
+    return f"`{tr.display_name(entry)}` compiled {entry.graphs} graphs on {what}{limit}"
 
 
 def upgrade(finding: Finding, evidence: str) -> Finding:
@@ -216,12 +286,23 @@ def match_file(
         if path is None or _real(path) != real:
             continue
         internal = tr._is_torch_file(entry.filename)
+        library_spans = [
+            (s, site_spans(ctx.source, s))
+            for s in model.compile_sites
+            if entry.library_site is not None and s.node.lineno == entry.library_site[1] and _library_callable(model, s) is not None
+        ]
         for cause in entry.causes:
             for cure in tr.CURES.get(cause, ()):
                 for index, f in enumerate(findings):
                     if f.code != cure.code or index in matched:
                         continue
-                    if internal:
+                    if internal and entry.library_site is not None:
+                        # a compiled library function: the user's compile call of it
+                        ok = any(
+                            any(_inside(f, sp) for sp in spans)
+                            for site, spans in library_spans
+                        )
+                    elif internal:
                         ok = cause == tr.OPTIMIZER_LR
                     else:
                         ok = any(
@@ -297,6 +378,7 @@ def guide(
     # the trace is the evidence the source lacks: unproven findings take part
     # (only those it implicates are applied)
     settings = replace(settings, unproven=True)
+    map_library_entries(trace, within, settings)
     files = implicated_files(trace, within)
     project = build_project_index(files, settings)
     for path in files:
@@ -329,6 +411,7 @@ def guide(
                 for f in chosen:
                     f.applied = False
     if evidence:
+        apply_flag_evidence(trace, out, settings)
         apply_evidence(trace, out)
     return out
 
@@ -487,6 +570,7 @@ def report_and_apply(
 ) -> Tuple[int, Guided, int]:
     """Print the table, the implicated findings, and the diff or the writes.
     (exit code, guided, files written)."""
+    map_library_entries(trace, within, settings)
     for line in report_lines(trace, settings):
         _out(line)
     guided = guide(trace, settings, within, fixing=fix)
@@ -534,6 +618,7 @@ def review(
     (exit code, files written as (path, display path, bytes before))."""
     from .interactive import review_paths
 
+    map_library_entries(trace, within, settings)
     for line in report_lines(trace, settings):
         _out(line)
     guided = guide(trace, settings, within, fixing=False, evidence=False)
@@ -793,6 +878,7 @@ def guard(
         trace = tr.read_trace(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    map_library_entries(trace, [os.getcwd()], settings)
     say("")
     for line in report_lines(trace, settings):
         say(line)
@@ -1029,3 +1115,154 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
                 applied=True,
             )
             g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))
+
+
+# -- fixes made from evidence: the unspec flag for module int attributes ----------------
+#
+# The trace shows a compiled ``nn.Module`` method recompiling on an int
+# attribute of ``self`` (``self.calls == 3``, ``self._modules['kv_cache'].size
+# == 0``, ``L['self'].layer_idx == 1`` across blocks compiled one by one) that
+# no applied FR005 finding cures: set FR005's flag
+# (``torch._dynamo.config.allow_unspec_int_on_nn_module = True``, FR005's own
+# rendering) before the compile of that class (FR005's placement), or, when the
+# compile-site model sees no compile of it in this file, right after the
+# module-level ``import torch`` (it then runs before any compile of the class:
+# the class is defined below it).  Safe, as FR005's fix: a dynamo config flag
+# that changes no value; ``--fix`` re-runs the command and restores the file
+# unless fewer graphs compile with the same exit code.
+
+FLAG_CODE = "TRACE"
+
+
+def _module_int_sources(entry: tr.CodeEntry) -> List[str]:
+    """The ``self.…`` int attributes the trace saw guarded (every one must be
+    of ``self``: ``cfg.n`` of a plain object is not cured by the flag)."""
+    sources = tr._sources(entry, tr.MODULE_INT_ATTR)
+    if not sources or not all(s.startswith("self.") for s in sources):
+        return []
+    return sources
+
+
+def _method_class(source, model, firstlineno: int) -> Optional[ast.ClassDef]:
+    """The nn.Module class of this file one of whose methods is the traced code
+    object (starting at ``firstlineno``: a decorator or the ``def`` line)."""
+    for cls in model.classes.values():
+        if not isinstance(cls, ast.ClassDef) or not model.is_module_class(cls):
+            continue
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and firstlineno in _lines_of_def(stmt):
+                return cls
+    return None
+
+
+def _torch_import(source) -> Optional[ast.stmt]:
+    """The first module-level ``import torch`` (the flag goes right after it)."""
+    for stmt in source.tree.body:
+        if isinstance(stmt, ast.Import) and any(a.name == "torch" for a in stmt.names):
+            return stmt
+    return None
+
+
+def _insert_after(target, new_stmt: cst.BaseStatement) -> Edit:
+    def apply(updated: cst.CSTNode):
+        return cst.FlattenSentinel([updated, new_stmt])
+
+    return Edit(target, apply)
+
+
+def unspec_flag(data: bytes, firstlinenos: Sequence[int], settings: Settings) -> Tuple[Optional[bytes], int]:
+    """``data`` with FR005's flag set before the compile of the nn.Module
+    class(es) whose methods start at ``firstlinenos``; (new bytes, line of the
+    statement it precedes), or (None, 0) when the flag is set already or no
+    place is known.  One class compiled in this file: before its first
+    compile (FR005's placement); several, or none seen compiled: after the
+    module-level ``import torch``, which runs before every one of them."""
+    from .compile_sites import model_of
+    from .engine import parse_ast
+    from .placement import block_of, config_mentions, insert_before
+    from .source import statement_target
+    from .transforms.unspec_int_attrs import (
+        FLAG,
+        UnspecIntAttrs,
+        _compile_statement,
+        _insertion_statement,
+        compiled_module_class,
+    )
+
+    try:
+        source = parse_ast("<trace>", data)
+    except FileError:
+        return None, 0
+    model = model_of(source)
+    if model.torch_alias is None or config_mentions(source, [FLAG]):
+        return None, 0
+    classes = {id(c): c for c in (_method_class(source, model, line) for line in firstlinenos) if c is not None}
+    if not classes:
+        return None, 0
+    places = [
+        _insertion_statement(source, _compile_statement(model, site))
+        for site in model.compile_sites
+        if site.statement is not None and id(compiled_module_class(model, site)) in classes
+    ]
+    places = sorted((p for p in places if block_of(source, p) is not None), key=lambda p: (p.lineno, p.col_offset))
+    ctx = FileContext("<trace>", "<trace>", settings, None, source)
+    flag = UnspecIntAttrs._flag_statement(ctx)
+    if len(classes) == 1 and places:
+        stmt = places[0]
+        edit = insert_before(source, stmt, flag)
+    else:
+        stmt = _torch_import(source)
+        if stmt is None:
+            return None, 0
+        edit = _insert_after(statement_target(source, stmt), flag)
+    finding = Finding(code=FLAG_CODE, message="", path="<trace>", line=1, column=1, end_line=1, end_column=1, fix=Fix(edits=(edit,), safety=Safety.SAFE))
+    return render(ctx, [finding], data), stmt.lineno
+
+
+def apply_flag_evidence(trace: tr.Trace, guided: Guided, settings: Settings) -> None:
+    """Add FR005's flag where the trace shows nn.Module methods recompiling on
+    int attributes of ``self`` and no applied FR005 finding of that file sets
+    it: one flag per file, one finding per code object it cures."""
+    from .interactive import line_map
+    from .transforms.unspec_int_attrs import FLAG
+
+    by_real = {_real(g.path): g for g in guided.files}
+    todo: Dict[str, List[Tuple[tr.CodeEntry, List[str]]]] = {}
+    for entry in trace.entries:
+        sources = _module_int_sources(entry)
+        path = entry_file(entry)
+        if not sources or path is None or tr._is_torch_file(entry.filename):
+            continue
+        real = _real(path)
+        if real in by_real:
+            todo.setdefault(real, []).append((entry, sources))
+    for real, entries in todo.items():
+        g = by_real[real]
+        if any(m.finding.code == "FR005" and m.finding.applied for m in g.matches):
+            continue
+        base = g.new if g.new is not None else g.original
+        moved = line_map(g.original, base) if base != g.original else (lambda n: n)
+        new, line = unspec_flag(base, [moved(e.firstlineno) for e, _ in entries], settings)
+        if new is None:
+            continue
+        g.new = new
+        for entry, sources in entries:
+            n = sum(1 for r in entry.reasons if r.cause == tr.MODULE_INT_ATTR)
+            what = ", ".join(f"`{s}`" for s in sources)
+            fix = Fix(edits=(), safety=Safety.SAFE, title=f"set `torch._dynamo.config.{FLAG} = True` before the compile")
+            finding = Finding(
+                code=FLAG_CODE,
+                message=(
+                    f"`{entry.name}` (line {entry.firstlineno}) recompiled {n} time{'s' if n != 1 else ''} on module int attribute {what}"
+                    f" (from the trace): set `torch._dynamo.config.{FLAG} = True` before the compile (FR005's fix)"
+                ),
+                path=g.display_path,
+                line=line,
+                column=1,
+                end_line=line,
+                end_column=1,
+                fix=fix,
+                rule_name="unspec-flag-from-trace",
+                applied=True,
+            )
+            g.matches.append(Match(finding, entry, tr.MODULE_INT_ATTR))

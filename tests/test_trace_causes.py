@@ -195,7 +195,8 @@ def test_limit_hit_under_fullgraph_is_detected():
 def test_fixtures_carry_placeholders_not_machine_paths():
     for path in sorted(FIXTURES.glob("*.log")):
         text = path.read_text(encoding="utf-8")
-        assert "@SCRIPTS@" in text, path.name
+        # library_fn: a compiled torch function, whose trace names no user file
+        assert "@SCRIPTS@" in text or path.stem == "library_fn", path.name
         # no absolute path of any machine: every file name in a record is a placeholder
         for m in re.finditer(r'"(/[^"]*)"|File \\"(/[^\\]*)', text):
             raise AssertionError(f"{path.name}: absolute path {m.group(0)[:80]}")
