@@ -181,13 +181,6 @@ FIX_NOT_OFFERED = {
     for name, reason in NOT_FOUND.items()
     if name not in ("pos_layer_loop_attr_bound", "pos_lr_field_scheduler")  # these get a safe fix today
 }
-FIX_NOT_OFFERED["pos_ema_lerp_weight"] = (
-    "the wrap is held back as unsafe although the weight only reaches `torch.lerp`, which takes a 0-d tensor weight with the same result (measured: 2 -> 1 graph)"
-)
-FIX_NOT_OFFERED["pos_fullgraph_temperature_branch"] = (
-    "an unsafe wrap is offered although the callee branches on the value (`if temperature > 0.0`); under fullgraph=True the wrapped program crashes"
-)
-FIX_NOT_OFFERED["pos_dropout_schedule"] = "an unsafe tensor-wrap is offered for a float that ends in `F.dropout(p=...)`; wrapping cannot help (the op leaves the graph), so no fix should be offered"
 
 
 def _params(programs, table):
@@ -297,8 +290,6 @@ def test_positive_fix_offered(prog: Program):
 
 
 CURE_XFAIL = dict(FIX_NOT_OFFERED)
-CURE_XFAIL.pop("pos_dropout_schedule")
-CURE_XFAIL.pop("pos_fullgraph_temperature_branch")
 CURE_XFAIL["pos_lr_field_scheduler"] = (
     "the safe FR004 fix makes only the constructor's lr a tensor; scheduler.py writes a float back every step (still 3 graphs): "
     "its `group[self.lr_field] = new_lr` must become `.fill_(new_lr)`"
@@ -389,9 +380,8 @@ def test_recorded_graph_counts_hold(prog: Program):
 
 
 #: programs whose offered fixes (safe or unsafe) break them today
-OFFERED_FIX_BREAKS = {
-    "pos_fullgraph_temperature_branch": "the unsafe wrap of `temperature` is offered although the callee branches on it (`if temperature > 0.0`): "
-    "under fullgraph=True the fixed program raises Unsupported (data-dependent branching)",
+OFFERED_FIX_BREAKS: dict = {
+    # none left: a branch on the value under fullgraph=True gets no fix
 }
 
 

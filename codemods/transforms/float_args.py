@@ -15,13 +15,14 @@ from ..findings import Edit, Finding, Safety
 from ..floats import (
     CallSite,
     FunctionSummary,
+    SummaryContext,
     call_args,
     float_reason,
     summarize_function,
     tensor_width,
     torch_aliases,
 )
-from ..placement import torch_expr
+from ..placement import torch_at_least, torch_expr
 from ..scopes import Binding
 from .base import Example, Rule
 
@@ -67,7 +68,7 @@ def _literal_values(callees) -> Dict[Tuple[str, object], set]:
     """(callee, keyword or position) -> the distinct literal numbers passed
     there at every call seen: more than one is evidence that the value changes."""
     out: Dict[Tuple[str, object], set] = {}
-    for call, callee, _summary, _skip in callees:
+    for call, callee, _summary, _skip, _site in callees:
         index = 0
         for keyword, star, value in call_args(call):
             if star:
@@ -170,9 +171,12 @@ gives `inf` with a tensor.
             "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\nfor step in range(4):\n    f(torch.ones(3), 0.5 * step)\n",
             "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\nfor step in range(4):\n    f(torch.ones(3), torch.tensor(0.5 * step, dtype=torch.float64))\n",
         ),
+        # the value reaches `round()`: a 0-d tensor would raise TypeError, so no fix
+        Example("import torch\n@torch.compile\ndef f(x, c):\n    return x * round(c, 2)\nf(torch.ones(3), 0.5)\nf(torch.ones(3), 0.7)\n"),
+        # the value reaches `str()`: a wrap works but changes what is printed (unsafe)
         Example(
-            "import torch\n@torch.compile\ndef f(x, c):\n    return x * round(c, 2)\nf(torch.ones(3), 0.5)\nf(torch.ones(3), 0.7)\n",
-            "import torch\n@torch.compile\ndef f(x, c):\n    return x * round(c, 2)\nf(torch.ones(3), torch.tensor(0.5, dtype=torch.float64))\nf(torch.ones(3), torch.tensor(0.7, dtype=torch.float64))\n",
+            "import torch\n@torch.compile\ndef f(x, c):\n    print(str(c))\n    return x * c\nf(torch.ones(3), 0.5)\nf(torch.ones(3), 0.7)\n",
+            "import torch\n@torch.compile\ndef f(x, c):\n    print(str(c))\n    return x * c\nf(torch.ones(3), torch.tensor(0.5, dtype=torch.float64))\nf(torch.ones(3), torch.tensor(0.7, dtype=torch.float64))\n",
             unsafe=True,
         ),
         # one value, passed once: nothing shows it changing (reported with --unproven)
@@ -189,9 +193,10 @@ gives `inf` with a tensor.
         if "aliases" not in cache:
             cache["aliases"] = torch_aliases(ctx.source.tree)
             cache["summaries"] = {}
+            cache["context"] = SummaryContext(cache["aliases"], ctx.model.functions)
         summaries = cache["summaries"]
         if fn not in summaries:
-            summaries[fn] = summarize_function(fn, cache["aliases"])  # type: ignore[arg-type]
+            summaries[fn] = summarize_function(fn, cache["aliases"], context=cache["context"])  # type: ignore[arg-type]
         return summaries[fn]
 
     @staticmethod
@@ -200,11 +205,12 @@ gives `inf` with a tensor.
             return False
         return not any(dotted_name(d) == "staticmethod" for d in fn.decorator_list)  # type: ignore[attr-defined]
 
-    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool]]:
+    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, object]]:
         """(call, callee name, summary (computed on demand, None when unseen),
-        skip self) for every call of a compiled function."""
+        skip self, compile site (None: compiled in another module)) for every
+        call of a compiled function."""
         model = ctx.model
-        out: List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool]] = []
+        out: List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, object]] = []
         seen: Set[ast.Call] = set()
         for site in model.compile_sites:
             fn = site.target_def
@@ -221,7 +227,7 @@ gives `inf` with a tensor.
                 if bound is not None and isinstance(call.func, ast.Name) and not site_model.sees(bound, call.func):
                     continue  # a call before the compile, in the same scope
                 seen.add(call)
-                out.append((call, name, summary, skip_self))
+                out.append((call, name, summary, skip_self, site))
         project = ctx.project
         if project is not None and getattr(project, "compiled", None):
             # a dotted callee `m.f` can only name a compiled function whose name is `f`
@@ -236,7 +242,7 @@ gives `inf` with a tensor.
                     if hit is not None:
                         (_, module), found = hit
                         seen.add(node)
-                        out.append((node, f"{module}.{found.name}", (lambda found=found: found), False))
+                        out.append((node, f"{module}.{found.name}", (lambda found=found: found), False, None))
                         break
         return out
 
@@ -247,7 +253,7 @@ gives `inf` with a tensor.
         findings: List[Finding] = []
         callees = self._callees(ctx, site_model)
         literal_values = _literal_values(callees)
-        for call, callee, get_summary, skip_self in callees:
+        for call, callee, get_summary, skip_self, site in callees:
             arguments = call_args(call)
             reasons = [None if star else float_reason(site_model, value) for _, star, value in arguments]
             if not any(reasons):
@@ -278,13 +284,16 @@ gives `inf` with a tensor.
                     continue
                 where = f"`{keyword}=`" if keyword is not None else f"`{site_model.code(call, value)}`"
                 head = f"float argument {where} ({reason}) to compiled `{callee}` is guarded on its value: new values recompile"
-                unsafe_why = self._unsafe_reason(site_model, summary, param, by_param)
-                if unsafe_why is None:
+                verdict, why = self._verdict(ctx, site_model, summary, param, by_param, site)
+                if verdict == "safe":
                     message = f"{head}; pass a 0-d tensor"
-                    safety = Safety.SAFE
-                else:
-                    message = f"{head}; fix is unsafe: {unsafe_why}"
+                    safety: Optional[Safety] = Safety.SAFE
+                elif verdict == "unsafe":
+                    message = f"{head}; fix is unsafe: {why}"
                     safety = Safety.UNSAFE
+                else:  # no fix: the analysis knows a wrap crashes or cannot cure it
+                    message = f"{head}; {why}"
+                    safety = None
                 edit = Edit(ctx.source.target(value, cst.BaseExpression), lambda node: _tensor_call(model, node))
                 varies = number_varies(model, call, value)
                 if varies is None and len(literal_values.get((callee, slot), ())) > 1:
@@ -297,7 +306,7 @@ gives `inf` with a tensor.
                         ctx,
                         value,
                         message,
-                        edits=[edit],
+                        edits=[edit] if safety is not None else [],
                         safety=safety,
                         needs_torch=True,
                         title="wrap in `torch.tensor(..., dtype=torch.float64)`",
@@ -307,20 +316,47 @@ gives `inf` with a tensor.
         return findings
 
     @staticmethod
-    def _unsafe_reason(site_model: CallSite, summary: Optional[FunctionSummary], param: Optional[str], by_param) -> Optional[str]:
+    def _site_option(site, name: str) -> Optional[bool]:
+        """A compile option's literal bool (absent: False); None when it cannot
+        be read (a variable, ``**opts``, a site in another module)."""
+        if site is None or site.has_star_kwargs:
+            return None
+        kw = site.option(name)
+        if kw is None:
+            return False
+        value = kw.value
+        return value.value if isinstance(value, ast.Constant) and isinstance(value.value, bool) else None
+
+    def _verdict(self, ctx, site_model: CallSite, summary: Optional[FunctionSummary], param: Optional[str], by_param, site) -> Tuple[str, str]:
+        """("safe", "") | ("unsafe", why) | ("none", why and what to do instead)."""
         if summary is None:
-            return "the compiled function's body cannot be seen"
-        if param is None:
-            return "the argument does not map to a named parameter of the compiled function"
-        use = summary.uses.get(param)
+            return "unsafe", "the compiled function's body cannot be seen"
+        use = summary.uses.get(param) if param is not None else None
         if use is None:
-            return "the argument does not map to a named parameter of the compiled function"
+            return "unsafe", "the argument does not map to a named parameter of the compiled function"
+        where = f"`{summary.name}` uses `{param}` as a Python number: {use.reason}"
+        if use.kind == "nofix":
+            return "none", f"no fix, a tensor cannot help: in `{summary.name}`, `{param}` is {use.reason}; instead, {use.cure}"
+        if use.kind == "branch":
+            fullgraph = self._site_option(site, "fullgraph")
+            if fullgraph is not False:
+                told = "compiled with fullgraph=True" if fullgraph else "the compile's `fullgraph=` cannot be read here"
+                return "none", f"no fix: in `{summary.name}`, `{param}` is {use.reason}; with a 0-d tensor the branch is data-dependent, which fullgraph=True refuses ({told}); instead, {use.cure}"
+            if site.option("dynamic") is not None and self._site_option(site, "dynamic") is False:
+                # dynamic=False: every float value recompiles; the tensor costs a graph break instead
+                return "unsafe", f"{where}; with a 0-d tensor the branch is a graph break at every call (under dynamic=False it still cures the recompiles)"
+            if torch_at_least(ctx.settings, (2, 6)):
+                return "none", (
+                    f"no fix: in `{summary.name}`, `{param}` is {use.reason}; with a 0-d tensor the branch is a graph break, and on torch 2.6+ without dynamic=False "
+                    f"the float already becomes dynamic after one recompile: the wrap cuts no graph (measured on torch 2.13); instead, {use.cure}"
+                )
+            return "unsafe", f"{where}; with a 0-d tensor the branch is a graph break at every call (it cures recompiles only before torch 2.6 or under dynamic=False)"
         if not use.safe:
-            return f"`{summary.name}` uses `{param}` as a Python number: {use.reason}"
-        for other, required in use.needs:
-            expr = by_param.get(other)
-            width = tensor_width(site_model, expr) if expr is not None else None
-            if not (width == "full" or (width == "float" and required == "float")):
+            return "unsafe", where
+        for names, required in use.needs:
+            widths = [tensor_width(site_model, by_param[n]) for n in names if n in by_param]
+            if not any(w == "full" or (w == "float" and required == "float") for w in widths):
                 kind = "a float32/float64 tensor" if required == "full" else "a floating tensor"
-                return f"`{param}` meets `{other}` in tensor arithmetic and `{other}` is not visibly {kind} here (an integer tensor would turn float64)"
-        return None
+                shown = " or ".join(f"`{n}`" for n in names)
+                return "unsafe", f"`{param}` meets {shown} in tensor arithmetic and {'it is' if len(names) == 1 else 'none is'} not visibly {kind} here (an integer tensor would turn float64)"
+        return "safe", ""
