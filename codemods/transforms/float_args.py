@@ -147,15 +147,44 @@ recompile).
 Safe only when every use of the matching parameter inside the callee's body is
 tensor arithmetic that gives the same result with a 0-d float64 tensor: an
 operand of `+ - * /` (`c / x` and `**` excluded: they round differently), a
-comparison feeding a tensor op, or the `min`/`max` of `clamp`/`clip` -- with
-the other operand visibly a floating tensor (a float factory such as
-`torch.randn`, `.float()`, a float op such as `softmax` or a loss, or a
-parameter whose argument at this call is one of those). Arithmetic with Python
-numbers (`temperature + 1e-6`) is followed. Unsafe (reported, applied with
-`--unsafe-fixes`) when the callee uses the value as a Python number (`if` /
-`while` tests, `round`, `int`, `math.*`, `isinstance`, `range`, formatting,
-dict keys, `max`/`min`, returning it), when the other operand's dtype cannot
-be seen, or when the callee's body cannot be seen. The message says why.
+comparison feeding a tensor op, or a slot of a torch op in the table
+`codemods/tensor_ops_table.py` (`torch.lerp` weight, `mul`/`add`/`sub`/`div`
+other, `clamp`/`clip` min/max, `addcmul` value; each row proven on torch 2.13
+by `tests/test_tensor_ops_table.py`: same values and dtype, one graph for every
+tensor value) -- with the other operand visibly a floating tensor (a float
+factory such as `torch.randn`, `.float()`, a float op such as `softmax` or a
+loss, or a parameter whose argument at this call is one of those; lerp needs
+float32/float64). Arithmetic with Python numbers (`temperature + 1e-6`) is
+followed, and so is a call of a function of the same module (the value's uses
+there count). Unsafe (reported, applied with `--unsafe-fixes`) when the callee
+uses the value as a Python number in a way a tensor survives but that changes
+what the code does (`isinstance`, `str`, formatting, dict keys, `max`/`min`,
+returning it), passes it to a torch op not in the table, when the other
+operand's dtype cannot be seen, or when the callee's body cannot be seen. The
+message says why.
+
+No fix at all (the finding is reported, with what to do instead) where the
+analysis knows a wrap crashes or cannot cure the recompiles (measured on
+torch 2.13, asserted by `tests/test_tensor_ops_table.py`):
+- the value reaches an op that needs a Python number: `F.dropout(p=)` and the
+  dropout family (a float `p` recompiles for every value even under
+  `dynamic=None`; with a 0-d tensor the op leaves the graph, a graph break, or
+  `fullgraph=True` raises; `torch.dropout` still recompiles for every value).
+  The message names the cures: keep `p` constant, change it in a few steps, or
+  write the dropout as tensor code (`x * (torch.rand_like(x) >= p) / (1 - p)`,
+  one graph for every tensor `p`);
+- `round()` or `range()` of it (a 0-d tensor raises TypeError), `int()` or
+  `float()` (a graph break, and the number after it is guarded again),
+  `math.*` (read back as a Python number: more graphs than the float);
+- a Python branch on it (`if temperature > 0.0`, also in a helper): with a
+  0-d tensor the branch is data-dependent, which `fullgraph=True` refuses
+  (no fix when the compile has `fullgraph=True` or its `fullgraph=` cannot be
+  read, e.g. in another module); without it the branch is a graph break at
+  every call: with `dynamic=False` that still cures the recompiles (every
+  float value would recompile: measured 8 graphs and the limit against 3), so
+  the fix is offered as unsafe; on torch 2.6+ (`--target-torch`) without
+  `dynamic=False` the float costs only one recompile and the wrap cuts no
+  graph (measured: 3 graphs either way), so no fix.
 One known difference remains even when safe: a float beyond the range of the
 other tensor's dtype (above 65504 for float16) raises with a Python float and
 gives `inf` with a tensor.
