@@ -1015,7 +1015,7 @@ class _Callee:
             return f"passed to `{name}()` where it does not land in a named parameter"
         use = self.shared.verdict(helper, param)
         if use is None:
-            return f"passed to `{name}()`, which is recursive"
+            return f"passed to `{name}()`, which calls back into itself or too deep to follow"
         if not use.safe:
             return _Problem(use.kind, f"passed to `{name}()` (line {call.lineno}), where `{param}` is {use.reason}", use.cure, located=True)
         for names, required in use.needs:

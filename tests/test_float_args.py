@@ -530,3 +530,23 @@ def test_cross_module_call_through_an_alias(tmp_path, monkeypatch):
     assert results[True] == results[False]
     # a star import is not followed, with or without the prefilter
     assert [(p, line) for p, line, _ in results[True]] == [("alias.py", 3)]
+
+
+def test_recursive_helpers_are_not_followed_forever():
+    """Helpers that call each other: the cycle is cut (unsafe, with a reason),
+    and a chain of helpers is followed to the use that decides."""
+    src = (
+        "import torch\n"
+        "def a(x, t):\n    return b(x, t)\n"
+        "def b(x, t):\n    return a(x, t) if x.sum() > 0 else x * t\n"
+        "def c(x, t):\n    return d(x, t * 2.0)\n"
+        "def d(x, t):\n    return round(t, 1) * x\n"
+        "@torch.compile\ndef f(x, t, u):\n    return a(x, t) + c(x, u)\n"
+        "for i in range(3):\n    f(torch.randn(3), 0.1 * i, 0.2 * i)\n"
+    )
+    result = _fix(src)
+    by_kw = sorted(result.findings, key=lambda f: f.column)
+    assert len(by_kw) == 2
+    first, second = by_kw
+    assert first.fix is not None and first.fix.safety.value == "unsafe" and "calls back into itself" in first.message, first.message
+    assert second.fix is None and "passed to `c()`" in second.message and "passed to `d()`" in second.message and "round()" in second.message, second.message
