@@ -33,7 +33,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from .scopes import Binding, Scopes
+from .scopes import Binding, Scope, Scopes
 from .source import Source
 
 TORCH = "torch"
@@ -90,7 +90,15 @@ class CompileSite:
     #: the statement that performs the compile (for inserting code before it)
     statement: Optional[ast.stmt]
     #: calls of the compiled callable found in this module, in source order
+    #: (also those reached through the flows :meth:`CompileModel._follow_flows` follows)
     calls: List[ast.Call] = field(default_factory=list)
+    #: calls (of ``calls``) that run another function than ``target_def``: the
+    #: function a project decorator compiling its argument was applied to
+    call_defs: Dict[ast.Call, ast.AST] = field(default_factory=dict)
+
+    def def_of(self, call: ast.Call) -> Optional[ast.AST]:
+        """The function ``call`` runs compiled, when it can be seen."""
+        return self.call_defs.get(call, self.target_def)
 
     def option(self, name: str) -> Optional[ast.keyword]:
         if self.options_call is None:
@@ -115,12 +123,24 @@ class CompileModel:
         #: the name emitted code uses for torch (module-level ``import torch [as th]``)
         self.torch_alias: Optional[str] = None
         self.classes: Dict[str, ast.ClassDef] = {}
+        #: loops whose element class is being resolved (guards `for b in b.layers`)
+        self._resolving: Set[ast.AST] = set()
         self.functions: Dict[str, ast.AST] = {}
         self._collect_module_names()
         self.compile_sites: List[CompileSite] = []
         self._collect_compile_sites()
         for site in self.compile_sites:
             site.calls = sorted(set(self._find_calls(site)), key=lambda c: (c.lineno, c.col_offset))
+        #: module-level names bound to a compiled function through a flow (name -> def)
+        self._flow_module_names: Dict[str, ast.AST] = {}
+        if self.compile_sites:
+            self._follow_flows()
+
+    def release(self) -> None:
+        """Drop what ties the model to its tree (see :meth:`Scopes.release`)."""
+        self.scopes.release()
+        self.compile_sites = []
+        self.__dict__.pop("source", None)
 
     # -- names -----------------------------------------------------------------------
     def qualified_names(self, expr: ast.AST) -> Set[str]:
@@ -229,7 +249,7 @@ class CompileModel:
             binding = dotted_name(parent.target)
         target_def = None
         if isinstance(target, ast.Name):
-            target_def = self.resolve_function(target)
+            target_def = self.resolve_function(target) or self._function_value(target, wrap_call)
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
             cls = self.source.enclosing(wrap_call, ast.ClassDef)
             if isinstance(cls, ast.ClassDef):
@@ -242,6 +262,21 @@ class CompileModel:
             if binding.kind == "def":
                 return binding.node
         return None
+
+    def _function_value(self, name: ast.Name, compile_call: ast.AST) -> Optional[ast.AST]:
+        """The function a plain variable holds when every other binding of it
+        binds the same function by name (``step = decode; step = torch.compile(step)``)."""
+        found: Optional[ast.AST] = None
+        for binding in self.scopes.bindings_of(name):
+            if binding.value is compile_call:
+                continue
+            if binding.kind != "assign" or not isinstance(binding.value, ast.Name):
+                return None
+            fn = self.resolve_function(binding.value)
+            if fn is None or (found is not None and fn is not found):
+                return None
+            found = fn
+        return found
 
     @staticmethod
     def method(cls: ast.ClassDef, name: str) -> Optional[ast.AST]:
@@ -299,6 +334,9 @@ class CompileModel:
             return cls if cls is not None and self.is_module_class(cls) else None
         values: List[ast.AST] = []
         if isinstance(expr, ast.Name):
+            looped = self.loop_module_class(expr)
+            if looped is not None:
+                return looped
             values = list(self.assigned_values(expr))
         elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
             cls = self.source.enclosing(expr, ast.ClassDef)
@@ -314,6 +352,102 @@ class CompileModel:
             if found is not None:
                 return found
         return None
+
+    # -- modules compiled one by one in a loop (regional compilation) -------------------------
+    def loop_module_class(self, name: ast.Name) -> Optional[ast.ClassDef]:
+        """The nn.Module class of this module that ``name``, a ``for`` target,
+        is an instance of: from an ``isinstance(name, C)`` test guarding this
+        use (``for m in model.modules(): if isinstance(m, Block): m.compile()``),
+        else from what the loop runs over (``for b in model.layers``, ``layers``
+        an ``nn.ModuleList([Block(i) for i in ...])``)."""
+        bindings = self.scopes.bindings_of(name)
+        if len(bindings) != 1 or bindings[0].kind != "for" or not isinstance(bindings[0].value, (ast.For, ast.AsyncFor)):
+            return None
+        loop = bindings[0].value
+        if loop in self._resolving:
+            return None  # `for b in b.layers`: no answer through itself
+        child: ast.AST = name
+        for anc in self.source.ancestors(name):
+            if anc is loop:
+                break
+            if isinstance(anc, ast.If) and any(s is child for s in anc.body):
+                cls = self._isinstance_class(anc.test, name.id)
+                if cls is not None:
+                    return cls
+            child = anc
+        else:
+            return None  # not inside its loop
+        self._resolving.add(loop)
+        try:
+            return self.element_class(loop.iter)
+        finally:
+            self._resolving.discard(loop)
+
+    def _isinstance_class(self, test: ast.AST, name: str) -> Optional[ast.ClassDef]:
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+        for part in parts:
+            if (
+                isinstance(part, ast.Call)
+                and isinstance(part.func, ast.Name)
+                and part.func.id == "isinstance"
+                and self.scopes.is_builtin(part.func)
+                and len(part.args) == 2
+                and isinstance(part.args[0], ast.Name)
+                and part.args[0].id == name
+            ):
+                kinds = part.args[1].elts if isinstance(part.args[1], ast.Tuple) else [part.args[1]]
+                for kind in kinds:
+                    cls = self.classes.get(dotted_name(kind) or "")
+                    if cls is not None and self.is_module_class(cls):
+                        return cls
+        return None
+
+    def element_class(self, expr: ast.AST, depth: int = 0) -> Optional[ast.ClassDef]:
+        """The nn.Module class of this module every element of the container
+        ``expr`` is an instance of: ``[Block(i) for i in ...]``,
+        ``nn.ModuleList(...)``, ``nn.Sequential(...)``, ``(A(), A())``, a name
+        or ``self.layers`` / ``model.layers`` bound to one, and
+        ``.children()``, ``.named_children()``, ``.values()``, ``.items()``,
+        ``reversed()``, ``list()``, ``enumerate()`` of one."""
+        if depth > 4:
+            return None
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            return self.module_class_of(expr.elt) if isinstance(expr.elt, ast.Call) else None
+        if isinstance(expr, ast.DictComp):
+            return self.module_class_of(expr.value) if isinstance(expr.value, ast.Call) else None
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Dict)):
+            elts = expr.values if isinstance(expr, ast.Dict) else expr.elts
+            found = {id(c): c for c in (self.module_class_of(e) if isinstance(e, ast.Call) else None for e in elts)}
+            return next(iter(found.values())) if len(found) == 1 else None
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if expr.args and any(q.endswith(".Sequential") and q.startswith(_NN_PREFIXES) for q in self.qualified_names(func)):
+                args = [a.value if isinstance(a, ast.Starred) else a for a in expr.args]
+                if len(args) == 1 and isinstance(expr.args[0], ast.Starred):
+                    return self.element_class(args[0], depth + 1)  # nn.Sequential(*[Block(i) for i in ...])
+                return self.element_class(ast.Tuple(elts=args), depth + 1)
+            if isinstance(func, ast.Attribute) and func.attr in ("children", "named_children", "values", "items") and not expr.args:
+                return self.element_class(func.value, depth + 1)
+            if len(expr.args) == 1 and not expr.keywords:
+                names = self.qualified_names(func)
+                container = {"builtins.reversed", "builtins.list", "builtins.tuple", "builtins.enumerate"}
+                if names & container or any(q.endswith((".ModuleList", ".ModuleDict")) and q.startswith(_NN_PREFIXES) for q in names):
+                    return self.element_class(expr.args[0], depth + 1)
+            return None
+        values: List[ast.AST] = []
+        if isinstance(expr, ast.Name):
+            values = list(self.assigned_values(expr))
+        elif isinstance(expr, ast.Attribute):
+            owner: Optional[ast.ClassDef] = None
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+                enclosing = self.source.enclosing(expr, ast.ClassDef)
+                owner = enclosing if isinstance(enclosing, ast.ClassDef) else None
+            elif isinstance(expr.value, (ast.Name, ast.Attribute)):
+                owner = self.module_class_of(expr.value)
+            if owner is not None:
+                values = self.self_attr_values(owner, expr.attr)
+        found = {id(c): c for c in (self.element_class(v, depth + 1) for v in values)}
+        return next(iter(found.values())) if len(found) == 1 and None not in found.values() else None
 
     def is_module_instance(self, expr: ast.AST) -> bool:
         if self.module_class_of(expr) is not None:
@@ -379,15 +513,255 @@ class CompileModel:
         else:
             assign = parents.get(site.node)
             tgt = assign.targets[0] if isinstance(assign, ast.Assign) else getattr(assign, "target", None)
-            owner = self.scopes.name_scope.get(tgt) if isinstance(tgt, ast.Name) else None  # type: ignore[arg-type]
-            if owner is not None and name in owner.globals:
-                owner = self.scopes.module
+            owner = self._store_scope(tgt) if isinstance(tgt, ast.Name) else None
         if owner is None:
             return
         for ref in owner.references.get(name, ()):
             call = parents.get(ref)
             if isinstance(call, ast.Call) and call.func is ref:
                 yield call
+
+    def _store_scope(self, target: ast.Name) -> Optional[Scope]:
+        """The scope a stored name binds in (``global``/``nonlocal`` followed)."""
+        here = self.scopes.name_scope.get(target)
+        return self.scopes.lookup(here, target.id) if here is not None else None
+
+    # -- flows of compiled callables -------------------------------------------------------------
+    def _follow_flows(self) -> None:
+        """Where compiled callables go besides the name or attribute they are
+        first bound to, within this module:
+
+        * returned by a function (``def load(): f = torch.compile(g); return f``),
+          then bound by a call (``step = load()``, ``self.step = load()``);
+        * passed to a function or method defined here (``run(step, x)``): the
+          parameter is a compiled callable inside ``run``;
+        * compiled by a project decorator, a function whose body compiles its
+          parameter and returns the compiled callable or a closure that calls it
+          (``@maybe_compile def f``, ``@make(dynamic=None) def f`` when ``make``
+          returns such a decorator, ``g = maybe_compile(f)``): ``f`` is compiled,
+          and its calls run ``f``'s body (:attr:`CompileSite.call_defs`).
+
+        Holders (a name in the scope that binds it, or ``self.<attr>`` in a
+        class) collect the (site, function) pairs that reach them; the calls of
+        every holder join its sites' calls.  A value moves one hop per round,
+        over lists of the module's assignments, returns and calls built once."""
+        source, scopes = self.source, self.scopes
+        wraps: Dict[ast.AST, CompileSite] = {s.node: s for s in self.compile_sites if s.form == "wrap"}
+        holders: Dict[Tuple[object, str], Set[Tuple[CompileSite, Optional[ast.AST]]]] = {}
+        returns: Dict[ast.AST, Set[Tuple[CompileSite, Optional[ast.AST]]]] = {}
+        #: project decorators: def -> (site, index of the parameter it compiles)
+        decorators: Dict[ast.AST, Tuple[CompileSite, int]] = {}
+
+        def def_key(fn: ast.AST) -> Optional[Tuple[object, str]]:
+            """The holder a ``def`` binds its name to."""
+            parent = source.parent(fn)
+            if isinstance(parent, ast.ClassDef):
+                return (parent, "self." + fn.name)  # type: ignore[attr-defined]
+            inner = scopes.of_node.get(fn)
+            return (inner.parent, fn.name) if inner is not None and inner.parent is not None else None  # type: ignore[attr-defined]
+
+        def key_of(expr: ast.AST, store: bool) -> Optional[Tuple[object, str]]:
+            if isinstance(expr, ast.Name):
+                scope = self._store_scope(expr) if store else scopes.resolved.get(expr)
+                return (scope, expr.id) if scope is not None else None
+            if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+                cls = source.enclosing(expr, ast.ClassDef)
+                return (cls, "self." + expr.attr) if cls is not None else None
+            return None
+
+        def callee(func: ast.AST) -> Optional[ast.AST]:
+            """The ``def`` of this module a call's function names (``f``, ``self.m``)."""
+            if isinstance(func, ast.Name):
+                return self.resolve_function(func)
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+                cls = source.enclosing(func, ast.ClassDef)
+                return self.method(cls, func.attr) if isinstance(cls, ast.ClassDef) else None
+            return None
+
+        def compiled_by(call: ast.Call) -> Set[Tuple[CompileSite, Optional[ast.AST]]]:
+            """What a call of a decorator of this module returns compiled: ``D(f)``."""
+            fn = callee(call.func)
+            hit = decorators.get(fn) if fn is not None else None
+            if hit is None:
+                return set()
+            site, index = hit
+            offset = 1 if isinstance(source.parent(fn), ast.ClassDef) else 0  # type: ignore[arg-type]
+            args = call.args[: next((i for i, a in enumerate(call.args) if isinstance(a, ast.Starred)), len(call.args))]
+            if index - offset < 0 or index - offset >= len(args):
+                return set()
+            arg = args[index - offset]
+            target = self.resolve_function(arg) if isinstance(arg, ast.Name) else None
+            return {(site, target)}
+
+        def reached(expr: ast.AST) -> Set[Tuple[CompileSite, Optional[ast.AST]]]:
+            site = wraps.get(expr)
+            if site is not None:
+                return {(site, site.target_def)}
+            if isinstance(expr, ast.Call):
+                fn = callee(expr.func)
+                out = set(returns.get(fn, ())) if fn is not None else set()
+                return out | compiled_by(expr)
+            key = key_of(expr, store=False)
+            return set(holders.get(key, ())) if key is not None else set()
+
+        # the lists every round reads, built once
+        assigns: List[Tuple[Tuple[object, str], ast.AST]] = []
+        for node in source.nodes(ast.Assign) + source.nodes(ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+            value = node.value  # type: ignore[attr-defined]
+            if len(targets) != 1 or not isinstance(value, (ast.Name, ast.Attribute, ast.Call)):
+                continue
+            key = key_of(targets[0], store=True)
+            if key is not None:
+                assigns.append((key, value))
+        rets: List[Tuple[ast.AST, ast.AST]] = []
+        self._returned_defs: Dict[ast.AST, List[ast.AST]] = {}  # def -> the defs nested in it that it returns
+        for node in source.nodes(ast.Return):
+            if node.value is not None:  # type: ignore[attr-defined]
+                fn = source.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+                if isinstance(fn, _FUNCS):
+                    rets.append((fn, node.value))  # type: ignore[attr-defined]
+                    inner = self.resolve_function(node.value) if isinstance(node.value, ast.Name) else None  # type: ignore[attr-defined]
+                    if inner is not None and source.parent(inner) is fn:
+                        self._returned_defs.setdefault(fn, []).append(inner)
+        passes: List[Tuple[Tuple[object, str], ast.AST]] = []
+        for node in source.nodes(ast.Call):
+            if not node.args and not node.keywords:  # type: ignore[attr-defined]
+                continue
+            fn = callee(node.func)  # type: ignore[attr-defined]
+            if fn is None:
+                continue
+            inner = scopes.of_node.get(fn)
+            params = [a.arg for a in fn.args.posonlyargs + fn.args.args]  # type: ignore[attr-defined]
+            if isinstance(source.parent(fn), ast.ClassDef) and isinstance(node.func, ast.Attribute):  # type: ignore[attr-defined]
+                params = params[1:]
+            for i, arg in enumerate(node.args):  # type: ignore[attr-defined]
+                if isinstance(arg, ast.Starred) or i >= len(params):
+                    break
+                passes.append(((inner, params[i]), arg))
+            names = set(params) | {a.arg for a in fn.args.kwonlyargs}  # type: ignore[attr-defined]
+            for kw in node.keywords:  # type: ignore[attr-defined]
+                if kw.arg in names:
+                    passes.append(((inner, kw.arg), kw.value))
+        # decorator candidates: a compile of a parameter of the enclosing function
+        candidates: List[Tuple[ast.AST, CompileSite, int]] = []
+        for site in wraps.values():
+            if not isinstance(site.target, ast.Name):
+                continue
+            bindings = scopes.bindings_of(site.target)
+            if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].scope.node, _FUNCS):
+                continue
+            fn = bindings[0].scope.node
+            params = [a.arg for a in fn.args.posonlyargs + fn.args.args]  # type: ignore[attr-defined]
+            if site.target.id in params:
+                candidates.append((fn, site, params.index(site.target.id)))
+        decorated: List[Tuple[ast.AST, ast.AST]] = [
+            (fn, dec) for fn in source.nodes(ast.FunctionDef) + source.nodes(ast.AsyncFunctionDef) for dec in fn.decorator_list  # type: ignore[attr-defined]
+        ] if candidates else []
+        for site in self.compile_sites:  # the seeds: @torch.compile def f
+            if site.form == "decorator" and site.target_def is not None:
+                key = def_key(site.target_def)
+                if key is not None:
+                    holders.setdefault(key, set()).add((site, site.target_def))
+
+        for _ in range(4):
+            size = sum(len(v) for v in holders.values()) + sum(len(v) for v in returns.values()) + len(decorators)
+            for fn, value in rets:
+                found = reached(value)
+                if found:
+                    returns.setdefault(fn, set()).update(found)
+            for fn, site, index in candidates:
+                if fn not in decorators and self._returns_compiled(fn, site, returns):
+                    decorators[fn] = (site, index)
+            for key, value in assigns:
+                found = reached(value)
+                if found:
+                    holders.setdefault(key, set()).update(found)
+            for key, value in passes:
+                found = reached(value)
+                if found:
+                    holders.setdefault(key, set()).update(found)
+            for fn, dec in decorated:
+                deco = self._decorator_def(dec, decorators)
+                if deco is not None and decorators[deco][1] == 0:
+                    key = def_key(fn)
+                    if key is not None:
+                        holders.setdefault(key, set()).add((decorators[deco][0], fn))
+            if size == sum(len(v) for v in holders.values()) + sum(len(v) for v in returns.values()) + len(decorators):
+                break
+        self._add_holder_calls(holders)
+
+    def _returns_compiled(self, fn: ast.AST, site: CompileSite, returns) -> bool:
+        """Does ``fn`` hand out what ``site`` compiles: it returns the compiled
+        callable, or a function it defines whose body calls it (a closure)."""
+        if any(s is site for s, _ in returns.get(fn, ())):
+            return True
+        source = self.source
+        for inner in self._returned_defs.get(fn, ()):
+            if any(a is inner for a in source.ancestors(site.node)) or any(any(a is inner for a in source.ancestors(c)) for c in site.calls):
+                return True
+        return False
+
+    def _decorator_def(self, dec: ast.AST, decorators) -> Optional[ast.AST]:
+        """The project decorator ``dec`` applies: ``@D`` or ``@make(...)`` with
+        ``make`` returning ``D``, a function it defines."""
+        if isinstance(dec, ast.Name):
+            fn = self.resolve_function(dec)
+            return fn if fn in decorators else None
+        if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Name):
+            maker = self.resolve_function(dec.func)
+            for inner in self._returned_defs.get(maker, ()) if maker is not None else ():
+                if inner in decorators:
+                    return inner
+        return None
+
+    def _add_holder_calls(self, holders) -> None:
+        """Every call of a holder joins the calls of the sites that reach it."""
+        source = self.source
+        attrs: Dict[str, List[Tuple[ast.ClassDef, str]]] = {}
+        for key in holders:
+            if isinstance(key[0], ast.ClassDef):
+                attrs.setdefault(key[1][len("self."):], []).append(key)  # type: ignore[arg-type]
+        calls_of: Dict[Tuple[object, str], List[ast.Call]] = {}
+        if attrs:
+            for node in source.nodes(ast.Call):
+                func = node.func  # type: ignore[attr-defined]
+                if isinstance(func, ast.Attribute) and func.attr in attrs and isinstance(func.value, ast.Name) and func.value.id == "self":
+                    cls = source.enclosing(node, ast.ClassDef)
+                    if (cls, "self." + func.attr) in holders:
+                        calls_of.setdefault((cls, "self." + func.attr), []).append(node)  # type: ignore[arg-type]
+        parents = source.parents
+        changed: Set[CompileSite] = set()
+        defs: Dict[Tuple[CompileSite, ast.Call], Set[Optional[ast.AST]]] = {}
+        for key, pairs in holders.items():
+            scope, name = key
+            if isinstance(scope, ast.ClassDef):
+                calls = calls_of.get(key, [])
+            else:
+                calls = []
+                for ref in scope.references.get(name, ()):  # type: ignore[attr-defined]
+                    call = parents.get(ref)
+                    if isinstance(call, ast.Call) and call.func is ref:
+                        calls.append(call)
+            for site, fn in pairs:
+                for call in calls:
+                    defs.setdefault((site, call), set()).add(fn)
+                    changed.add(site)
+        for (site, call), fns in defs.items():
+            if call not in site.calls:
+                site.calls.append(call)
+            fn = next(iter(fns)) if len(fns) == 1 else None  # two functions may reach it: neither is known
+            if fn is not site.target_def:
+                site.call_defs[call] = fn  # type: ignore[assignment]
+        for site in changed:
+            site.calls.sort(key=lambda c: (c.lineno, c.col_offset))
+        module = self.scopes.module
+        for (scope, name), pairs in holders.items():
+            fns = {fn for _, fn in pairs}
+            if scope is module and len(fns) == 1:
+                fn = next(iter(fns))
+                if isinstance(fn, _FUNCS) and self.source.parent(fn) is self.tree:
+                    self._flow_module_names[name] = fn
 
     # -- options passed through **kwargs ------------------------------------------------------------
     def star_kwargs_option(self, site: CompileSite, name: str) -> Optional[Tuple[ast.AST, ast.AST]]:
@@ -444,8 +818,9 @@ class CompileModel:
     def module_compiled_functions(self) -> Dict[str, ast.AST]:
         """Module-level names bound to a compiled module-level function, as
         another module would import them: ``@torch.compile def f`` and
-        ``g = torch.compile(f)`` at module level, ``f`` defined above it
-        (name -> the compiled FunctionDef)."""
+        ``g = torch.compile(f)`` at module level, ``f`` defined above it, and
+        the module-level names the flows reach (``@maybe_compile def f``,
+        ``g = load()``) with one function (name -> the compiled FunctionDef)."""
         out: Dict[str, ast.AST] = {}
         tree = self.tree
         for site in self.compile_sites:
@@ -465,6 +840,8 @@ class CompileModel:
                 fn = self._defined_above(site.target.id, stmt)
                 if fn is not None:
                     out[stmt.targets[0].id] = fn
+        for name, fn in self._flow_module_names.items():  # @project_decorator def f / g = load()
+            out.setdefault(name, fn)
         return out
 
     def _defined_above(self, name: str, stmt: ast.stmt) -> Optional[ast.AST]:

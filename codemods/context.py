@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, Optional, Tuple
 
-import libcst as cst
+from ._lazy import cst
 
 
 
@@ -54,6 +54,14 @@ class FileContext:
         self.cache: Dict[str, Any] = {}
         self._module = module
         self._model = None
+
+    def release(self) -> None:
+        """The file is done (see :meth:`Source.release`)."""
+        if self.source is not None:
+            self.source.release()
+        self._model = None
+        self.cache.clear()
+        self._module = None
 
     @property
     def model(self):

@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-import libcst as cst
+from ._lazy import cst
 
 from . import prefilter
 from .context import FileContext, Settings
@@ -150,33 +150,48 @@ def is_suppressed(finding: Finding, table: Dict[int, Optional[frozenset]]) -> bo
     return codes is None or any(finding.code.startswith(c) for c in codes)
 
 
-class _ApplyEdits(cst.CSTTransformer):
-    """Apply edits bottom-up; several edits on one node chain in finding order.
+def _apply_edits(edits: Iterable[Edit]) -> "cst.CSTTransformer":
+    """A transformer applying ``edits`` (the class is made on first use:
+    libcst is imported only to render)."""
+    global _ApplyEdits
+    if _ApplyEdits is None:
+        _ApplyEdits = _make_apply_edits()
+    return _ApplyEdits(edits)
 
-    An edit that returns a FlattenSentinel (statement insertion) keeps the
-    edited statement as the sentinel's last node; later edits of the same node
-    apply to that last node.
-    """
 
-    def __init__(self, edits: Iterable[Edit]) -> None:
-        super().__init__()
-        self._by_node: Dict[int, List[Callable]] = defaultdict(list)
-        for edit in edits:
-            self._by_node[id(edit.node)].append(edit.apply)
+_ApplyEdits = None
 
-    def on_leave(self, original_node, updated_node):
-        updated = super().on_leave(original_node, updated_node)
-        for apply in self._by_node.get(id(original_node), ()):
-            if isinstance(updated, cst.FlattenSentinel):
-                nodes = list(updated.nodes)
-                last = apply(nodes[-1])
-                tail = list(last.nodes) if isinstance(last, cst.FlattenSentinel) else [last]
-                updated = cst.FlattenSentinel(nodes[:-1] + tail)
-            elif isinstance(updated, cst.RemovalSentinel):
-                break
-            else:
-                updated = apply(updated)
-        return updated
+
+def _make_apply_edits():
+    class ApplyEdits(cst.CSTTransformer):
+        """Apply edits bottom-up; several edits on one node chain in finding order.
+
+        An edit that returns a FlattenSentinel (statement insertion) keeps the
+        edited statement as the sentinel's last node; later edits of the same node
+        apply to that last node.
+        """
+
+        def __init__(self, edits: Iterable[Edit]) -> None:
+            super().__init__()
+            self._by_node: Dict[int, List[Callable]] = defaultdict(list)
+            for edit in edits:
+                self._by_node[id(edit.node)].append(edit.apply)
+
+        def on_leave(self, original_node, updated_node):
+            updated = super().on_leave(original_node, updated_node)
+            for apply in self._by_node.get(id(original_node), ()):
+                if isinstance(updated, cst.FlattenSentinel):
+                    nodes = list(updated.nodes)
+                    last = apply(nodes[-1])
+                    tail = list(last.nodes) if isinstance(last, cst.FlattenSentinel) else [last]
+                    updated = cst.FlattenSentinel(nodes[:-1] + tail)
+                elif isinstance(updated, cst.RemovalSentinel):
+                    break
+                else:
+                    updated = apply(updated)
+            return updated
+
+    return ApplyEdits
 
 
 def should_apply(finding: Finding, settings: Settings) -> bool:
@@ -206,7 +221,7 @@ def apply_findings(ctx: FileContext, findings: Sequence[Finding]) -> cst.Module:
     edits = [edit for f in findings if f.fix for edit in f.fix.edits]
     if not edits:
         return ctx.module
-    new_module = ctx.module.visit(_ApplyEdits(_resolve_edits(ctx, edits)))
+    new_module = ctx.module.visit(_apply_edits(_resolve_edits(ctx, edits)))
     if any(f.fix.needs_torch for f in findings if f.fix) and ctx.model.torch_alias is None:
         # imported here: libcst.codemod pulls in libcst.matchers (~0.2 s), which
         # a run that adds no import never needs
@@ -343,6 +358,7 @@ def process_source(path: str, display_path: str, data: bytes, settings: Settings
     its fixed bytes.  A report needs no fixed text: libcst never parses the
     file then, and ``pending`` says whether fixes would apply."""
     result = FileResult(path=path, display_path=display_path, original=data)
+    ctx = None
     try:
         ctx, findings = analyze(path, display_path, data, settings, project, tree)
         if ctx is None:
@@ -371,6 +387,9 @@ def process_source(path: str, display_path: str, data: bytes, settings: Settings
         result.error = f"internal error: {type(exc).__name__}: {exc}; file left unchanged"
         result.findings = []
         result.new = None
+    finally:
+        if ctx is not None:
+            ctx.release()
     return result
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
-import libcst as cst
+if TYPE_CHECKING:
+    import libcst as cst
 
-EditResult = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
+EditResult = Union["cst.CSTNode", "cst.FlattenSentinel", "cst.RemovalSentinel"]
 
 
 class Safety(str, enum.Enum):

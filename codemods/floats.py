@@ -8,8 +8,13 @@ Two halves, usable by any pass, both on the stdlib :mod:`ast`:
   call such as ``float()``, ``math.cos()``, ``random.random()`` or ``max`` of
   floats, a name bound in the enclosing scope to such a value -- also rebuilt
   from itself, ``t = t * 0.95`` -- a parameter or variable annotated
-  ``float``); :func:`tensor_width` says whether an expression is visibly a
-  floating tensor (``torch.randn(...)``, ``x.float()``, a name bound to one).
+  ``float`` or with a float default, an element of a list, comprehension or
+  ``zip`` of floats, a param group's lr, ``getattr(p, "lr_mul", 1.0)``);
+  :func:`float_flow` also tells what it flows from (param-group lrs, whose
+  variation evidence is :meth:`CallSite.group_lr_facts`);
+  :func:`tensor_width` says whether an expression is visibly a floating
+  tensor (``torch.randn(...)``, ``x.float()``, ``p.grad``, a name,
+  ``self.attr``, dict entry or parameter bound or passed one).
 
 * **callee side** (a function body alone, so the cheap project index can
   use it too): :func:`summarize_function` tells, per parameter, whether every use of
@@ -35,8 +40,9 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from .compile_sites import CompileModel, dotted_name
+from .optim_table import SCHED_PREFIX
 from .scopes import Binding
-from .tensor_ops_table import BUILTIN_NUMBER_ONLY, DROPOUT_CURE, NUMBER_CURE, number_only_row, tensor_row
+from .tensor_ops_table import BUILTIN_NUMBER_ONLY, DROPOUT_CURE, NUMBER_CURE, arithmetic_method, number_only_row, tensor_row
 
 # --------------------------------------------------------------------------
 # vocabulary shared by both halves
@@ -87,6 +93,7 @@ _BUILTINS = frozenset(dir(builtins))
 #: the arithmetic a Python number goes through and stays a number
 _NUMBER_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
 def _import_name(binding: Binding) -> Optional[str]:
@@ -136,6 +143,26 @@ class CallSite:
         self.scopes = model.scopes
         self._qnames: Dict[int, FrozenSet[str]] = {}
         self._bindings: Dict[int, List[Binding]] = {}
+        self._group_facts: Optional[Tuple[Optional[str], Optional[str]]] = None
+        self._by_attr: Optional[Dict[str, List[ast.Attribute]]] = None
+        self._stores: Optional[Dict[Tuple[str, str], List[ast.Subscript]]] = None
+
+    def attributes(self, attr: str) -> List[ast.Attribute]:
+        """Every ``x.<attr>`` of the module (indexed once)."""
+        if self._by_attr is None:
+            self._by_attr = {}
+            for node in self.source.nodes(ast.Attribute):
+                self._by_attr.setdefault(node.attr, []).append(node)  # type: ignore[attr-defined]
+        return self._by_attr.get(attr, [])
+
+    def key_stores(self, name: str, key: str) -> List[ast.Subscript]:
+        """Every ``name["key"] = ...`` target of the module (indexed once)."""
+        if self._stores is None:
+            self._stores = {}
+            for node in self.source.nodes(ast.Subscript):
+                if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):  # type: ignore[attr-defined]
+                    self._stores.setdefault((node.value.id, node.slice.value), []).append(node)  # type: ignore[attr-defined]
+        return self._stores.get((name, key), [])
 
     def qualified_names(self, expr: ast.AST) -> FrozenSet[str]:
         cached = self._qnames.get(id(expr))
@@ -200,6 +227,83 @@ class CallSite:
         owner = self.scopes.lookup(parent, name.id) if parent is not None else None
         return _live(owner.bindings.get(name.id, [])) if owner is not None else []
 
+    # -- param-group learning rates -------------------------------------------
+    def is_group_lr(self, expr: ast.AST) -> bool:
+        """``group["lr"]`` of a param group: ``group`` runs over
+        ``X.param_groups`` (a loop or comprehension) or is bound to
+        ``X.param_groups[i]``, or the subscript is ``X.param_groups[i]["lr"]``."""
+        if not (isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and expr.slice.value == "lr"):
+            return False
+        holder = expr.value
+        if _is_param_groups_item(holder):
+            return True
+        if not isinstance(holder, ast.Name):
+            return False
+        bindings = self.bindings(holder)
+        if not bindings:
+            return False
+        for binding in bindings:
+            if binding.kind in ("for", "comprehension"):
+                loop = binding.value
+                gens = loop.generators if isinstance(loop, _COMPREHENSIONS) else [loop]  # type: ignore[union-attr]
+                if not any(getattr(g, "target", None) is binding.node and _is_param_groups(g.iter) for g in gens):
+                    return False
+            elif binding.kind == "assign":
+                if not _is_param_groups_item(binding.value):
+                    return False
+            else:
+                return False
+        return True
+
+    def group_lr_facts(self) -> Tuple[Optional[str], Optional[str]]:
+        """(why the module's param-group lrs are tensors, why they change
+        between steps), computed once per module.
+
+        Tensors: an lr written as a torch call (``group["lr"] =
+        torch.tensor(...)``), an lr used through a tensor method
+        (``group["lr"].fill_(v)``) or tested with ``isinstance``, an ``lr=``
+        keyword given a torch call.  Changing: a param group's lr written in
+        a loop or a function (``group["lr"] = base * factor(step)``), or an LR
+        scheduler of ``torch.optim.lr_scheduler`` built in the module."""
+        if self._group_facts is not None:
+            return self._group_facts
+        tensor: Optional[str] = None
+        varies: Optional[str] = None
+        source = self.source
+        for node in source.nodes(ast.Subscript):
+            if not (isinstance(node.slice, ast.Constant) and node.slice.value == "lr"):  # type: ignore[attr-defined]
+                continue
+            parent = source.parent(node)
+            if isinstance(parent, ast.Attribute) and parent.value is node:
+                tensor = tensor or f"line {node.lineno} uses an lr as a tensor (`.{parent.attr}`)"  # type: ignore[attr-defined]
+            elif isinstance(parent, ast.Call) and dotted_name(parent.func) == "isinstance":
+                tensor = tensor or f"line {node.lineno} tests the type of an lr"  # type: ignore[attr-defined]
+            elif isinstance(parent, (ast.Assign, ast.AugAssign)) and isinstance(node.ctx, ast.Store) and self.is_group_lr(node):  # type: ignore[attr-defined]
+                if isinstance(parent.value, ast.Call) and any(q.startswith("torch.") for q in self.qualified_names(parent.value.func)):
+                    tensor = tensor or f"line {node.lineno} writes a tensor lr"  # type: ignore[attr-defined]
+                elif varies is None and self._repeated(node):
+                    varies = f"line {node.lineno} writes the param group's lr"  # type: ignore[attr-defined]
+        for kw in source.nodes(ast.keyword):
+            if kw.arg == "lr" and isinstance(kw.value, ast.Call) and any(q.startswith("torch.") for q in self.qualified_names(kw.value.func)):  # type: ignore[attr-defined]
+                tensor = tensor or f"line {kw.value.lineno} passes a tensor lr"  # type: ignore[attr-defined]
+        if varies is None:
+            for call in source.nodes(ast.Call):
+                if any(q.startswith(SCHED_PREFIX) for q in self.qualified_names(call.func)):  # type: ignore[attr-defined]
+                    varies = f"an LR scheduler is built on line {call.lineno}"  # type: ignore[attr-defined]
+                    break
+        self._group_facts = (tensor, varies)
+        return self._group_facts
+
+    def _repeated(self, node: ast.AST) -> bool:
+        """Does ``node`` run again and again: inside a loop (other than one
+        over the param groups themselves) or a function other than ``__init__``."""
+        for anc in self.source.ancestors(node):
+            if isinstance(anc, ast.While) or (isinstance(anc, (ast.For, ast.AsyncFor)) and not _is_param_groups(anc.iter)):
+                return True
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return anc.name != "__init__"
+        return False
+
     def code(self, call: ast.Call, arg: ast.AST) -> str:
         """The source of positional argument ``arg`` of ``call`` with the
         parentheses around it (``f(x, (1 - t))`` -> ``(1 - t)``), as libcst's
@@ -261,6 +365,14 @@ class CallSite:
         return lines[l1 - 1][c1:] + "".join(lines[l1 : l2 - 1]) + lines[l2 - 1][:c2]
 
 
+def _is_param_groups(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Attribute) and expr.attr == "param_groups"
+
+
+def _is_param_groups_item(expr: Optional[ast.AST]) -> bool:
+    return isinstance(expr, ast.Subscript) and _is_param_groups(expr.value)
+
+
 def _live(bindings: List[Binding]) -> List[Binding]:
     """``bindings`` without ``del`` (it binds no value: libcst records no
     assignment), in source order."""
@@ -317,6 +429,124 @@ def _number_literal(expr: ast.AST) -> Optional[str]:
     return None
 
 
+def _all_floating(widths: List[Width]) -> Width:
+    """The width of a value that is one of ``widths``: floating only if every one is."""
+    if not widths or any(w is None for w in widths):
+        return None
+    return "float" if "float" in widths else "full"
+
+
+def calls_of(site: "CallSite", fn: ast.AST) -> List[Tuple[ast.Call, bool]]:
+    """(call, whether ``self`` is bound) of every call of ``fn`` in the
+    module: by name for a function, ``x.name(...)`` for a method (not static
+    or class methods)."""
+    model = site.model
+    source = model.source
+    owner = model.scopes.of_node.get(fn)
+    scope = owner.parent if owner is not None else None
+    if scope is None:
+        return []
+    name = fn.name  # type: ignore[attr-defined]
+    out: List[Tuple[ast.Call, bool]] = []
+    if scope.kind == "class":
+        if any(dotted_name(d) in ("staticmethod", "classmethod") for d in fn.decorator_list):  # type: ignore[attr-defined]
+            return []
+        for node in site.attributes(name):
+            parent = source.parent(node)
+            if isinstance(parent, ast.Call) and parent.func is node:
+                out.append((parent, True))
+        return out
+    for ref in scope.references.get(name, []):
+        parent = source.parent(ref)
+        if isinstance(parent, ast.Call) and parent.func is ref:
+            out.append((parent, False))
+    return out
+
+
+def argument_for(call: ast.Call, fn: ast.AST, param: str, bound_self: bool) -> Optional[ast.AST]:
+    """What ``call`` passes for parameter ``param`` of ``fn`` (its default when
+    nothing), None when unknown (``*args``/``**kwargs`` at the call)."""
+    args = fn.args  # type: ignore[attr-defined]
+    for kw in call.keywords:
+        if kw.arg == param:
+            return kw.value
+    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    if bound_self:
+        positional = positional[1:]
+    plain = next((k for k, a in enumerate(call.args) if isinstance(a, ast.Starred)), len(call.args))
+    if param in positional and positional.index(param) < plain:
+        return call.args[positional.index(param)]
+    if plain < len(call.args) or any(kw.arg is None for kw in call.keywords):
+        return None  # may come through *args / **kwargs
+    if param in positional:
+        index = positional.index(param)
+        defaults = args.defaults
+        offset = index - (len(positional) - len(defaults))
+        return defaults[offset] if offset >= 0 else None
+    if any(a.arg == param for a in args.kwonlyargs):
+        k = [a.arg for a in args.kwonlyargs].index(param)
+        return args.kw_defaults[k]
+    return None
+
+
+def _join_kinds(kinds: List[Optional[str]]) -> Optional[str]:
+    """The kind of a value that is one of ``kinds``: None if any is unknown,
+    "float" if any is a float, ``_CYCLE`` if nothing else is known."""
+    if not kinds or any(k is None for k in kinds):
+        return None
+    known = [k for k in kinds if k != _CYCLE]
+    if not known:
+        return _CYCLE
+    return "float" if "float" in known else "int"
+
+
+def _element_path(target: ast.AST, node: ast.AST) -> Optional[Tuple[int, ...]]:
+    """Where ``node`` sits in an unpacking target: ``()`` for the target
+    itself, ``(1,)`` for ``lr`` in ``p, lr``."""
+    if target is node:
+        return ()
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for index, elt in enumerate(target.elts):
+            if isinstance(elt, ast.Starred):
+                return None
+            inner = _element_path(elt, node)
+            if inner is not None:
+                return (index,) + inner
+    return None
+
+
+def param_default(binding: Binding) -> Optional[ast.AST]:
+    """The default value of a parameter binding, if it has one."""
+    fn = binding.scope.node
+    arg = binding.node
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or not isinstance(arg, ast.arg):
+        return None
+    args = fn.args
+    positional = list(args.posonlyargs) + list(args.args)
+    if arg in positional:
+        offset = positional.index(arg) - (len(positional) - len(args.defaults))
+        return args.defaults[offset] if offset >= 0 else None
+    if arg in args.kwonlyargs:
+        return args.kw_defaults[args.kwonlyargs.index(arg)]
+    return None
+
+
+def _is_shape(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Attribute) and expr.attr == "shape"
+
+
+def _is_size_call(expr: ast.AST, nargs: int) -> bool:
+    """``x.size(k)`` (nargs 1) or ``x.size()`` (nargs 0): a tensor's sizes are ints."""
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "size"
+        and not expr.keywords
+        and len(expr.args) == nargs
+        and not any(isinstance(a, ast.Starred) for a in expr.args)
+    )
+
+
 class _CallSide:
     """Python-number and floating-tensor reasoning at one module, with a depth
     limit against self-referential bindings (``t = t * 0.9``)."""
@@ -325,6 +555,10 @@ class _CallSide:
         self.site = site
         #: steps left for :meth:`number` (bounds pathological chains of names)
         self.budget = 5000
+        #: the param-group lrs (``group["lr"]``) a float was found to come from
+        self.group_lrs: List[ast.AST] = []
+        #: parameters whose default told that they are floats
+        self.defaults: List[Binding] = []
 
     def _torch_last(self, func: ast.AST) -> Optional[str]:
         for q in sorted(self.site.qualified_names(func)):
@@ -364,6 +598,14 @@ class _CallSide:
             if key in seen:
                 return _CYCLE
             return self._name_number(expr, seen | {key})
+        if isinstance(expr, ast.Subscript):
+            if self.site.is_group_lr(expr):
+                if self.site.group_lr_facts()[0] is not None:
+                    return None  # the module keeps its lrs as tensors
+                self.group_lrs.append(expr)
+                return "float"
+            if _is_shape(expr.value) or _is_size_call(expr.value, 0):
+                return "int"  # x.shape[k], x.size()[k]
         return None
 
     def _call_number(self, expr: ast.Call, seen: Set) -> Optional[str]:
@@ -378,6 +620,10 @@ class _CallSide:
             return "float"
         if builtin and name in ("int", "len") and len(args) == 1:
             return "int"
+        if builtin and name == "getattr" and plain and len(args) == 3:
+            return self._getattr_number(args[1][2], args[2][2], seen)
+        if _is_size_call(expr, 1) or (isinstance(expr.func, ast.Attribute) and expr.func.attr in ("dim", "numel") and not args):
+            return "int"  # x.size(k), x.dim(), x.numel()
         if builtin and name == "round" and plain and len(args) in (1, 2):
             if len(args) == 1:
                 return "int"
@@ -416,6 +662,14 @@ class _CallSide:
                     kinds.append("float")
                 elif _annotation_is(node.annotation, "int"):  # type: ignore[union-attr]
                     kinds.append("int")
+                elif node.annotation is None:  # type: ignore[union-attr]
+                    # known only by its default (`T=0.7`): callers may pass
+                    # other numbers, and variation evidence looks at them
+                    default = param_default(binding)
+                    found = self.number(default, seen) if default is not None else None
+                    if found == "float":
+                        self.defaults.append(binding)
+                    kinds.append(found)
                 else:
                     kinds.append(None)
             elif kind == "assign":
@@ -438,26 +692,93 @@ class _CallSide:
                     kinds.append("float")
                 else:  # ``t *= 2`` keeps t's own kind, which t's other bindings give
                     kinds.append(_CYCLE if value == _CYCLE else "int")
-            elif kind == "for":
-                kinds.append(self._loop_number(node))  # type: ignore[arg-type]
+            elif binding.kind in ("for", "comprehension"):
+                kinds.append(self._target_number(binding, seen))
             else:
                 kinds.append(None)
-        if not kinds or any(k is None for k in kinds):
-            return None
-        known = [k for k in kinds if k != _CYCLE]
-        if not known:
-            return _CYCLE
-        return "float" if "float" in known else "int"
+        return _join_kinds(kinds)
 
-    def _loop_number(self, loop: ast.AST) -> Optional[str]:
-        it = loop.iter  # type: ignore[attr-defined]
-        if isinstance(it, ast.Call) and dotted_name(it.func) == "range" and "builtins.range" in self.site.qualified_names(it.func):
-            return "int"
-        if isinstance(it, (ast.List, ast.Tuple)) and it.elts:
-            kinds = [self.number(e, set()) for e in it.elts if not isinstance(e, ast.Starred)]
-            if len(kinds) == len(it.elts) and all(kinds):
-                return "float" if "float" in kinds else "int"
+    # -- elements of what a loop runs over ----------------------------------
+    def _target_number(self, binding: Binding, seen: Set) -> Optional[str]:
+        """The number a loop or comprehension target takes (``for p, lr in
+        zip(ps, lrs)``, ``[m * lr for m in self.mults]``): an element of what
+        it runs over."""
+        holder = binding.value
+        gens = holder.generators if isinstance(holder, _COMPREHENSIONS) else [holder] if isinstance(holder, (ast.For, ast.AsyncFor)) else []
+        for gen in gens:
+            path = _element_path(gen.target, binding.node)  # type: ignore[attr-defined]
+            if path is not None:
+                return self._element(gen.iter, path, seen, 0)  # type: ignore[attr-defined]
         return None
+
+    def _element(self, expr: ast.AST, path: Tuple[int, ...], seen: Set, depth: int) -> Optional[str]:
+        """The kind of an element of ``expr`` (then of its parts along ``path``):
+        a literal list or tuple, a comprehension, ``range``, ``zip``,
+        ``enumerate``, ``list()``/``tuple()``/``sorted()``/``reversed()``, a
+        name or ``self.attr`` bound to one of those, a parameter's default."""
+        self.budget -= 1
+        if depth > 8 or self.budget < 0:
+            return None
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+            if not expr.elts or any(isinstance(e, ast.Starred) for e in expr.elts):
+                return None
+            return _join_kinds([self._part(e, path, seen, depth) for e in expr.elts])
+        if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self._part(expr.elt, path, seen, depth)
+        if isinstance(expr, ast.Call):
+            name = dotted_name(expr.func)
+            if name is None or "." in name or f"builtins.{name}" not in self.site.qualified_names(expr.func):
+                return None
+            if expr.keywords or any(isinstance(a, ast.Starred) for a in expr.args):
+                return None
+            if name == "range":
+                return "int" if not path else None
+            if name == "zip" and path and path[0] < len(expr.args):
+                return self._element(expr.args[path[0]], path[1:], seen, depth + 1)
+            if name == "enumerate" and len(expr.args) == 1 and path:
+                return ("int" if len(path) == 1 else None) if path[0] == 0 else self._element(expr.args[0], path[1:], seen, depth + 1) if path[0] == 1 else None
+            if name in ("list", "tuple", "sorted", "reversed") and len(expr.args) == 1:
+                return self._element(expr.args[0], path, seen, depth + 1)
+            return None
+        values: List[Optional[ast.AST]] = []
+        if isinstance(expr, ast.Name):
+            for binding in self.site.bindings(expr):
+                if binding.kind == "assign":
+                    values.append(binding.value)
+                elif binding.kind == "param" and getattr(binding.node, "annotation", None) is None:
+                    values.append(param_default(binding))
+                else:
+                    values.append(None)
+        elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            cls = self.site.source.enclosing(expr, ast.ClassDef)
+            if isinstance(cls, ast.ClassDef):
+                values = list(self.site.model.self_attr_values(cls, expr.attr))  # type: ignore[arg-type]
+        if not values or any(v is None for v in values):
+            return None
+        return _join_kinds([self._element(v, path, seen, depth + 1) for v in values])  # type: ignore[arg-type]
+
+    def _part(self, expr: ast.AST, path: Tuple[int, ...], seen: Set, depth: int) -> Optional[str]:
+        if not path:
+            return self.number(expr, seen)
+        if isinstance(expr, (ast.Tuple, ast.List)) and path[0] < len(expr.elts):
+            return self._part(expr.elts[path[0]], path[1:], seen, depth)
+        return None
+
+    def _getattr_number(self, attr: ast.AST, default: ast.AST, seen: Set) -> Optional[str]:
+        """``getattr(obj, "lr_mul", 1.0)``: a number when the default is one
+        and every ``x.lr_mul = v`` of the module assigns a number."""
+        if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+            return None
+        kinds = [self.number(default, seen)]
+        for node in self.site.attributes(attr.value):
+            if not isinstance(node.ctx, ast.Store):
+                continue
+            parent = self.site.source.parent(node)
+            if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node:
+                kinds.append(self.number(parent.value, seen))
+            else:
+                kinds.append(None)  # unpacked, augmented, annotated: not followed
+        return _join_kinds(kinds)
 
     # -- floating tensors -------------------------------------------------
     def width(self, expr: ast.AST, seen: Set[int]) -> Width:
@@ -495,7 +816,18 @@ class _CallSide:
             left, right = self.width(expr.left, seen), self.width(expr.right, seen)
             return _join(left, right)
         if isinstance(expr, ast.Subscript):
-            return self.width(expr.value, seen)
+            inner = self.width(expr.value, seen)
+            if inner is None and isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str):
+                return self._stored_width(expr, seen)
+            return inner
+        if isinstance(expr, ast.Attribute):
+            if expr.attr == "grad":
+                return "float"  # only floating tensors have gradients
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self" and id(expr) not in seen:
+                cls = self.site.source.enclosing(expr, ast.ClassDef)
+                if isinstance(cls, ast.ClassDef):
+                    return _all_floating([self.width(v, seen | {id(expr)}) for v in self.site.model.self_attr_values(cls, expr.attr)])
+            return None
         if isinstance(expr, ast.Name):
             if id(expr) in seen:
                 return None
@@ -503,11 +835,64 @@ class _CallSide:
             widths: List[Width] = []
             for binding in self.site.bindings(expr):
                 kind, node = _binding_value(binding)
-                widths.append(self.width(node, seen) if kind == "assign" else None)  # type: ignore[arg-type]
-            if not widths or any(w is None for w in widths):
-                return None
-            return "float" if "float" in widths else "full"
+                if kind == "assign":
+                    widths.append(self.width(node, seen))  # type: ignore[arg-type]
+                elif binding.kind == "param":
+                    widths.append(self._param_width(binding, seen))
+                elif binding.kind in ("for", "comprehension"):
+                    widths.append(self._target_width(binding))
+                else:
+                    widths.append(None)
+            return _all_floating(widths)
         return None
+
+    # -- floating tensors through the program's flow --------------------------
+    def _param_width(self, binding: Binding, seen: Set[int]) -> Width:
+        """A parameter is as floating as what every call of its function in
+        the module passes for it (at least one call; a call through ``*args``
+        or ``**kwargs`` hides it)."""
+        fn = binding.scope.node
+        self.budget -= 50
+        if self.budget < 0 or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or id(fn) in seen:
+            return None
+        seen = seen | {id(fn)}
+        widths: List[Width] = []
+        for call, bound_self in calls_of(self.site, fn):
+            passed = argument_for(call, fn, binding.name, bound_self)
+            widths.append(self.width(passed, seen) if passed is not None else None)
+        return _all_floating(widths)
+
+    def _target_width(self, binding: Binding) -> Width:
+        """``for p in group["params"]`` / ``model.parameters()``: parameters
+        an optimizer steps are floating tensors (maybe half precision)."""
+        holder = binding.value
+        gens = holder.generators if isinstance(holder, _COMPREHENSIONS) else [holder] if isinstance(holder, (ast.For, ast.AsyncFor)) else []
+        for gen in gens:
+            if getattr(gen, "target", None) is binding.node:
+                it = gen.iter  # type: ignore[attr-defined]
+                if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Constant) and it.slice.value == "params":
+                    return "float"
+                if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters" and not it.args:
+                    return "float"
+        return None
+
+    def _stored_width(self, expr: ast.Subscript, seen: Set[int]) -> Width:
+        """``state["buf"]``: what the function holding it stores under that
+        key in a dict of the same name (``state["buf"] = torch.zeros_like(p)``)."""
+        holder = expr.value
+        fn = self.site.source.enclosing(expr, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if not isinstance(holder, ast.Name) or fn is None or id(expr) in seen:
+            return None
+        key = expr.slice.value  # type: ignore[attr-defined]
+        seen = seen | {id(expr)}
+        widths: List[Width] = []
+        for node in self.site.key_stores(holder.id, key):
+            if self.site.source.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not fn:
+                continue
+            parent = self.site.source.parent(node)
+            ok = isinstance(parent, ast.Assign) and len(parent.targets) == 1
+            widths.append(self.width(parent.value, seen) if ok else None)  # type: ignore[union-attr]
+        return _all_floating(widths)
 
     def _float_literal_data(self, data: ast.AST) -> bool:
         if isinstance(data, (ast.List, ast.Tuple)):
@@ -515,11 +900,37 @@ class _CallSide:
         return self.number(data, set()) == "float"
 
 
-def float_reason(site: CallSite, expr: ast.AST) -> Optional[str]:
-    """Why ``expr`` is a Python float, or None when it is not visibly one."""
+@dataclass(frozen=True)
+class FloatFlow:
+    """Why an expression is a Python float, and where that float comes from."""
+
+    reason: str
+    #: the param-group lrs (``group["lr"]``) it is computed from: such a float
+    #: changes only when something changes the lr (:meth:`CallSite.group_lr_facts`)
+    group_lrs: Tuple[ast.AST, ...] = ()
+    #: parameters known to be floats only by their default (``T=0.7``)
+    defaults: Tuple[Binding, ...] = ()
+
+
+def float_flow(site: CallSite, expr: ast.AST) -> Optional[FloatFlow]:
+    """Why ``expr`` is a Python float and what it flows from, or None when
+    it is not visibly one."""
     side = _CallSide(site)
     if side.number(expr, set()) != "float":
         return None
+    reason = _reason(site, expr)
+    if side.group_lrs and not (isinstance(expr, ast.Subscript) and site.is_group_lr(expr)):
+        reason += ", computed from a param group's lr"
+    return FloatFlow(reason, tuple(side.group_lrs), tuple(side.defaults))
+
+
+def float_reason(site: CallSite, expr: ast.AST) -> Optional[str]:
+    """Why ``expr`` is a Python float, or None when it is not visibly one."""
+    flow = float_flow(site, expr)
+    return flow.reason if flow is not None else None
+
+
+def _reason(site: CallSite, expr: ast.AST) -> str:
     if isinstance(expr, ast.Constant):
         return "a float literal"
     if isinstance(expr, (ast.BinOp, ast.UnaryOp)):
@@ -532,11 +943,15 @@ def float_reason(site: CallSite, expr: ast.AST) -> Optional[str]:
                 return f"`{expr.id}` is annotated `float`"
             if kind == "ann" and _annotation_is(node.annotation, "float"):  # type: ignore[union-attr]
                 return f"`{expr.id}` is annotated `float`"
+        if bindings and all(b.kind == "param" for b in bindings):
+            return f"`{expr.id}` has a float default"
         source = site.source
         loop = source.enclosing(expr, _LOOPS)
         if loop is not None and any(source.enclosing(b.node, _LOOPS) is loop for b in bindings):
             return f"`{expr.id}` is a float recomputed in the loop"
         return f"`{expr.id}` is bound to a float"
+    if isinstance(expr, ast.Subscript) and site.is_group_lr(expr):
+        return "a param group's lr"
     return "a float"
 
 
@@ -800,6 +1215,10 @@ class _Callee:
                     return _join(inner[0], "float"), inner[1]
                 if method in SAME_DTYPE_OPS:
                     return self.width(expr.func.value, exclude, depth + 1)
+                if arithmetic_method(method) and len(expr.args) == 1 and not isinstance(expr.args[0], ast.Starred) and not any(kw.arg in (None, "out") for kw in expr.keywords):
+                    # `x.mul(y)` is `x * y` (the tensor-ops table's arithmetic rows;
+                    # `alpha=` / `rounding_mode=` keep the promoted dtype)
+                    return self._join_all([expr.func.value, expr.args[0]], exclude, depth)
             return None, ()
         if isinstance(expr, ast.BinOp):
             return self._join_all([expr.left, expr.right], exclude, depth)
@@ -1024,6 +1443,15 @@ class _Callee:
             if problem:
                 return problem
         return None
+
+
+def callee_width(fn: ast.AST, aliases: Dict[str, str], exprs: List[ast.AST], context: Optional[SummaryContext] = None) -> Tuple[Width, Tuple[str, ...]]:
+    """(width, params) of the operands ``exprs`` of one use inside ``fn``, as
+    :func:`summarize_function` sees them (the result is as wide as the widest):
+    floating of at least ``width``, or as floating as the arguments of
+    ``params`` (``context``: the module's shared summary state)."""
+    callee = context.callee(fn) if context is not None else _Callee(fn, aliases)  # type: ignore[arg-type]
+    return callee._join_all(exprs, set(), -1) if len(exprs) > 1 else callee.width(exprs[0])
 
 
 def summarize_function(fn: ast.FunctionDef, aliases: Dict[str, str], helpers: Optional[Dict[str, ast.AST]] = None, context: Optional[SummaryContext] = None) -> FunctionSummary:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Sequence, Tuple
 
-import libcst as cst
+from ._lazy import cst
 
 from .compile_sites import CompileModel
 from .findings import Edit

@@ -95,15 +95,28 @@ def _word_byte(byte: int) -> bool:
     return byte >= 0x80 or byte == 0x5F or 0x30 <= byte <= 0x39 or 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
 
 
-def mentions_any(data: bytes, names: Sequence[bytes]) -> bool:
-    """Does one of ``names`` occur in the bytes as a whole word (not inside a
-    longer name: ``f`` is not in ``def``) where a call of another module's
-    function can use it: called (``f(``, ``m.f(``) or imported (an ``import``
-    shortly before it: ``from m import f``, ``from m import (\n f,\n)``)?
-    The project index's names of compiled functions: a name only read as a
-    value, in a comment or a docstring, calls nothing."""
+def mentions_any(data: bytes, names: Sequence[Tuple[bytes, bytes]]) -> bool:
+    """Can the file call one of ``names``, the project index's compiled
+    functions as (function name, last part of its module's name)?  Only if
+    the bytes hold
+
+    * the function's name as a whole word (not inside a longer name: ``f``
+      is not in ``def``) where a call can use it: called (``f(``, ``m.f(``)
+      or imported (an ``import`` shortly before it: ``from m import f``,
+      ``from m import (\n f,\n)``) -- a name only read as a value, in a
+      comment or a docstring, calls nothing;
+    * and its module's name as a whole word (the index resolves a call only
+      through an import that spells the module: ``from pkg.kernels import f``,
+      ``from . import kernels``), or a relative import (``from . import f``
+      names a package by its dots).
+
+    A common method name (``update``) of one module then no longer pulls in
+    every file that calls ``dict.update``."""
     size = len(data)
-    for name in names:
+    relative = b"from ." in data
+    for name, module in names:
+        if not (relative or _has_word(data, module)):
+            continue
         at = data.find(name)
         while at >= 0:
             end = at + len(name)
@@ -117,13 +130,24 @@ def mentions_any(data: bytes, names: Sequence[bytes]) -> bool:
     return False
 
 
+def _has_word(data: bytes, word: bytes) -> bool:
+    size = len(data)
+    at = data.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or not _word_byte(data[at - 1])) and (end >= size or not _word_byte(data[end])):
+            return True
+        at = data.find(word, end)
+    return False
+
+
 def mentions_compile(data: bytes) -> bool:
     """May the file hold a compile site or a compiled function?  Cheap byte
     tests: ``torch`` and ``compile`` both occur, and not only as ``re.compile``."""
     return b"compile" in data and TORCH.encode() in data and not compile_is_regex_only(data)
 
 
-def select(data: bytes, rules: Sequence, extra: Sequence[bytes] = ()) -> Tuple[List, bool]:
+def select(data: bytes, rules: Sequence, extra: Sequence[Tuple[bytes, bytes]] = ()) -> Tuple[List, bool]:
     """(the rules that may find something in ``data``, whether it mentions a
     name of the project index ``extra``)."""
     cross = bool(extra) and mentions_any(data, extra)

@@ -36,15 +36,17 @@ ModuleKey = Tuple[str, str]  # (root folder, dotted module name)
 
 @dataclass
 class ProjectIndex:
-    #: the names of the compiled functions (sorted, as bytes): a file of the
-    #: run that contains none of them cannot call one
-    names: Tuple[bytes, ...] = ()
+    #: (function name, last part of its module's name) of every compiled
+    #: function, sorted, as bytes: a file of the run that contains no name
+    #: together with its module's can never resolve one (see
+    #: :func:`codemods.prefilter.mentions_any`)
+    names: Tuple[Tuple[bytes, bytes], ...] = ()
     #: path -> (root, dotted module name) for every file of the run
     modules: Dict[str, ModuleKey] = field(default_factory=dict)
     #: (root, module) -> {function name: summary} for module-level compiled functions
     compiled: Dict[ModuleKey, Dict[str, FunctionSummary]] = field(default_factory=dict)
 
-    def prefilter_tokens(self, path: str) -> Tuple[bytes, ...]:
+    def prefilter_tokens(self, path: str) -> Tuple[Tuple[bytes, bytes], ...]:
         """Byte strings one of which a file of the run must contain for the
         index to matter there (none for files outside the run)."""
         return self.names if path in self.modules else ()
@@ -60,7 +62,7 @@ class ProjectIndex:
             found = functions.get(path)
             if found:
                 index.compiled[key] = found
-        index.names = tuple(sorted({name.encode() for fns in index.compiled.values() for name in fns}))
+        index.names = tuple(sorted({(name.encode(), key[1].rpartition(".")[2].encode()) for key, fns in index.compiled.items() for name in fns}))
         return index
 
     def resolve(self, path: str, qualified: str) -> Optional[Tuple[ModuleKey, FunctionSummary]]:

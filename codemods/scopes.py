@@ -81,6 +81,19 @@ class Scopes:
                 self.resolved[name] = scope
                 scope.references.setdefault(name.id, []).append(name)
 
+    def release(self) -> None:
+        """Break the scope <-> binding cycles so the tree is freed by reference
+        counting when the file is done (the cyclic collector then has little
+        to scan: it cost a third of a cold run)."""
+        for scope in self.of_node.values():
+            scope.bindings.clear()
+            scope.references.clear()
+            scope.parent = None
+        self.of_node.clear()
+        self.name_scope.clear()
+        self.resolved.clear()
+        self._loads.clear()
+
     # -- queries ---------------------------------------------------------------
     def lookup(self, scope: Scope, name: str) -> Optional[Scope]:
         """The scope where ``name``, used in ``scope``, is bound (None: builtin or unbound)."""

@@ -23,7 +23,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple, Type
 
-import libcst as cst
+from ._lazy import cst
 
 Pos = Tuple[int, int]  # (line 1-based, column 0-based in code points)
 
@@ -57,6 +57,16 @@ class Source:
         self._parents: Optional[Dict[ast.AST, ast.AST]] = None
         self._comments: Optional[List[Tuple[int, int, str]]] = None
         self._by_type: Optional[Dict[type, List[ast.AST]]] = None
+
+    def release(self) -> None:
+        """The file is done: drop the derived indexes and the compile-site
+        model, breaking their reference cycles (a run frees each tree by
+        reference counting instead of by the cyclic collector)."""
+        model = self.__dict__.pop("_compile_model", None)
+        if model is not None:
+            model.release()
+        self._parents = None
+        self._by_type = None
 
     # -- text ------------------------------------------------------------------
     @property

@@ -92,6 +92,11 @@ TENSOR_OK: Dict[str, TensorArgRow] = {
     )
 }
 
+#: rows that are a Python operator on ``input`` and ``other``: ``x.mul_(c)``
+#: is ``x * c``, ``x.add(y)`` is ``x + y`` (their result is as wide as the
+#: wider operand, as for the operator)
+ARITHMETIC = frozenset({"mul", "add", "sub", "div"})
+
 #: forms measured and left out: name -> (a call ``fn(x, y, c, v)`` with v the
 #: value, what the test asserts: "differs" (eager float vs tensor results),
 #: "compiled differs" (the compiled graph's result vs eager), or an exception
@@ -165,6 +170,12 @@ def tensor_row(path: Optional[str], method: Optional[str]) -> Optional[TensorArg
         if (path is not None and path in row.functions) or (path is None and method is not None and method in row.methods):
             return row
     return None
+
+
+def arithmetic_method(method: str) -> bool:
+    """``x.<method>(y)`` is ``x <op> y`` (a method of an :data:`ARITHMETIC` row)."""
+    row = tensor_row(None, method)
+    return row is not None and row.name in ARITHMETIC
 
 
 def number_only_row(path: Optional[str]) -> Optional[NumberOnlyRow]:

@@ -36,7 +36,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import libcst as cst
+from ._lazy import cst
 
 from . import trace as tr
 from .context import FileContext, Settings
@@ -143,6 +143,8 @@ def site_first_lines(model, site) -> List[int]:
     lines: List[int] = []
     if site.target_def is not None:
         lines.extend(_lines_of_def(site.target_def))
+    for fn in {id(f): f for f in site.call_defs.values() if f is not None}.values():  # compiled by a project decorator
+        lines.extend(_lines_of_def(fn))
     if site.target is not None and not isinstance(site.target, (ast.FunctionDef, ast.AsyncFunctionDef)):
         cls = model.module_class_of(site.target)
         if cls is None and isinstance(site.target, ast.Attribute) and isinstance(site.target.value, ast.Name):

@@ -284,7 +284,7 @@ def evidence_for(model: CompileModel, site: CompileSite) -> List[Evidence]:
         if fn is not None:
             loops = [lp for lp in loops if source.enclosing(lp, _FUNCS) is fn]
         for index, (keyword, value) in enumerate(call_arguments(call)):
-            key = (keyword if keyword is not None else index,)
+            key = (id(site.def_of(call)), keyword if keyword is not None else index)  # per function a decorator compiles
             sig = _literal_shape(model, value)
             if sig is not None:
                 literal_shapes.setdefault(key, set()).add(sig)

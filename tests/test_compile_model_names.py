@@ -43,3 +43,104 @@ def test_relative_imports_are_qualified_with_their_level():
     names = [n for n in _ast.walk(tree) if isinstance(n, _ast.Name)]
     got = {n.id: model.qualified_names(n) for n in names}
     assert got == {"kernels": {".kernels"}, "k": {"..pkg.k2"}, "f": {".m.f"}}
+
+
+# -- flows of compiled callables (issue 12, forms 4-6) ------------------------------------
+
+
+def _calls(model: CompileModel):
+    """(call line, name of the function the call runs compiled) of every site."""
+    out = set()
+    for site in model.compile_sites:
+        for call in site.calls:
+            fn = site.def_of(call)
+            out.add((call.lineno, getattr(fn, "name", None)))
+    return out
+
+
+def test_returned_and_passed_on_as_an_argument():
+    model = model_of(
+        "import torch\n"
+        "def step(x, t):\n    return x / t\n"  # 2
+        "def load(compile=True):\n    fn = step\n    if compile:\n        fn = torch.compile(fn)\n    return fn\n"  # 4-8
+        "def run(f, x, t):\n    return f(x, t)\n"  # 9-10
+        "decode = load()\n"  # 11
+        "run(decode, torch.ones(2), 0.5)\n"  # 12
+        "decode(torch.ones(2), 0.7)\n"  # 13
+    )
+    assert _calls(model) == {(10, "step"), (13, "step")}
+
+
+def test_a_function_given_only_eager_functions_has_no_compiled_calls():
+    # `run` is only ever given an eager function: its call is not a compiled call
+    model = model_of(
+        "import torch\n"
+        "def step(x):\n    return x\n"
+        "def run(f, x):\n    return f(x)\n"
+        "c = torch.compile(step)\n"
+        "run(step, torch.ones(2))\n"
+    )
+    assert _calls(model) == set()
+
+
+def test_project_decorator_compiling_lazily_in_a_closure():
+    model = model_of(
+        "import torch\n"
+        "def maybe_compile(fn):\n"  # 2
+        "    compiled = None\n"
+        "    def wrapper(*a):\n"
+        "        nonlocal compiled\n"
+        "        if compiled is None:\n"
+        "            compiled = torch.compile(fn, dynamic=False)\n"  # 7
+        "        return compiled(*a)\n"  # 8
+        "    return wrapper\n"
+        "@maybe_compile\n"  # 10
+        "def f(x, a):\n    return x * a\n"  # 11
+        "@maybe_compile\n"
+        "def g(x):\n    return x\n"  # 14
+        "f(torch.ones(2), 0.5)\n"  # 16
+        "g(torch.ones(3))\n"  # 17
+        "h = maybe_compile(g)\n"  # 18
+        "h(torch.ones(4))\n"  # 19
+    )
+    [site] = model.compile_sites
+    assert site.option("dynamic") is not None
+    assert _calls(model) == {(8, None), (16, "f"), (17, "g"), (19, "g")}
+    assert set(model.module_compiled_functions()) == {"f", "g", "h"}
+
+
+def test_decorator_factory_and_a_decorator_that_does_not_hand_out_the_compiled_callable():
+    model = model_of(
+        "import torch\n"
+        "def compiled(**opts):\n"
+        "    def deco(fn):\n"
+        "        return torch.compile(fn, **opts)\n"
+        "    return deco\n"
+        "def register(fn):\n"  # 6: compiles, but returns the eager function
+        "    REG.append(torch.compile(fn))\n"
+        "    return fn\n"
+        "@compiled(dynamic=None)\n"
+        "def f(x):\n    return x\n"  # 10
+        "@register\n"
+        "def g(x):\n    return x\n"  # 13
+        "f(torch.ones(2))\n"  # 15
+        "g(torch.ones(2))\n"  # 16
+    )
+    assert _calls(model) == {(15, "f")}
+
+
+def test_bound_method_stored_on_an_attribute_by_a_method_that_returns_it():
+    model = model_of(
+        "import torch\n"
+        "class Loss(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self._fn = self._make()\n"  # 5
+        "    def _make(self):\n"
+        "        return torch.compile(self._loss)\n"  # 7
+        "    def _loss(self, x, w):\n"
+        "        return x * w\n"
+        "    def forward(self, x, w):\n"
+        "        return self._fn(x, w)\n"  # 11
+    )
+    assert _calls(model) == {(11, "_loss")}

@@ -523,13 +523,25 @@ def test_project_index_cache_reuses_unchanged_files_only(tmp_path, monkeypatch):
 def test_index_names_match_whole_words_only():
     """A file must name a compiled function of another module to call it: as
     a whole word, so a short name (`f`) does not pull in every file."""
-    assert not prefilter.mentions_any(b"def g(x):\n    return x  # of\n", (b"f",))
-    assert not prefilter.mentions_any(b"fx = f_2 + 1\n", (b"f",))
-    for hit in (b"f(x)", b"k.f (x, 0.5)", b"from m import f\n", b"from m import (\n    f,\n)", b"from m import f as g\n"):
-        assert prefilter.mentions_any(hit, (b"g", b"f")), hit
+    F, G = (b"f", b"m"), (b"g", b"m")
+    assert not prefilter.mentions_any(b"import m\ndef g(x):\n    return x  # of\n", (F,))
+    assert not prefilter.mentions_any(b"import m\nfx = f_2 + 1\n", (F,))
+    for hit in (b"import m\nf(x)", b"import m as k\nk.f (x, 0.5)", b"from m import f\n", b"from m import (\n    f,\n)", b"from m import f as g\n", b"from . import f\nf(x)"):
+        assert prefilter.mentions_any(hit, (G, F)), hit
     # read as a value, or in prose: nothing can call it through the index
-    assert not prefilter.mentions_any(b"y = f\n", (b"f",))
-    assert not prefilter.mentions_any(b'"""uses f for speed"""\n', (b"f",))
+    assert not prefilter.mentions_any(b"m.g()\ny = f\n", (F,))
+    assert not prefilter.mentions_any(b'm.g()\n"""uses f for speed"""\n', (F,))
+
+
+def test_index_names_need_their_module():
+    """The index resolves a call only through an import that spells the
+    defining module (or a relative import): `d.update(x)` in a file that never
+    names `optim_kernels` cannot call `optim_kernels.update`."""
+    U = (b"update", b"optim_kernels")
+    assert not prefilter.mentions_any(b"d = {}\nd.update(x=1)\n", (U,))
+    assert not prefilter.mentions_any(b"import optim_kernels_v2\nd.update(x=1)\n", (U,))
+    for hit in (b"from optim_kernels import update\n", b"import pkg.optim_kernels as ok\nok.update(p)\n", b"from .optim_kernels import update\n", b"from . import optim_kernels\noptim_kernels.update(p)\n"):
+        assert prefilter.mentions_any(hit, (U,)), hit
 
 
 # -- progress --------------------------------------------------------------------------

@@ -449,6 +449,10 @@ E2E = [
     ("module_counter", "forward", 11, "module int attribute `self.calls`", "FR005"),
     ("growing_inputs", "normalize", 6, "tensor shape `x`", "FR001"),
     ("loader_shapes", "energy", 12, "tensor shape `x`", "FR001"),
+    # the compiled code is a bound method reached through an attribute (`self._generate_one_token_fn(...)`)
+    ("attr_bound_method", "_generate_one_token", 13, "float argument `temperature`", "FR003"),
+    # compiled by a project decorator (a lazy torch.compile in the closure it returns)
+    ("project_decorator", "scaled_residual", 22, "float argument `alpha`", "FR003"),
 ]
 
 

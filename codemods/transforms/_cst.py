@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+from .._lazy import cst
 
 
 def remove_keyword(call: cst.Call, keyword: str) -> cst.Call:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, List
 
-import libcst as cst
+from .._lazy import cst
 
 from ..findings import Edit, Finding, Safety
 from ..intent import static_intent

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
+from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-import libcst as cst
+from .._lazy import cst
 
 from ..compile_sites import dotted_name
 from ..variation import number_varies
@@ -15,9 +17,13 @@ from ..findings import Edit, Finding, Safety
 from ..floats import (
     CallSite,
     FunctionSummary,
+    ParamUse,
     SummaryContext,
+    argument_for,
     call_args,
-    float_reason,
+    callee_width,
+    calls_of,
+    float_flow,
     summarize_function,
     tensor_width,
     torch_aliases,
@@ -68,7 +74,7 @@ def _literal_values(callees) -> Dict[Tuple[str, object], set]:
     """(callee, keyword or position) -> the distinct literal numbers passed
     there at every call seen: more than one is evidence that the value changes."""
     out: Dict[Tuple[str, object], set] = {}
-    for call, callee, _summary, _skip, _site in callees:
+    for call, callee, *_ in callees:
         index = 0
         for keyword, star, value in call_args(call):
             if star:
@@ -79,6 +85,92 @@ def _literal_values(callees) -> Dict[Tuple[str, object], set]:
             if isinstance(value, ast.Constant) and type(value.value) in (int, float):
                 out.setdefault((callee, key), set()).add(value.value)
     return out
+
+
+#: how deep a float is followed through forwarding functions (`*args`, `**kwargs`)
+_FORWARD_DEPTH = 4
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass
+class _Route:
+    """How the arguments of ``origin`` reach the compiled function: directly
+    (``origin`` is the compiled call) or through forwarding functions
+    (``origin`` calls ``f(..., **kw)`` whose body passes ``**kw`` on)."""
+
+    origin: ast.Call
+    #: the call that runs the compiled function (``origin`` when direct)
+    inner: ast.Call
+    callee: str
+    summary: Callable[[], Optional[FunctionSummary]]
+    skip_self: bool
+    #: (keyword, position) in ``inner`` of each forwarded argument of
+    #: ``origin``, by the argument's value node; None when direct
+    slots: Optional[Dict[int, Tuple[Optional[str], Optional[int]]]] = None
+    #: the forwarding functions passed through, outermost first
+    via: Tuple[str, ...] = ()
+    #: the compiled function's def, when it is in this module
+    fn_def: Optional[ast.AST] = None
+    #: why a forwarder makes the wrap unsafe (it reads what it forwards)
+    unsafe: Optional[str] = None
+    #: the compile site (its options: ``fullgraph=``, ``dynamic=``); None when
+    #: compiled in another module
+    site: object = None
+
+
+def _var_params(fn: ast.AST) -> Tuple[Optional[str], Optional[str]]:
+    args = fn.args  # type: ignore[attr-defined]
+    return (args.vararg.arg if args.vararg else None, args.kwarg.arg if args.kwarg else None)
+
+
+def _forwarded_stars(site_model: CallSite, call: ast.Call, fn: ast.AST) -> Tuple[Optional[int], bool]:
+    """(how many plain positional arguments come before ``*args`` when ``call``
+    passes on ``fn``'s own ``*args``, else None; whether it passes on ``fn``'s
+    own ``**kwargs``).  The names must not be rebound in ``fn``."""
+    vararg, kwarg = _var_params(fn)
+
+    def own(expr: ast.AST, name: Optional[str]) -> bool:
+        if name is None or not isinstance(expr, ast.Name) or expr.id != name:
+            return False
+        bindings = site_model.bindings(expr)
+        return len(bindings) == 1 and bindings[0].kind == "param" and bindings[0].scope.node is fn
+
+    position: Optional[int] = None
+    plain = 0
+    for arg in call.args:
+        if isinstance(arg, ast.Starred):
+            if own(arg.value, vararg) and position is None:
+                position = plain
+            else:
+                return None, False  # another *xs before or after: positions unknown
+        else:
+            plain += 1
+    kwargs = any(kw.arg is None and own(kw.value, kwarg) for kw in call.keywords)
+    if position is not None and plain != position:
+        position = None  # plain arguments after *args: positions unknown
+    return position, kwargs
+
+
+def keyword_at(route: _Route, keyword: Optional[str], value: ast.AST) -> Optional[str]:
+    """The keyword an argument has at the compiled call."""
+    if route.slots is not None and id(value) in route.slots:
+        return route.slots[id(value)][0]
+    return keyword
+
+
+def _reads_forwarded(site_model: CallSite, fn: ast.AST) -> Optional[str]:
+    """Why a forwarding function may treat what it forwards as a Python
+    number: it reads its ``*args`` / ``**kwargs`` other than to pass them on."""
+    for name in _var_params(fn):
+        if name is None:
+            continue
+        scope = site_model.scopes.of_node.get(fn)
+        for ref in scope.references.get(name, []) if scope is not None else []:
+            parent = site_model.source.parent(ref)
+            if isinstance(parent, ast.Starred) or (isinstance(parent, ast.keyword) and parent.arg is None):
+                continue
+            return f"`{getattr(fn, 'name', '?')}` reads `{name}` (line {ref.lineno}) besides passing it on"
+    return None
 
 
 class FloatArgs(Rule):
@@ -95,10 +187,20 @@ or a true division (`0.5 + i`, `i / 7`), a call that returns a float
 (`float(y)`, `math.cos(a)`, `random.random()`, `abs`/`round(v, n)` of a float,
 `max`/`min` of floats), a name bound in the enclosing scope to such a value --
 also when recomputed in a loop or rebuilt from itself (`t = t * 0.95`,
-`t *= 0.9`, `lr = max(lr * 0.5, 1e-4)`) -- or a parameter or variable
-annotated `float`. A name counts only when every binding of it is a Python
-number and one is a float: a name that is a tensor or unknown on some path is
-left alone, as are floats passed through `functools.partial` or `**kwargs`.
+`t *= 0.9`, `lr = max(lr * 0.5, 1e-4)`) -- a parameter or variable
+annotated `float`, or a parameter known only by its float default
+(`def generate(self, x, T=0.7)`). A name counts only when every binding of it
+is a Python number and one is a float: a name that is a tensor or unknown on
+some path is left alone. The float is followed through the forms training
+code uses: a param group's lr (`group["lr"]` with `group` from
+`X.param_groups`, also in arithmetic such as `group["lr"] * max(1.0, a / b)
+** 0.5`, `group["lr"] * getattr(p, "lr_mul", 1.0)`, comprehensions and
+`zip`), unless the module keeps its lrs as tensors (`.fill_`, a tensor
+`lr=`); and through functions that pass their `*args` / `**kwargs` on to the
+compiled function (`generate(x, temperature=t)` -> `decode(x,
+**sampling_kwargs)`), or call a compiled function they are given
+(`run(fn, *args)`): the finding and the wrap are then on the call that
+passes the float in. Floats passed through `functools.partial` are left alone.
 It wraps the argument: `torch.tensor(<expr>, dtype=torch.float64)`
 under the module's alias of torch (`import torch` is added if missing).
 Ints, bools, strings, None and tensors are left alone (automatic dynamic
@@ -139,8 +241,12 @@ Use instead:
     fix_safety = """
 Reported by default only when the source shows the value changing between
 calls: rebuilt in a loop around the call, a parameter of a function that is
-called with changing or different values, or different literals at different
-calls. A float passed once, or read once from a command line or config, is
+called with changing or different values (a default counts as the value
+passed), or different literals at different calls. A float computed from a
+param group's lr changes when the lr does: the module writes the group's lr
+in a loop or a function (not `__init__`, not a one-off setup loop over the
+groups), or builds a `torch.optim.lr_scheduler` scheduler; being read again
+for every group or parameter is no evidence. A float passed once, or read once from a command line or config, is
 reported only with `--unproven` (on torch 2.6+ such a value costs at most one
 recompile).
 
@@ -149,19 +255,25 @@ tensor arithmetic that gives the same result with a 0-d float64 tensor: an
 operand of `+ - * /` (`c / x` and `**` excluded: they round differently), a
 comparison feeding a tensor op, or a slot of a torch op in the table
 `codemods/tensor_ops_table.py` (`torch.lerp` weight, `mul`/`add`/`sub`/`div`
-other, `clamp`/`clip` min/max, `addcmul` value; each row proven on torch 2.13
-by `tests/test_tensor_ops_table.py`: same values and dtype, one graph for every
+other -- `x.mul_(c)` / `x.add(c)` count as `x * c` / `x + c` --,
+`clamp`/`clip` min/max, `addcmul` value; each row proven on torch 2.13 by
+`tests/test_tensor_ops_table.py`: same values and dtype, one graph for every
 tensor value) -- with the other operand visibly a floating tensor (a float
 factory such as `torch.randn`, `.float()`, a float op such as `softmax` or a
-loss, or a parameter whose argument at this call is one of those; lerp needs
-float32/float64). Arithmetic with Python numbers (`temperature + 1e-6`) is
-followed, and so is a call of a function of the same module (the value's uses
-there count). Unsafe (reported, applied with `--unsafe-fixes`) when the callee
-uses the value as a Python number in a way a tensor survives but that changes
-what the code does (`isinstance`, `str`, formatting, dict keys, `max`/`min`,
-returning it), passes it to a torch op not in the table, when the other
-operand's dtype cannot be seen, or when the callee's body cannot be seen. The
-message says why.
+loss, `p.grad`, a parameter an optimizer steps (`for p in group["params"]`),
+`self.w` or a dict entry (`state["buf"]`) bound to one of those, or a
+parameter whose argument at this call -- or at every call of the function
+holding it -- is one of those; lerp needs float32/float64). Arithmetic with
+Python numbers (`temperature + 1e-6`) is followed, and so is a call of a
+function of the same module (the value's uses there count); a float landing
+in the compiled function's `**kwargs` is followed into the module's functions
+it is passed on to. Unsafe (reported, applied with `--unsafe-fixes`) when the
+callee uses the value as a Python number in a way a tensor survives but that
+changes what the code does (`isinstance`, `str`, formatting, dict keys,
+`max`/`min`, returning it), passes it to a torch op not in the table, when
+the other operand's dtype cannot be seen, when the callee's body cannot be
+seen, or when a forwarding function reads what it forwards (`if
+kwargs["temperature"] > 0`). The message says why.
 
 No fix at all (the finding is reported, with what to do instead) where the
 analysis knows a wrap crashes or cannot cure the recompiles (measured on
@@ -176,13 +288,14 @@ torch 2.13, asserted by `tests/test_tensor_ops_table.py`):
 - `round()` or `range()` of it (a 0-d tensor raises TypeError), `int()` or
   `float()` (a graph break, and the number after it is guarded again),
   `math.*` (read back as a Python number: more graphs than the float);
-- a Python branch on it (`if temperature > 0.0`, also in a helper): with a
-  0-d tensor the branch is data-dependent, which `fullgraph=True` refuses
-  (no fix when the compile has `fullgraph=True` or its `fullgraph=` cannot be
-  read, e.g. in another module); without it the branch is a graph break at
-  every call: with `dynamic=False` that still cures the recompiles (every
-  float value would recompile: measured 8 graphs and the limit against 3), so
-  the fix is offered as unsafe; on torch 2.6+ (`--target-torch`) without
+- a Python branch on it (`if temperature > 0.0`, also in a helper or in a
+  function the compiled function's `**kwargs` are passed on to): with a 0-d
+  tensor the branch is data-dependent, which `fullgraph=True` refuses (no fix
+  when the compile has `fullgraph=True` or its `fullgraph=` cannot be read,
+  e.g. in another module); without it the branch is a graph break at every
+  call: with `dynamic=False` that still cures the recompiles (every float
+  value would recompile: measured 8 graphs and the limit against 3), so the
+  fix is offered as unsafe; on torch 2.6+ (`--target-torch`) without
   `dynamic=False` the float costs only one recompile and the wrap cuts no
   graph (measured: 3 graphs either way), so no fix.
 One known difference remains even when safe: a float beyond the range of the
@@ -217,12 +330,19 @@ gives `inf` with a tensor.
     )
 
     # -- callee summaries ---------------------------------------------------
-    def _local_summary(self, ctx, fn: ast.AST) -> FunctionSummary:
+    @staticmethod
+    def _cache(ctx) -> dict:
+        """The module's summary state: torch aliases, summaries by def, and the
+        context the summaries share (helpers followed once)."""
         cache = ctx.cache.setdefault("FR003", {})
         if "aliases" not in cache:
             cache["aliases"] = torch_aliases(ctx.source.tree)
             cache["summaries"] = {}
             cache["context"] = SummaryContext(cache["aliases"], ctx.model.functions)
+        return cache
+
+    def _local_summary(self, ctx, fn: ast.AST) -> FunctionSummary:
+        cache = self._cache(ctx)
         summaries = cache["summaries"]
         if fn not in summaries:
             summaries[fn] = summarize_function(fn, cache["aliases"], context=cache["context"])  # type: ignore[arg-type]
@@ -234,12 +354,13 @@ gives `inf` with a tensor.
             return False
         return not any(dotted_name(d) == "staticmethod" for d in fn.decorator_list)  # type: ignore[attr-defined]
 
-    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, object]]:
+    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST], object]]:
         """(call, callee name, summary (computed on demand, None when unseen),
-        skip self, compile site (None: compiled in another module)) for every
-        call of a compiled function."""
+        skip self, the compiled function's def when it is in this module,
+        compile site (None: compiled in another module)) for every call of a
+        compiled function."""
         model = ctx.model
-        out: List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, object]] = []
+        out: List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST], object]] = []
         seen: Set[ast.Call] = set()
         for site in model.compile_sites:
             fn = site.target_def
@@ -253,16 +374,21 @@ gives `inf` with a tensor.
             for call in site.calls:
                 if call in seen:
                     continue
-                if bound is not None and isinstance(call.func, ast.Name) and not site_model.sees(bound, call.func):
+                if bound is not None and isinstance(call.func, ast.Name) and call.func.id == bound.name and not site_model.sees(bound, call.func):
                     continue  # a call before the compile, in the same scope
                 seen.add(call)
-                out.append((call, name, summary, skip_self, site))
+                if call in site.call_defs:  # reached through a flow (a project decorator, a parameter)
+                    other = site.call_defs[call]
+                    found = functools.partial(self._local_summary, ctx, other) if other is not None else _no_summary
+                    out.append((call, dotted_name(call.func) or name, found, other is not None and self._is_method(ctx, other), other, site))
+                    continue
+                out.append((call, name, summary, skip_self, fn, site))
         project = ctx.project
         if project is not None and getattr(project, "compiled", None):
             # a dotted callee `m.f` can only name a compiled function whose name is `f`
-            names = {n.decode() for n in getattr(project, "names", ())} or None
-            for node in ast.walk(ctx.source.tree):
-                if not isinstance(node, ast.Call) or node in seen:
+            names = {n.decode() for n, _ in getattr(project, "names", ())} or None
+            for node in sorted(ctx.source.nodes(ast.Call), key=lambda c: (c.lineno, c.col_offset)):
+                if node in seen:
                     continue
                 if names is not None and isinstance(node.func, ast.Attribute) and node.func.attr not in names:
                     continue
@@ -271,9 +397,150 @@ gives `inf` with a tensor.
                     if hit is not None:
                         (_, module), found = hit
                         seen.add(node)
-                        out.append((node, f"{module}.{found.name}", (lambda found=found: found), False, None))
+                        out.append((node, f"{module}.{found.name}", (lambda found=found: found), False, None, None))
                         break
         return out
+
+    # -- forwarding -------------------------------------------------------------
+    def _forwarded(self, ctx, site_model: CallSite, direct: List[_Route]) -> List[_Route]:
+        """Calls whose floats reach a compiled function through functions that
+        pass their ``*args`` / ``**kwargs`` on (``generate(x, temperature=t)``
+        -> ``decode(x, **sampling_kwargs)`` compiled), or that call a compiled
+        function they are given (``run(fn, *args)`` -> ``fn(*args)``)."""
+        model = ctx.model
+        source = ctx.source
+        out: List[_Route] = []
+        # (inner call, route it belongs to, map from inner positions/keywords to the compiled call's)
+        todo: List[Tuple[ast.Call, _Route, Callable[[int], Optional[int]], int, Tuple[str, ...]]] = []
+        for route in direct:
+            todo.append((route.inner, route, lambda i: i, 0, ()))
+        compiled = [(site, _site_binding(model, site)) for site in model.compile_sites]
+        by_callee = {id(r.inner): r for r in direct}
+        for call in source.nodes(ast.Call):
+            # `fn(*args)` with `fn` a parameter: the compiled function may be passed in
+            func = call.func  # type: ignore[attr-defined]
+            if not isinstance(func, ast.Name) or id(call) in by_callee:
+                continue
+            if not any(isinstance(a, ast.Starred) for a in call.args) and not any(k.arg is None for k in call.keywords):  # type: ignore[attr-defined]
+                continue
+            bindings = site_model.bindings(func)
+            if len(bindings) == 1 and bindings[0].kind == "param":
+                todo.append((call, None, lambda i: i, 0, ()))  # type: ignore[arg-type]
+        seen: Set[Tuple[int, int]] = set()
+        while todo:
+            inner, route, to_compiled, depth, via = todo.pop(0)
+            fn = source.enclosing(inner, _FUNCS)
+            if fn is None or depth >= _FORWARD_DEPTH or (id(inner), id(route)) in seen:
+                continue
+            seen.add((id(inner), id(route)))
+            position, kwargs = _forwarded_stars(site_model, inner, fn)
+            if position is None and not kwargs:
+                continue
+            args = fn.args  # type: ignore[attr-defined]
+            named = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+            kwonly = {a.arg for a in args.kwonlyargs}
+            param_callee = route is None
+            for outer, bound_self in calls_of(site_model, fn):
+                if outer is inner:
+                    continue
+                params = named[1:] if bound_self and named else named
+                this = route
+                if param_callee:
+                    # the function called inside is a parameter: what is passed for it here?
+                    which = inner.func.id  # type: ignore[attr-defined]
+                    given = next((k.value for k in outer.keywords if k.arg == which), None)
+                    if given is None and which in params and params.index(which) < len(outer.args):
+                        given = outer.args[params.index(which)]
+                    this = self._compiled_route(ctx, site_model, compiled, given, inner)
+                    if this is None:
+                        continue
+                slots: Dict[int, Tuple[Optional[str], Optional[int]]] = {}
+                starred_at = next((k for k, a in enumerate(outer.args) if isinstance(a, ast.Starred)), len(outer.args))
+                if position is not None:
+                    for k, arg in enumerate(outer.args[:starred_at]):
+                        if k >= len(params):
+                            target = to_compiled(position + k - len(params))
+                            if target is not None:
+                                slots[id(arg)] = (None, target)
+                if kwargs:
+                    for kw in outer.keywords:
+                        if kw.arg is not None and kw.arg not in params and kw.arg not in kwonly:
+                            slots[id(kw.value)] = (kw.arg, None)
+                name = getattr(fn, "name", "?")
+                unsafe = this.unsafe or _reads_forwarded(site_model, fn)
+                this = dataclasses.replace(this, unsafe=unsafe)
+                if slots:
+                    out.append(dataclasses.replace(this, origin=outer, slots=slots, via=(name,) + via))
+                # and on outwards, when `outer` passes on its own function's *args / **kwargs
+
+                def further(k: int, position=position, params: List[str] = params, to_compiled=to_compiled) -> Optional[int]:
+                    # position `k` in `outer` -> position in the compiled call
+                    if k < len(params) or position is None:
+                        return None
+                    return to_compiled(position + k - len(params))
+
+                todo.append((outer, this, further, depth + 1, (name,) + via))
+        return out
+
+    def _compiled_route(self, ctx, site_model: CallSite, compiled, given: Optional[ast.AST], inner: ast.Call) -> Optional[_Route]:
+        """The route for calling ``given`` at ``inner``, when ``given`` names a compiled function."""
+        if not isinstance(given, ast.Name):
+            return None
+        referents = site_model.referents(given)
+        for site, binding in compiled:
+            if binding is not None and binding in referents:
+                fn = site.target_def
+                summary: Callable[[], Optional[FunctionSummary]] = _no_summary
+                if fn is not None:
+                    summary = functools.partial(self._local_summary, ctx, fn)
+                return _Route(inner, inner, site.binding or given.id, summary, False, fn_def=fn, site=site)
+        return None
+
+    def _kwargs_use(self, ctx, fn: ast.AST, keyword: str, depth: int) -> Optional[ParamUse]:
+        """How ``fn`` uses the keyword ``keyword`` that lands in its ``**kwargs``:
+        every read of ``**kwargs`` must pass it on (``g(x, **kwargs)``) to a
+        function of this module whose parameter ``keyword`` is safe; what that
+        parameter must meet becomes a need on ``fn``'s own parameters.  A use
+        there that is a branch or needs a Python number keeps its kind."""
+        kwarg = fn.args.kwarg.arg  # type: ignore[attr-defined]
+        scope = ctx.model.scopes.of_node.get(fn)
+        refs = scope.references.get(kwarg, []) if scope is not None else []
+        needs: List[Tuple[Tuple[str, ...], str]] = []
+        cache = self._cache(ctx)
+        for ref in refs:
+            holder = ctx.source.parent(ref)
+            call = ctx.source.parent(holder)
+            if not (isinstance(holder, ast.keyword) and holder.arg is None and isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+                return ParamUse(False, f"`{kwarg}` is read other than passed on (line {ref.lineno})")
+            if any(kw.arg == keyword for kw in call.keywords):
+                return ParamUse(False, f"`{keyword}` is also passed explicitly (line {call.lineno})")
+            inner = ctx.model.resolve_function(call.func)
+            if inner is None:
+                return ParamUse(False, f"`{kwarg}` is passed on to `{call.func.id}()`, whose body cannot be seen (line {call.lineno})")
+            summary = self._local_summary(ctx, inner)
+            use = summary.uses.get(keyword)
+            if use is None:
+                if inner.args.kwarg is None or depth >= 3:  # type: ignore[attr-defined]
+                    return ParamUse(False, f"`{call.func.id}()` has no parameter `{keyword}` (line {call.lineno})")
+                use = self._kwargs_use(ctx, inner, keyword, depth + 1)
+                if use is None:
+                    return None
+            if not use.safe:
+                why = f"passed on through `**{kwarg}` to `{call.func.id}()` (line {call.lineno}), where `{keyword}` is {use.reason}"
+                return ParamUse(False, why, kind=use.kind, cure=use.cure)
+            for names, required in use.needs:
+                passed = [argument_for(call, inner, other, False) for other in names]
+                if any(p is None for p in passed):
+                    width, params = None, ()  # through *args / **kwargs at the call: not seen
+                else:
+                    width, params = callee_width(fn, cache["aliases"], passed, cache["context"])  # type: ignore[arg-type]
+                if width == "full" or (width == "float" and required == "float"):
+                    continue
+                if not params:
+                    shown = " or ".join(f"`{n}`" for n in names)
+                    return ParamUse(False, f"`{keyword}` meets {shown} of `{call.func.id}()` in tensor arithmetic, not visibly a floating tensor (line {call.lineno})")
+                needs.append((tuple(params), required))
+        return ParamUse(True, "", tuple(needs))
 
     # -- the check ------------------------------------------------------------
     def check(self, ctx) -> Iterable[Finding]:
@@ -282,38 +549,65 @@ gives `inf` with a tensor.
         findings: List[Finding] = []
         callees = self._callees(ctx, site_model)
         literal_values = _literal_values(callees)
-        for call, callee, get_summary, skip_self, site in callees:
-            arguments = call_args(call)
-            reasons = [None if star else float_reason(site_model, value) for _, star, value in arguments]
-            if not any(reasons):
+        direct = [_Route(call, call, callee, get_summary, skip_self, fn_def=fn, site=site) for call, callee, get_summary, skip_self, fn, site in callees]
+        routes = direct + self._forwarded(ctx, site_model, direct)
+        done: Set[int] = set()
+        for route in routes:
+            call = route.origin
+            flows = {}
+            for _, star, value in call_args(call):
+                if star or id(value) in done or (route.slots is not None and id(value) not in route.slots):
+                    continue
+                flow = float_flow(site_model, value)
+                if flow is not None:
+                    flows[id(value)] = flow
+            if not flows:
                 continue
-            summary = get_summary()
+            summary = route.summary()
             by_param: Dict[str, ast.AST] = {}
-            args: List[Tuple[Optional[str], ast.AST, Optional[str], Optional[str], object]] = []
+            args: List[Tuple[Optional[str], ast.AST, Optional[str], object]] = []
+            # the compiled call's own arguments, then (forwarded) the origin's
             index = 0
             positional_ok = True
-            for (keyword, star, value), reason in zip(arguments, reasons):
+            for keyword, star, value in call_args(route.inner):
                 if star:
                     positional_ok = False
                     continue
                 param = None
                 if summary is not None:
                     if keyword is not None:
-                        param = summary.param_for(None, keyword, skip_self)
+                        param = summary.param_for(None, keyword, route.skip_self)
                     elif positional_ok:
-                        param = summary.param_for(index, None, skip_self)
+                        param = summary.param_for(index, None, route.skip_self)
                 position = index
                 if keyword is None:
                     index += 1
                 if param is not None:
                     by_param[param] = value
-                args.append((keyword, value, param, reason, keyword if keyword is not None else position))
-            for keyword, value, param, reason, slot in args:
-                if reason is None:
+                if route.slots is None:
+                    args.append((keyword, value, param, keyword if keyword is not None else position))
+            for slot_value in call_args(call) if route.slots is not None else ():
+                value = slot_value[2]
+                if id(value) not in route.slots:
                     continue
+                keyword, position = route.slots[id(value)]
+                param = None
+                if summary is not None:
+                    param = summary.param_for(position, keyword, route.skip_self)
+                if param is not None:
+                    by_param[param] = value
+                args.append((slot_value[0], value, param, keyword if keyword is not None else position))
+            for keyword, value, param, slot in args:
+                flow = flows.get(id(value))
+                if flow is None:
+                    continue
+                done.add(id(value))
                 where = f"`{keyword}=`" if keyword is not None else f"`{site_model.code(call, value)}`"
-                head = f"float argument {where} ({reason}) to compiled `{callee}` is guarded on its value: new values recompile"
-                verdict, why = self._verdict(ctx, site_model, summary, param, by_param, site)
+                through = f" through `{'` -> `'.join(route.via)}`" if route.via else ""
+                head = f"float argument {where} ({flow.reason}) to compiled `{route.callee}`{through} is guarded on its value: new values recompile"
+                verdict, why = self._verdict(ctx, site_model, route, summary, param, keyword_at(route, keyword, value), by_param)
+                if verdict != "none" and route.unsafe:
+                    verdict, why = "unsafe", route.unsafe  # a forwarder reads what it forwards
                 if verdict == "safe":
                     message = f"{head}; pass a 0-d tensor"
                     safety: Optional[Safety] = Safety.SAFE
@@ -324,9 +618,9 @@ gives `inf` with a tensor.
                     message = f"{head}; {why}"
                     safety = None
                 edit = Edit(ctx.source.target(value, cst.BaseExpression), lambda node: _tensor_call(model, node))
-                varies = number_varies(model, call, value)
-                if varies is None and len(literal_values.get((callee, slot), ())) > 1:
-                    varies = f"`{callee}` is called with different values"
+                varies = self._varies(site_model, call, value, flow)
+                if varies is None and route.slots is None and len(literal_values.get((route.callee, slot), ())) > 1:
+                    varies = f"`{route.callee}` is called with different values"
                 if varies is None:
                     head_note = " (no call seen passing a changing value: reported with --unproven)"
                     message = message.replace(head, head + head_note, 1)
@@ -345,6 +639,16 @@ gives `inf` with a tensor.
         return findings
 
     @staticmethod
+    def _varies(site_model: CallSite, call: ast.Call, value: ast.AST, flow) -> Optional[str]:
+        """Evidence that the float changes between calls.  A float computed
+        from a param group's lr changes when the lr does (written in a loop or
+        a function, or an LR scheduler is built): being read again in the loop
+        over the groups or parameters is no evidence."""
+        if flow.group_lrs:
+            return site_model.group_lr_facts()[1]
+        return number_varies(site_model.model, call, value)
+
+    @staticmethod
     def _site_option(site, name: str) -> Optional[bool]:
         """A compile option's literal bool (absent: False); None when it cannot
         be read (a variable, ``**opts``, a site in another module)."""
@@ -356,11 +660,16 @@ gives `inf` with a tensor.
         value = kw.value
         return value.value if isinstance(value, ast.Constant) and isinstance(value.value, bool) else None
 
-    def _verdict(self, ctx, site_model: CallSite, summary: Optional[FunctionSummary], param: Optional[str], by_param, site) -> Tuple[str, str]:
+    def _verdict(self, ctx, site_model: CallSite, route: _Route, summary: Optional[FunctionSummary], param: Optional[str], keyword: Optional[str], by_param) -> Tuple[str, str]:
         """("safe", "") | ("unsafe", why) | ("none", why and what to do instead)."""
         if summary is None:
             return "unsafe", "the compiled function's body cannot be seen"
+        site = route.site
         use = summary.uses.get(param) if param is not None else None
+        if use is None and keyword is not None and route.fn_def is not None and route.fn_def.args.kwarg is not None:  # type: ignore[attr-defined]
+            # `**kwargs` of the compiled function, passed on to functions of this module
+            use = self._kwargs_use(ctx, route.fn_def, keyword, 0)
+            param = keyword
         if use is None:
             return "unsafe", "the argument does not map to a named parameter of the compiled function"
         where = f"`{summary.name}` uses `{param}` as a Python number: {use.reason}"

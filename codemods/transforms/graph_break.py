@@ -6,13 +6,17 @@ from __future__ import annotations
 import re
 from typing import Iterable, List, Optional, Sequence
 
-import libcst as cst
+from .._lazy import cst
 
 from ..findings import Edit, Finding, Safety
 from ..placement import torch_expr
 from .base import Example, Rule
 
 MARKER_RE = re.compile(r"^#\s*fix-recompiles:\s*graph-break\s*$")
+#: a comment line holding both halves of the marker (a superset of what
+#: MARKER_RE accepts): a file without one never reaches libcst
+#: (``graph-break`` alone is common prose: a comment about a decorator)
+MARKER_LINE_RE = re.compile(rb"#[^\n\r]*?fix-recompiles:[^\n\r]*?graph-break")
 
 
 def _is_marker(line: cst.EmptyLine) -> bool:
@@ -129,6 +133,8 @@ skip the whole frame, so the function runs eagerly instead of being split.
     )
 
     def check(self, ctx) -> Iterable[Finding]:
+        if not MARKER_LINE_RE.search(ctx.source.data):
+            return []
         rule = self
         analysis = _Tree(ctx.module)
         model = ctx.model

@@ -11,14 +11,15 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
-import libcst as cst
+from .._lazy import cst
 
 from ..compile_sites import _import_qualified, dotted_name
 from ..findings import Edit, Finding, Safety
 from ..optim_table import (
     NEVER_TENSORIZE,
+    OPTIM_PREFIX,
     SCHED_PREFIX,
     OptimizerRow,
     SchedulerRow,
@@ -32,14 +33,15 @@ from ._cst import remove_keyword
 from .base import Example, Rule
 
 _TENSOR_FACTORIES = {"torch.tensor", "torch.as_tensor", "torch.full", "torch.scalar_tensor", "torch.ones", "torch.zeros"}
-_NO_WS = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+def _no_ws() -> "cst.AssignEqual":
+    return cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _CODE_TOKENS = (tokenize.NAME, tokenize.NUMBER, tokenize.STRING, tokenize.OP) + tuple(
     getattr(tokenize, name) for name in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END") if hasattr(tokenize, name)
 )
 
 
-@dataclass
+@dataclass(eq=False)
 class _Built:
     """One ``torch.optim`` optimizer or scheduler construction."""
 
@@ -55,6 +57,13 @@ class _Built:
     #: for schedulers: the optimizer construction they drive
     optimizer: Optional["_Built"] = None
     schedulers: List["_Built"] = field(default_factory=list)
+    #: the class came through this expression (a ``functools.partial(...)``
+    #: call, a dict entry, a factory's ``return``), not named at the call
+    via: Optional[ast.AST] = None
+
+    @property
+    def label(self) -> str:
+        return self.binding or self.short
 
     @property
     def short(self) -> str:
@@ -78,6 +87,37 @@ def _source_order(nodes: Iterable[ast.AST]) -> List[ast.AST]:
     """Nodes in the order a depth-first walk of the source meets them (an
     enclosing node before the nodes it holds): libcst's visiting order."""
     return sorted(nodes, key=lambda n: (n.lineno, n.col_offset, -n.end_lineno, -n.end_col_offset))  # type: ignore[attr-defined]
+
+
+def _own_nodes(fn: ast.AST) -> Iterable[ast.AST]:
+    """The nodes of a function's body, not those of functions, lambdas or
+    classes nested in it."""
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _bound_arg(call: ast.Call, fn: ast.AST, param: ast.arg, skip: int) -> Optional[ast.expr]:
+    """The expression ``call`` passes for ``param`` of ``fn`` (``skip``:
+    leading parameters bound implicitly, ``self`` of a constructor); None
+    when it is not passed plainly (a default, ``*args``, ``**kwargs``)."""
+    if _has_star(call):
+        return None
+    for kw in call.keywords:
+        if kw.arg == param.arg:
+            return kw.value
+    args = fn.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args][skip:]
+    for i, a in enumerate(positional):
+        if a is param:
+            return call.args[i] if i < len(call.args) else None
+    return None
 
 
 def _calls_in(node: ast.AST) -> List[ast.Call]:
@@ -276,14 +316,28 @@ region get the scalars they accept as tensors wrapped too (gamma, factors,
 eta_min, max_lr ...; the table is `codemods/optim_table.py`, proven on torch
 2.13 by `tests/test_optimizer_table.py`). `weight_decay` and `eps` are never
 touched. In the same module, `group["lr"] = v` / `opt.param_groups[i]["lr"] = v`
-of a fixed optimizer become `...["lr"].fill_(v)`.
+of a fixed optimizer become `...["lr"].fill_(v)`, also inside a helper whose
+parameter receives the optimizer at every visible call (`def set_lr(optimizer,
+lr)`, or `self.opt` set from a constructor parameter of a class built here).
+Optimizers whose lr the same statement writes are fixed together, by the
+first one's finding.
+
+The optimizer's class may be named (`torch.optim.AdamW`, any import or alias)
+or reached through what the module shows: a name bound once to it, a
+`functools.partial(<class>, ...)` (reported without a fix when the partial
+itself passes `params`, `lr`, `foreach` or `capturable`), a dict literal
+indexed by a constant (`OPTIMIZERS["sgd"](...)`), a function or `self.` method
+without arguments returning it (`self.optimizer()(params, lr=...)`).
 
 Reported without a fix: an lr that is not a constant visible here (config,
 argument), an optimizer missing from the table, `CyclicLR`/`OneCycleLR` with
 `cycle_momentum=True` (they write Python floats into momentum/betas every
 step), `ReduceLROnPlateau` unless `--target-torch` is 2.10 or newer (older
 releases put a float lr back), Adamax/NAdam with `foreach=True` unless the
-target is 2.4+.
+target is 2.4+, and an lr write shared with an optimizer that is not made a
+tensor (a `set_lr` helper also called for an optimizer stepped eagerly, or from
+code not visible here): `.fill_` would fail on that one's float, and without
+`.fill_` the float comes back.
 """
     why_it_recompiles = """
 A Python float read inside a compiled function is a constant guarded by value.
@@ -318,6 +372,12 @@ Safe when nothing in the module reads the lr back. Once lr is a tensor,
 `f"{lr}"` print a tensor or float32 digits. So if the module reads the lr
 (`["lr"]`, `get_last_lr()`, `get_lr()`), the fix is unsafe. The tensor is
 float32: values agree with the float lr to about 7 digits.
+
+The fix is also unsafe when the analysis cannot see every lr write: a
+`["lr"] = v` into param groups of an optimizer not visible here (it may be
+this one), or the optimizer passed to code outside the module (not torch's):
+a float written there replaces the tensor (recompiles again), and would make
+a `.fill_` of this fix fail.
 
 Adam/AdamW with `foreach=True` reject a tensor lr unless `capturable=True`,
 and `capturable=True` raises on CPU parameters (AssertionError in an eager
@@ -354,6 +414,43 @@ step), while the step compiled by the default inductor backend is as fast
             "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=cfg.lr)\n"
             "@torch.compile\ndef f():\n    opt.step()\n",
         ),
+        # the class through functools.partial / a dict
+        Example(
+            "import functools\nimport torch\nm = torch.nn.Linear(2, 2)\nOpt = functools.partial(torch.optim.AdamW, weight_decay=0.0)\n"
+            "opt = Opt(m.parameters(), lr=0.1)\n@torch.compile\ndef f():\n    opt.step()\n",
+            "import functools\nimport torch\nm = torch.nn.Linear(2, 2)\nOpt = functools.partial(torch.optim.AdamW, weight_decay=0.0)\n"
+            "opt = Opt(m.parameters(), lr=torch.tensor(0.1))\n@torch.compile\ndef f():\n    opt.step()\n",
+        ),
+        Example(
+            "import torch\nm = torch.nn.Linear(2, 2)\nOPTS = {'sgd': torch.optim.SGD}\nopt = OPTS['sgd'](m.parameters(), lr=0.1)\n"
+            "@torch.compile\ndef f():\n    opt.step()\n",
+            "import torch\nm = torch.nn.Linear(2, 2)\nOPTS = {'sgd': torch.optim.SGD}\nopt = OPTS['sgd'](m.parameters(), lr=torch.tensor(0.1))\n"
+            "@torch.compile\ndef f():\n    opt.step()\n",
+        ),
+        # an lr helper called with the optimizer: its write becomes `.fill_`
+        Example(
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'] = lr\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\n",
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\n"
+            "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'].fill_(lr)\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\n",
+        ),
+        # ... also called with an optimizer stepped eagerly: report, no fix
+        Example(
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "other = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'] = lr\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\nset_lr(other, 0.05)\n",
+        ),
+        # passed to code not visible here: unsafe
+        Example(
+            "import torch\nfrom sched import Warmup\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "s = Warmup(opt)\n@torch.compile\ndef f():\n    opt.step()\n",
+            "import torch\nfrom sched import Warmup\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\n"
+            "s = Warmup(opt)\n@torch.compile\ndef f():\n    opt.step()\n",
+            unsafe=True,
+        ),
     )
 
     # ------------------------------------------------------------------ check
@@ -367,23 +464,104 @@ step), while the step compiled by the default inductor backend is as fast
         if not built:
             return []
         self._mark_stepped(ctx, built)
-        findings: List[Finding] = []
-        for b in built:
-            if b.kind != "optimizer":
+        region = [b for b in built if b.kind == "optimizer" and (b.stepped_at is not None or any(s.stepped_at is not None for s in b.schedulers))]
+        if not region:
+            return []
+        reach = self._write_reach(ctx)
+        # an lr write shared by several optimizers (a `set_lr(opt, lr)` helper)
+        # becomes `.fill_` only if every optimizer it reaches gets a tensor lr:
+        # drop the optimizers that cannot, until nothing changes
+        results: Dict[_Built, List[Finding]] = {}
+        converted = set(region)
+        held: Dict[_Built, Tuple[ast.Assign, Optional[_Built]]] = {}
+        changed = True
+        while changed:
+            changed = False
+            for write, (reached, complete) in reach.items():
+                if not reached & converted or (complete and reached <= converted):
+                    continue
+                rest = sorted(reached - converted, key=lambda o: (o.call.lineno, o.call.col_offset))
+                other = rest[0] if rest else None
+                for b in reached & converted:
+                    held[b] = (write, other)
+                    converted.discard(b)
+                    changed = True
+            for b in region:
+                if b in converted:
+                    if b not in results:
+                        results[b] = self._optimizer_findings(ctx, b, built)
+                    if not any(f.fix is not None for f in results[b]):
+                        converted.discard(b)
+                        changed = True
+        for b, (write, other) in held.items():
+            whose = f"`{other.label}` (line {other.call.lineno}), which is not made a tensor" if other is not None else "optimizers not visible here"
+            results[b] = [self.finding(ctx, b.call, (
+                f"{self._lead(b)}; its lr is written as a float at line {write.lineno}, which also writes the lr of "
+                f"{whose}, so `.fill_` cannot be used there (no automatic fix)"
+            ))]
+        self._share_fixes(ctx, region, reach, results)
+        return [f for b in region for f in results.get(b, [])]
+
+    def _share_fixes(self, ctx, region: List[_Built], reach, results: Dict[_Built, List[Finding]]) -> None:
+        """Optimizers whose lr the same statement writes are fixed together,
+        by one finding (the first optimizer's): applying one without the other
+        would leave `.fill_` meeting a float."""
+        leader: Dict[_Built, _Built] = {b: b for b in region}
+
+        def root(b: _Built) -> _Built:
+            while leader[b] is not b:
+                b = leader[b]
+            return b
+
+        order = {b: i for i, b in enumerate(region)}
+        for reached, _ in reach.values():
+            members = sorted((b for b in reached if b in leader), key=order.__getitem__)
+            for b in members[1:]:
+                a, c = root(members[0]), root(b)
+                if a is not c:
+                    first, second = (a, c) if order[a] < order[c] else (c, a)
+                    leader[second] = first
+        groups: Dict[_Built, List[_Built]] = {}
+        for b in region:
+            groups.setdefault(root(b), []).append(b)
+        for head, members in groups.items():
+            if len(members) < 2:
                 continue
-            in_region = b.stepped_at is not None or any(s.stepped_at is not None for s in b.schedulers)
-            if in_region:
-                findings.extend(self._optimizer_findings(ctx, b, built))
-        return findings
+            fixed = [(b, i, f) for b in members for i, f in enumerate(results.get(b, [])) if f.fix is not None]
+            if len(fixed) < 2:
+                continue
+            edits: List[Edit] = []
+            seen: Set[int] = set()
+            for _, _, f in fixed:
+                for e in f.fix.edits:  # type: ignore[union-attr]
+                    if id(e) not in seen:
+                        seen.add(id(e))
+                        edits.append(e)
+            unsafe = any(f.fix.safety is Safety.UNSAFE for _, _, f in fixed)  # type: ignore[union-attr]
+            first_b, first_i, first_f = fixed[0]
+            results[first_b][first_i] = dataclasses.replace(
+                first_f, fix=dataclasses.replace(first_f.fix, edits=tuple(edits), safety=Safety.UNSAFE if unsafe else Safety.SAFE)
+            )
+            for b, i, f in fixed[1:]:
+                results[b][i] = dataclasses.replace(
+                    f, fix=None, message=f"{f.message}; fixed with `{first_b.label}` (line {first_b.call.lineno}): the same statement writes both lrs"
+                )
 
     # ------------------------------------------------------------ collection
     def _constructions(self, ctx) -> List[_Built]:
         model, source = ctx.model, ctx.source
         found: List[_Built] = []
         for node in _source_order(n for n in source.parents if type(n) is ast.Call):
-            for q in sorted(_qualified_names(model, node.func)):
+            names = _qualified_names(model, node.func)
+            via: Optional[ast.AST] = None
+            if not any(q.startswith(OPTIM_PREFIX) for q in names):
+                # a class reached through `partial(...)`, a dict or a factory
+                cls_of = self._optimizer_class(ctx, node.func, 0)
+                if cls_of is not None:
+                    names, via = {cls_of[0]}, cls_of[1]
+            for q in sorted(names):
                 kind = "scheduler" if q.startswith(SCHED_PREFIX) else ("optimizer" if is_optimizer_name(q) else None)
-                if kind is None:
+                if kind is None or (via is not None and kind != "optimizer"):
                     continue
                 parent = source.parent(node)
                 binding = None
@@ -395,7 +573,8 @@ step), while the step compiled by the default inductor backend is as fast
                 found.append(
                     _Built(node, kind, q, binding, cls if isinstance(cls, ast.ClassDef) else None,
                            opt_row=optimizer_row(q) if kind == "optimizer" else None,
-                           sched_row=scheduler_row(q) if kind == "scheduler" else None)
+                           sched_row=scheduler_row(q) if kind == "scheduler" else None,
+                           via=via)
                 )
                 break
         ctx.cache["fr004_by_call"] = {b.call: b for b in found}
@@ -408,6 +587,87 @@ step), while the step compiled by the default inductor backend is as fast
                     b.optimizer = target
                     target.schedulers.append(b)
         return found
+
+    def _optimizer_class(self, ctx, expr: ast.AST, depth: int) -> Optional[Tuple[str, Optional[ast.AST]]]:
+        """(qualified name, the ``partial(...)`` call or None) of the one
+        ``torch.optim`` optimizer class ``expr`` evaluates to, followed through
+        what the module shows: a name bound once (``Cls = ...``), a
+        ``functools.partial(<class>, ...)``, a dict literal bound once indexed
+        by a constant (``OPTIMIZERS["sgd"]``), and a call of a function or
+        ``self.`` method of this module with no arguments whose every
+        ``return`` gives the same class (``self.optimizer()``).  None when it
+        is not one known optimizer class."""
+        if depth > 4:
+            return None
+        model = ctx.model
+        names = _qualified_names(model, expr)
+        optim = {q for q in names if is_optimizer_name(q)}
+        if optim:
+            return (optim.pop(), None) if len(optim) == 1 and len(names) == 1 else None
+        if isinstance(expr, ast.Name):
+            value = self._single_value(ctx, expr)
+            return self._optimizer_class(ctx, value, depth + 1) if value is not None else None
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and isinstance(expr.slice, ast.Constant):
+            table = self._single_value(ctx, expr.value)
+            if not isinstance(table, ast.Dict) or self._subscript_stored(ctx, expr.value.id):
+                return None
+            entries = [v for k, v in zip(table.keys, table.values) if k is None or (isinstance(k, ast.Constant) and k.value == expr.slice.value)]
+            if len(entries) != 1 or None in table.keys:
+                return None  # missing, given twice, or a `**other` that may override it
+            return self._optimizer_class(ctx, entries[0], depth + 1)
+        if not isinstance(expr, ast.Call):
+            return None
+        if _qualified_names(model, expr.func) & {"functools.partial"}:
+            if not expr.args or isinstance(expr.args[0], ast.Starred):
+                return None
+            inner = self._optimizer_class(ctx, expr.args[0], depth + 1)
+            if inner is None or inner[1] is not None:
+                return None
+            return inner[0], expr
+        if expr.args or expr.keywords:
+            return None
+        fn = self._callee_def(ctx, expr)
+        if fn is None or self._overridden(ctx, expr):
+            return None
+        returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return)]
+        classes = {self._optimizer_class(ctx, r.value, depth + 1) if r.value is not None else None for r in returns}
+        if len(classes) != 1:
+            return None
+        only = classes.pop()
+        return only if only is not None and only[1] is None else None
+
+    @staticmethod
+    def _overridden(ctx, call: ast.Call) -> bool:
+        """``self.m()`` where a subclass in this module defines its own ``m``."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+            return False
+        cls = ctx.source.enclosing(call, ast.ClassDef)
+        for other in ctx.model.classes.values():
+            if other is not cls and any(dotted_name(base) == getattr(cls, "name", None) for base in other.bases):
+                if ctx.model.method(other, func.attr) is not None:
+                    return True
+        return False
+
+    @staticmethod
+    def _single_value(ctx, name: ast.Name) -> Optional[ast.AST]:
+        """The value of a name bound exactly once, by ``name = value``."""
+        bindings = [b for b in ctx.model.scopes.bindings_of(name) if b.kind != "del"]
+        if len(bindings) == 1 and bindings[0].kind in ("assign", "annassign") and bindings[0].value is not None:
+            stmt = bindings[0].stmt
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                return bindings[0].value
+            if isinstance(stmt, ast.AnnAssign):
+                return bindings[0].value
+        return None
+
+    @staticmethod
+    def _subscript_stored(ctx, name: str) -> bool:
+        """Does the module store into ``name[...]`` anywhere (``TABLE[k] = v``, ``del TABLE[k]``)?"""
+        for node in ctx.source.nodes(ast.Subscript):
+            if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Name) and node.value.id == name:  # type: ignore[attr-defined]
+                return True
+        return False
 
     def _resolve(self, ctx, expr: ast.AST) -> Optional[_Built]:
         """The construction a name (``opt``) or attribute (``self.opt``) is bound to."""
@@ -423,6 +683,15 @@ step), while the step compiled by the default inductor backend is as fast
         if name is None:
             return None
         cls = ctx.source.enclosing(expr, ast.ClassDef) if name.startswith("self.") else None
+        if cls is None and isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id != "self":
+            # `trainer.opt` with `trainer = Trainer(...)`, a class of this module
+            # that sets `self.opt = <optimizer>`
+            value = self._single_value(ctx, expr.value)
+            owner = ctx.model.classes.get(dotted_name(value.func) or "") if isinstance(value, ast.Call) else None
+            if owner is not None:
+                for b in ctx.cache["fr004_built"]:
+                    if b.binding == f"self.{expr.attr}" and b.cls is owner:
+                        return b
         for b in ctx.cache["fr004_built"]:
             if b.binding == name and (b.cls is cls if name.startswith("self.") else True):
                 return b
@@ -531,15 +800,21 @@ step), while the step compiled by the default inductor backend is as fast
         return dataclasses.replace(found, line=l1, column=c1 + 1, end_line=l2, end_column=c2 + 1)
 
     # -------------------------------------------------------------- findings
+    @staticmethod
+    def _lead(b: _Built) -> str:
+        where = f"line {b.stepped_at}" if b.stepped_at is not None else f"line {next(s.stepped_at for s in b.schedulers if s.stepped_at is not None)}, by its scheduler"
+        return f"`{b.short}` is stepped inside a compiled region ({where}): a float `lr` is a guarded constant, every lr change recompiles"
+
     def _optimizer_findings(self, ctx, b: _Built, built: List[_Built]) -> List[Finding]:
         out: List[Finding] = []
-        where = f"line {b.stepped_at}" if b.stepped_at is not None else f"line {next(s.stepped_at for s in b.schedulers if s.stepped_at is not None)}, by its scheduler"
-        lead = f"`{b.short}` is stepped inside a compiled region ({where}): a float `lr` is a guarded constant, every lr change recompiles"
+        lead = self._lead(b)
         row = b.opt_row
         if row is None:
             return [self.finding(ctx, b.call, f"{lead}; `{b.short}` is not in the table of optimizers known to accept a tensor lr (no automatic fix)")]
         if _has_star(b.call):
             return [self.finding(ctx, b.call, f"{lead}; the call passes `*args`/`**kwargs`, so lr cannot be seen here (no automatic fix)")]
+        if isinstance(b.via, ast.Call) and (len(b.via.args) > 1 or _has_star(b.via) or any(kw.arg in ("params", "lr", "foreach", "capturable") for kw in b.via.keywords)):
+            return [self.finding(ctx, b.call, f"{lead}; its class comes from `functools.partial(...)` (line {b.via.lineno}), which passes arguments the fix would have to change (no automatic fix)")]
         blocked = False
         for s in b.schedulers:
             srow = s.sched_row
@@ -565,7 +840,7 @@ step), while the step compiled by the default inductor backend is as fast
         lr_fixed = False
         if lr is None:
             default = cst.Float(repr(float(row.default_lr)))
-            new_arg = cst.Arg(keyword=cst.Name("lr"), value=cst.Call(func=torch_expr(ctx.model, "tensor"), args=[cst.Arg(default)]), equal=_NO_WS)
+            new_arg = cst.Arg(keyword=cst.Name("lr"), value=cst.Call(func=torch_expr(ctx.model, "tensor"), args=[cst.Arg(default)]), equal=_no_ws())
             edits.append(Edit(call_target, lambda node: node.with_changes(args=[*node.args, new_arg])))
             notes.append(f"pass the default `lr={row.default_lr}` as a tensor")
             lr_fixed = True
@@ -630,6 +905,12 @@ step), while the step compiled by the default inductor backend is as fast
         reads = self._lr_reads(ctx)
         if reads:
             unsafe.append(f"line {reads[0]} reads the lr back, which becomes a 0-d tensor (formatting, `round`, `isinstance(lr, float)`, JSON change)")
+        unknown = [w for w, (reached, complete) in self._write_reach(ctx).items() if not complete]
+        if unknown:
+            unsafe.append(f"line {unknown[0].lineno} writes a float lr into param groups of an optimizer not visible here, which may be this one (the lr would be a float again{', and `.fill_` fail on it' if fills else ''})")
+        escape = self._escape(ctx, b)
+        if escape is not None:
+            unsafe.append(f"the optimizer is passed to `{self._text(ctx).code(escape.func)}` (line {escape.lineno}), code not visible here: a float lr written there would replace the tensor{' (and `.fill_` fail on it)' if fills else ''}")
         message = f"{lead}; make it a 0-d tensor (`lr=torch.tensor(...)`)" if lr_fixed else f"{lead}; keep the tensor lr a tensor"
         if notes:
             message += f" ({'; '.join(notes)})"
@@ -672,26 +953,132 @@ step), while the step compiled by the default inductor backend is as fast
         return found, False
 
     def _fill_edits(self, ctx, b: _Built) -> List[Edit]:
+        """``.fill_`` edits of the lr writes that reach ``b``'s param groups
+        (one Edit object per write, shared by every optimizer it reaches)."""
+        edits: Dict[ast.Assign, Edit] = ctx.cache.setdefault("fr004_fill_edits", {})
+        out: List[Edit] = []
+        for node, (reached, _) in self._write_reach(ctx).items():
+            if b in reached:
+                if node not in edits:
+                    edits[node] = Edit(ctx.source.target(node, cst.Assign), _fill)
+                out.append(edits[node])
+        return out
+
+    def _write_reach(self, ctx) -> Dict[ast.Assign, Tuple[FrozenSet[_Built], bool]]:
+        """Every ``g["lr"] = v`` into param groups (``X.param_groups[i]["lr"] = v``,
+        or ``g`` a loop variable over ``X.param_groups``) -> (the optimizers
+        built here that ``X`` may be, whether that is all ``X`` may be: False
+        for a parameter of a function also called from elsewhere, an optimizer
+        not built here ...)."""
+        found = ctx.cache.get("fr004_write_reach")
+        if found is not None:
+            return found
         source = ctx.source
-        edits: List[Edit] = []
-
-        def groups_of(expr: ast.AST) -> bool:
-            # X.param_groups with X bound to b
-            return isinstance(expr, ast.Attribute) and expr.attr == "param_groups" and self._resolve(ctx, expr.value) is b
-
+        found = {}
         for node in self._lr_assigns(ctx):
             holder = node.targets[0].value  # type: ignore[attr-defined]
-            ok = False
-            if isinstance(holder, ast.Subscript) and groups_of(holder.value):
-                ok = True  # opt.param_groups[i]["lr"] = v
+            groups: Optional[ast.AST] = None
+            if isinstance(holder, ast.Subscript):
+                groups = holder.value  # opt.param_groups[i]["lr"] = v
             elif isinstance(holder, ast.Name):
                 for anc in source.ancestors(node):
                     if isinstance(anc, (ast.For, ast.AsyncFor)) and isinstance(anc.target, ast.Name) and anc.target.id == holder.id:
-                        ok = groups_of(anc.iter)
+                        groups = anc.iter
                         break
-            if ok:
-                edits.append(Edit(source.target(node, cst.Assign), _fill))
-        return edits
+            if isinstance(groups, ast.Attribute) and groups.attr == "param_groups":
+                found[node] = self._reaching(ctx, groups.value, 0)
+        ctx.cache["fr004_write_reach"] = found
+        return found
+
+    def _reaching(self, ctx, expr: ast.AST, depth: int) -> Tuple[FrozenSet[_Built], bool]:
+        """The optimizers built here that ``expr`` may be: one bound to it,
+        or, for a parameter of a function of this module (``def set_lr(opt,
+        lr)``), what every call of the function passes; for ``self.opt`` set
+        from a parameter of ``__init__``, what every construction of the class
+        passes; and whether that is all it may be (not when something of it
+        is not visible here)."""
+        none: Tuple[FrozenSet[_Built], bool] = (frozenset(), False)
+        b = self._resolve(ctx, expr)
+        if b is not None:
+            return (frozenset((b,)), True) if b.kind == "optimizer" else none
+        if depth > 3:
+            return none
+        model = ctx.model
+        param: Optional[ast.arg] = None
+        fn: Optional[ast.AST] = None
+        if isinstance(expr, ast.Name):
+            bindings = model.scopes.bindings_of(expr)
+            if len(bindings) == 1 and bindings[0].kind == "param":
+                param, fn = bindings[0].node, bindings[0].scope.node  # type: ignore[assignment]
+        elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            cls = ctx.source.enclosing(expr, ast.ClassDef)
+            init = model.method(cls, "__init__") if isinstance(cls, ast.ClassDef) else None
+            values = model.self_attr_values(cls, expr.attr) if init is not None else []
+            if len(values) == 1 and isinstance(values[0], ast.Name) and ctx.source.enclosing(values[0], _DEFS) is init:
+                bindings = model.scopes.bindings_of(values[0])
+                if len(bindings) == 1 and bindings[0].kind == "param":
+                    param, fn = bindings[0].node, init  # type: ignore[assignment]
+        if param is None or not isinstance(fn, _DEFS):
+            return none
+        calls = self._calls_of(ctx, fn)
+        if calls is None:
+            return none
+        out: Set[_Built] = set()
+        complete = bool(calls)
+        for call, skip in calls:
+            arg = _bound_arg(call, fn, param, skip)
+            reached, whole = self._reaching(ctx, arg, depth + 1) if arg is not None else none
+            out |= reached
+            complete = complete and whole
+        return frozenset(out), complete
+
+    def _calls_of(self, ctx, fn: ast.AST) -> Optional[List[Tuple[ast.Call, int]]]:
+        """(call, parameters bound implicitly) for every use of ``fn``: calls
+        of a function by its name, or constructions of the class whose
+        ``__init__`` it is; None if the name is used otherwise (passed on,
+        stored, rebound) or not defined where a name can reach it."""
+        model = ctx.model
+        owner = ctx.source.parent(fn)
+        skip = 0
+        if isinstance(owner, ast.ClassDef):
+            if getattr(fn, "name", "") != "__init__":
+                return None
+            fn, skip = owner, 1
+        scope_node = ctx.source.enclosing(fn, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))
+        scope = model.scopes.of_node.get(scope_node) if scope_node is not None else None
+        name = getattr(fn, "name", None)
+        if scope is None or name is None or len(scope.bindings.get(name, [])) != 1:
+            return None
+        out: List[Tuple[ast.Call, int]] = []
+        for ref in scope.references.get(name, []):
+            call = ctx.source.parent(ref)
+            if not (isinstance(call, ast.Call) and call.func is ref):
+                return None
+            out.append((call, skip))
+        return out
+
+    def _escape(self, ctx, b: _Built) -> Optional[ast.Call]:
+        """The first call that passes ``b`` to code not visible here (not
+        torch's, not a builtin, not a function or class of this module)."""
+        passed = ctx.cache.get("fr004_passed")
+        if passed is None:
+            passed = ctx.cache["fr004_passed"] = []
+            for call in _source_order(ctx.source.nodes(ast.Call)):
+                for arg in [*call.args, *(kw.value for kw in call.keywords)]:  # type: ignore[attr-defined]
+                    if isinstance(arg, (ast.Name, ast.Attribute)):
+                        target = self._resolve(ctx, arg)
+                        if target is not None:
+                            passed.append((call, target))
+        for call, target in passed:
+            if target is not b:
+                continue
+            names = _qualified_names(ctx.model, call.func)
+            if any(q == "torch" or q.startswith(("torch.", "builtins.")) for q in names):
+                continue
+            if self._callee_def(ctx, call) is not None or (isinstance(call.func, ast.Name) and call.func.id in ctx.model.classes):
+                continue
+            return call
+        return None
 
     def _lr_assigns(self, ctx) -> List[ast.Assign]:
         """``x["lr"] = v`` statements (one target), in source order."""

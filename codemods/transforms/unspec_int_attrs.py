@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-import libcst as cst
+from .._lazy import cst
 
 from .. import placement
 from ..compile_sites import CompileModel
@@ -156,50 +156,261 @@ def _record(facts: _ClassFacts, name: str, value: ast.AST) -> None:
         facts.non_int_attrs.add(name)
 
 
+#: how many submodule hops (``self.kv_cache.update()`` → ``KVCache.update``) are followed
+_MAX_HOPS = 3
+
+
 def int_mutations_in_forward(model: CompileModel, cls: ast.ClassDef) -> List[IntMutation]:
     """Int attributes (initialised to an int literal) that ``forward``, or a
-    ``self.method()`` it calls, changes: ``self.n += 1``, ``self.n = self.n + 1``;
-    methods in the order they are reached, mutations in source order."""
-    facts = _facts(model, cls)
-    if not facts.int_attrs or "forward" not in facts.methods:
+    method it calls, changes: ``self.n += 1``, ``self.n = self.n + 1``.  The
+    methods followed are ``self.method()`` and ``self.sub.method()`` where
+    ``self.sub`` is an instance of a class of this module (``self.kv_cache =
+    KVCache(...)``; up to three such hops): what a submodule's method changes
+    is an int attribute of a module the compiled forward reaches, and guarded
+    the same way.  Methods in the order they are reached, mutations in source
+    order."""
+    facts_of: Dict[int, _ClassFacts] = {}
+
+    def facts(c: ast.ClassDef) -> _ClassFacts:
+        if id(c) not in facts_of:
+            facts_of[id(c)] = _facts(model, c)
+        return facts_of[id(c)]
+
+    if "forward" not in facts(cls).methods:
         return []
-    order: List[str] = ["forward"]
+    # (class, method name, hops)
+    order: List[Tuple[ast.ClassDef, str, int]] = [(cls, "forward", 0)]
+    seen = {(id(cls), "forward")}
     i = 0
     while i < len(order):
-        fn = facts.methods[order[i]]
+        owner, method, hops = order[i]
         i += 1
-        for name in _self_calls(fn):
-            if name in facts.methods and name not in order:
-                order.append(name)
+        for sub, name in _method_calls(facts(owner).methods[method]):
+            target, next_hops = owner, hops
+            if sub is not None:
+                if hops >= _MAX_HOPS:
+                    continue
+                target = _submodule_class(model, owner, sub)
+                next_hops = hops + 1
+                if target is None:
+                    continue
+            if name in facts(target).methods and (id(target), name) not in seen:
+                seen.add((id(target), name))
+                order.append((target, name, next_hops))
     found: List[IntMutation] = []
-    for name in order:
-        fn = facts.methods[name]
+    for owner, name, _ in order:
+        owner_facts = facts(owner)
+        if not owner_facts.int_attrs:
+            continue
+        fn = owner_facts.methods[name]
         statements = _in_order([n for n in _walk_body(fn) if isinstance(n, (ast.AugAssign, ast.Assign))])
         for node in statements:
             if isinstance(node, ast.AugAssign):
                 attr = _self_attr(node.target)
-                if attr in facts.int_attrs and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
-                    found.append(IntMutation(attr, node, name))  # type: ignore[arg-type]
+                if attr in owner_facts.int_attrs and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
+                    found.append(IntMutation(attr, node, name, owner.name))  # type: ignore[arg-type]
             else:
                 for target in node.targets:  # type: ignore[attr-defined]
                     attr = _self_attr(target)
                     if (
-                        attr in facts.int_attrs
+                        attr in owner_facts.int_attrs
                         and _mentions_self_attr(node.value, attr)  # type: ignore[attr-defined,arg-type]
                         and not _has_float_or_div(node.value)  # type: ignore[attr-defined]
                     ):
-                        found.append(IntMutation(attr, node, name))  # type: ignore[arg-type]
+                        found.append(IntMutation(attr, node, name, owner.name))  # type: ignore[arg-type]
     return found
 
 
-def _self_calls(fn: ast.AST) -> List[str]:
-    """Names of the ``self.<name>(...)`` calls in ``fn``'s body, in source order."""
-    names: List[str] = []
+def _method_calls(fn: ast.AST) -> List[Tuple[Optional[str], str]]:
+    """``self.<name>(...)`` → (None, name) and ``self.<sub>.<name>(...)`` →
+    (sub, name) calls in ``fn``'s body, in source order."""
+    calls: List[Tuple[Optional[str], str]] = []
     for call in _in_order([n for n in _walk_body(fn) if isinstance(n, ast.Call)]):
-        attr = _self_attr(call.func)  # type: ignore[attr-defined]
-        if attr is not None and attr not in names:
-            names.append(attr)
-    return names
+        func = call.func  # type: ignore[attr-defined]
+        if not isinstance(func, ast.Attribute):
+            continue
+        key: Optional[Tuple[Optional[str], str]] = None
+        if _self_attr(func) is not None:
+            key = (None, func.attr)
+        elif _self_attr(func.value) is not None:
+            key = (_self_attr(func.value), func.attr)
+        if key is not None and key not in calls:
+            calls.append(key)
+    return calls
+
+
+def _submodule_class(model: CompileModel, owner: ast.ClassDef, attr: str) -> Optional[ast.ClassDef]:
+    """The class of this module that ``self.<attr>`` of ``owner`` holds an
+    instance of, when every instance assigned to it is of that one class."""
+    found: Optional[ast.ClassDef] = None
+    for c in _class_chain(model, owner):
+        for value in model.self_attr_values(c, attr):
+            value = _unwrap_module_call(value)  # type: ignore[assignment]
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue  # `self.kv_cache = None` until caches are set up
+            cls = model.module_class_of(value) if isinstance(value, ast.Call) else None
+            if cls is None or (found is not None and cls is not found):
+                return None
+            found = cls
+    return found
+
+
+# -- int attributes that differ per instance (regional compilation) -------------------
+@dataclass
+class PerInstanceInt:
+    attr: str
+    #: the construction that passes a value changing per instance (``Block(dim, i)``)
+    construction: ast.Call
+    #: the first read of ``self.<attr>`` in forward (or a method it calls)
+    read: ast.AST
+    #: why the flag cannot cure it (None: it can)
+    blocker: Optional[str]
+
+
+_COMPARE_OK = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def _init_param_attrs(cls_facts: _ClassFacts) -> Dict[str, Tuple[str, int]]:
+    """``self.attr = param`` in ``__init__`` (the whole value a parameter):
+    attr -> (param, its position counting ``self``)."""
+    init = cls_facts.methods.get("__init__")
+    if init is None:
+        return {}
+    args = init.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    names = set(positional) | {a.arg for a in args.kwonlyargs}
+    out: Dict[str, Tuple[str, int]] = {}
+    for target, value in _init_assignments(init):
+        attr = _self_attr(target)
+        if attr is not None and isinstance(value, ast.Name) and value.id in names:
+            out[attr] = (value.id, positional.index(value.id) if value.id in positional else -1)
+    return out
+
+
+def _per_instance_construction(model: CompileModel, cls: ast.ClassDef, param: str, index: int) -> Optional[ast.Call]:
+    """A construction ``Cls(...)`` whose argument for ``param`` is a loop or
+    comprehension variable (``[Block(dim, i) for i in range(n)]``,
+    ``Block(cfg, layer_idx=i)``): the instances get different values."""
+    source = model.source
+    for ref in model.scopes.module.references.get(cls.name, ()):
+        call = source.parent(ref)
+        if not (isinstance(call, ast.Call) and call.func is ref):
+            continue
+        arg: Optional[ast.AST] = next((k.value for k in call.keywords if k.arg == param), None)
+        if arg is None and 0 < index <= len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:index]):
+            arg = call.args[index - 1]
+        if isinstance(arg, ast.Name) and any(b.kind in ("for", "comprehension") for b in model.scopes.bindings_of(arg)):
+            return call
+    return None
+
+
+def _tensor_attrs(model: CompileModel, cls: ast.ClassDef) -> Set[str]:
+    """Attributes of ``cls`` that hold tensors: ``register_buffer("name", ...)``
+    and ``self.name = nn.Parameter(...)`` (indexing them with a dynamic int is fine)."""
+    out: Set[str] = set()
+    for c in _class_chain(model, cls):
+        for node in ast.walk(c):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == "register_buffer" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                    out.add(node.args[0].value)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                if any(q.endswith(".Parameter") and q.startswith("torch.") for q in model.qualified_names(node.value.func)):
+                    out.update(a for a in (_self_attr(t) for t in node.targets) if a is not None)
+    return out
+
+
+def _use_blocker(model: CompileModel, source: Source, read: ast.AST, fn: ast.AST, tensors: Set[str], depth: int = 0) -> Optional[str]:
+    """Why a read of the int (``self.layer_idx`` or a local computed from it)
+    keeps recompiling even when the int is dynamic; None when the flag cures
+    it.  Measured on 2.13 (12 blocks, each compiled): arithmetic with tensors,
+    indexing a buffer and a comparison in an ``if`` give 2-3 graphs with the
+    flag; indexing a Python list or ``range(self.layer_idx)`` still hit the
+    limit.  Anything not seen (passed to a call, stored) is a blocker too."""
+    node = read
+    parent = source.parent(node)
+    arithmetic = False
+    while isinstance(parent, (ast.BinOp, ast.UnaryOp)):
+        arithmetic = True
+        node, parent = parent, source.parent(parent)
+    if isinstance(parent, ast.Compare):
+        ops_ok = all(isinstance(op, _COMPARE_OK) for op in parent.ops)
+        others = [e for e in [parent.left] + list(parent.comparators) if e is not node]
+        if ops_ok and all(_is_int_literal(e) for e in others):
+            return None  # a predicate: one graph per outcome
+        return "it is compared with something other than an int constant"
+    if isinstance(parent, ast.Subscript) and node is not parent.value:
+        container = _self_attr(parent.value)
+        if container is not None and container in tensors:
+            return None
+        return f"it indexes `{source.segment(parent.value)}`, a Python container: every index is a different constant"
+    if isinstance(parent, ast.Call) and node is not parent.func:
+        name = ast_dotted_name(parent.func) or "a function"
+        if name == "range":
+            return "it sets a `range()` length: every value unrolls a different loop"
+        return f"it is passed to `{name}`, which the analysis does not follow"
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name) and depth < 2:
+        local = parent.targets[0].id
+        uses = [n for n in _walk_body(fn) if isinstance(n, ast.Name) and n.id == local and isinstance(n.ctx, ast.Load)]
+        for use in uses:
+            why = _use_blocker(model, source, use, fn, tensors, depth + 1)
+            if why is not None:
+                return why
+        return None
+    if arithmetic:
+        return None
+    return "its use is not seen"
+
+
+def per_instance_ints(model: CompileModel, cls: ast.ClassDef) -> List[PerInstanceInt]:
+    """Int attributes set from an ``__init__`` parameter that the instances
+    get different values for, read in ``forward`` (or a ``self.method()`` it
+    calls).  Compiled one instance at a time, the instances share one code
+    object, and each value is a new guard."""
+    facts = _facts(model, cls)
+    if "forward" not in facts.methods:
+        return []
+    params = _init_param_attrs(facts)
+    if not params:
+        return []
+    order = ["forward"]
+    i = 0
+    while i < len(order):
+        for sub, name in _method_calls(facts.methods[order[i]]):
+            if sub is None and name in facts.methods and name not in order and name != "__init__":
+                order.append(name)
+        i += 1
+    source = model.source
+    found: List[PerInstanceInt] = []
+    tensors: Optional[Set[str]] = None
+    for attr, (param, index) in params.items():
+        construction = _per_instance_construction(model, cls, param, index)
+        if construction is None:
+            continue
+        reads = [
+            (n, facts.methods[name])
+            for name in order
+            for n in _walk_body(facts.methods[name])
+            if _self_attr(n) == attr and isinstance(n.ctx, ast.Load)  # type: ignore[attr-defined]
+        ]
+        if not reads:
+            continue
+        if tensors is None:
+            tensors = _tensor_attrs(model, cls)
+        blocker = None
+        for read, fn in reads:
+            blocker = _use_blocker(model, source, read, fn, tensors)
+            if blocker is not None:
+                break
+        first = min((r for r, _ in reads), key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+        found.append(PerInstanceInt(attr, construction, first, blocker))
+    found.sort(key=lambda p: (p.read.lineno, p.read.col_offset))  # type: ignore[attr-defined]
+    return found
+
+
+def _compiled_one_by_one(model: CompileModel, site: AstCompileSite) -> bool:
+    """``site`` compiles each element of a loop (``for b in model.layers:
+    b.compile()``, ``torch.compile(b)``): many instances, one code object."""
+    return _compile_statement(model, site) is not site.statement
 
 
 def _unwrap_module_call(expr: Optional[ast.AST]) -> Optional[ast.AST]:
@@ -214,6 +425,20 @@ def compiled_module_class(model: CompileModel, site: AstCompileSite) -> Optional
     if site.form not in ("wrap", "method") or site.target is None:
         return None
     return model.module_class_of(_unwrap_module_call(site.target))  # type: ignore[arg-type]
+
+
+def _compile_statement(model: CompileModel, site: AstCompileSite) -> ast.stmt:
+    """The statement the flag must precede: the compile's own, or for modules
+    compiled one by one in a loop (``for b in model.layers: b.compile()``) the
+    loop, so the flag is set once, before the first of them."""
+    target = site.target
+    if isinstance(target, ast.Name):
+        bindings = model.scopes.bindings_of(target)
+        if len(bindings) == 1 and bindings[0].kind == "for" and isinstance(bindings[0].value, (ast.For, ast.AsyncFor)):
+            loop = bindings[0].value
+            if any(a is loop for a in model.source.ancestors(site.node)):
+                return loop
+    return site.statement  # type: ignore[return-value]
 
 
 def _insertion_statement(source: Source, stmt: ast.stmt) -> ast.stmt:
@@ -264,6 +489,24 @@ before compiling):
     if hasattr(torch._dynamo.config, "allow_unspec_int_on_nn_module"):
         torch._dynamo.config.allow_unspec_int_on_nn_module = True
 
+Methods of submodules are followed too (`self.kv_cache.update(k)` doing
+`self.size += n` in a `KVCache` of this module, up to three hops), and
+modules compiled one by one in a loop count (`for m in model.modules(): if
+isinstance(m, Layer): m.compile()`, `for b in model.layers: b.compile()`):
+the flag goes before the loop.
+
+It also finds an int attribute that differs per instance rather than per
+call: `self.layer_idx = layer_idx` in `__init__`, instances built with a loop
+variable (`[Block(cfg, i) for i in range(n)]`), read in `forward`, the
+blocks compiled one by one (regional compilation). The blocks share one
+forward code object, so every block's index is a new guard. The flag is
+written when the index is used in arithmetic, compared with an int constant
+or indexes a tensor buffer; when it indexes a Python list, sets a `range()`
+length or goes where the analysis cannot follow, it is reported without a
+fix (measured on 2.13: the flag leaves those at the recompile limit). A
+model compiled whole inlines every block with its index as a constant: no
+finding.
+
 The `hasattr` guard keeps the code running on releases before 2.7, which lack
 the flag; with `target_torch >= 2.7` the plain assignment is written. Nothing
 is reported when the module already sets the flag (assignment, `setattr`,
@@ -277,6 +520,8 @@ guard every call: a new graph each time, and after the recompile limit (8)
 the module runs eager. `allow_unspec_int_on_nn_module` makes such ints
 dynamic like int arguments: one recompile, then one graph serves every value
 (measured on 2.13: 12 calls, 8 graphs then eager → 2 graphs, same outputs).
+Blocks compiled one by one with a per-block index: 12 blocks, 8 graphs then
+eager → 2 graphs; an index into a Python list stays at the limit.
 """
     example = """
     class Counter(nn.Module):
@@ -315,7 +560,13 @@ all dynamo config is.
         "    def forward(self, x):\n        self.n += 1\n        return x * self.n\nm = torch.compile(M())\n",
         # Module.compile() on a fresh instance returns None: nothing compiled can run
         "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.n = 0\n"
-        "    def forward(self, x):\n        self.n += 1\n        return x * self.n\nM().compile()\n",
+        "    def forward(self, x):\n        self.n += 1\n        return x * self.n\nM().compile()\n",        # per-block indices, the model compiled whole: one graph, the indices inlined as constants
+        "import torch\nclass B(torch.nn.Module):\n    def __init__(self, i):\n        super().__init__()\n        self.i = i\n"
+        "    def forward(self, x):\n        return x * (self.i + 1)\n"
+        "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.blocks = torch.nn.ModuleList([B(i) for i in range(12)])\n"
+        "    def forward(self, x):\n        for b in self.blocks:\n            x = b(x)\n        return x\n"
+        "m = torch.compile(M())\n",
     )
     invalid = (
         Example(
@@ -352,6 +603,31 @@ all dynamo config is.
         ),
     )
 
+    invalid = invalid + (
+        # blocks with their own index compiled one by one (regional compilation)
+        Example(
+            "import torch\nclass B(torch.nn.Module):\n    def __init__(self, i):\n        super().__init__()\n        self.i = i\n"
+        "    def forward(self, x):\n        return x * (self.i + 1)\n"
+        "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.blocks = torch.nn.ModuleList([B(i) for i in range(12)])\n"
+            "m = M()\nfor b in m.blocks:\n    b.compile()\n",
+            "import torch\nclass B(torch.nn.Module):\n    def __init__(self, i):\n        super().__init__()\n        self.i = i\n"
+        "    def forward(self, x):\n        return x * (self.i + 1)\n"
+        "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.blocks = torch.nn.ModuleList([B(i) for i in range(12)])\n"
+            "m = M()\n"
+            'if hasattr(torch._dynamo.config, "allow_unspec_int_on_nn_module"):\n'
+            "    torch._dynamo.config.allow_unspec_int_on_nn_module = True\n"
+            "for b in m.blocks:\n    b.compile()\n",
+        ),
+        # the index picks an element of a Python list: the flag does not cure it, report only
+        Example(
+            "import torch\nSCALES = [1.0, 0.5, 0.25]\nclass B(torch.nn.Module):\n    def __init__(self, i):\n        super().__init__()\n        self.i = i\n"
+            "    def forward(self, x):\n        return x * SCALES[self.i]\n"
+            "blocks = [B(i) for i in range(3)]\nfor b in blocks:\n    b.compile()\n",
+        ),
+    )
+
     reads = "ast"
 
     def check(self, ctx) -> Iterable[Finding]:
@@ -359,8 +635,8 @@ all dynamo config is.
         source = ctx.source
         if not model.compile_sites:
             return []
-        # (insertion statement, site, class, first mutation), in source order of the compile
-        candidates = []
+        # (insertion statement, site, message, blocker), in source order of the compile
+        candidates: List[Tuple[ast.stmt, AstCompileSite, str, Optional[str]]] = []
         mutations_of: Dict[int, List[IntMutation]] = {}
         for site in model.compile_sites:
             cls = compiled_module_class(model, site)
@@ -369,20 +645,38 @@ all dynamo config is.
             if id(cls) not in mutations_of:
                 mutations_of[id(cls)] = int_mutations_in_forward(model, cls)
             mutations = mutations_of[id(cls)]
+            stmt = _insertion_statement(source, _compile_statement(model, site))
             if mutations:
-                candidates.append((_insertion_statement(source, site.statement), site, cls, mutations[0]))
+                mutation = mutations[0]
+                message = (
+                    f"`{mutation.cls_name or cls.name}.{mutation.method}` changes int attribute `self.{mutation.attr}` (line {mutation.node.lineno}): "
+                    "torch specialises int attributes of compiled modules, so every new value recompiles"
+                )
+                candidates.append((stmt, site, message, None))
+                continue
+            if not _compiled_one_by_one(model, site):
+                continue
+            for found in per_instance_ints(model, cls):
+                message = (
+                    f"`{cls.name}` instances get different `self.{found.attr}` values (line {found.construction.lineno}), "
+                    f"are compiled one by one and read it in forward (line {found.read.lineno}): "  # type: ignore[attr-defined]
+                    "torch specialises int attributes of compiled modules, so every instance recompiles the shared code"
+                )
+                candidates.append((stmt, site, message, found.blocker))
+                break
         if not candidates or placement.config_mentions(source, [FLAG]):
             return []
         candidates.sort(key=lambda c: placement.start_of(c[0]))
         findings: List[Finding] = []
         chosen: List[ast.stmt] = []
-        for stmt, site, cls, mutation in candidates:
+        for stmt, site, message, blocker in candidates:
             if any(s is stmt or placement.dominates(source, s, stmt) for s in chosen):
                 continue  # the flag is already set before this compile runs
-            message = (
-                f"`{cls.name}.{mutation.method}` changes int attribute `self.{mutation.attr}` (line {mutation.node.lineno}): "
-                "torch specialises int attributes of compiled modules, so every new value recompiles"
-            )
+            if blocker is not None:
+                findings.append(
+                    self.finding(ctx, site.node, message + f"; `{FLAG}` alone does not cure it: {blocker} (no automatic fix: keep per-instance values in a tensor buffer)")
+                )
+                continue
             if placement.block_of(source, stmt) is None or (
                 not placement.torch_at_least(ctx.settings, FLAG_SINCE) and placement.builtin_shadowed(model, stmt, "hasattr")
             ):

@@ -1,0 +1,149 @@
+"""codemods.constants: the one int a bound visibly has, or None."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from codemods.compile_sites import model_of
+from codemods.constants import int_value
+from codemods.engine import parse_ast
+
+
+def bound_of(src: str):
+    """int_value of the first argument of the last ``range(...)`` of ``src``."""
+    source = parse_ast("t.py", textwrap.dedent(src).encode())
+    model = model_of(source)
+    call = max((n for n in source.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == "range"), key=lambda n: n.lineno)
+    return int_value(model, call.args[0])
+
+
+CASES = [
+    # a config namespace, through __init__ and a module-level name
+    (
+        """
+        from types import SimpleNamespace
+        class M:
+            def __init__(self, config):
+                self.n = config.n_layer
+            def forward(self, x):
+                for i in range(self.n):
+                    pass
+        config = SimpleNamespace(n_layer=12)
+        M(config)
+        """,
+        12,
+    ),
+    # a dataclass default, the config built without arguments
+    (
+        """
+        from dataclasses import dataclass
+        @dataclass
+        class Config:
+            n_layer: int = 6 * 2
+        class M:
+            def __init__(self, cfg):
+                self.cfg = cfg
+            def forward(self):
+                for i in range(self.cfg.n_layer):
+                    pass
+        M(Config())
+        """,
+        12,
+    ),
+    # the dataclass field overridden at the call
+    (
+        """
+        from dataclasses import dataclass
+        @dataclass
+        class Config:
+            n_layer: int = 4
+        def run(cfg):
+            for i in range(cfg.n_layer):
+                pass
+        run(Config(n_layer=20))
+        """,
+        20,
+    ),
+    # an argparse default, the dashes of the option mapped to the attribute
+    (
+        """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument("--n-layer", type=int, default=16)
+        args = p.parse_args()
+        for i in range(args.n_layer):
+            pass
+        """,
+        16,
+    ),
+    # two constructions that disagree: no one value
+    (
+        """
+        from types import SimpleNamespace
+        class M:
+            def __init__(self, config):
+                self.n = config.n_layer
+            def forward(self):
+                for i in range(self.n):
+                    pass
+        M(SimpleNamespace(n_layer=12))
+        M(SimpleNamespace(n_layer=24))
+        """,
+        None,
+    ),
+    # the attribute changes after __init__
+    (
+        """
+        class M:
+            def __init__(self):
+                self.n = 12
+            def grow(self):
+                self.n += 1
+            def forward(self):
+                for i in range(self.n):
+                    pass
+        """,
+        None,
+    ),
+    # the argument is forwarded through **kwargs: not visible
+    (
+        """
+        def run(n):
+            for i in range(n):
+                pass
+        opts = {"n": 12}
+        run(**opts)
+        """,
+        None,
+    ),
+    # the namespace lacks the field
+    (
+        """
+        from types import SimpleNamespace
+        def run(cfg):
+            for i in range(cfg.depth):
+                pass
+        run(SimpleNamespace(n_layer=12))
+        """,
+        None,
+    ),
+    # a name rebound in a loop is not a constant
+    (
+        """
+        n = 3
+        for step in range(5):
+            n = n + 1
+        for i in range(n):
+            pass
+        """,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("src, expected", CASES, ids=[f"case{i}" for i in range(len(CASES))])
+def test_int_value(src, expected):
+    assert bound_of(src) == expected
