@@ -42,6 +42,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 from .compile_sites import CompileModel, dotted_name
 from .optim_table import SCHED_PREFIX
 from .scopes import Binding
+from .tensor_ops_table import BUILTIN_NUMBER_ONLY, DROPOUT_CURE, NUMBER_CURE, arithmetic_method, number_only_row, tensor_row
 
 # --------------------------------------------------------------------------
 # vocabulary shared by both halves
@@ -64,9 +65,6 @@ FLOAT_OPS = frozenset(
 )
 #: ops whose result keeps the dtype of their first tensor argument
 SAME_DTYPE_OPS = frozenset({"abs", "neg", "relu", "clamp", "clip", "sum", "flatten", "reshape", "view", "contiguous", "clone", "detach", "squeeze", "unsqueeze", "t", "transpose", "permute", "cumsum"})
-#: torch ops that accept a 0-d tensor where the float went, with identical results
-#: (keyword or positional index after the tensor)
-TENSOR_OK_ARGS = {"clamp": ("min", "max"), "clip": ("min", "max"), "clamp_min": ("min",), "clamp_max": ("max",)}
 FULL_DTYPES = frozenset({"float32", "float64", "float", "double"})
 HALF_DTYPES = frozenset({"float16", "bfloat16", "half"})
 #: math functions that return an int or a bool, not a float
@@ -1126,8 +1124,17 @@ class ParamUse:
     safe: bool
     #: why not (empty when safe)
     reason: str = ""
-    #: other parameters that must receive floating tensors: (name, "float"|"full")
-    needs: Tuple[Tuple[str, str], ...] = ()
+    #: other parameters that must receive floating tensors: (names, "float"|"full"):
+    #: one of ``names`` (the operands of one use: the result is as wide as the
+    #: widest of them) must get a floating tensor of that width
+    needs: Tuple[Tuple[Tuple[str, ...], str], ...] = ()
+    #: how a use that is not safe is judged: "" (a wrap may work: unsafe fix),
+    #: "branch" (Python control flow on the value: a 0-d tensor makes it
+    #: data-dependent; the compile site's options decide) or "nofix" (the value
+    #: must stay a Python number: a wrap crashes or cannot cure the recompiles)
+    kind: str = ""
+    #: what to do instead, for "nofix" and "branch"
+    cure: str = ""
 
 
 @dataclass(frozen=True)
@@ -1199,15 +1206,15 @@ def resolve_ast(expr: ast.AST, aliases: Dict[str, str]) -> Optional[str]:
     return None
 
 
+#: builtins that take the value as a Python number and keep working on a 0-d
+#: tensor, but change what the code does (``round``, ``int``, ``float``,
+#: ``range`` and ``math.*`` are in :data:`codemods.tensor_ops_table.BUILTIN_NUMBER_ONLY`:
+#: there a tensor crashes or cannot cure the recompiles)
 _PYTHON_USERS = {
-    "round": "`round()` needs a Python number",
-    "int": "`int()` turns it into a Python int",
-    "float": "`float()` would force a graph break",
     "str": "`str()` formats it",
     "repr": "`repr()` formats it",
     "format": "`format()` formats it",
     "isinstance": "`isinstance(..., float)` is False for a tensor",
-    "range": "`range()` needs a Python int",
     "max": "`max()` compares it as a Python number",
     "min": "`min()` compares it as a Python number",
     "abs": "`abs()` would return a tensor",
@@ -1217,11 +1224,68 @@ _PYTHON_USERS = {
 
 _SAFE_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
+#: how bad a use is for the wrap: a worse one decides the parameter's verdict
+_RANK = {"": 1, "branch": 2, "nofix": 3}
+
+_BRANCH_CURE = "keep it a Python number, or write the branch as tensor code (`torch.where(...)`)"
+
+_TENSOR_EFFECT = {
+    "graph break": "with a 0-d tensor dynamo cannot put the op in the graph (a graph break at the call; fullgraph=True raises)",
+    "recompiles": "a 0-d tensor there still compiles once per value",
+}
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """A use the wrap does not keep as it is: ``kind`` as in :attr:`ParamUse.kind`."""
+
+    kind: str
+    reason: str
+    cure: str = ""
+    #: the reason names its line already
+    located: bool = False
+
+
+class SummaryContext:
+    """What the summaries of one module's functions share: the module's
+    top-level functions (helpers a compiled function calls), their callee
+    views and per-parameter verdicts, and the helpers being summarized (a
+    recursive helper is not followed)."""
+
+    def __init__(self, aliases: Dict[str, str], helpers: Optional[Dict[str, ast.AST]]) -> None:
+        self.aliases = aliases
+        self.helpers = helpers or {}
+        self.callees: Dict[int, "_Callee"] = {}
+        self.verdicts: Dict[Tuple[int, str], ParamUse] = {}
+        self.active: Set[Tuple[int, str]] = set()
+
+    def callee(self, fn: ast.AST) -> "_Callee":
+        found = self.callees.get(id(fn))
+        if found is None:
+            found = self.callees[id(fn)] = _Callee(fn, self.aliases, self)  # type: ignore[arg-type]
+        return found
+
+    def verdict(self, fn: ast.AST, param: str) -> Optional[ParamUse]:
+        """The helper's verdict on ``param`` (None: the helper is being summarized, a cycle)."""
+        key = (id(fn), param)
+        if key in self.verdicts:
+            return self.verdicts[key]
+        if key in self.active or len(self.active) > 8:
+            return None
+        self.active.add(key)
+        try:
+            use = self.callee(fn).summarize(param)
+        finally:
+            self.active.discard(key)
+        self.verdicts[key] = use
+        return use
+
 
 class _Callee:
-    def __init__(self, fn: ast.FunctionDef, aliases: Dict[str, str]) -> None:
+    def __init__(self, fn: ast.FunctionDef, aliases: Dict[str, str], shared: Optional[SummaryContext] = None) -> None:
         self.fn = fn
         self.aliases = aliases
+        self.shared = shared if shared is not None else SummaryContext(aliases, None)
         self.parents: Dict[int, ast.AST] = {}
         for node in ast.walk(fn):
             for child in ast.iter_child_nodes(node):
@@ -1234,6 +1298,10 @@ class _Callee:
             self.params.append(args.kwarg.arg)
         # local single assignments: name -> value (for floating-tensor evidence)
         self.locals: Dict[str, Optional[ast.AST]] = {}
+        #: every name the body binds (a helper of that name is not the module's)
+        self.bound: Set[str] = set(self.params)
+        #: names the body imports: local name -> module
+        self.imported: Dict[str, str] = {}
         for node in ast.walk(fn):
             if isinstance(node, ast.Assign):
                 for t in node.targets:
@@ -1241,6 +1309,16 @@ class _Callee:
                         self.locals[t.id] = node.value if t.id not in self.locals else None
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
                 self.locals[node.target.id] = None
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                self.bound.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not fn:
+                self.bound.add(node.name)
+            elif isinstance(node, ast.alias):
+                local = (node.asname or node.name).split(".")[0]
+                self.bound.add(local)
+                self.imported[local] = node.name if node.asname else local
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                self.bound.update(node.names)
 
     # -- floating tensor evidence inside the callee -------------------------
     def width(self, expr: ast.AST, exclude: Set[str] = frozenset(), depth: int = 0) -> Tuple[Width, Tuple[str, ...]]:
@@ -1288,7 +1366,9 @@ class _Callee:
                     return _join(inner[0], "float"), inner[1]
                 if method in SAME_DTYPE_OPS:
                     return self.width(expr.func.value, exclude, depth + 1)
-                if method in _ARITH_METHODS and len(expr.args) == 1:
+                if arithmetic_method(method) and len(expr.args) == 1 and not isinstance(expr.args[0], ast.Starred) and not any(kw.arg in (None, "out") for kw in expr.keywords):
+                    # `x.mul(y)` is `x * y` (the tensor-ops table's arithmetic rows;
+                    # `alpha=` / `rounding_mode=` keep the promoted dtype)
                     return self._join_all([expr.func.value, expr.args[0]], exclude, depth)
             return None, ()
         if isinstance(expr, ast.BinOp):
@@ -1315,28 +1395,40 @@ class _Callee:
 
     # -- uses of a parameter ---------------------------------------------------
     def summarize(self, name: str) -> ParamUse:
-        needs: List[Tuple[str, str]] = []
+        needs: List[Tuple[Tuple[str, ...], str]] = []
         derived = {name}
         todo = [name]
         visited: Set[str] = set()
-        while todo:
+        worst: Optional[Tuple[_Problem, int]] = None
+        while todo and (worst is None or worst[0].kind != "nofix"):
             current = todo.pop(0)
             if current in visited:
                 continue
             visited.add(current)
             for node in ast.walk(self.fn):
+                problem = None
                 if isinstance(node, ast.Name) and node.id == current and isinstance(node.ctx, ast.Load):
                     problem = self._use(node, derived, todo, needs)
-                    if problem:
-                        return ParamUse(False, f"{problem} (line {node.lineno})")
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not self.fn:
                     if any(isinstance(n, ast.Name) and n.id == current for n in ast.walk(node)):
-                        return ParamUse(False, f"`{current}` is used in a nested function (line {node.lineno})")
-        dedup: List[Tuple[str, str]] = []
-        for need in needs:
-            if need[0] == name or need in dedup:
-                continue
-            dedup.append(need)
+                        problem = f"`{current}` is used in a nested function"
+                if not problem:
+                    continue
+                if isinstance(problem, str):
+                    problem = _Problem("", problem)
+                if worst is None or _RANK[problem.kind] > _RANK[worst[0].kind]:
+                    worst = (problem, node.lineno)  # type: ignore[attr-defined]
+                    if problem.kind == "nofix":
+                        break
+        if worst is not None:
+            problem, line = worst
+            reason = problem.reason if problem.located else f"{problem.reason} (line {line})"
+            return ParamUse(False, reason, kind=problem.kind, cure=problem.cure)
+        dedup: List[Tuple[Tuple[str, ...], str]] = []
+        for names, required in needs:
+            group = (tuple(n for n in names if n != name), required)
+            if group[0] and group not in dedup:
+                dedup.append(group)
         return ParamUse(True, "", tuple(dedup))
 
     def _numberish(self, expr: ast.AST, derived: Set[str]) -> bool:
@@ -1351,18 +1443,22 @@ class _Callee:
             return self._numberish(expr.left, derived) and self._numberish(expr.right, derived)
         return False
 
-    def _tensor_operand(self, other: ast.AST, derived: Set[str], needs: List[Tuple[str, str]], required: str, what: str) -> Optional[str]:
-        width, params = self.width(other, derived)
+    def _tensor_operand(self, others: List[ast.AST], derived: Set[str], needs: List[Tuple[Tuple[str, ...], str]], required: str, what: str) -> Optional[str]:
+        """None when the tensor operands of a use (the result is as wide as
+        the widest) are visibly floating of the ``required`` width, or will be
+        if one of the parameters they come from gets such a tensor (a need)."""
+        width, params = self._join_all(others, derived, -1) if len(others) > 1 else self.width(others[0], derived)
         if width == "full" or (width == "float" and required == "float"):
             return None
         if params:
-            needs.extend((p, required) for p in params)
+            needs.append((tuple(params), required))
             return None
         kind = "a float32/float64 tensor" if required == "full" else "a floating tensor"
         return f"the other operand of {what} is not visibly {kind} (an integer tensor would turn float64, a Python number stays a Python number)"
 
-    def _use(self, node: ast.AST, derived: Set[str], todo: List[str], needs: List[Tuple[str, str]]) -> Optional[str]:
-        """None when this use is fine, else why not."""
+    def _use(self, node: ast.AST, derived: Set[str], todo: List[str], needs: List[Tuple[Tuple[str, ...], str]]):
+        """None when this use is fine, else why not (a string: a wrap may still
+        work, unsafe; or a :class:`_Problem`)."""
         value = node
         while True:
             parent = self.parents.get(id(value))
@@ -1383,20 +1479,20 @@ class _Callee:
                 if isinstance(parent.op, ast.Div) and left:
                     return "`c / x` rounds differently when `c` is a tensor"
                 required = "full" if isinstance(parent.op, ast.Mult) and left else "float"
-                return self._tensor_operand(other, derived, needs, required, f"`{ast.unparse(parent)}`")
+                return self._tensor_operand([other], derived, needs, required, f"`{ast.unparse(parent)}`")
             if isinstance(parent, ast.Compare):
                 holder = self.parents.get(id(parent))
                 if isinstance(holder, (ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp)) or (isinstance(holder, ast.UnaryOp) and isinstance(holder.op, ast.Not)):
-                    return "compared as a Python number in a condition"
+                    return _Problem("branch", f"compared as a Python number in a condition (`{ast.unparse(parent)[:40]}`)", _BRANCH_CURE)
                 others = [parent.left] + list(parent.comparators)
                 others = [o for o in others if o is not value]
                 for o in others:
-                    problem = self._tensor_operand(o, derived, needs, "float", f"`{ast.unparse(parent)}`")
+                    problem = self._tensor_operand([o], derived, needs, "float", f"`{ast.unparse(parent)}`")
                     if problem:
                         return problem
                 return None
             if isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp)) or (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)):
-                return "used as a Python bool in a condition"
+                return _Problem("branch", "used as a Python bool in a condition", _BRANCH_CURE)
             if isinstance(parent, ast.Call):
                 return self._call_use(parent, value, derived, needs)
             if isinstance(parent, ast.keyword):
@@ -1423,63 +1519,105 @@ class _Callee:
                 return "put in a container"
             return f"used in `{ast.unparse(parent)[:40]}`"
 
-    def _call_use(self, call: ast.Call, value: ast.AST, derived: Set[str], needs, keyword: Optional[str] = None) -> Optional[str]:
+    def _call_use(self, call: ast.Call, value: ast.AST, derived: Set[str], needs, keyword: Optional[str] = None):
         func = call.func
-        arith = _method_arith(self, call, value, derived, needs, keyword)
-        if arith is not False:
-            return arith  # type: ignore[return-value]
-        if isinstance(func, ast.Name) and func.id in _PYTHON_USERS and func.id not in self.aliases:
-            return _PYTHON_USERS[func.id]
+        if isinstance(func, ast.Name) and func.id not in self.aliases and func.id not in self.bound:
+            if func.id in BUILTIN_NUMBER_ONLY and func.id != "math":
+                return _Problem("nofix", f"passed to `{func.id}()`: {BUILTIN_NUMBER_ONLY[func.id]}", NUMBER_CURE)
+            if func.id in _PYTHON_USERS:
+                return _PYTHON_USERS[func.id]
+            helper = self.shared.helpers.get(func.id)
+            if helper is not None and helper is not self.fn:
+                return self._helper_use(helper, call, value, derived, needs, keyword)
         path = resolve_ast(func, self.aliases)
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "math":
-            return f"`math.{func.attr}()` needs a Python number"
-        last = path.rsplit(".", 1)[-1] if path else (func.attr if isinstance(func, ast.Attribute) else None)
-        allowed = TENSOR_OK_ARGS.get(last or "")
-        if allowed is not None:
-            if path is not None:  # torch.clamp(x, min, max)
-                tensor = call.args[0] if call.args and call.args[0] is not value else None
-                positions = list(call.args[1:])
-            else:  # x.clamp(min, max)
-                tensor = func.value
-                positions = list(call.args)
-            in_place = keyword in allowed or any(a is value for a in positions[: len(allowed)])
-            if in_place and tensor is not None:
-                return self._tensor_operand(tensor, derived, needs, "float", f"`{last}()`")
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "math" and ("math" not in self.bound or self.imported.get("math") == "math"):
+            return _Problem("nofix", f"passed to `math.{func.attr}()`: " + BUILTIN_NUMBER_ONLY["math"].format(fn=func.attr), NUMBER_CURE)
+        method = func.attr if path is None and isinstance(func, ast.Attribute) else None
+        # the call's arguments in the function form: the tensor input first
+        args: List[ast.AST] = list(call.args) if path is not None else ([func.value] + list(call.args) if method else [])
+        starred = any(isinstance(a, ast.Starred) for a in args) or any(kw.arg is None for kw in call.keywords)
+        number_only = number_only_row(path)
+        if number_only is not None and not starred:
+            slot = self._slot(args, value, keyword, number_only.slots)
+            if slot is not None:
+                why = f"passed to `{path}()` as `{slot}`, which needs a Python number: {_TENSOR_EFFECT[number_only.tensor_effect]}"
+                return _Problem("nofix", why, DROPOUT_CURE.format(p=slot))
+        row = tensor_row(path, method)
+        if row is not None and not starred:
+            known = set(row.slots) | set(row.operands) | set(row.keywords)
+            if all(kw.arg in known for kw in call.keywords) and self._slot(args, value, keyword, row.slots) is not None:
+                operands = [args[i] for i in row.operands.values() if i < len(args) and args[i] is not value]
+                operands += [kw.value for kw in call.keywords if kw.arg in row.operands]
+                if operands:
+                    return self._tensor_operand(operands, derived, needs, row.width, f"`{path or method}()`")
         name = path or (ast.unparse(func) if not isinstance(func, ast.Lambda) else "a lambda")
         return f"passed to `{name}()`, not known to accept a 0-d tensor with the same result"
 
+    @staticmethod
+    def _slot(args: List[ast.AST], value: ast.AST, keyword: Optional[str], slots: Dict[str, Optional[int]]) -> Optional[str]:
+        """The slot of ``slots`` the value is passed in (by keyword or position), or None."""
+        if keyword is not None:
+            return keyword if keyword in slots else None
+        for slot, index in slots.items():
+            if index is not None and index < len(args) and args[index] is value:
+                return slot
+        return None
 
-#: tensor methods that are ``x <op> c`` (in place or not): ``x.mul_(c)`` is ``x * c``
-_ARITH_METHODS = {"add": ast.Add, "add_": ast.Add, "sub": ast.Sub, "sub_": ast.Sub, "mul": ast.Mult, "mul_": ast.Mult, "div": ast.Div, "div_": ast.Div}
+    def _helper_use(self, helper: ast.AST, call: ast.Call, value: ast.AST, derived: Set[str], needs, keyword: Optional[str]):
+        """The value passed to a function of the same module: that function's
+        verdict on the parameter it lands in (its needs mapped back to this
+        call's arguments)."""
+        name = helper.name  # type: ignore[attr-defined]
+        hargs = helper.args  # type: ignore[attr-defined]
+        positional = [a.arg for a in hargs.posonlyargs + hargs.args]
+        kwonly = [a.arg for a in hargs.kwonlyargs]
+        passed: Dict[str, ast.AST] = {}
+        for i, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if i < len(positional):
+                passed[positional[i]] = arg
+        for kw in call.keywords:
+            if kw.arg is not None:
+                passed[kw.arg] = kw.value
+        param = next((p for p, arg in passed.items() if arg is value), None)
+        if param is None or (param not in positional and param not in kwonly):
+            return f"passed to `{name}()` where it does not land in a named parameter"
+        use = self.shared.verdict(helper, param)
+        if use is None:
+            return f"passed to `{name}()`, which calls back into itself or too deep to follow"
+        if not use.safe:
+            return _Problem(use.kind, f"passed to `{name}()` (line {call.lineno}), where `{param}` is {use.reason}", use.cure, located=True)
+        for names, required in use.needs:
+            operands = [passed[n] for n in names if n in passed]
+            problem = self._tensor_operand(operands, derived, needs, required, f"`{name}()`") if operands else f"`{name}()` needs a floating tensor that is not passed"
+            if problem:
+                return problem
+        return None
 
 
-def _method_arith(callee: "_Callee", call: ast.Call, value: ast.AST, derived: Set[str], needs, keyword: Optional[str]):
-    """``x.mul_(c)`` / ``x.add(c)`` with ``c`` the parameter (the one
-    positional argument, no ``alpha=``): the same use as ``x * c`` / ``x + c``
-    with ``x`` the other operand.  False when the call is not that form."""
-    func = call.func
-    if keyword is not None or not isinstance(func, ast.Attribute) or func.attr not in _ARITH_METHODS:
-        return False
-    if resolve_ast(func, callee.aliases) is not None or call.keywords or len(call.args) != 1 or call.args[0] is not value:
-        return False  # torch.add(x, c, ...), alpha=, or the tensor is the argument
-    if isinstance(func.value, ast.Name) and func.value.id in derived:
-        return False
-    return callee._tensor_operand(func.value, derived, needs, "float", f"`{ast.unparse(call)}`")
+def callee_width(fn: ast.AST, aliases: Dict[str, str], exprs: List[ast.AST], context: Optional[SummaryContext] = None) -> Tuple[Width, Tuple[str, ...]]:
+    """(width, params) of the operands ``exprs`` of one use inside ``fn``, as
+    :func:`summarize_function` sees them (the result is as wide as the widest):
+    floating of at least ``width``, or as floating as the arguments of
+    ``params`` (``context``: the module's shared summary state)."""
+    callee = context.callee(fn) if context is not None else _Callee(fn, aliases)  # type: ignore[arg-type]
+    return callee._join_all(exprs, set(), -1) if len(exprs) > 1 else callee.width(exprs[0])
 
 
-def callee_width(fn: ast.AST, aliases: Dict[str, str], expr: ast.AST) -> Tuple[Width, Tuple[str, ...]]:
-    """(width, params) of ``expr`` inside ``fn``, as :func:`summarize_function`
-    sees operands: floating of at least ``width``, or as floating as the
-    arguments of ``params``."""
-    return _Callee(fn, aliases).width(expr)  # type: ignore[arg-type]
-
-
-def summarize_function(fn: ast.FunctionDef, aliases: Dict[str, str]) -> FunctionSummary:
-    callee = _Callee(fn, aliases)
+def summarize_function(fn: ast.FunctionDef, aliases: Dict[str, str], helpers: Optional[Dict[str, ast.AST]] = None, context: Optional[SummaryContext] = None) -> FunctionSummary:
+    """Per-parameter verdicts of ``fn``.  ``helpers``: the module's top-level
+    functions by name, followed when ``fn`` passes a value to one of them
+    (``context``: the state shared by the summaries of one module, instead)."""
+    shared = context if context is not None else SummaryContext(aliases, helpers)
+    callee = shared.callee(fn)
     args = fn.args
     positional = tuple(a.arg for a in args.posonlyargs + args.args)
     kwonly = tuple(a.arg for a in args.kwonlyargs)
-    uses = {name: callee.summarize(name) for name in positional + kwonly}
+    uses = {}
+    for name in positional + kwonly:
+        use = shared.verdict(fn, name)
+        uses[name] = use if use is not None else callee.summarize(name)
     return FunctionSummary(
         name=fn.name,
         line=fn.lineno,

@@ -10,6 +10,33 @@ Measured on torch 2.13 (CPU); the older releases (2.1-2.7: tensor lr with
 Adamax/NAdam ``foreach=True``, ReduceLROnPlateau replacing a tensor lr by a
 float up to 2.9, schedulers keeping a tensor lr from 2.4/2.5 on) from the
 project's recorded measurements on those releases.
+
+Adam/AdamW ``foreach=True`` (issue 12): a tensor lr is rejected there without
+``capturable=True``, so FR004's fix drops ``foreach=True``.  Its cost was
+measured on the compiled step under the *default inductor backend* on CPU
+(``benchmarks/foreach_step.py``, torch 2.13, one thread, the variants timed
+interleaved, 40 rounds; min and median ms per step relative to the user's
+``foreach=True`` with a float lr):
+
+=========================  ============  ============  ============  ============
+variant                    Adam 0.5 M    AdamW 0.5 M   Adam 8.4 M    AdamW 8.4 M
+=========================  ============  ============  ============  ============
+foreach=None, tensor lr    x0.99 / 1.00  x0.99 / 0.95  x1.06 / 0.94  x0.99 / 0.94
+foreach=False, tensor lr   x1.01 / 1.00  x0.98 / 0.95  x1.01 / 0.97  x1.00 / 0.96
+=========================  ============  ============  ============  ============
+
+(0.5 M = 8 x Linear(256, 256), 8.4 M = 8 x Linear(1024, 1024); parameters
+after the steps agree to 4e-7, the float32 rounding of the tensor lr.)
+Inductor fuses the per-parameter loop, so under the default backend dropping
+``foreach=True`` costs nothing measurable.  A step that runs eager (outside
+the compiled region, after a fallback) or under ``backend="eager"`` does take
+the slower single-tensor path (20 x Linear(64): 11.2 ms -> 21.5 ms a step).
+Decision: the fix stays as it was -- offered, and unsafe -- because the module
+can step the optimizer outside the compiled region or compile with another
+backend, which the rule does not check; its message now says which case is
+slower.  (A first run that timed the variants one after the other on this
+shared machine gave ratios from x0.12 to x10 for the same code: only the
+interleaved timing is trusted.)
 """
 
 from __future__ import annotations

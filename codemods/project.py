@@ -241,7 +241,7 @@ def compiled_functions(source) -> Dict[str, FunctionSummary]:
     if not found:
         return {}
     aliases = torch_aliases(source.tree)
-    return {name: summarize_function(fn, aliases) for name, fn in found.items()}
+    return {name: summarize_function(fn, aliases, model.functions) for name, fn in found.items()}
 
 
 def parse_for_index(data: bytes, display_path: str = "<file>"):
@@ -283,7 +283,10 @@ def _summary_to_json(s: FunctionSummary):
 
 
 def _summary_from_json(d) -> FunctionSummary:
-    uses = {k: ParamUse(safe=u["safe"], reason=u["reason"], needs=tuple(tuple(n) for n in u["needs"])) for k, u in d["uses"].items()}
+    uses = {
+        k: ParamUse(safe=u["safe"], reason=u["reason"], needs=tuple((tuple(names), required) for names, required in u["needs"]), kind=u["kind"], cure=u["cure"])
+        for k, u in d["uses"].items()
+    }
     return FunctionSummary(
         name=d["name"], line=d["line"], positional=tuple(d["positional"]), kwonly=tuple(d["kwonly"]), has_varargs=d["has_varargs"], uses=uses
     )

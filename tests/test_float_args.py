@@ -86,7 +86,10 @@ def test_rule_examples():
         assert result.findings, example.before
         assert all(f.code == "FR003" for f in result.findings)
         safe = _fix(example.before).new
-        if example.unsafe:
+        if example.after is None:  # report only: no fix, safe or unsafe
+            assert all(f.fix is None for f in result.findings)
+            assert safe is None and _fix(example.before, UNSAFE).new is None
+        elif example.unsafe:
             assert safe is None
             assert _fix(example.before, UNSAFE).new.decode() == example.after
         else:
@@ -96,10 +99,7 @@ def test_rule_examples():
 @pytest.mark.parametrize(
     "body, why",
     [
-        ("return x * round(c, 2)", "round()"),
         ("if c > 0.5:\n        return x\n    return x * c", "condition"),
-        ("return x * int(c)", "int()"),
-        ("import math\n    return x * math.cos(c)", "math.cos"),
         ("return {c: x}", "dict"),
         ("return f'{c}'", "f-string"),
         ("return x * max(c, 0.1)", "max()"),
@@ -117,6 +117,99 @@ def test_unsafe_uses_are_explained(body, why):
     assert finding.fix.safety.value == "unsafe"
     assert why in finding.message, finding.message
     assert result.new is None  # --fix leaves it alone
+
+
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        ("return x * round(c, 2)", "`round()` of a 0-d tensor raises TypeError"),
+        ("return x * round(c * 10)", "`round()` of a 0-d tensor raises TypeError"),
+        ("return x * int(c)", "`int()` of a 0-d tensor is a graph break"),
+        ("return x * float(c)", "`float()` of a 0-d tensor is a graph break"),
+        ("for _ in range(c):\n        x = x + 1\n    return x", "`range()` of a 0-d float tensor raises TypeError"),
+        ("import math\n    return x * math.cos(c)", "`math.cos()` reads a 0-d tensor back"),
+        ("return torch.nn.functional.dropout(x, c)", "needs a Python number"),
+        ("return torch.nn.functional.dropout(x, p=c, training=True)", "needs a Python number"),
+        ("return torch.dropout(x, c, True)", "still compiles once per value"),
+        # the worst use decides: a branch, then dropout
+        ("if c > 0:\n        x = x * c\n    return torch.nn.functional.dropout(x, c)", "needs a Python number"),
+    ],
+)
+def test_no_fix_uses(body, why):
+    """Uses where a 0-d tensor crashes or cannot cure the recompiles (each
+    claim proven in tests/test_tensor_ops_table.py): reported, no fix at all."""
+    src = f"import torch\n@torch.compile\ndef f(x, c):\n    {body}\nf(torch.ones(3), 0.5)\n"
+    for settings in (FIX, UNSAFE):
+        result = _fix(src, settings)
+        assert len(result.findings) == 1
+        finding = result.findings[0]
+        assert finding.fix is None, finding.message
+        assert why in finding.message, finding.message
+        assert "no fix" in finding.message
+        assert result.new is None
+
+
+def _branch_src(options: str, call: str = "f(torch.ones(3), 0.5)") -> str:
+    return (
+        "import torch\n"
+        "def pick(x, t):\n    if t > 0.0:\n        return x / t\n    return x\n"
+        f"@torch.compile({options})\ndef f(x, t):\n    return pick(x, t) * 2\n{call}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "options, target, expected",
+    [
+        ("fullgraph=True", None, None),  # the wrap would raise: no fix
+        ("fullgraph=opts.fg", None, None),  # cannot be read: as if True
+        ("", (2, 6), None),  # torch 2.6+, dynamic=None: the wrap cuts no graph (measured)
+        ("dynamic=False", (2, 13), "unsafe"),  # every value recompiles: the wrap cures it, with a graph break
+        ("", None, "unsafe"),  # any torch from 2.1: before 2.6 every value recompiles
+        ("fullgraph=False", (2, 5), "unsafe"),
+    ],
+)
+def test_branch_on_the_value(options, target, expected):
+    """A helper the compiled function calls branches on the value: decided by
+    the compile options and the target torch (tests/test_tensor_ops_table.py
+    measures both branches of the decision)."""
+    settings = Settings(select=frozenset({"FR003"}), unproven=True, unsafe_fixes=True, target_torch=target)
+    result = _fix(_branch_src(options), settings)
+    assert len(result.findings) == 1
+    finding = result.findings[0]
+    assert "passed to `pick()`" in finding.message and "condition" in finding.message, finding.message
+    if expected is None:
+        assert finding.fix is None and result.new is None, finding.message
+    else:
+        assert finding.fix is not None and finding.fix.safety.value == expected
+
+
+def test_helper_needs_map_back_to_the_call():
+    """A helper's use `x * t` needs `x` floating: the compiled function passes
+    its own parameter, whose argument at the call decides."""
+    src = (
+        "import torch\n"
+        "def scale(x, t):\n    return x * t\n"
+        "@torch.compile\ndef f(x, t):\n    return scale(x, t)\n"
+        "f(torch.randn(3), 0.5)\nf(torch.arange(3), 0.7)\n"
+    )
+    result = _fix(src)
+    assert [f.fix.safety.value for f in result.findings] == ["safe", "unsafe"], [f.message for f in result.findings]
+
+
+def test_lerp_weight_is_safe_with_one_visible_float_operand():
+    """torch.lerp takes a 0-d float64 weight with the same result for
+    float32/float64 tensors (tensor_ops_table); start and end share a dtype,
+    so one visibly float32 operand is enough."""
+    src = (
+        "import torch\n@torch.compile\ndef f(a, b, w):\n    return torch.lerp(a, b, w) + a.lerp(b, weight=w)\n"
+        "def run(a):\n    return f(a, torch.randn(3), 0.25)\n"
+    )
+    result = _fix(src)
+    assert [f.fix.safety.value for f in result.findings] == ["safe"]
+    half = src.replace("torch.randn(3)", "torch.randn(3).half()")
+    assert [f.fix.safety.value for f in _fix(half).findings] == ["unsafe"]  # half: lerp differs in the last bit
+    untabled = src.replace("torch.lerp(a, b, w)", "torch.pow(a, w)")
+    assert "torch.pow" in _fix(untabled).findings[0].message
 
 
 def test_safe_uses():
@@ -437,3 +530,23 @@ def test_cross_module_call_through_an_alias(tmp_path, monkeypatch):
     assert results[True] == results[False]
     # a star import is not followed, with or without the prefilter
     assert [(p, line) for p, line, _ in results[True]] == [("alias.py", 3)]
+
+
+def test_recursive_helpers_are_not_followed_forever():
+    """Helpers that call each other: the cycle is cut (unsafe, with a reason),
+    and a chain of helpers is followed to the use that decides."""
+    src = (
+        "import torch\n"
+        "def a(x, t):\n    return b(x, t)\n"
+        "def b(x, t):\n    return a(x, t) if x.sum() > 0 else x * t\n"
+        "def c(x, t):\n    return d(x, t * 2.0)\n"
+        "def d(x, t):\n    return round(t, 1) * x\n"
+        "@torch.compile\ndef f(x, t, u):\n    return a(x, t) + c(x, u)\n"
+        "for i in range(3):\n    f(torch.randn(3), 0.1 * i, 0.2 * i)\n"
+    )
+    result = _fix(src)
+    by_kw = sorted(result.findings, key=lambda f: f.column)
+    assert len(by_kw) == 2
+    first, second = by_kw
+    assert first.fix is not None and first.fix.safety.value == "unsafe" and "calls back into itself" in first.message, first.message
+    assert second.fix is None and "passed to `c()`" in second.message and "passed to `d()`" in second.message and "round()" in second.message, second.message

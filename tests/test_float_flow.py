@@ -214,3 +214,50 @@ def test_module_instance_of_another_class_is_not_a_caller():
     other = "class Other(torch.nn.Module):\n    def forward(self, logits, labels, step):\n        return logits\n\n\nplain = Other()\n"
     src = LOSS + other + "for step in range(1, 11):\n    plain(logits, labels, step)\nloss_mod(logits, labels, 3)\n"
     assert _lines(src) == []  # the varying step goes to Other, not to Loss
+# -- the flow forms meet the safety judgements (tensor-ops table, no-fix kinds)
+
+
+def _method_kernel(body: str) -> str:
+    return "import torch\n\n@torch.compile\ndef kernel(p, c):\n    " + body + "\n\nfor step in range(4):\n    kernel({p}, 0.1 * step)\n"
+
+
+def test_tensor_method_is_the_table_row():
+    """`p.mul_(c)` is the table's `mul` row (`other` slot, the receiver the
+    operand): safe on a floating receiver, unsafe on an integer one or with a
+    keyword the row does not prove (`alpha=`)."""
+    floating = _method_kernel("p.mul_(c)").format(p="torch.randn(4)")
+    assert [f.fix.safety for f in _run(floating)] == [Safety.SAFE]
+    integer = _method_kernel("p.mul_(c)").format(p="torch.arange(4)")
+    assert [f.fix.safety for f in _run(integer)] == [Safety.UNSAFE]
+    alpha = _method_kernel("p.add_(p, alpha=c)").format(p="torch.randn(4)")
+    assert [f.fix.safety for f in _run(alpha)] == [Safety.UNSAFE]
+
+
+def test_tensor_method_result_is_as_wide_as_its_operands():
+    """`g.add(b, alpha=m)` is as floating as `g` and `b` (the arithmetic rows
+    keep the promoted dtype), so `u * c` meets a floating tensor."""
+    src = _method_kernel("u = p.add(p.sign(), alpha=0.9)\n    p.sub_(u * c)").format(p="torch.randn(4)")
+    assert [f.fix.safety for f in _run(src)] == [Safety.SAFE]
+    src = _method_kernel("u = p.add(p.sign(), out=p)\n    p.sub_(u * c)").format(p="torch.randn(4)")
+    assert [f.fix.safety for f in _run(src)] == [Safety.UNSAFE]
+
+
+def test_kwargs_passed_on_keep_the_no_fix_kinds():
+    """A float landing in the compiled function's `**kwargs` and passed on to
+    a helper that branches on it (fullgraph=True) or hands it to dropout gets
+    no fix, as when passed by name."""
+    branch = (
+        "import torch\n\ndef sample(x, temperature=1.0):\n    if temperature > 0.0:\n        return x / temperature\n    return x\n\n"
+        "@torch.compile(fullgraph=True)\ndef decode(x, **kw):\n    return sample(x, **kw)\n\n"
+        "for t in (0.5, 0.7):\n    decode(torch.randn(4), temperature=t)\n"
+    )
+    found = _run(branch)
+    assert len(found) == 1 and found[0].fix is None and "fullgraph=True refuses" in found[0].message
+    assert _run(branch.replace("fullgraph=True", "dynamic=False"))[0].fix.safety is Safety.UNSAFE
+    dropout = (
+        "import torch\nimport torch.nn.functional as F\n\ndef drop(x, p):\n    return F.dropout(x, p=p)\n\n"
+        "@torch.compile\ndef step(x, **kw):\n    return drop(x, **kw)\n\n"
+        "for p in (0.1, 0.2):\n    step(torch.randn(4), p=p)\n"
+    )
+    found = _run(dropout)
+    assert len(found) == 1 and found[0].fix is None and "dropout" in found[0].message

@@ -163,13 +163,6 @@ FIX_NOT_OFFERED = {
     name: "no finding yet: " + reason
     for name, reason in NOT_FOUND.items()
 }
-FIX_NOT_OFFERED["pos_ema_lerp_weight"] = (
-    "the wrap is held back as unsafe although the weight only reaches `torch.lerp`, which takes a 0-d tensor weight with the same result (measured: 2 -> 1 graph)"
-)
-FIX_NOT_OFFERED["pos_fullgraph_temperature_branch"] = (
-    "an unsafe wrap is offered although the callee branches on the value (`if temperature > 0.0`); under fullgraph=True the wrapped program crashes"
-)
-FIX_NOT_OFFERED["pos_dropout_schedule"] = "an unsafe tensor-wrap is offered for a float that ends in `F.dropout(p=...)`; wrapping cannot help (the op leaves the graph), so no fix should be offered"
 
 
 def _params(programs, table):
@@ -279,8 +272,6 @@ def test_positive_fix_offered(prog: Program):
 
 
 CURE_XFAIL = dict(FIX_NOT_OFFERED)
-CURE_XFAIL.pop("pos_dropout_schedule")
-CURE_XFAIL.pop("pos_fullgraph_temperature_branch")
 
 
 @pytest.mark.runtime
@@ -367,9 +358,8 @@ def test_recorded_graph_counts_hold(prog: Program):
 
 
 #: programs whose offered fixes (safe or unsafe) break them today
-OFFERED_FIX_BREAKS = {
-    "pos_fullgraph_temperature_branch": "the unsafe wrap of `temperature` is offered although the callee branches on it (`if temperature > 0.0`): "
-    "under fullgraph=True the fixed program raises Unsupported (data-dependent branching)",
+OFFERED_FIX_BREAKS: dict = {
+    # none left: a branch on the value under fullgraph=True gets no fix
 }
 
 

@@ -18,6 +18,7 @@ from ..floats import (
     CallSite,
     FunctionSummary,
     ParamUse,
+    SummaryContext,
     argument_for,
     call_args,
     callee_width,
@@ -27,7 +28,7 @@ from ..floats import (
     tensor_width,
     torch_aliases,
 )
-from ..placement import torch_expr
+from ..placement import torch_at_least, torch_expr
 from ..scopes import Binding
 from .base import Example, Rule
 
@@ -112,6 +113,9 @@ class _Route:
     fn_def: Optional[ast.AST] = None
     #: why a forwarder makes the wrap unsafe (it reads what it forwards)
     unsafe: Optional[str] = None
+    #: the compile site (its options: ``fullgraph=``, ``dynamic=``); None when
+    #: compiled in another module
+    site: object = None
 
 
 def _var_params(fn: ast.AST) -> Tuple[Optional[str], Optional[str]]:
@@ -258,21 +262,51 @@ recompile).
 Safe only when every use of the matching parameter inside the callee's body is
 tensor arithmetic that gives the same result with a 0-d float64 tensor: an
 operand of `+ - * /` (`c / x` and `**` excluded: they round differently), a
-comparison feeding a tensor op, or the `min`/`max` of `clamp`/`clip` -- with
-the other operand visibly a floating tensor (a float factory such as
-`torch.randn`, `.float()`, a float op such as `softmax` or a loss, `p.grad`,
-a parameter an optimizer steps (`for p in group["params"]`), `self.w` or a
-dict entry (`state["buf"]`) bound to one of those, or a parameter whose
-argument at this call -- or at every call of the function holding it -- is
-one of those). `x.mul_(c)` / `x.add(c)` count as `x * c` / `x + c`; a float
-landing in the compiled function's `**kwargs` is followed into the module's
-functions it is passed on to. A forwarding function that reads what it
-forwards (`if kwargs["temperature"] > 0`) makes the fix unsafe. Arithmetic with Python
-numbers (`temperature + 1e-6`) is followed. Unsafe (reported, applied with
-`--unsafe-fixes`) when the callee uses the value as a Python number (`if` /
-`while` tests, `round`, `int`, `math.*`, `isinstance`, `range`, formatting,
-dict keys, `max`/`min`, returning it), when the other operand's dtype cannot
-be seen, or when the callee's body cannot be seen. The message says why.
+comparison feeding a tensor op, or a slot of a torch op in the table
+`codemods/tensor_ops_table.py` (`torch.lerp` weight, `mul`/`add`/`sub`/`div`
+other -- `x.mul_(c)` / `x.add(c)` count as `x * c` / `x + c` --,
+`clamp`/`clip` min/max, `addcmul` value; each row proven on torch 2.13 by
+`tests/test_tensor_ops_table.py`: same values and dtype, one graph for every
+tensor value) -- with the other operand visibly a floating tensor (a float
+factory such as `torch.randn`, `.float()`, a float op such as `softmax` or a
+loss, `p.grad`, a parameter an optimizer steps (`for p in group["params"]`),
+`self.w` or a dict entry (`state["buf"]`) bound to one of those, or a
+parameter whose argument at this call -- or at every call of the function
+holding it -- is one of those; lerp needs float32/float64). Arithmetic with
+Python numbers (`temperature + 1e-6`) is followed, and so is a call of a
+function of the same module (the value's uses there count); a float landing
+in the compiled function's `**kwargs` is followed into the module's functions
+it is passed on to. Unsafe (reported, applied with `--unsafe-fixes`) when the
+callee uses the value as a Python number in a way a tensor survives but that
+changes what the code does (`isinstance`, `str`, formatting, dict keys,
+`max`/`min`, returning it), passes it to a torch op not in the table, when
+the other operand's dtype cannot be seen, when the callee's body cannot be
+seen, or when a forwarding function reads what it forwards (`if
+kwargs["temperature"] > 0`). The message says why.
+
+No fix at all (the finding is reported, with what to do instead) where the
+analysis knows a wrap crashes or cannot cure the recompiles (measured on
+torch 2.13, asserted by `tests/test_tensor_ops_table.py`):
+- the value reaches an op that needs a Python number: `F.dropout(p=)` and the
+  dropout family (a float `p` recompiles for every value even under
+  `dynamic=None`; with a 0-d tensor the op leaves the graph, a graph break, or
+  `fullgraph=True` raises; `torch.dropout` still recompiles for every value).
+  The message names the cures: keep `p` constant, change it in a few steps, or
+  write the dropout as tensor code (`x * (torch.rand_like(x) >= p) / (1 - p)`,
+  one graph for every tensor `p`);
+- `round()` or `range()` of it (a 0-d tensor raises TypeError), `int()` or
+  `float()` (a graph break, and the number after it is guarded again),
+  `math.*` (read back as a Python number: more graphs than the float);
+- a Python branch on it (`if temperature > 0.0`, also in a helper or in a
+  function the compiled function's `**kwargs` are passed on to): with a 0-d
+  tensor the branch is data-dependent, which `fullgraph=True` refuses (no fix
+  when the compile has `fullgraph=True` or its `fullgraph=` cannot be read,
+  e.g. in another module); without it the branch is a graph break at every
+  call: with `dynamic=False` that still cures the recompiles (every float
+  value would recompile: measured 8 graphs and the limit against 3), so the
+  fix is offered as unsafe; on torch 2.6+ (`--target-torch`) without
+  `dynamic=False` the float costs only one recompile and the wrap cuts no
+  graph (measured: 3 graphs either way), so no fix.
 One known difference remains even when safe: a float beyond the range of the
 other tensor's dtype (above 65504 for float16) raises with a Python float and
 gives `inf` with a tensor.
@@ -288,9 +322,12 @@ gives `inf` with a tensor.
             "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\nfor step in range(4):\n    f(torch.ones(3), 0.5 * step)\n",
             "import torch\n@torch.compile\ndef f(x, c):\n    return x * c\nfor step in range(4):\n    f(torch.ones(3), torch.tensor(0.5 * step, dtype=torch.float64))\n",
         ),
+        # the value reaches `round()`: a 0-d tensor would raise TypeError, so no fix
+        Example("import torch\n@torch.compile\ndef f(x, c):\n    return x * round(c, 2)\nf(torch.ones(3), 0.5)\nf(torch.ones(3), 0.7)\n"),
+        # the value reaches `str()`: a wrap works but changes what is printed (unsafe)
         Example(
-            "import torch\n@torch.compile\ndef f(x, c):\n    return x * round(c, 2)\nf(torch.ones(3), 0.5)\nf(torch.ones(3), 0.7)\n",
-            "import torch\n@torch.compile\ndef f(x, c):\n    return x * round(c, 2)\nf(torch.ones(3), torch.tensor(0.5, dtype=torch.float64))\nf(torch.ones(3), torch.tensor(0.7, dtype=torch.float64))\n",
+            "import torch\n@torch.compile\ndef f(x, c):\n    print(str(c))\n    return x * c\nf(torch.ones(3), 0.5)\nf(torch.ones(3), 0.7)\n",
+            "import torch\n@torch.compile\ndef f(x, c):\n    print(str(c))\n    return x * c\nf(torch.ones(3), torch.tensor(0.5, dtype=torch.float64))\nf(torch.ones(3), torch.tensor(0.7, dtype=torch.float64))\n",
             unsafe=True,
         ),
         # one value, passed once: nothing shows it changing (reported with --unproven)
@@ -302,14 +339,22 @@ gives `inf` with a tensor.
     )
 
     # -- callee summaries ---------------------------------------------------
-    def _local_summary(self, ctx, fn: ast.AST) -> FunctionSummary:
+    @staticmethod
+    def _cache(ctx) -> dict:
+        """The module's summary state: torch aliases, summaries by def, and the
+        context the summaries share (helpers followed once)."""
         cache = ctx.cache.setdefault("FR003", {})
         if "aliases" not in cache:
             cache["aliases"] = torch_aliases(ctx.source.tree)
             cache["summaries"] = {}
+            cache["context"] = SummaryContext(cache["aliases"], ctx.model.functions)
+        return cache
+
+    def _local_summary(self, ctx, fn: ast.AST) -> FunctionSummary:
+        cache = self._cache(ctx)
         summaries = cache["summaries"]
         if fn not in summaries:
-            summaries[fn] = summarize_function(fn, cache["aliases"])  # type: ignore[arg-type]
+            summaries[fn] = summarize_function(fn, cache["aliases"], context=cache["context"])  # type: ignore[arg-type]
         return summaries[fn]
 
     @staticmethod
@@ -318,12 +363,13 @@ gives `inf` with a tensor.
             return False
         return not any(dotted_name(d) == "staticmethod" for d in fn.decorator_list)  # type: ignore[attr-defined]
 
-    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST]]]:
+    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST], object]]:
         """(call, callee name, summary (computed on demand, None when unseen),
-        skip self, the compiled function's def when it is in this module) for
-        every call of a compiled function."""
+        skip self, the compiled function's def when it is in this module,
+        compile site (None: compiled in another module)) for every call of a
+        compiled function."""
         model = ctx.model
-        out: List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST]]] = []
+        out: List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST], object]] = []
         seen: Set[ast.Call] = set()
         for site in model.compile_sites:
             fn = site.target_def
@@ -343,10 +389,10 @@ gives `inf` with a tensor.
                 if call in site.call_defs:  # reached through a flow (a project decorator, a parameter)
                     other = site.call_defs[call]
                     found = functools.partial(self._local_summary, ctx, other) if other is not None else _no_summary
-                    out.append((call, dotted_name(call.func) or name, found, other is not None and self._is_method(ctx, other), other))
+                    out.append((call, dotted_name(call.func) or name, found, other is not None and self._is_method(ctx, other), other, site))
                     continue
                 reached = name if dotted_name(call.func) == site.binding or fn is None else getattr(fn, "name", name)  # through a flow: the function's own name
-                out.append((call, reached, summary, skip_self, fn))
+                out.append((call, reached, summary, skip_self, fn, site))
         project = ctx.project
         if project is not None and getattr(project, "compiled", None):
             # a dotted callee `m.f` can only name a compiled function whose name is `f`
@@ -361,7 +407,7 @@ gives `inf` with a tensor.
                     if hit is not None:
                         (_, module), found = hit
                         seen.add(node)
-                        out.append((node, f"{module}.{found.name}", (lambda found=found: found), False, None))
+                        out.append((node, f"{module}.{found.name}", (lambda found=found: found), False, None, None))
                         break
         return out
 
@@ -457,19 +503,20 @@ gives `inf` with a tensor.
                 summary: Callable[[], Optional[FunctionSummary]] = _no_summary
                 if fn is not None:
                     summary = functools.partial(self._local_summary, ctx, fn)
-                return _Route(inner, inner, site.binding or given.id, summary, False, fn_def=fn)
+                return _Route(inner, inner, site.binding or given.id, summary, False, fn_def=fn, site=site)
         return None
 
     def _kwargs_use(self, ctx, fn: ast.AST, keyword: str, depth: int) -> Optional[ParamUse]:
         """How ``fn`` uses the keyword ``keyword`` that lands in its ``**kwargs``:
         every read of ``**kwargs`` must pass it on (``g(x, **kwargs)``) to a
         function of this module whose parameter ``keyword`` is safe; what that
-        parameter must meet becomes a need on ``fn``'s own parameters."""
+        parameter must meet becomes a need on ``fn``'s own parameters.  A use
+        there that is a branch or needs a Python number keeps its kind."""
         kwarg = fn.args.kwarg.arg  # type: ignore[attr-defined]
         scope = ctx.model.scopes.of_node.get(fn)
         refs = scope.references.get(kwarg, []) if scope is not None else []
-        needs: List[Tuple[str, str]] = []
-        aliases = ctx.cache.get("FR003", {}).get("aliases") or torch_aliases(ctx.source.tree)
+        needs: List[Tuple[Tuple[str, ...], str]] = []
+        cache = self._cache(ctx)
         for ref in refs:
             holder = ctx.source.parent(ref)
             call = ctx.source.parent(holder)
@@ -489,15 +536,20 @@ gives `inf` with a tensor.
                 if use is None:
                     return None
             if not use.safe:
-                return ParamUse(False, f"`{call.func.id}()` uses it: {use.reason}")
-            for other, required in use.needs:
-                passed = argument_for(call, inner, other, False)
-                width, params = callee_width(fn, aliases, passed) if passed is not None else (None, ())
+                why = f"passed on through `**{kwarg}` to `{call.func.id}()` (line {call.lineno}), where `{keyword}` is {use.reason}"
+                return ParamUse(False, why, kind=use.kind, cure=use.cure)
+            for names, required in use.needs:
+                passed = [argument_for(call, inner, other, False) for other in names]
+                if any(p is None for p in passed):
+                    width, params = None, ()  # through *args / **kwargs at the call: not seen
+                else:
+                    width, params = callee_width(fn, cache["aliases"], passed, cache["context"])  # type: ignore[arg-type]
                 if width == "full" or (width == "float" and required == "float"):
                     continue
                 if not params:
-                    return ParamUse(False, f"`{keyword}` meets `{other}` of `{call.func.id}()` in tensor arithmetic, not visibly a floating tensor (line {call.lineno})")
-                needs.extend((p, required) for p in params)
+                    shown = " or ".join(f"`{n}`" for n in names)
+                    return ParamUse(False, f"`{keyword}` meets {shown} of `{call.func.id}()` in tensor arithmetic, not visibly a floating tensor (line {call.lineno})")
+                needs.append((tuple(params), required))
         return ParamUse(True, "", tuple(needs))
 
     # -- the check ------------------------------------------------------------
@@ -507,7 +559,7 @@ gives `inf` with a tensor.
         findings: List[Finding] = []
         callees = self._callees(ctx, site_model)
         literal_values = _literal_values(callees)
-        direct = [_Route(call, call, callee, get_summary, skip_self, fn_def=fn) for call, callee, get_summary, skip_self, fn in callees]
+        direct = [_Route(call, call, callee, get_summary, skip_self, fn_def=fn, site=site) for call, callee, get_summary, skip_self, fn, site in callees]
         routes = direct + self._forwarded(ctx, site_model, direct)
         done: Set[int] = set()
         for route in routes:
@@ -563,13 +615,18 @@ gives `inf` with a tensor.
                 where = f"`{keyword}=`" if keyword is not None else f"`{site_model.code(call, value)}`"
                 through = f" through `{'` -> `'.join(route.via)}`" if route.via else ""
                 head = f"float argument {where} ({flow.reason}) to compiled `{route.callee}`{through} is guarded on its value: new values recompile"
-                unsafe_why = route.unsafe or self._unsafe_reason(ctx, site_model, route, summary, param, keyword_at(route, keyword, value), by_param)
-                if unsafe_why is None:
+                verdict, why = self._verdict(ctx, site_model, route, summary, param, keyword_at(route, keyword, value), by_param)
+                if verdict != "none" and route.unsafe:
+                    verdict, why = "unsafe", route.unsafe  # a forwarder reads what it forwards
+                if verdict == "safe":
                     message = f"{head}; pass a 0-d tensor"
-                    safety = Safety.SAFE
-                else:
-                    message = f"{head}; fix is unsafe: {unsafe_why}"
+                    safety: Optional[Safety] = Safety.SAFE
+                elif verdict == "unsafe":
+                    message = f"{head}; fix is unsafe: {why}"
                     safety = Safety.UNSAFE
+                else:  # no fix: the analysis knows a wrap crashes or cannot cure it
+                    message = f"{head}; {why}"
+                    safety = None
                 edit = Edit(ctx.source.target(value, cst.BaseExpression), lambda node: _tensor_call(model, node))
                 varies = self._varies(site_model, call, value, flow)
                 if varies is None and route.slots is None and len(literal_values.get((route.callee, slot), ())) > 1:
@@ -582,7 +639,7 @@ gives `inf` with a tensor.
                         ctx,
                         value,
                         message,
-                        edits=[edit],
+                        edits=[edit] if safety is not None else [],
                         safety=safety,
                         needs_torch=True,
                         title="wrap in `torch.tensor(..., dtype=torch.float64)`",
@@ -601,22 +658,53 @@ gives `inf` with a tensor.
             return site_model.group_lr_facts()[1]
         return number_varies(site_model.model, call, value, calls=functools.partial(calls_of, site_model))
 
-    def _unsafe_reason(self, ctx, site_model: CallSite, route: _Route, summary: Optional[FunctionSummary], param: Optional[str], keyword: Optional[str], by_param) -> Optional[str]:
+    @staticmethod
+    def _site_option(site, name: str) -> Optional[bool]:
+        """A compile option's literal bool (absent: False); None when it cannot
+        be read (a variable, ``**opts``, a site in another module)."""
+        if site is None or site.has_star_kwargs:
+            return None
+        kw = site.option(name)
+        if kw is None:
+            return False
+        value = kw.value
+        return value.value if isinstance(value, ast.Constant) and isinstance(value.value, bool) else None
+
+    def _verdict(self, ctx, site_model: CallSite, route: _Route, summary: Optional[FunctionSummary], param: Optional[str], keyword: Optional[str], by_param) -> Tuple[str, str]:
+        """("safe", "") | ("unsafe", why) | ("none", why and what to do instead)."""
         if summary is None:
-            return "the compiled function's body cannot be seen"
+            return "unsafe", "the compiled function's body cannot be seen"
+        site = route.site
         use = summary.uses.get(param) if param is not None else None
         if use is None and keyword is not None and route.fn_def is not None and route.fn_def.args.kwarg is not None:  # type: ignore[attr-defined]
             # `**kwargs` of the compiled function, passed on to functions of this module
             use = self._kwargs_use(ctx, route.fn_def, keyword, 0)
             param = keyword
         if use is None:
-            return "the argument does not map to a named parameter of the compiled function"
+            return "unsafe", "the argument does not map to a named parameter of the compiled function"
+        where = f"`{summary.name}` uses `{param}` as a Python number: {use.reason}"
+        if use.kind == "nofix":
+            return "none", f"no fix, a tensor cannot help: in `{summary.name}`, `{param}` is {use.reason}; instead, {use.cure}"
+        if use.kind == "branch":
+            fullgraph = self._site_option(site, "fullgraph")
+            if fullgraph is not False:
+                told = "compiled with fullgraph=True" if fullgraph else "the compile's `fullgraph=` cannot be read here"
+                return "none", f"no fix: in `{summary.name}`, `{param}` is {use.reason}; with a 0-d tensor the branch is data-dependent, which fullgraph=True refuses ({told}); instead, {use.cure}"
+            if site.option("dynamic") is not None and self._site_option(site, "dynamic") is False:
+                # dynamic=False: every float value recompiles; the tensor costs a graph break instead
+                return "unsafe", f"{where}; with a 0-d tensor the branch is a graph break at every call (under dynamic=False it still cures the recompiles)"
+            if torch_at_least(ctx.settings, (2, 6)):
+                return "none", (
+                    f"no fix: in `{summary.name}`, `{param}` is {use.reason}; with a 0-d tensor the branch is a graph break, and on torch 2.6+ without dynamic=False "
+                    f"the float already becomes dynamic after one recompile: the wrap cuts no graph (measured on torch 2.13); instead, {use.cure}"
+                )
+            return "unsafe", f"{where}; with a 0-d tensor the branch is a graph break at every call (it cures recompiles only before torch 2.6 or under dynamic=False)"
         if not use.safe:
-            return f"`{summary.name}` uses `{param}` as a Python number: {use.reason}"
-        for other, required in use.needs:
-            expr = by_param.get(other)
-            width = tensor_width(site_model, expr) if expr is not None else None
-            if not (width == "full" or (width == "float" and required == "float")):
+            return "unsafe", where
+        for names, required in use.needs:
+            widths = [tensor_width(site_model, by_param[n]) for n in names if n in by_param]
+            if not any(w == "full" or (w == "float" and required == "float") for w in widths):
                 kind = "a float32/float64 tensor" if required == "full" else "a floating tensor"
-                return f"`{param}` meets `{other}` in tensor arithmetic and `{other}` is not visibly {kind} here (an integer tensor would turn float64)"
-        return None
+                shown = " or ".join(f"`{n}`" for n in names)
+                return "unsafe", f"`{param}` meets {shown} in tensor arithmetic and {'it is' if len(names) == 1 else 'none is'} not visibly {kind} here (an integer tensor would turn float64)"
+        return "safe", ""
