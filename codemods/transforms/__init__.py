@@ -14,6 +14,7 @@ from .dynamic_shapes import DynamicShapes
 from .graph_break import GraphBreak
 from .float_args import FloatArgs
 from .optimizer_scalars import OptimizerScalars
+from .ragged_batch import RaggedBatch
 from .recompile_limit import RecompileLimit
 from .unspec_int_attrs import UnspecIntAttrs
 
@@ -24,6 +25,7 @@ REGISTRY: List[Rule] = [
     OptimizerScalars(),
     UnspecIntAttrs(),
     RecompileLimit(),
+    RaggedBatch(),
 ]
 
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}
