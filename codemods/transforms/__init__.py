@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Dict, List
 
 from .base import Example, Rule
+from .compile_in_loop import CompileInLoop
 from .dynamic_shapes import DynamicShapes
 from .graph_break import GraphBreak
+from .int_control_flow import IntControlFlow
 from .float_args import FloatArgs
 from .optimizer_scalars import OptimizerScalars
 from .ragged_batch import RaggedBatch
@@ -26,6 +28,8 @@ REGISTRY: List[Rule] = [
     UnspecIntAttrs(),
     RecompileLimit(),
     RaggedBatch(),
+    CompileInLoop(),
+    IntControlFlow(),
 ]
 
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}
