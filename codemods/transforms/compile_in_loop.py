@@ -46,8 +46,9 @@ The compiled code is the closure's code object, the same every iteration;
 the value it captures (`i`) is guarded (`fn.__closure__[0].cell_contents == 0`,
 or `G['i'] == 0` at module level), so each iteration fails the guard and
 compiles again: measured on torch 2.13 (CPU, counting backend, 12
-iterations), a `lambda` reading the loop variable compiles 8 graphs and then
-hits the recompile limit (eager from then on). A backend object that is new
+iterations), a `lambda` reading an int loop variable compiles 8 graphs and
+then hits the recompile limit (eager from then on); a float captured value
+turns dynamic after one change (2 graphs). A backend object that is new
 each iteration fails the backend guard (`BACKEND_MATCH`): also 8 graphs and
 the limit. The same compile with a string backend, or of a closure that reads
 nothing the loop changes: 1 graph.
@@ -120,7 +121,8 @@ is left to the author. A loop-invariant compile needs no cure on torch 2.13
                         ctx,
                         site.node,
                         f"compiled in the loop on line {loop.lineno}: each iteration compiles a new closure whose body reads {names}, "
-                        "which the loop changes; torch guards the captured value, so every iteration recompiles (the limit is 8, then eager): "
+                        "which the loop changes; torch guards the captured value, so a new value recompiles (an int: every iteration, "
+                        "until the limit of 8, then eager; a float: once more): "
                         f"pass {names} as an argument and compile once before the loop (no automatic fix)",
                     )
                 )
