@@ -14,6 +14,7 @@ from .compile_in_loop import CompileInLoop
 from .dynamic_shapes import DynamicShapes
 from .graph_break import GraphBreak
 from .int_control_flow import IntControlFlow
+from .mark_dynamic_inside import MarkDynamicInside
 from .float_args import FloatArgs
 from .optimizer_scalars import OptimizerScalars
 from .ragged_batch import RaggedBatch
@@ -30,6 +31,7 @@ REGISTRY: List[Rule] = [
     RaggedBatch(),
     CompileInLoop(),
     IntControlFlow(),
+    MarkDynamicInside(),
 ]
 
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}
