@@ -68,8 +68,9 @@ def dominates(source: Source, earlier: ast.stmt, later: ast.stmt) -> bool:
     return False
 
 
-def insert_before(source: Source, stmt: ast.stmt, new_stmt: cst.BaseStatement) -> Edit:
-    """An edit inserting ``new_stmt`` before the libcst statement of ``stmt``."""
+def insert_before(source: Source, stmt: ast.stmt, new_stmt) -> Edit:
+    """An edit inserting ``new_stmt`` (a statement or a list of them) before
+    the libcst statement of ``stmt``."""
     from .transforms._cst import insert_before_node
 
     return insert_before_node(statement_target(source, stmt), new_stmt)
@@ -132,3 +133,30 @@ def torch_expr(model: CompileModel, *attrs: str) -> cst.BaseExpression:
         expr = cst.Attribute(value=expr, attr=cst.Name(part))
     return expr
 
+
+
+def mark_statement(torch_name: str, arg: str, dim: int, func: str = "maybe_mark_dynamic") -> cst.SimpleStatementLine:
+    """``<torch>._dynamo.maybe_mark_dynamic(arg, dim)`` as a statement (the
+    trace mode's fix and FR007's)."""
+    target = cst.Attribute(value=cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("_dynamo")), attr=cst.Name(func))
+    call = cst.Call(func=target, args=[cst.Arg(cst.Name(arg)), cst.Arg(cst.Integer(str(dim)))])
+    return cst.SimpleStatementLine(body=[cst.Expr(call)])
+
+
+def existing_marks(source: Source, stmt: ast.stmt, func: str = "maybe_mark_dynamic") -> set:
+    """(arg, dim) of the ``…_dynamo.maybe_mark_dynamic(arg, dim)`` statements
+    right before ``stmt`` (a second run finds its own marks)."""
+    parent = source.parent(stmt)
+    body = next((getattr(parent, f) for f in _BLOCK_FIELDS if any(x is stmt for x in getattr(parent, f, None) or [])), [])
+    found = set()
+    k = next((i for i, x in enumerate(body) if x is stmt), 0) - 1
+    while k >= 0:
+        prev = body[k]
+        call = prev.value if isinstance(prev, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == func and len(call.args) == 2):
+            break
+        name, dim = call.args
+        if isinstance(name, ast.Name) and isinstance(dim, ast.Constant):
+            found.add((name.id, dim.value))
+        k -= 1
+    return found

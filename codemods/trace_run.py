@@ -942,29 +942,8 @@ class MarkSite:
     param: str
 
 
-def _mark_statement(torch_name: str, arg: str, dim: int) -> cst.SimpleStatementLine:
-    func = cst.Attribute(value=cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("_dynamo")), attr=cst.Name("maybe_mark_dynamic"))
-    call = cst.Call(func=func, args=[cst.Arg(cst.Name(arg)), cst.Arg(cst.Integer(str(dim)))])
-    return cst.SimpleStatementLine(body=[cst.Expr(call)])
-
-
-def _existing_marks(source, stmt: ast.stmt) -> set:
-    """(arg, dim) of the ``…_dynamo.maybe_mark_dynamic(arg, dim)`` statements
-    right before ``stmt`` (a second run finds its own marks)."""
-    parent = source.parent(stmt)
-    body = next((getattr(parent, f) for f in ("body", "orelse", "finalbody") if any(x is stmt for x in getattr(parent, f, None) or [])), [])
-    found = set()
-    k = next(i for i, x in enumerate(body) if x is stmt) - 1
-    while k >= 0:
-        prev = body[k]
-        call = prev.value if isinstance(prev, ast.Expr) else None
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "maybe_mark_dynamic" and len(call.args) == 2):
-            break
-        name, dim = call.args
-        if isinstance(name, ast.Name) and isinstance(dim, ast.Constant):
-            found.add((name.id, dim.value))
-        k -= 1
-    return found
+# the statement and the marks already there: shared with FR007 (codemods/placement.py)
+from .placement import existing_marks as _existing_marks, mark_statement as _mark_statement  # noqa: E402
 
 
 def _insert_marks(target, marks: List[cst.SimpleStatementLine]) -> Edit:

@@ -10,10 +10,14 @@ from __future__ import annotations
 from typing import Dict, List
 
 from .base import Example, Rule
+from .compile_in_loop import CompileInLoop
 from .dynamic_shapes import DynamicShapes
 from .graph_break import GraphBreak
+from .int_control_flow import IntControlFlow
+from .mark_dynamic_inside import MarkDynamicInside
 from .float_args import FloatArgs
 from .optimizer_scalars import OptimizerScalars
+from .ragged_batch import RaggedBatch
 from .recompile_limit import RecompileLimit
 from .unspec_int_attrs import UnspecIntAttrs
 
@@ -24,6 +28,10 @@ REGISTRY: List[Rule] = [
     OptimizerScalars(),
     UnspecIntAttrs(),
     RecompileLimit(),
+    RaggedBatch(),
+    CompileInLoop(),
+    IntControlFlow(),
+    MarkDynamicInside(),
 ]
 
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}

@@ -30,13 +30,16 @@ def split_leading_lines(lines) -> tuple:
     return list(lines[:k]), list(lines[k:])
 
 
-def insert_before_node(stmt, new_stmt: cst.BaseStatement):
-    """An edit inserting ``new_stmt`` before ``stmt`` (a libcst statement or a
-    :class:`~codemods.source.Target` naming one), which stays last."""
+def insert_before_node(stmt, new_stmt):
+    """An edit inserting ``new_stmt`` (a libcst statement, or a list of them)
+    before ``stmt`` (a libcst statement or a :class:`~codemods.source.Target`
+    naming one), which stays last."""
     from ..findings import Edit
+
+    new = list(new_stmt) if isinstance(new_stmt, (list, tuple)) else [new_stmt]
 
     def apply(updated: cst.CSTNode):
         above, kept = split_leading_lines(updated.leading_lines)
-        return cst.FlattenSentinel([new_stmt.with_changes(leading_lines=above), updated.with_changes(leading_lines=kept)])
+        return cst.FlattenSentinel([new[0].with_changes(leading_lines=above), *new[1:], updated.with_changes(leading_lines=kept)])
 
     return Edit(stmt, apply)

@@ -52,6 +52,9 @@ class Rule:
     #: the rule can only find something where something is compiled (a file
     #: whose only ``compile`` is ``re.compile`` is skipped unparsed)
     needs_compile_site: ClassVar[bool] = True
+    #: the rule only reports: no rewrite is known to cure what it finds
+    #: (its documentation says why); its examples carry no ``after``
+    report_only: ClassVar[bool] = False
 
     def check(self, ctx) -> Iterable[Finding]:  # pragma: no cover - interface
         raise NotImplementedError
