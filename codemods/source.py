@@ -217,12 +217,12 @@ def children(node: ast.AST) -> List[ast.AST]:
 def statement_target(source: Source, stmt: ast.stmt) -> Target:
     """The libcst statement for an ``ast`` statement: the compound statement
     itself, or the ``SimpleStatementLine`` that holds a small statement."""
-    if isinstance(stmt, _COMPOUND):
+    if isinstance(stmt, COMPOUND):
         return source.target(stmt, cst.BaseCompoundStatement)
     return source.target(stmt, cst.BaseSmallStatement, cst.SimpleStatementLine)
 
 
-_COMPOUND = (
+COMPOUND = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
     ast.ClassDef,

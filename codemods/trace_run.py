@@ -969,7 +969,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     from .compile_sites import model_of
     from .engine import parse_ast, render
     from .placement import block_of
-    from .source import _COMPOUND, statement_target
+    from .source import COMPOUND, statement_target
 
     try:
         source = parse_ast("<trace>", data)
@@ -998,7 +998,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         if not isinstance(call.func, ast.Name):
             continue
         stmt = source.statement_of(call)
-        if stmt is None or isinstance(stmt, _COMPOUND) or block_of(source, stmt) is None:
+        if stmt is None or isinstance(stmt, COMPOUND) or block_of(source, stmt) is None:
             continue  # a call in a compound statement's header, or in a one-line suite
         if any(isinstance(a, scopes) for a in _ancestors_until(source, call, stmt)):
             continue  # runs later (lambda) or binds its own names (comprehension)

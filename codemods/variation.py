@@ -67,7 +67,7 @@ def _names(node: ast.AST) -> Set[str]:
     return found  # type: ignore[return-value]
 
 
-def _loop_names(loop: ast.AST) -> Set[str]:
+def loop_names(loop: ast.AST) -> Set[str]:
     return _names(loop.target)  # type: ignore[attr-defined]
 
 
@@ -236,7 +236,7 @@ def _walk_assigns(loop: ast.AST) -> Iterator[ast.Assign]:
         stack.extend(reversed(children(node)))
 
 
-def _loop_assignments(loop: ast.AST, names: Set[str]) -> Set[str]:
+def loop_assignments(loop: ast.AST, names: Set[str]) -> Set[str]:
     """Names assigned inside the loop body from expressions using ``names`` (to a fixpoint)."""
     derived = set(names)
     assigns: List[Tuple[Set[str], ast.AST]] = []
@@ -289,7 +289,7 @@ def evidence_for(model: CompileModel, site: CompileSite) -> List[Evidence]:
             if sig is not None:
                 literal_shapes.setdefault(key, set()).add(sig)
             for loop in loops:
-                names = _loop_assignments(loop, _loop_names(loop))
+                names = loop_assignments(loop, loop_names(loop))
                 ev = _arg_evidence(model, call, value, loop, names)
                 if ev is not None:
                     result.append(ev)
@@ -302,7 +302,7 @@ def evidence_for(model: CompileModel, site: CompileSite) -> List[Evidence]:
 
 def _arg_evidence(model: CompileModel, call: ast.Call, value: ast.AST, loop: ast.AST, names: Set[str]) -> Optional[Evidence]:
     variants = loop_variants(loop)
-    loop_var = ", ".join(sorted(_loop_names(loop)))
+    loop_var = ", ".join(sorted(loop_names(loop)))
     hit = _shape_use(model, value, names, loop)
     if hit is None and isinstance(value, ast.Name) and value.id in names:
         bound = _value_of_loop_name(loop, value.id)
@@ -310,19 +310,19 @@ def _arg_evidence(model: CompileModel, call: ast.Call, value: ast.AST, loop: ast
             hit = _shape_use(model, bound, names, loop)
     if hit is not None:
         return Evidence(call, "shape", loop, variants, f"the shape of an argument comes from loop variable `{loop_var}` ({hit})")
-    if _varies_as_number(loop, value, names):
+    if varies_as_number(loop, value, names):
         return Evidence(call, "value", loop, variants, f"a Python number computed from loop variable `{loop_var}` is passed")
-    if isinstance(value, ast.Name) and value.id in _loop_names(loop) and isinstance(loop.iter, (ast.List, ast.Tuple)):  # type: ignore[attr-defined]
+    if isinstance(value, ast.Name) and value.id in loop_names(loop) and isinstance(loop.iter, (ast.List, ast.Tuple)):  # type: ignore[attr-defined]
         sigs = {_literal_shape(model, e) for e in loop.iter.elts}  # type: ignore[attr-defined]
         if None not in sigs and len(sigs) > 1:
             return Evidence(call, "shape", loop, len(sigs), f"the loop passes tensors of shapes {', '.join(sorted(sigs))}")  # type: ignore[arg-type]
     return None
 
 
-def _varies_as_number(loop: ast.AST, value: ast.AST, names: Set[str]) -> bool:
+def varies_as_number(loop: ast.AST, value: ast.AST, names: Set[str]) -> bool:
     if not isinstance(value, ast.Name):
         return _is_number_expr(value, names)
-    if value.id in _loop_names(loop):
+    if value.id in loop_names(loop):
         return _iter_is_numbers(loop)
     if value.id in names:
         bound = _value_of_loop_name(loop, value.id)
@@ -343,7 +343,7 @@ def _iter_is_numbers(loop: ast.AST) -> bool:
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
-def _assigned_names(node: ast.AST) -> Set[str]:
+def assigned_names(node: ast.AST) -> Set[str]:
     """Names a loop rebinds on every iteration: its targets and what its body
     assigns (``=``, ``+=``, ``:=``, nested ``for``), not inside nested functions."""
     out: Set[str] = set()
@@ -389,7 +389,7 @@ def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: in
         if loop is fn:
             break
         if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
-            hit = used & _assigned_names(loop)
+            hit = used & assigned_names(loop)
             if hit:
                 return f"`{sorted(hit)[0]}` changes in the loop on line {loop.lineno}"
     if depth >= _CALLER_DEPTH or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):

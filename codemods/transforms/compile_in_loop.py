@@ -9,7 +9,7 @@ from typing import Iterable, List, Optional
 
 from ..compile_sites import CompileModel, CompileSite, dotted_name
 from ..findings import Finding
-from ..variation import _assigned_names
+from ..variation import assigned_names
 from .base import Example, Rule
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -112,7 +112,7 @@ is left to the author. A loop-invariant compile needs no cure on torch 2.13
             loop = self._loop_of(source, site)
             if loop is None or self._resets(model, loop):
                 continue
-            varying = _assigned_names(loop)
+            varying = assigned_names(loop)
             read = self._closure_reads(model, site, loop, varying)
             if read:
                 names = ", ".join(f"`{n}`" for n in read)

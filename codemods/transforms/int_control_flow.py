@@ -9,7 +9,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ..compile_sites import CompileModel, CompileSite, dotted_name
 from ..findings import Finding
-from ..variation import _loop_assignments, _loop_names, _varies_as_number, loop_variants
+from ..variation import loop_assignments, loop_names, varies_as_number, loop_variants
 from .base import Example, Rule
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -178,8 +178,8 @@ results the same.
             if loop is fn:
                 break
             if isinstance(loop, (ast.For, ast.AsyncFor)):
-                names = _loop_assignments(loop, _loop_names(loop))
-                if _varies_as_number(loop, value, names) and loop_variants(loop) != 1:
+                names = loop_assignments(loop, loop_names(loop))
+                if varies_as_number(loop, value, names) and loop_variants(loop) != 1:
                     return f"it comes from the loop on line {loop.lineno}"
             if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)) and isinstance(value, ast.Name):
                 for node in ast.walk(loop):

@@ -11,8 +11,8 @@ from ..compile_sites import CompileModel, dotted_name
 from ..constants import int_value
 from ..findings import Finding, Safety
 from ..placement import block_of, existing_marks, function_of, insert_before, mark_statement
-from ..source import _COMPOUND
-from ..variation import _loop_assignments, _loop_names
+from ..source import COMPOUND
+from ..variation import loop_assignments, loop_names
 from .base import Example, Rule
 
 _LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -172,8 +172,8 @@ it is only mentioned.
             loader = self._iterated_loader(model, loop.iter, loaders)  # type: ignore[attr-defined]
             if loader is None:
                 continue
-            targets = _loop_names(loop)
-            derived = _loop_assignments(loop, targets)
+            targets = loop_names(loop)
+            derived = loop_assignments(loop, targets)
             fn = function_of(source, loop)
             for call, name in calls.items():
                 if not self._runs_in(source, call, loop, fn):
@@ -212,7 +212,7 @@ it is only mentioned.
             model.torch_alias is not None
             and loader.tensors
             and len(tensors) == len(args)
-            and not isinstance(stmt, _COMPOUND)
+            and not isinstance(stmt, COMPOUND)
             and block_of(source, stmt) is not None
         )
         if fixable:

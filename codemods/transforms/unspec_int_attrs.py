@@ -19,7 +19,7 @@ from ..compile_sites import CompileModel
 from ..compile_sites import CompileSite as AstCompileSite
 from ..compile_sites import dotted_name as ast_dotted_name
 from ..findings import Finding, Safety
-from ..source import _COMPOUND, Source
+from ..source import COMPOUND, Source
 from .base import Example, Rule
 
 FLAG = "allow_unspec_int_on_nn_module"
@@ -445,7 +445,7 @@ def _insertion_statement(source: Source, stmt: ast.stmt) -> ast.stmt:
     """The statement a line can be inserted before to run ahead of ``stmt``:
     ``stmt`` itself, or for a statement of a one-line suite (``if c: m =
     torch.compile(M())``) the compound statement that holds the suite."""
-    if isinstance(stmt, _COMPOUND):
+    if isinstance(stmt, COMPOUND):
         return stmt  # never in a one-line suite
     parent = source.parent(stmt)
     if parent is None or isinstance(parent, ast.Module):
