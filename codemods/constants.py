@@ -60,13 +60,7 @@ def int_value(model: CompileModel, expr: ast.AST, depth: int = 0) -> Optional[in
         values = _candidates(model, expr, depth + 1)
         if not values or any(v is expr for v in values):
             return None
-        found = None
-        for v in values:
-            value = int_value(model, v, depth + 1)
-            if value is None or (found is not None and value != found):
-                return None
-            found = value
-        return found
+        return _agreed(model, values, depth)
     return None
 
 
@@ -177,13 +171,7 @@ def _field(model: CompileModel, owner: ast.AST, attr: str, access: ast.Attribute
         values = model.self_attr_values(cls, attr) or _class_level(cls, attr)
         if not values or _changed_elsewhere(model, cls, attr):
             return None
-        found: Optional[int] = None
-        for v in values:
-            value = int_value(model, v, depth + 1)
-            if value is None or (found is not None and value != found):
-                return None
-            found = value
-        return found
+        return _agreed(model, values, depth)
     if not isinstance(owner, ast.Call):
         return None
     func = owner.func
@@ -241,6 +229,17 @@ def _argparse_default(model: CompileModel, attr: str, depth: int) -> Optional[in
             continue
         default = next((k.value for k in call.keywords if k.arg == "default"), None)  # type: ignore[attr-defined]
         value = int_value(model, default, depth + 1) if default is not None else None
+        if value is None or (found is not None and value != found):
+            return None
+        found = value
+    return found
+
+
+def _agreed(model, values, depth: int) -> Optional[int]:
+    """The one int every expression of ``values`` visibly has, or None."""
+    found: Optional[int] = None
+    for v in values:
+        value = int_value(model, v, depth + 1)
         if value is None or (found is not None and value != found):
             return None
         found = value

@@ -1051,23 +1051,10 @@ step), while the step compiled by the default inductor backend is as fast
             return (frozenset((b,)), True) if b.kind == "optimizer" else none
         if depth > 3:
             return none
-        model = ctx.model
-        param: Optional[ast.arg] = None
-        fn: Optional[ast.AST] = None
-        if isinstance(expr, ast.Name):
-            bindings = model.scopes.bindings_of(expr)
-            if len(bindings) == 1 and bindings[0].kind == "param":
-                param, fn = bindings[0].node, bindings[0].scope.node  # type: ignore[assignment]
-        elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            cls = ctx.source.enclosing(expr, ast.ClassDef)
-            init = model.method(cls, "__init__") if isinstance(cls, ast.ClassDef) else None
-            values = model.self_attr_values(cls, expr.attr) if init is not None else []
-            if len(values) == 1 and isinstance(values[0], ast.Name) and ctx.source.enclosing(values[0], _DEFS) is init:
-                bindings = model.scopes.bindings_of(values[0])
-                if len(bindings) == 1 and bindings[0].kind == "param":
-                    param, fn = bindings[0].node, init  # type: ignore[assignment]
-        if param is None or not isinstance(fn, _DEFS):
+        root = self._param_root(ctx, expr)
+        if root is None:
             return none
+        fn, param = root
         calls = self._calls_of(ctx, fn)
         if calls is None:
             return none
