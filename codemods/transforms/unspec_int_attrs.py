@@ -199,25 +199,8 @@ def int_mutations_in_forward(model: CompileModel, cls: ast.ClassDef) -> List[Int
                 order.append((target, name, next_hops))
     found: List[IntMutation] = []
     for owner, name, _ in order:
-        owner_facts = facts(owner)
-        if not owner_facts.int_attrs:
-            continue
-        fn = owner_facts.methods[name]
-        statements = _in_order([n for n in _walk_body(fn) if isinstance(n, (ast.AugAssign, ast.Assign))])
-        for node in statements:
-            if isinstance(node, ast.AugAssign):
-                attr = _self_attr(node.target)
-                if attr in owner_facts.int_attrs and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
-                    found.append(IntMutation(attr, node, name, owner.name))  # type: ignore[arg-type]
-            else:
-                for target in node.targets:  # type: ignore[attr-defined]
-                    attr = _self_attr(target)
-                    if (
-                        attr in owner_facts.int_attrs
-                        and _mentions_self_attr(node.value, attr)  # type: ignore[attr-defined,arg-type]
-                        and not _has_float_or_div(node.value)  # type: ignore[attr-defined]
-                    ):
-                        found.append(IntMutation(attr, node, name, owner.name))  # type: ignore[arg-type]
+        for attr, node in _method_mutations(facts(owner), facts(owner).methods[name]):
+            found.append(IntMutation(attr, node, name, owner.name))
     return found
 
 
@@ -629,6 +612,7 @@ all dynamo config is.
     )
 
     reads = "ast"
+    reads_project = True
 
     def check(self, ctx) -> Iterable[Finding]:
         model = ctx.model
@@ -638,8 +622,22 @@ all dynamo config is.
         # (insertion statement, site, message, blocker), in source order of the compile
         candidates: List[Tuple[ast.stmt, AstCompileSite, str, Optional[str]]] = []
         mutations_of: Dict[int, List[IntMutation]] = {}
+        chains = getattr(ctx.project, "int_chains", {}).get(ctx.path, {}) if ctx.project is not None else {}
         for site in model.compile_sites:
             cls = compiled_module_class(model, site)
+            if cls is None and chains and site.statement is not None:
+                # an imported class compiled one by one: the project index followed its forward
+                for q in imported_loop_classes(model, site):
+                    if q in chains:
+                        owner, method, attr, line, module = chains[q]
+                        message = (
+                            f"`{q.rpartition('.')[2]}` (compiled one by one) reaches `{owner}.{method}` in `{module}`, which changes "
+                            f"int attribute `self.{attr}` (line {line}): torch specialises int attributes of compiled modules, so every new value recompiles"
+                        )
+                        stmt = _insertion_statement(source, _compile_statement(model, site))
+                        candidates.append((stmt, site, message, None))
+                        break
+                continue
             if cls is None or site.statement is None:
                 continue
             if id(cls) not in mutations_of:
@@ -717,3 +715,124 @@ all dynamo config is.
             ],
         )
         return cst.If(test=test, body=cst.IndentedBlock(body=[assign]))
+
+
+# -- across modules (the project index) -------------------------------------------------
+#: how many hops a chain may take across classes of other modules (the
+#: compiled layer -> its attention -> its cache)
+MAX_PROJECT_HOPS = 4
+
+
+def imported_loop_classes(model: CompileModel, site: AstCompileSite) -> List[str]:
+    """Qualified names of the imported classes an ``isinstance`` guard names
+    for a module compiled one by one in a loop (``for m in model.modules():
+    if isinstance(m, TransformerLayer): m.compile()``, the class imported from
+    another module of the project); [] when the compiled class is one of this
+    module or not named by such a guard."""
+    if site.form not in ("wrap", "method") or not isinstance(site.target, ast.Name) or not _compiled_one_by_one(model, site):
+        return []
+    if compiled_module_class(model, site) is not None:
+        return []
+    return model.loop_imported_classes(site.target)
+
+
+def index_facts(source: Source) -> Optional[dict]:
+    """FR005's facts of a file for the project index (JSON-ready), or None:
+    the imported classes it compiles one by one, as (qualified name as seen
+    here, line of the compile)."""
+    from ..compile_sites import model_of
+
+    model = model_of(source)
+    compiled: List[list] = []
+    for site in model.compile_sites:
+        for q in imported_loop_classes(model, site):
+            compiled.append([q, site.node.lineno])  # type: ignore[attr-defined]
+    return {"compiled": compiled} if compiled else None
+
+
+def _submodule_ref(model: CompileModel, owner: ast.ClassDef, attr: str) -> Optional[str]:
+    """What class ``self.<attr>`` of ``owner`` holds an instance of, when every
+    instance assigned to it is a construction of one class: a class of this
+    module (its name) or an imported one (its qualified name as seen here).
+    None for anything else (a parameter, a factory's result, two classes)."""
+    found: Optional[str] = None
+    for c in _class_chain(model, owner):
+        for value in model.self_attr_values(c, attr):
+            value = _unwrap_module_call(value)  # type: ignore[assignment]
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue
+            if not isinstance(value, ast.Call):
+                return None
+            local = model.module_class_of(value)
+            ref: Optional[str] = local.name if local is not None else None
+            if ref is None:
+                names = model.qualified_names(value.func)
+                q = next(iter(names)) if len(names) == 1 else ""
+                if not ("." in q and not q.startswith(("torch.", "builtins."))):
+                    return None
+                ref = q
+            if found is not None and ref != found:
+                return None
+            found = ref
+    return found
+
+
+def _method_mutations(owner_facts: _ClassFacts, fn: ast.AST) -> List[Tuple[str, ast.stmt]]:
+    """(attribute, statement) for each change of an int attribute of the
+    class in ``fn`` (``self.n += 1``, ``self.n = self.n + 1``), in source order."""
+    out: List[Tuple[str, ast.stmt]] = []
+    if not owner_facts.int_attrs:
+        return out
+    for node in _in_order([n for n in _walk_body(fn) if isinstance(n, (ast.AugAssign, ast.Assign))]):
+        if isinstance(node, ast.AugAssign):
+            attr = _self_attr(node.target)
+            if attr in owner_facts.int_attrs and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
+                out.append((attr, node))  # type: ignore[arg-type]
+        else:
+            for target in node.targets:  # type: ignore[attr-defined]
+                attr = _self_attr(target)
+                if attr in owner_facts.int_attrs and _mentions_self_attr(node.value, attr) and not _has_float_or_div(node.value):  # type: ignore[attr-defined,arg-type]
+                    out.append((attr, node))  # type: ignore[arg-type]
+    return out
+
+
+def class_facts(source: Source) -> dict:
+    """What a chain through this module's classes needs (JSON-ready): per
+    class, per method, the calls it makes on ``self`` (``[sub, method]``;
+    ``self.attn(x)`` on a submodule is ``["attn", "forward"]``, sub None for
+    ``self.method()``) and the int attributes it changes (``[attr, line]``);
+    the class each called submodule attribute holds (:func:`_submodule_ref`);
+    and the names the module re-exports (``from .kv_cache import KVCache``)."""
+    from ..compile_sites import model_of
+
+    model = model_of(source)
+    classes: Dict[str, dict] = {}
+    for name, cls in model.classes.items():
+        if not model.is_module_class(cls):
+            continue
+        facts = _facts(model, cls)
+        methods: Dict[str, dict] = {}
+        subs: Dict[str, Optional[str]] = {}
+        for mname, fn in facts.methods.items():
+            if mname == "__init__":
+                continue
+            calls: List[list] = []
+            for sub, called in _method_calls(fn):
+                if sub is None and called not in facts.methods:
+                    sub, called = called, "forward"  # `self.attn(h)`: the submodule's forward
+                if sub is not None and sub not in subs:
+                    subs[sub] = _submodule_ref(model, cls, sub)
+                if sub is not None and subs[sub] is None:
+                    continue
+                calls.append([sub, called])
+            muts = [[attr, node.lineno] for attr, node in _method_mutations(facts, fn)]
+            methods[mname] = {"calls": calls, "muts": muts}
+        classes[name] = {"methods": methods, "subs": {k: v for k, v in subs.items() if v is not None}}
+    reexports: Dict[str, str] = {}
+    for stmt in source.tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                if alias.name != "*":
+                    prefix = "." * stmt.level + (f"{stmt.module}." if stmt.module else "")
+                    reexports[alias.asname or alias.name] = prefix + alias.name
+    return {"classes": classes, "reexports": reexports}
