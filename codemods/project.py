@@ -55,9 +55,11 @@ class ProjectIndex:
     always: Tuple[str, ...] = ()
     #: FR005: path of a file compiling an imported class one by one ->
     #: {qualified class name as seen there: (class, method, attribute, line,
-    #: module) of the first int attribute change its forward reaches}
+    #: module, proven) of the first int attribute change its forward reaches;
+    #: proven False: the chain goes through a submodule known only from a
+    #: parameter's annotation}
     #: (:func:`prove_int_chains`)
-    int_chains: Dict[str, Dict[str, Tuple[str, str, str, int, str]]] = field(default_factory=dict)
+    int_chains: Dict[str, Dict[str, Tuple[str, str, str, int, str, bool]]] = field(default_factory=dict)
 
     def prefilter_tokens(self, path: str) -> Tuple[Tuple[bytes, bytes], ...]:
         """Byte strings one of which a file of the run must contain for the
@@ -276,30 +278,36 @@ def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]]) -> No
             start = find_class(path, q)
             if start is None or "forward" not in start[2]["methods"]:
                 continue
-            order = [(start, "forward", 0)]
+            # a chain through a submodule known only from a parameter's
+            # annotation is not proven (a subclass may be passed): seen chains
+            # are searched first, so a proven one wins
+            order = [(start, "forward", 0, True)]
             seen = {(start[0], start[1], "forward")}
             hit = None
             i = 0
-            while i < len(order) and hit is None:
-                (where, cls_name, cls_facts), method, hops = order[i]
+            while i < len(order):
+                (where, cls_name, cls_facts), method, hops, proven = order[i]
                 i += 1
                 entry = cls_facts["methods"][method]
                 if entry["muts"]:
                     attr, line = entry["muts"][0]
-                    hit = (cls_name, method, attr, line, index.modules[where][1])
-                    break
+                    if hit is None or (proven and not hit[5]):
+                        hit = (cls_name, method, attr, line, index.modules[where][1], proven)
+                    if proven:
+                        break
                 for sub, called in entry["calls"]:
                     target: Optional[Tuple[str, str, dict]] = (where, cls_name, cls_facts)
-                    next_hops = hops
+                    next_hops, next_proven = hops, proven
                     if sub is not None:
                         if hops >= MAX_PROJECT_HOPS:
                             continue
                         target = find_class(where, cls_facts["subs"][sub])
                         next_hops = hops + 1
+                        next_proven = proven and sub not in cls_facts.get("hinted", ())
                     if target is None or called not in target[2]["methods"] or (target[0], target[1], called) in seen:
                         continue
                     seen.add((target[0], target[1], called))
-                    order.append((target, called, next_hops))
+                    order.append((target, called, next_hops, next_proven))
             if hit is not None:
                 index.int_chains.setdefault(path, {})[q] = hit
     if index.int_chains:
