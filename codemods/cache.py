@@ -85,7 +85,8 @@ def project_key(project) -> str:
         # differ with object sharing)
         try:
             proven = getattr(project, "lr_proven", {})
-            blob = repr((sorted((key, sorted(fns.items())) for key, fns in facts.items()), sorted(proven.items()))).encode()
+            chains = getattr(project, "int_chains", {})
+            blob = repr((sorted((key, sorted(fns.items())) for key, fns in facts.items()), sorted(proven.items()), sorted(chains.items()))).encode()
             return hashlib.blake2b(blob, digest_size=16).hexdigest()
         except TypeError:
             pass

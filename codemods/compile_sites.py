@@ -43,6 +43,13 @@ _MODULE_BASE_NAMES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+def _root_name(node: ast.AST) -> ast.AST:
+    """``a`` of ``a.b.c``."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node
+
+
 def dotted_name(node: ast.AST) -> Optional[str]:
     """``a.b.c`` for a chain of Names/Attributes, else None."""
     parts: List[str] = []
@@ -383,6 +390,47 @@ class CompileModel:
         finally:
             self._resolving.discard(loop)
 
+    def loop_imported_classes(self, name: ast.Name) -> List[str]:
+        """Qualified names (as imported here) of the classes of other modules
+        that an ``isinstance(name, C)`` test guarding this use of a ``for``
+        target names (``for m in model.modules(): if isinstance(m, Layer):
+        m.compile()``, ``Layer`` imported), in the tests' order; torch's own
+        classes left out."""
+        bindings = self.scopes.bindings_of(name)
+        if len(bindings) != 1 or bindings[0].kind != "for" or not isinstance(bindings[0].value, (ast.For, ast.AsyncFor)):
+            return []
+        loop = bindings[0].value
+        out: List[str] = []
+        child: ast.AST = name
+        for anc in self.source.ancestors(name):
+            if anc is loop:
+                return out
+            if isinstance(anc, ast.If) and any(s is child for s in anc.body):
+                for kind in self._isinstance_kinds(anc.test, name.id):
+                    names = self.qualified_names(kind)
+                    q = next(iter(names)) if len(names) == 1 else ""
+                    if any(b.kind == "import" for b in self.scopes.bindings_of(_root_name(kind))) and not q.startswith((TORCH + ".", "builtins.")) and q not in out:
+                        out.append(q)
+            child = anc
+        return []  # not inside its loop
+
+    def _isinstance_kinds(self, test: ast.AST, name: str) -> List[ast.AST]:
+        """The class expressions of ``isinstance(name, C)`` / ``isinstance(name, (C, D))`` tests in ``test`` (an ``or`` of them)."""
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+        out: List[ast.AST] = []
+        for part in parts:
+            if (
+                isinstance(part, ast.Call)
+                and isinstance(part.func, ast.Name)
+                and part.func.id == "isinstance"
+                and self.scopes.is_builtin(part.func)
+                and len(part.args) == 2
+                and isinstance(part.args[0], ast.Name)
+                and part.args[0].id == name
+            ):
+                out.extend(part.args[1].elts if isinstance(part.args[1], ast.Tuple) else [part.args[1]])
+        return out
+
     def _isinstance_class(self, test: ast.AST, name: str) -> Optional[ast.ClassDef]:
         parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
         for part in parts:
@@ -459,6 +507,8 @@ class CompileModel:
             for value in self.assigned_values(expr):
                 if isinstance(value, ast.Call) and any(q.startswith(_NN_PREFIXES) for q in self.qualified_names(value.func)):
                     return True
+            if self.loop_imported_classes(expr):
+                return True  # `for m in model.modules(): if isinstance(m, Layer): m.compile()`, Layer imported
         return False
 
     # -- calls of compiled callables -------------------------------------------------------------

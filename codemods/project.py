@@ -51,8 +51,15 @@ class ProjectIndex:
     #: (module, line of the optimizer) pairs (:func:`prove_lr_writers`)
     lr_proven: Dict[ModuleKey, Dict[str, Tuple[Tuple[str, int], ...]]] = field(default_factory=dict)
     #: files the index concerns whatever names they mention (the modules of
-    #: proven lr writers)
+    #: proven lr writers, the files of FR005's chains)
     always: Tuple[str, ...] = ()
+    #: FR005: path of a file compiling an imported class one by one ->
+    #: {qualified class name as seen there: (class, method, attribute, line,
+    #: module, proven) of the first int attribute change its forward reaches;
+    #: proven False: the chain goes through a submodule known only from a
+    #: parameter's annotation}
+    #: (:func:`prove_int_chains`)
+    int_chains: Dict[str, Dict[str, Tuple[str, str, str, int, str, bool]]] = field(default_factory=dict)
 
     def prefilter_tokens(self, path: str) -> Tuple[Tuple[bytes, bytes], ...]:
         """Byte strings one of which a file of the run must contain for the
@@ -68,11 +75,15 @@ class ProjectIndex:
 
     @classmethod
     def from_functions(
-        cls, files: Sequence[str], functions: Dict[str, Optional[Dict[str, FunctionSummary]]], lr: Optional[Dict[str, Optional[dict]]] = None
+        cls,
+        files: Sequence[str],
+        functions: Dict[str, Optional[Dict[str, FunctionSummary]]],
+        lr: Optional[Dict[str, Optional[dict]]] = None,
+        ints: Optional[Dict[str, Optional[dict]]] = None,
     ) -> "ProjectIndex":
         """The index of ``files`` given each file's compiled functions
-        (:func:`compiled_functions`; None or missing: unreadable, skipped)
-        and FR004's facts (:func:`lr_facts`)."""
+        (:func:`compiled_functions`; None or missing: unreadable, skipped),
+        FR004's facts (:func:`lr_facts`) and FR005's (:func:`int_facts`)."""
         index = cls()
         folders: Dict[str, bool] = {}
         for path in files:
@@ -82,6 +93,8 @@ class ProjectIndex:
                 index.compiled[key] = found
         if lr:
             prove_lr_writers(index, files, lr)
+        if ints:
+            prove_int_chains(index, ints)
         names = {(name.encode(), key[1].rpartition(".")[2].encode()) for key, fns in index.compiled.items() for name in fns}
         names |= {(name.encode(), key[1].rpartition(".")[2].encode()) for key, fns in index.lr_proven.items() for name in fns}
         index.names = tuple(sorted(names))
@@ -103,9 +116,9 @@ class ProjectIndex:
         return _resolve_in(self.modules, self.compiled, path, qualified)
 
 
-def _resolve_in(modules: Dict[str, ModuleKey], table: Dict[ModuleKey, dict], path: str, qualified: str):
-    """(module key, entry) of what ``qualified`` as seen in ``path`` names in
-    ``table`` ((root, module) -> {name: entry}), or None."""
+def _absolute(modules: Dict[str, ModuleKey], path: str, qualified: str) -> Optional[Tuple[List[str], str, str]]:
+    """(roots to look in, dotted module, name) that ``qualified`` as seen in
+    ``path`` names (relative imports made absolute), or None."""
     me = modules.get(path)
     if me is None or "." not in qualified:
         return None
@@ -124,6 +137,16 @@ def _resolve_in(modules: Dict[str, ModuleKey], table: Dict[ModuleKey, dict], pat
         # a script's own folder is on sys.path when it runs; so is the root
         candidates_roots = [root, os.path.dirname(os.path.abspath(path))]
     module, _, name = qualified.rpartition(".")
+    return candidates_roots, module, name
+
+
+def _resolve_in(modules: Dict[str, ModuleKey], table: Dict[ModuleKey, dict], path: str, qualified: str):
+    """(module key, entry) of what ``qualified`` as seen in ``path`` names in
+    ``table`` ((root, module) -> {name: entry}), or None."""
+    found = _absolute(modules, path, qualified)
+    if found is None:
+        return None
+    candidates_roots, module, name = found
     for candidate_root in candidates_roots:
         functions = table.get((candidate_root, module))
         if functions and name in functions:
@@ -199,6 +222,132 @@ def prove_lr_writers(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Op
     index.always = tuple(sorted(homes[key] for key in index.lr_proven if key in homes))
 
 
+def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]]) -> None:
+    """Fill ``index.int_chains`` (FR005 across modules): for each imported
+    class a file compiles one by one (:func:`int_facts`), follow the calls of
+    its ``forward`` through the classes of the run (``self.method()``,
+    ``self.sub.method()`` and ``self.sub(...)`` where ``self.sub`` is built
+    from a class the analysis can see, imports and re-exports followed, at
+    most ``MAX_PROJECT_HOPS`` submodule hops) to the first change of an int
+    attribute.  Only the files on a chain are read, here, once per run
+    (:func:`codemods.transforms.unspec_int_attrs.class_facts`)."""
+    from .transforms.unspec_int_attrs import MAX_PROJECT_HOPS
+
+    wanted = {path: facts["compiled"] for path, facts in sorted(ints.items()) if facts and facts.get("compiled") and path in index.modules}
+    if not wanted:
+        return
+    homes = {key: path for path, key in index.modules.items()}
+    by_module: Dict[str, List[ModuleKey]] = {}
+    for key in sorted(homes):
+        by_module.setdefault(key[1], []).append(key)
+    loaded: Dict[str, Optional[dict]] = {}
+
+    def facts_of(path: str) -> Optional[dict]:
+        if path not in loaded:
+            loaded[path] = _class_facts_of_file(path)
+        return loaded[path]
+
+    def find_class(path: str, ref: str, depth: int = 0) -> Optional[Tuple[str, str, dict]]:
+        """(file, class name, its facts) of the class ``ref`` names in ``path``."""
+        if depth > 4:
+            return None
+        if "." not in ref:  # a class of the same module
+            facts = facts_of(path)
+            found = facts["classes"].get(ref) if facts else None
+            return (path, ref, found) if found is not None else None
+        absolute = _absolute(index.modules, path, ref)
+        if absolute is None:
+            return None
+        roots, module, name = absolute
+        keys = [(r, module) for r in roots if (r, module) in homes]
+        if not keys:
+            keys = by_module.get(module, [])
+            if len(keys) != 1:
+                return None  # not in the run, or ambiguous
+        target = homes[keys[0]]
+        facts = facts_of(target)
+        if not facts:
+            return None
+        if name in facts["classes"]:
+            return target, name, facts["classes"][name]
+        again = facts["reexports"].get(name)
+        return find_class(target, again, depth + 1) if again is not None and again != ref else None
+
+    for path, compiled in wanted.items():
+        for q, _line in compiled:
+            start = find_class(path, q)
+            if start is None or "forward" not in start[2]["methods"]:
+                continue
+            # a chain through a submodule known only from a parameter's
+            # annotation is not proven (a subclass may be passed): seen chains
+            # are searched first, so a proven one wins
+            order = [(start, "forward", 0, True)]
+            seen = {(start[0], start[1], "forward")}
+            hit = None
+            i = 0
+            while i < len(order):
+                (where, cls_name, cls_facts), method, hops, proven = order[i]
+                i += 1
+                entry = cls_facts["methods"][method]
+                if entry["muts"]:
+                    attr, line = entry["muts"][0]
+                    if hit is None or (proven and not hit[5]):
+                        hit = (cls_name, method, attr, line, index.modules[where][1], proven)
+                    if proven:
+                        break
+                for sub, called in entry["calls"]:
+                    target: Optional[Tuple[str, str, dict]] = (where, cls_name, cls_facts)
+                    next_hops, next_proven = hops, proven
+                    if sub is not None:
+                        if hops >= MAX_PROJECT_HOPS:
+                            continue
+                        target = find_class(where, cls_facts["subs"][sub])
+                        next_hops = hops + 1
+                        next_proven = proven and sub not in cls_facts.get("hinted", ())
+                    if target is None or called not in target[2]["methods"] or (target[0], target[1], called) in seen:
+                        continue
+                    seen.add((target[0], target[1], called))
+                    order.append((target, called, next_hops, next_proven))
+            if hit is not None:
+                index.int_chains.setdefault(path, {})[q] = hit
+    if index.int_chains:
+        index.always = tuple(sorted(set(index.always) | set(index.int_chains)))
+
+
+def _class_facts_of_file(path: str) -> Optional[dict]:
+    """FR005's class facts of one file (None: unreadable, unparsable, no
+    class or import)."""
+    from .source import Source, decode
+    from .transforms.unspec_int_attrs import class_facts
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if b"class" not in data and b"import" not in data:
+        return None
+    try:
+        tree = ast.parse(data)
+        text, encoding = decode(data)
+        return class_facts(Source(path, path, data, tree, text, encoding))
+    except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, LookupError):
+        return None
+
+
+def int_facts(source) -> Optional[dict]:
+    """FR005's per-file facts for the index (JSON-ready; None: nothing): the
+    imported classes the file compiles one by one."""
+    from .transforms.unspec_int_attrs import index_facts
+
+    if b"isinstance" not in source.data:
+        return None
+    try:
+        return index_facts(source)
+    except RecursionError:
+        return None
+
+
 def lr_facts(source) -> Optional[dict]:
     """FR004's per-file facts for the index (JSON-ready; None: nothing),
     from the file's parsed :class:`~codemods.source.Source`."""
@@ -266,16 +415,18 @@ def parse_for_index(data: bytes, display_path: str = "<file>"):
         return {}, None
 
 
-def _file_functions(path: str) -> Tuple[Optional[Dict[str, FunctionSummary]], Optional[dict]]:
+def _file_functions(path: str) -> Tuple[Optional[Dict[str, FunctionSummary]], Optional[dict], Optional[dict]]:
     """(the compiled functions of one file ({} for none or unparsable; None:
-    unreadable), its FR004 facts (:func:`lr_facts`))."""
+    unreadable), its FR004 facts (:func:`lr_facts`), its FR005 facts (:func:`int_facts`))."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError:
-        return None, None
+        return None, None, None
     functions, source = parse_for_index(data, path)
-    return functions, (lr_facts(source) if source is not None else None)
+    if source is None:
+        return functions, None, None
+    return functions, lr_facts(source), int_facts(source)
 
 
 def _summary_to_json(s: FunctionSummary):
@@ -318,6 +469,14 @@ def _lr_shape_ok(lr) -> bool:
         return False
 
 
+def _ints_shape_ok(ints) -> bool:
+    """Has ``ints`` (FR005's facts of one file) the shape :func:`prove_int_chains` reads?"""
+    try:
+        return isinstance(ints, dict) and all(isinstance(q, str) and isinstance(line, int) for q, line in ints["compiled"])
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 class FactsCache:
     """Per-file index facts kept in the cache folder, keyed by (path, size,
     mtime_ns) and the tool's source fingerprint, so a warm run only stats
@@ -348,7 +507,7 @@ class FactsCache:
         except OSError:
             return None, None
         entry = self.entries.get(os.path.abspath(path))
-        if not isinstance(entry, list) or len(entry) != 6 or not isinstance(entry[3], dict) or entry[0] != st.st_size:
+        if not isinstance(entry, list) or len(entry) != 7 or not isinstance(entry[3], dict) or entry[0] != st.st_size:
             return None, st  # missing, or of the wrong shape: a miss, never a crash
         # size + mtime decide, unless the file changed close to when it was
         # cached ("racily clean") or its mtime changed: then the content hash
@@ -361,7 +520,7 @@ class FactsCache:
                         return None, st
             except OSError:
                 return None, st
-        if entry[5] is not None and not _lr_shape_ok(entry[5]):
+        if (entry[5] is not None and not _lr_shape_ok(entry[5])) or (entry[6] is not None and not _ints_shape_ok(entry[6])):
             return None, st
         try:
             return {name: _summary_from_json(d) for name, d in entry[3].items()}, st
@@ -371,9 +530,16 @@ class FactsCache:
     def lr_facts(self, path: str) -> Optional[dict]:
         """The FR004 facts kept with ``path``'s entry (after a :meth:`lookup` hit)."""
         entry = self.entries.get(os.path.abspath(path))
-        return entry[5] if isinstance(entry, list) and len(entry) == 6 and isinstance(entry[5], dict) else None
+        return entry[5] if isinstance(entry, list) and len(entry) == 7 and isinstance(entry[5], dict) else None
 
-    def store(self, path: str, st, functions: Optional[Dict[str, FunctionSummary]], digest: Optional[str] = None, lr: Optional[dict] = None) -> None:
+    def int_facts(self, path: str) -> Optional[dict]:
+        """The FR005 facts kept with ``path``'s entry (after a :meth:`lookup` hit)."""
+        entry = self.entries.get(os.path.abspath(path))
+        return entry[6] if isinstance(entry, list) and len(entry) == 7 and isinstance(entry[6], dict) else None
+
+    def store(
+        self, path: str, st, functions: Optional[Dict[str, FunctionSummary]], digest: Optional[str] = None, lr: Optional[dict] = None, ints: Optional[dict] = None
+    ) -> None:
         """Keep ``functions`` for ``path`` (``digest``: the content hash of the
         bytes they were computed from; without it the file is hashed now)."""
         if functions is None or st is None:
@@ -394,8 +560,10 @@ class FactsCache:
             ok = False
         if ok and lr is not None:
             ok = _lr_shape_ok(lr) and json.loads(json.dumps(lr)) == lr
+        if ok and ints is not None:
+            ok = _ints_shape_ok(ints) and json.loads(json.dumps(ints)) == ints
         if ok:
-            self.entries[key] = [st.st_size, st.st_mtime_ns, time.time_ns(), encoded, digest, lr]
+            self.entries[key] = [st.st_size, st.st_mtime_ns, time.time_ns(), encoded, digest, lr, ints]
             self.dirty = True
 
     def save(self) -> None:
@@ -415,7 +583,7 @@ class FactsCache:
 POOL_MIN_PARSE = 16
 
 
-def _compute_functions(paths: List[str], jobs: int) -> List[Tuple[Optional[Dict[str, FunctionSummary]], Optional[dict]]]:
+def _compute_functions(paths: List[str], jobs: int) -> List[Tuple[Optional[Dict[str, FunctionSummary]], Optional[dict], Optional[dict]]]:
     """:func:`_file_functions` of each path, in order (each file read once; only
     those :func:`codemods.prefilter.mentions_compile` keeps are parsed), in a
     process pool when ``jobs > 1`` and there are enough files."""
@@ -439,6 +607,7 @@ def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str]
     facts = FactsCache(cache_dir) if cache_dir is not None else None
     found: Dict[str, Optional[Dict[str, FunctionSummary]]] = {}
     lr: Dict[str, Optional[dict]] = {}
+    ints: Dict[str, Optional[dict]] = {}
     misses: List[str] = []
     stats: Dict[str, Optional[os.stat_result]] = {}
     for path in files:
@@ -447,13 +616,15 @@ def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str]
         stats[path] = st
         if functions is not None and facts is not None:
             lr[path] = facts.lr_facts(path)
+            ints[path] = facts.int_facts(path)
         if functions is None and (facts is None or st is not None):
             misses.append(path)
-    for path, (functions, file_lr) in zip(misses, _compute_functions(misses, jobs)):
+    for path, (functions, file_lr, file_ints) in zip(misses, _compute_functions(misses, jobs)):
         found[path] = functions
         lr[path] = file_lr
+        ints[path] = file_ints
         if facts is not None:
-            facts.store(path, stats[path], functions, lr=file_lr)
+            facts.store(path, stats[path], functions, lr=file_lr, ints=file_ints)
     if facts is not None and cache_write:
         facts.save()
-    return ProjectIndex.from_functions(files, found, lr)
+    return ProjectIndex.from_functions(files, found, lr, ints)

@@ -44,7 +44,7 @@ from .context import Settings
 from .discovery import DEFAULT_EXCLUDES, discover, display_path
 from .engine import FileResult, process_source, read_file
 from .findings import FileError, Finding, Fix
-from .project import FactsCache, ProjectIndex, lr_facts, parse_for_index
+from .project import FactsCache, ProjectIndex, int_facts, lr_facts, parse_for_index
 from .writer import write_changed
 
 GENERATED_MARKER = b"@generated"
@@ -158,6 +158,8 @@ class _Looked:
     content_hash: Optional[str] = None
     #: FR004's facts for the index (first look only)
     lr: Optional[dict] = None
+    #: FR005's facts for the index (first look only)
+    ints: Optional[dict] = None
 
 
 #: per-process state of the worker pool: options and (second look) the index
@@ -192,6 +194,7 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
         return _Looked(path, FileResult(path=path, display_path=display, error=too_much), None, st)
     functions, source = parse_for_index(data, display) if mode == "first" else (None, None)
     lr = lr_facts(source) if source is not None else None
+    ints = int_facts(source) if source is not None else None
     too_much = _over_limits(data, source.tree if source is not None else None)
     if too_much is not None:
         return _Looked(path, FileResult(path=path, display_path=display, error=too_much), functions, st)
@@ -207,7 +210,7 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
     # process: the interactive review re-analyses files with findings)
     result.original = data if (result.new is not None or not options.portable) else None
     digest = content_hash(data) if options.want_hash else None
-    return _Looked(path, result, functions, st, digest, lr)
+    return _Looked(path, result, functions, st, digest, lr, ints)
 
 
 def _may_hold_a_finding(data: bytes) -> bool:
@@ -538,6 +541,7 @@ def _run(
     facts_cache = FactsCache(cache_dir) if cache_dir is not None else None
     functions: Dict[str, Optional[dict]] = {}
     lr: Dict[str, Optional[dict]] = {}
+    ints: Dict[str, Optional[dict]] = {}
     stat_of: Dict[str, Optional[os.stat_result]] = {}
     first: List[str] = []
     for path in files:
@@ -545,6 +549,7 @@ def _run(
         if known is not None:
             functions[path] = known
             lr[path] = facts_cache.lr_facts(path)  # type: ignore[union-attr]
+            ints[path] = facts_cache.int_facts(path)  # type: ignore[union-attr]
             stat_of[path] = st
         else:
             first.append(path)
@@ -555,14 +560,18 @@ def _run(
         looked[item.path] = item
         functions[item.path] = item.functions
         lr[item.path] = item.lr
+        ints[item.path] = item.ints
         if facts_cache is not None and item.functions is not None:
-            facts_cache.store(item.path, item.stat, item.functions, item.content_hash, item.lr)
+            facts_cache.store(item.path, item.stat, item.functions, item.content_hash, item.lr, item.ints)
 
     # 4. the index
     for path, facts in list(lr.items()):
         if facts and not file_settings[path].selects("FR004"):  # per-file ignores: FR004 fixes nothing there
             lr[path] = None
-    project = ProjectIndex.from_functions(files, functions, lr)
+    for path, facts in list(ints.items()):
+        if facts and not file_settings[path].selects("FR005"):  # per-file ignores: no FR005 finding there
+            ints[path] = None
+    project = ProjectIndex.from_functions(files, functions, lr, ints)
     out.project = project
     cache = None
     if cache_dir is not None:

@@ -199,25 +199,8 @@ def int_mutations_in_forward(model: CompileModel, cls: ast.ClassDef) -> List[Int
                 order.append((target, name, next_hops))
     found: List[IntMutation] = []
     for owner, name, _ in order:
-        owner_facts = facts(owner)
-        if not owner_facts.int_attrs:
-            continue
-        fn = owner_facts.methods[name]
-        statements = _in_order([n for n in _walk_body(fn) if isinstance(n, (ast.AugAssign, ast.Assign))])
-        for node in statements:
-            if isinstance(node, ast.AugAssign):
-                attr = _self_attr(node.target)
-                if attr in owner_facts.int_attrs and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
-                    found.append(IntMutation(attr, node, name, owner.name))  # type: ignore[arg-type]
-            else:
-                for target in node.targets:  # type: ignore[attr-defined]
-                    attr = _self_attr(target)
-                    if (
-                        attr in owner_facts.int_attrs
-                        and _mentions_self_attr(node.value, attr)  # type: ignore[attr-defined,arg-type]
-                        and not _has_float_or_div(node.value)  # type: ignore[attr-defined]
-                    ):
-                        found.append(IntMutation(attr, node, name, owner.name))  # type: ignore[arg-type]
+        for attr, node in _method_mutations(facts(owner), facts(owner).methods[name]):
+            found.append(IntMutation(attr, node, name, owner.name))
     return found
 
 
@@ -495,6 +478,21 @@ modules compiled one by one in a loop count (`for m in model.modules(): if
 isinstance(m, Layer): m.compile()`, `for b in model.layers: b.compile()`):
 the flag goes before the loop.
 
+Across modules (a run over the project, through its index): a class
+imported from another module of the run and compiled one by one (`for m in
+model.modules(): if isinstance(m, TransformerLayer): m.compile()`) is
+followed there: its `forward`, `self.method()`, `self.sub.method()` and
+`self.sub(...)` (the submodule's forward), through imports and re-exports
+(`from .kv_cache import KVCache` in a package's `__init__`), up to four
+submodule hops, to the first change of an int attribute (the layer -> its
+attention -> `KVCache.update` doing `self.size += seq_len`); the compile's
+file gets the flag before the loop. A hop only counts when the submodule is
+built from a class the analysis sees (`self.kv_cache = KVCache(...)`); one
+held from a parameter annotated with the class (`self.attn = attn`, `attn:
+MultiHeadAttention`: a subclass may be passed) is reported with `--unproven`
+only; an unannotated parameter or a factory's result is not followed. Run
+the tool over the whole project: a class outside the run is not guessed.
+
 It also finds an int attribute that differs per instance rather than per
 call: `self.layer_idx = layer_idx` in `__init__`, instances built with a loop
 variable (`[Block(cfg, i) for i in range(n)]`), read in `forward`, the
@@ -629,17 +627,34 @@ all dynamo config is.
     )
 
     reads = "ast"
+    reads_project = True
 
     def check(self, ctx) -> Iterable[Finding]:
         model = ctx.model
         source = ctx.source
         if not model.compile_sites:
             return []
-        # (insertion statement, site, message, blocker), in source order of the compile
-        candidates: List[Tuple[ast.stmt, AstCompileSite, str, Optional[str]]] = []
+        # (insertion statement, site, message, blocker, proven), in source order of the compile
+        candidates: List[Tuple[ast.stmt, AstCompileSite, str, Optional[str], bool]] = []
         mutations_of: Dict[int, List[IntMutation]] = {}
+        chains = getattr(ctx.project, "int_chains", {}).get(ctx.path, {}) if ctx.project is not None else {}
         for site in model.compile_sites:
             cls = compiled_module_class(model, site)
+            if cls is None and chains and site.statement is not None:
+                # an imported class compiled one by one: the project index followed its forward
+                for q in imported_loop_classes(model, site):
+                    if q in chains:
+                        owner, method, attr, line, module, proven = chains[q]
+                        message = (
+                            f"`{q.rpartition('.')[2]}` (compiled one by one) reaches `{owner}.{method}` in `{module}`, which changes "
+                            f"int attribute `self.{attr}` (line {line}): torch specialises int attributes of compiled modules, so every new value recompiles"
+                        )
+                        if not proven:
+                            message += " (through a submodule known only from a parameter's annotation: reported with --unproven)"
+                        stmt = _insertion_statement(source, _compile_statement(model, site))
+                        candidates.append((stmt, site, message, None, proven))
+                        break
+                continue
             if cls is None or site.statement is None:
                 continue
             if id(cls) not in mutations_of:
@@ -652,7 +667,7 @@ all dynamo config is.
                     f"`{mutation.cls_name or cls.name}.{mutation.method}` changes int attribute `self.{mutation.attr}` (line {mutation.node.lineno}): "
                     "torch specialises int attributes of compiled modules, so every new value recompiles"
                 )
-                candidates.append((stmt, site, message, None))
+                candidates.append((stmt, site, message, None, True))
                 continue
             if not _compiled_one_by_one(model, site):
                 continue
@@ -662,14 +677,14 @@ all dynamo config is.
                     f"are compiled one by one and read it in forward (line {found.read.lineno}): "  # type: ignore[attr-defined]
                     "torch specialises int attributes of compiled modules, so every instance recompiles the shared code"
                 )
-                candidates.append((stmt, site, message, found.blocker))
+                candidates.append((stmt, site, message, found.blocker, True))
                 break
         if not candidates or placement.config_mentions(source, [FLAG]):
             return []
         candidates.sort(key=lambda c: placement.start_of(c[0]))
         findings: List[Finding] = []
         chosen: List[ast.stmt] = []
-        for stmt, site, message, blocker in candidates:
+        for stmt, site, message, blocker, proven in candidates:
             if any(s is stmt or placement.dominates(source, s, stmt) for s in chosen):
                 continue  # the flag is already set before this compile runs
             if blocker is not None:
@@ -680,9 +695,10 @@ all dynamo config is.
             if placement.block_of(source, stmt) is None or (
                 not placement.torch_at_least(ctx.settings, FLAG_SINCE) and placement.builtin_shadowed(model, stmt, "hasattr")
             ):
-                findings.append(self.finding(ctx, site.node, message + " (no automatic fix here)"))
+                findings.append(self.finding(ctx, site.node, message + " (no automatic fix here)", proven=proven))
                 continue
-            chosen.append(stmt)
+            if proven:  # an unproven finding is dropped by default: its flag must not hide a later compile's
+                chosen.append(stmt)
             findings.append(
                 self.finding(
                     ctx,
@@ -692,6 +708,7 @@ all dynamo config is.
                     safety=Safety.SAFE,
                     needs_torch=True,
                     title=f"set `torch._dynamo.config.{FLAG} = True` before the compile",
+                    proven=proven,
                 )
             )
         return findings
@@ -717,3 +734,157 @@ all dynamo config is.
             ],
         )
         return cst.If(test=test, body=cst.IndentedBlock(body=[assign]))
+
+
+# -- across modules (the project index) -------------------------------------------------
+#: how many hops a chain may take across classes of other modules (the
+#: compiled layer -> its attention -> its cache)
+MAX_PROJECT_HOPS = 4
+
+
+def imported_loop_classes(model: CompileModel, site: AstCompileSite) -> List[str]:
+    """Qualified names of the imported classes an ``isinstance`` guard names
+    for a module compiled one by one in a loop (``for m in model.modules():
+    if isinstance(m, TransformerLayer): m.compile()``, the class imported from
+    another module of the project); [] when the compiled class is one of this
+    module or not named by such a guard."""
+    if site.form not in ("wrap", "method") or not isinstance(site.target, ast.Name) or not _compiled_one_by_one(model, site):
+        return []
+    if compiled_module_class(model, site) is not None:
+        return []
+    return model.loop_imported_classes(site.target)
+
+
+def index_facts(source: Source) -> Optional[dict]:
+    """FR005's facts of a file for the project index (JSON-ready), or None:
+    the imported classes it compiles one by one, as (qualified name as seen
+    here, line of the compile)."""
+    from ..compile_sites import model_of
+
+    model = model_of(source)
+    compiled: List[list] = []
+    for site in model.compile_sites:
+        for q in imported_loop_classes(model, site):
+            compiled.append([q, site.node.lineno])  # type: ignore[attr-defined]
+    return {"compiled": compiled} if compiled else None
+
+
+def _annotated_class(model: CompileModel, annotation: Optional[ast.AST]) -> Optional[str]:
+    """The class a parameter annotation names (``MultiHeadAttention``,
+    ``Optional[KVCache]``, ``KVCache | None``): a module class of this file
+    (its name) or an imported one (its qualified name); None otherwise."""
+    if isinstance(annotation, ast.Subscript) and any(q in ("typing.Optional", "Optional") for q in model.qualified_names(annotation.value)):
+        annotation = annotation.slice
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [annotation.left, annotation.right]
+        rest = [x for x in sides if not (isinstance(x, ast.Constant) and x.value is None)]
+        annotation = rest[0] if len(rest) == 1 else None
+    if not isinstance(annotation, (ast.Name, ast.Attribute)):
+        return None
+    name = ast_dotted_name(annotation) or ""
+    if name in model.classes:
+        return name if model.is_module_class(model.classes[name]) else None
+    names = model.qualified_names(annotation)
+    q = next(iter(names)) if len(names) == 1 else ""
+    return q if "." in q and not q.startswith(("torch.", "builtins.", "typing.")) else None
+
+
+def _submodule_ref(model: CompileModel, owner: ast.ClassDef, attr: str) -> Optional[Tuple[str, bool]]:
+    """What class ``self.<attr>`` of ``owner`` holds an instance of, when every
+    instance assigned to it is of one class: a class of this module (its
+    name) or an imported one (its qualified name as seen here), and whether
+    that is seen (every value a construction) or only hinted (a value is a
+    parameter annotated with the class: ``self.attn = attn``, ``attn:
+    MultiHeadAttention``; a subclass may be passed).  None for anything else
+    (an unannotated parameter, a factory's result, two classes)."""
+    found: Optional[str] = None
+    hinted = False
+    for c in _class_chain(model, owner):
+        for value in model.self_attr_values(c, attr):
+            value = _unwrap_module_call(value)  # type: ignore[assignment]
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue
+            ref: Optional[str] = None
+            if isinstance(value, ast.Name):
+                bindings = model.scopes.bindings_of(value)
+                if len(bindings) == 1 and bindings[0].kind == "param" and isinstance(bindings[0].node, ast.arg):
+                    ref = _annotated_class(model, bindings[0].node.annotation)
+                    hinted = True
+            elif isinstance(value, ast.Call):
+                local = model.module_class_of(value)
+                if local is not None:
+                    ref = local.name
+                else:
+                    names = model.qualified_names(value.func)
+                    q = next(iter(names)) if len(names) == 1 else ""
+                    ref = q if "." in q and not q.startswith(("torch.", "builtins.")) else None
+            if ref is None or (found is not None and ref != found):
+                return None
+            found = ref
+    return (found, hinted) if found is not None else None
+
+
+def _method_mutations(owner_facts: _ClassFacts, fn: ast.AST) -> List[Tuple[str, ast.stmt]]:
+    """(attribute, statement) for each change of an int attribute of the
+    class in ``fn`` (``self.n += 1``, ``self.n = self.n + 1``), in source order."""
+    out: List[Tuple[str, ast.stmt]] = []
+    if not owner_facts.int_attrs:
+        return out
+    for node in _in_order([n for n in _walk_body(fn) if isinstance(n, (ast.AugAssign, ast.Assign))]):
+        if isinstance(node, ast.AugAssign):
+            attr = _self_attr(node.target)
+            if attr in owner_facts.int_attrs and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
+                out.append((attr, node))  # type: ignore[arg-type]
+        else:
+            for target in node.targets:  # type: ignore[attr-defined]
+                attr = _self_attr(target)
+                if attr in owner_facts.int_attrs and _mentions_self_attr(node.value, attr) and not _has_float_or_div(node.value):  # type: ignore[attr-defined,arg-type]
+                    out.append((attr, node))  # type: ignore[arg-type]
+    return out
+
+
+def class_facts(source: Source) -> dict:
+    """What a chain through this module's classes needs (JSON-ready): per
+    class, per method, the calls it makes on ``self`` (``[sub, method]``;
+    ``self.attn(x)`` on a submodule is ``["attn", "forward"]``, sub None for
+    ``self.method()``) and the int attributes it changes (``[attr, line]``);
+    the class each called submodule attribute holds (:func:`_submodule_ref`;
+    ``hinted``: those known only from a parameter's annotation);
+    and the names the module re-exports (``from .kv_cache import KVCache``)."""
+    from ..compile_sites import model_of
+
+    model = model_of(source)
+    classes: Dict[str, dict] = {}
+    for name, cls in model.classes.items():
+        if not model.is_module_class(cls):
+            continue
+        facts = _facts(model, cls)
+        methods: Dict[str, dict] = {}
+        subs: Dict[str, Optional[str]] = {}
+        for mname, fn in facts.methods.items():
+            if mname == "__init__":
+                continue
+            calls: List[list] = []
+            for sub, called in _method_calls(fn):
+                if sub is None and called not in facts.methods:
+                    sub, called = called, "forward"  # `self.attn(h)`: the submodule's forward
+                if sub is not None and sub not in subs:
+                    subs[sub] = _submodule_ref(model, cls, sub)
+                if sub is not None and subs[sub] is None:
+                    continue
+                calls.append([sub, called])
+            muts = [[attr, node.lineno] for attr, node in _method_mutations(facts, fn)]
+            methods[mname] = {"calls": calls, "muts": muts}
+        classes[name] = {
+            "methods": methods,
+            "subs": {k: v[0] for k, v in subs.items() if v is not None},
+            "hinted": sorted(k for k, v in subs.items() if v is not None and v[1]),
+        }
+    reexports: Dict[str, str] = {}
+    for stmt in source.tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                if alias.name != "*":
+                    prefix = "." * stmt.level + (f"{stmt.module}." if stmt.module else "")
+                    reexports[alias.asname or alias.name] = prefix + alias.name
+    return {"classes": classes, "reexports": reexports}
