@@ -12,7 +12,9 @@ from typing import Dict, List
 from .base import Example, Rule
 from .compile_in_loop import CompileInLoop
 from .dynamic_shapes import DynamicShapes
+from .global_rebound import GlobalRebound
 from .graph_break import GraphBreak
+from .hook_after_compile import HookAfterCompile
 from .int_control_flow import IntControlFlow
 from .mark_dynamic_inside import MarkDynamicInside
 from .float_args import FloatArgs
@@ -32,6 +34,8 @@ REGISTRY: List[Rule] = [
     CompileInLoop(),
     IntControlFlow(),
     MarkDynamicInside(),
+    GlobalRebound(),
+    HookAfterCompile(),
 ]
 
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}
