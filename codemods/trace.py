@@ -141,13 +141,10 @@ CURES: Dict[str, Tuple[Cure, ...]] = {cause: () for cause in CAUSES}
 CURES.update(
     {
         FLOAT_ARG: (Cure("FR003"), Cure("FR001", upgrade=True)),
-        INT_ARG: (Cure("FR001", upgrade=True), Cure("FR009")),
+        INT_ARG: (Cure("FR001", upgrade=True),),
         TENSOR_SHAPE: (Cure("FR001", upgrade=True),),
         MODULE_INT_ATTR: (Cure("FR005"),),
         OPTIMIZER_LR: (Cure("FR004"),),
-        # report-only rules: the static finding names the cause in the table
-        CLOSURE: (Cure("FR008"),),
-        BACKEND: (Cure("FR008"),),
     }
 )
 

@@ -281,8 +281,15 @@ def test_bound_at_or_below_the_default_limit(bound):
 
 
 def test_unknown_bound_is_not_reported():
-    findings, _ = fix(LOOP.replace("range(12)", "range(n)").replace("for i", "n = 12\nfor i"), "FR006", unsafe=True)
+    """A bound whose value the module does not show: no finding.  A name
+    bound once to a constant is a visible bound (codemods/constants.py)."""
+    unknown = LOOP.replace("range(12)", "range(n)").replace("for i", "import sys\nn = int(sys.argv[1])\nfor i")
+    findings, _ = fix(unknown, "FR006", unsafe=True)
     assert findings == []
+    rebound = LOOP.replace("range(12)", "range(n)").replace("for i", "n = 12\nn = 4\nfor i")
+    assert fix(rebound, "FR006", unsafe=True)[0] == []
+    known, _ = fix(LOOP.replace("range(12)", "range(n)").replace("for i", "n = 12\nfor i"), "FR006", unsafe=True)
+    assert [f.code for f in known] == ["FR006"]
 
 
 def test_shadowed_max_gets_no_fix():
