@@ -152,12 +152,12 @@ CURES.update(
 #: the guarded source(s).  TENSOR_SHAPE's ``maybe_mark_dynamic`` advice is built
 #: from the dims seen to vary (:func:`cure_label`); BOUNDED causes say so.
 REMEDIES: Dict[str, str] = {
-    GLOBAL: "report: pass {src} as an argument",
+    GLOBAL: "report: pass {src} as an argument (rule FR011)",
     MODULE_FLOAT_ATTR: "report: keep {src} in a tensor (buffer) and .fill_() it",
     LENGTH: "report: stack or pad {src}",
-    CLOSURE: "report: pass {src} as an argument",
+    CLOSURE: "report: pass {src} as an argument (rule FR008 for a closure compiled in a loop)",
     RESUME_VALUE: "report: keep the value a tensor (or torch._dynamo.config.capture_scalar_outputs = True for .item())",
-    BACKEND: "report: reuse one backend object",
+    BACKEND: "report: reuse one backend object (rule FR008)",
 }
 
 
