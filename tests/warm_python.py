@@ -19,7 +19,7 @@ behaves as ``python ARGS`` would: its own ``sys.argv``, working folder,
 environment and ``sys.path[0]``, stdin from a file or ``/dev/null``, stdout
 and stderr captured, its exit status returned.
 
-    run([script, arg, ...], env=..., cwd=..., timeout=...)   # or ["-c", code, ...]
+    run([script, arg, ...], env=..., cwd=..., timeout=...)   # or ["-c", code, ...], ["-m", module, ...]
 
 has ``subprocess.run``'s shape and result (a ``CompletedProcess``;
 ``subprocess.TimeoutExpired`` on timeout).  It runs cold (a plain
@@ -128,7 +128,7 @@ def _child(request: dict) -> None:
         out = os.open(request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         err = os.open(request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(out, 1)
-        os.dup2(err, 2)
+        os.dup2(out if request.get("merge") else err, 2)
         for fd in (devnull, out, err):
             os.close(fd)
         os.chdir(request["cwd"])
@@ -145,6 +145,10 @@ def _child(request: dict) -> None:
             main.__dict__["__builtins__"] = __builtins__
             sys.modules["__main__"] = main
             exec(compile(args[1], "<string>", "exec"), main.__dict__)
+        elif args[0] == "-m":
+            sys.argv = [args[1], *args[2:]]  # runpy puts the module's path first
+            sys.path[0] = os.getcwd()
+            runpy.run_module(args[1], run_name="__main__", alter_sys=True)
         else:
             script = args[0]
             sys.argv = list(args)
@@ -280,7 +284,7 @@ class _Server:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def run(self, args: Sequence[str], env: Dict[str, str], cwd: str, timeout: Optional[float], input: Optional[bytes]):
+    def run(self, args: Sequence[str], env: Dict[str, str], cwd: str, timeout: Optional[float], input: Optional[bytes], merge: bool):
         """(status, stdout bytes, stderr bytes, timed out)"""
         with tempfile.TemporaryDirectory(prefix="warm-run-") as tmp:
             out, err, stdin = (os.path.join(tmp, n) for n in ("out", "err", "in"))
@@ -289,7 +293,7 @@ class _Server:
                     fh.write(input)
             request = {
                 "args": list(args), "cwd": os.path.abspath(cwd), "env": env,
-                "out": out, "err": err, "stdin": stdin if input is not None else None,
+                "out": out, "err": err, "stdin": stdin if input is not None else None, "merge": merge,
             }
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             started = self._reply(60)
@@ -366,10 +370,12 @@ def try_run(
     timeout: Optional[float] = None,
     input: Optional[Union[bytes, str]] = None,
     text: bool = False,
+    stderr_to_stdout: bool = False,
 ) -> Optional[subprocess.CompletedProcess]:
     """``python ARGS`` in a fork of the ``kind`` server, as
     ``subprocess.run([sys.executable, *args], capture_output=True, ...)`` would
-    return it; None where no server can stand in (then run it cold)."""
+    return it (``stderr_to_stdout``: as with ``stderr=subprocess.STDOUT``);
+    None where no server can stand in (then run it cold)."""
     env = dict(os.environ if env is None else env)
     cwd = os.getcwd() if cwd is None else cwd
     if isinstance(input, str):
@@ -379,7 +385,7 @@ def try_run(
         if server is None:
             return None
         try:
-            status, stdout, stderr, timed_out = server.run(args, env, cwd, timeout, input)
+            status, stdout, stderr, timed_out = server.run(args, env, cwd, timeout, input, stderr_to_stdout)
         except _ServerGone:
             _broken.add(kind)  # never again in this process; this run goes cold
             return None
@@ -390,8 +396,11 @@ def try_run(
             for key in [k for k, v in _servers.items() if v is server]:
                 del _servers[key]
             raise
+    if stderr_to_stdout:
+        stderr = None
     if text:
-        stdout, stderr = stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
+        stdout = stdout.decode("utf-8", "replace")
+        stderr = stderr if stderr is None else stderr.decode("utf-8", "replace")
     cmd = [sys.executable, *args]
     if timed_out:
         raise subprocess.TimeoutExpired(cmd, timeout, output=stdout, stderr=stderr)
@@ -420,6 +429,41 @@ def run(
         [sys.executable, *args], capture_output=True, text=text, input=input,
         env=dict(os.environ if env is None else env), cwd=cwd, timeout=timeout,
     )
+
+
+def subprocess_run(args: Sequence[str], *, kind: str, **kwargs) -> subprocess.CompletedProcess:
+    """A drop-in for ``subprocess.run(args, **kwargs)`` where ``args`` starts with
+    ``sys.executable``: warm (a fork of the ``kind`` server) when the call
+    captures the output (``capture_output=True`` or ``stdout=PIPE`` with
+    ``stderr`` ``PIPE`` or ``STDOUT``) and stdin is ``/dev/null`` (``DEVNULL``,
+    unset) or ``input``; otherwise, or where no server can stand in, exactly
+    ``subprocess.run``."""
+    cmd = [str(c) for c in args]
+    kw = dict(kwargs)
+    check = kw.pop("check", False)
+    capture = kw.pop("capture_output", False)
+    stdout, stderr = kw.pop("stdout", None), kw.pop("stderr", None)
+    stdin = kw.pop("stdin", None)
+    text = bool(kw.pop("text", False) or kw.pop("universal_newlines", False))
+    input = kw.pop("input", None)
+    cwd, env, timeout = kw.pop("cwd", None), kw.pop("env", None), kw.pop("timeout", None)
+    piped = capture or (stdout == subprocess.PIPE and stderr in (subprocess.PIPE, subprocess.STDOUT))
+    done = None
+    if cmd and cmd[0] == sys.executable and not kw and piped and stdin in (None, subprocess.DEVNULL):
+        done = try_run(
+            cmd[1:], kind=kind, env=env, cwd=None if cwd is None else str(cwd), timeout=timeout,
+            input=input, text=text, stderr_to_stdout=stderr == subprocess.STDOUT,
+        )
+    if done is None:
+        return subprocess.run(args, **kwargs)
+    if check:
+        done.check_returncode()
+    return done
+
+
+def cli_run(*args, **kwargs) -> subprocess.CompletedProcess:
+    """:func:`subprocess_run` with the CLI warm (``kind="cli"``)."""
+    return subprocess_run(*args, kind="cli", **kwargs)
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--serve"]:
