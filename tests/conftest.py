@@ -22,6 +22,10 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    # this process's warm servers (tests/warm_python.py), if it started any
+    warm = sys.modules.get("warm_python")
+    if warm is not None:
+        warm.close_all()
     folder = getattr(config, "_probe_cache", None)
     if folder:
         import shutil

@@ -33,8 +33,10 @@ Expectations the tool does not meet yet are ``xfail(strict=True)`` with the
 form it does not follow, so they flip (XPASS fails) when the engine improves:
 then delete the entry from the table below.
 
-The runtime tests (marker ``runtime``) run real torch in subprocesses through
-tests/runtime_probe.py (tests/golden.py's ``runtime_report``): a safe fix the
+The runtime tests (marker ``runtime``) run real torch in child processes
+through tests/runtime_probe.py (tests/golden.py's ``probe`` and
+``runtime_report``: forks of a warm torch process, each distinct program run
+once per session whichever test asks first): a safe fix the
 tool offers on a positive must compile fewer graphs (no recompile-limit hit)
 with the same printed output as eager; each program's recorded graph count
 (and limit hit) must still hold on the installed torch; and every fix offered

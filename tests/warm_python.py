@@ -316,6 +316,8 @@ class _Server:
         return done["status"], stdout, stderr, timed_out
 
     def close(self) -> None:
+        if self.log.closed:
+            return
         try:
             self.proc.stdin.close()
         except OSError:
@@ -359,6 +361,15 @@ def _server_for(kind: str, env: Dict[str, str]) -> Optional[_Server]:
 
         atexit.register(server.close)
     return server if server.serves(env) else None
+
+
+def close_all() -> None:
+    """Stop this process's servers (and wait for them: their CPU time is then
+    counted as this process's children's, as a cold run's would be)."""
+    with _lock:
+        while _servers:
+            _, server = _servers.popitem()
+            server.close()
 
 
 def try_run(
