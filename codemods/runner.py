@@ -113,7 +113,7 @@ def _filter_excludes(files: Sequence[str], patterns: Sequence[str], root: str, e
     Files named on the command line are kept unless ``force``."""
     import pathspec
 
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", patterns) if patterns else None
+    spec = pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
     explicit_set = {os.path.abspath(p) for p in explicit}
     root = os.path.abspath(root)
     out = []

@@ -12,3 +12,24 @@ os.environ.setdefault("FIX_RECOMPILES_NO_CACHE", "1")
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "runtime: runs real torch in a subprocess (slow)")
+    # one folder per session where the runtime proofs' results are shared
+    # between xdist workers (tests/golden.py `probe`); the workers inherit it
+    if not hasattr(config, "workerinput"):
+        import tempfile
+
+        config._probe_cache = tempfile.mkdtemp(prefix="fix-recompiles-probes-")
+        os.environ["FIX_RECOMPILES_PROBE_CACHE"] = config._probe_cache
+
+
+def pytest_unconfigure(config):
+    # this process's warm servers (tests/warm_python.py), if it started any
+    warm = sys.modules.get("warm_python")
+    if warm is not None:
+        warm.close_all()
+    folder = getattr(config, "_probe_cache", None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        if os.environ.get("FIX_RECOMPILES_PROBE_CACHE") == folder:
+            del os.environ["FIX_RECOMPILES_PROBE_CACHE"]

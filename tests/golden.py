@@ -21,18 +21,23 @@ only ever written by ``python tests/regen_golden.py`` (for review in git diff).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
+try:
+    import fcntl
+except ImportError:  # not on Windows: no cache shared between workers there
+    fcntl = None
+
 import typer.testing  # noqa: F401  (ensures typer is importable for the CLI parsing below)
 
+import warm_python
 from codemods.context import Settings
 from codemods.runner import run
 from codemods.transforms import REGISTRY
@@ -184,22 +189,83 @@ def write_tree(root: str, files: Dict[str, bytes]) -> None:
             fh.write(data)
 
 
-def runtime_report(before_main: str, after_main: str) -> dict:
-    """Run the probe on the two scripts; returns its JSON report."""
+def _tree_digest(folder: str) -> str:
+    """Content of every file under ``folder`` (what a script there can import or read)."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, names in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for n in sorted(names):
+            full = os.path.join(dirpath, n)
+            h.update(os.path.relpath(full, folder).encode("utf-8", "surrogateescape") + b"\0")
+            with open(full, "rb") as fh:
+                h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()
+
+
+#: key -> probe result, for this process; FIX_RECOMPILES_PROBE_CACHE (a folder,
+#: set by tests/conftest.py for one pytest session) shares them between xdist workers
+_PROBE_RESULTS: Dict[str, dict] = {}
+PROBE_CACHE_ENV = "FIX_RECOMPILES_PROBE_CACHE"
+
+
+def _probe_env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env.pop("TORCH_COMPILE_JOB_ID", None)
+    env.pop(PROBE_CACHE_ENV, None)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def _probe_uncached(script: str, mode: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "report.json")
-        env = dict(os.environ)
-        env.pop("TORCH_COMPILE_JOB_ID", None)
-        env.setdefault("OMP_NUM_THREADS", "1")
-        proc = subprocess.run(
-            [sys.executable, PROBE, out, before_main, after_main],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=600,
-        )
+        proc = warm_python.run([PROBE, "--one", mode, out, script], env=_probe_env(), timeout=600)
         if proc.returncode != 0:
-            raise AssertionError(f"runtime probe failed:\n{proc.stdout}\n{proc.stderr[-4000:]}")
+            raise AssertionError(f"runtime probe failed ({mode} run of {script}):\n{proc.stdout}\n{proc.stderr[-4000:]}")
         with open(out) as fh:
-            data = json.load(fh)
-    return {"eager": data["eager"], "before": data[before_main], "after": data[after_main]}
+            return json.load(fh)
+
+
+def probe(script: str, *, compiled: bool) -> dict:
+    """One run of ``script`` under tests/runtime_probe.py (compiled with its
+    counting backend, or eager with dynamo disabled), in a fresh fork of the warm
+    torch process (tests/warm_python.py): {"graphs", "nodes", "limit_hits", "stdout"}.
+
+    The result is a function of the script's folder (every file under it) and
+    the mode, so a run is made once per pytest session, whichever test asks
+    first: before/eager of the same input, a program and its fix when the fix
+    is the same for two tests."""
+    mode = "compiled" if compiled else "eager"
+    script = os.path.abspath(script)
+    folder = os.path.dirname(script)
+    key = hashlib.sha256(f"{mode}\0{os.path.basename(script)}\0{_tree_digest(folder)}".encode()).hexdigest()
+    if key in _PROBE_RESULTS:
+        return dict(_PROBE_RESULTS[key])
+    shared = os.environ.get(PROBE_CACHE_ENV)
+    if shared and os.path.isdir(shared) and fcntl is not None:
+        path = os.path.join(shared, key + ".json")
+        with open(path + ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another worker running it: wait for its result
+            if os.path.exists(path):
+                with open(path) as fh:
+                    result = json.load(fh)
+            else:
+                result = _probe_uncached(script, mode)
+                with open(path + ".tmp", "w") as fh:
+                    json.dump(result, fh)
+                os.replace(path + ".tmp", path)
+    else:
+        result = _probe_uncached(script, mode)
+    _PROBE_RESULTS[key] = result
+    return dict(result)
+
+
+def runtime_report(before_main: str, after_main: str) -> dict:
+    """The eager reference of ``before_main`` and both scripts compiled, each a
+    :func:`probe` run (its own fresh process state); returns
+    {"eager": ..., "before": ..., "after": ...}."""
+    return {
+        "eager": probe(before_main, compiled=False),
+        "before": probe(before_main, compiled=True),
+        "after": probe(after_main, compiled=True),
+    }

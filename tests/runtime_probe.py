@@ -1,6 +1,7 @@
 """Run a script three ways in one process and report what torch compiled.
 
     python tests/runtime_probe.py OUT.json SCRIPT [SCRIPT ...]
+    python tests/runtime_probe.py --one eager|compiled OUT.json SCRIPT
 
 For each SCRIPT: once with compilation disabled (the eager reference), then
 compiled.  ``torch.compile`` is wrapped so that every compile (decorator,
@@ -10,6 +11,9 @@ dynamo is reset, its counters cleared and its config restored, so a script
 that changes the config (the fixes do) does not leak into the next run.
 Output: JSON {"eager": {...}, "<script>": {"graphs": G, "nodes": N, "limit_hits": L, "stdout": S}}
 where L counts functions that hit the recompile limit and fell back to eager.
+``--one`` makes one run of one script, eager or compiled, and writes its
+{"graphs", "nodes", "limit_hits", "stdout"}: the tests run each in its own
+fork of a warm process (tests/warm_python.py, tests/golden.py ``probe``).
 """
 
 from __future__ import annotations
@@ -85,6 +89,12 @@ def _run(script: str, *, compiled: bool) -> dict:
 
 
 def main() -> None:
+    if sys.argv[1] == "--one":
+        mode, out_path, script = sys.argv[2:5]
+        assert mode in ("eager", "compiled"), mode
+        with open(out_path, "w") as fh:
+            json.dump(_run(script, compiled=mode == "compiled"), fh)
+        return
     out_path, scripts = sys.argv[1], sys.argv[2:]
     report = {"eager": _run(scripts[0], compiled=False)}
     for script in scripts:

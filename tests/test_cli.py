@@ -3,7 +3,11 @@
 Every test builds its own small tree, runs the installed ``fix-recompiles``
 console script (or ``python -c "import cli; cli.main()"`` when the script is
 not installed) with the tree as the current folder, and checks exit codes,
-stdout/stderr and the bytes on disk.
+stdout/stderr and the bytes on disk.  Each run is its own process: a fork of
+a process that has imported the CLI already (tests/warm_python.py; the
+same ``sys.argv``, folder, environment and stdio as a new one), or a new
+process where a fork cannot stand in (an environment the imports would read
+differently, ``PYTHONHASHSEED`` set).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Dict, List
 
 import pytest
 
+import warm_python
 from codemods.transforms import REGISTRY
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,6 +56,17 @@ def fr(cwd, *args, env=None) -> subprocess.CompletedProcess:
     full_env["PYTHONPATH"] = REPO + os.pathsep + full_env.get("PYTHONPATH", "")
     if env:
         full_env.update(env)
+    # a fork of a process with the CLI imported (tests/warm_python.py) where it
+    # can stand in for a fresh one; else (and with PYTHONHASHSEED set) a new process
+    warm = warm_python.try_run(
+        (COMMAND[1:] if COMMAND[0] == sys.executable else COMMAND) + [str(a) for a in args],
+        kind="cli",
+        cwd=str(cwd),
+        env=full_env,
+        timeout=120,
+    )
+    if warm is not None:
+        return warm
     return subprocess.run(
         COMMAND + [str(a) for a in args],
         cwd=str(cwd),
@@ -163,9 +179,11 @@ def test_report_is_sorted_and_identical_across_runs(tmp_path):
         files[f"{folder}/m{i}.py"] = SAFE + "\n" + MARKER.replace("def k", f"def k{i}")
         files[f"{folder}/u{i}.py"] = UNSAFE
     write(tmp_path, files)
-    first = fr(tmp_path, "--unproven", ".")
-    second = fr(tmp_path, "--unproven", "zeta", "alpha", "Mid")  # order of PATHs does not matter either
-    third = fr(tmp_path, "--unproven", ".")
+    # each run a new process with its own hash seed (set order differs between them)
+    fresh = {"PYTHONHASHSEED": "random"}
+    first = fr(tmp_path, "--unproven", ".", env=fresh)
+    second = fr(tmp_path, "--unproven", "zeta", "alpha", "Mid", env=fresh)  # order of PATHs does not matter either
+    third = fr(tmp_path, "--unproven", ".", env=fresh)
     assert first.returncode == second.returncode == third.returncode == 1
     assert out(first) == out(third) == out(second)
     assert err(first) == err(third)

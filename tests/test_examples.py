@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+import warm_python
 from golden import runtime_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,7 +28,7 @@ NAMES = sorted(n for n in os.listdir(EXAMPLES) if n.endswith(".py")) if os.path.
 def cli(args, cwd):
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=cwd, capture_output=True, env=env, timeout=300)
+    return warm_python.cli_run([sys.executable, "-m", "cli", *args], cwd=cwd, capture_output=True, env=env, timeout=300)
 
 
 def digest(folder):

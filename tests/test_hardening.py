@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+import warm_python
 from codemods import runner, writer
 from codemods.context import Settings
 from test_cli import MARKER, MARKER_FIXED, REPO, SAFE, SAFE_FIXED, err, fr, out, read, write
@@ -380,6 +381,12 @@ def _stdin(tmp_path, data, *args):
     from test_cli import COMMAND
 
     env = dict(os.environ, PYTHONPATH=REPO)
+    # a fork of a process with the CLI imported where it can stand in for a new one
+    warm = warm_python.try_run(
+        (COMMAND[1:] if COMMAND[0] == sys.executable else COMMAND) + list(args), kind="cli", input=data.encode(), cwd=str(tmp_path), env=env, timeout=120
+    )
+    if warm is not None:
+        return warm
     return subprocess.run(COMMAND + list(args), input=data.encode(), cwd=str(tmp_path), capture_output=True, env=env, timeout=120)
 
 
@@ -525,6 +532,19 @@ def test_discovery_and_per_file_ignores_use_no_deprecated_pattern(tmp_path):
     assert sorted(os.path.basename(f) for f in found.files) == ["a.py", "keep.tmp.py"]
     assert pfi.codes_for(str(tmp_path / "tests" / "t.py")) == frozenset({"FR003"})
     assert pfi.codes_for(str(tmp_path / "src" / "t.py")) == frozenset()
+
+
+def test_exclude_patterns_use_no_deprecated_pattern(tmp_path):
+    import warnings
+
+    from codemods.runner import _filter_excludes
+
+    write(tmp_path, {"a.py": "", "gen/b.py": "", "c.tmp.py": "", "keep.tmp.py": ""})
+    files = [str(tmp_path / n) for n in ("a.py", "gen/b.py", "c.tmp.py", "keep.tmp.py")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # GitWildMatchPattern warns
+        kept = _filter_excludes(files, ["gen/", "*.tmp.py", "!keep.tmp.py"], str(tmp_path), [], False)
+    assert sorted(os.path.basename(f) for f in kept) == ["a.py", "keep.tmp.py"]
 
 
 # ------------------------------------------------------------- 15. one namespace

@@ -41,6 +41,10 @@ ALL_UNSAFE = Settings(unsafe_fixes=True, unproven=True)
 # a comment line with every rule's trigger bytes; with the byte prefilter
 # off too (``no_prefilter``), the analysis and every rule really run
 PAST_PREFILTER = "# torch.compile fix-recompiles\n"
+#: arbitrary valid Python; hypothesmith builds its grammar's parser when asked
+#: (seconds of CPU): deferred, it is built once, by the first test that draws
+#: from it, not while the tests are collected
+PYTHON_PROGRAMS = st.deferred(hypothesmith.from_grammar)
 
 
 @contextlib.contextmanager
@@ -82,7 +86,7 @@ def check_engine_properties(data: bytes, settings: Settings):
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=SLOW)
-@given(code=hypothesmith.from_grammar())
+@given(code=PYTHON_PROGRAMS)
 def test_generated_programs(code):
     assume(libcst_parses(code))
     data = code.encode("utf-8")
@@ -193,7 +197,7 @@ def test_fragment_programs(program):
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=SLOW)
-@given(program=fragment_programs(), code=hypothesmith.from_grammar())
+@given(program=fragment_programs(), code=PYTHON_PROGRAMS)
 def test_fragments_followed_by_generated_code(program, code):
     source = program[0]
     newline = "\r\n" if "\r\n" in source else "\n"

@@ -33,8 +33,10 @@ Expectations the tool does not meet yet are ``xfail(strict=True)`` with the
 form it does not follow, so they flip (XPASS fails) when the engine improves:
 then delete the entry from the table below.
 
-The runtime tests (marker ``runtime``) run real torch in subprocesses through
-tests/runtime_probe.py (tests/golden.py's ``runtime_report``): a safe fix the
+The runtime tests (marker ``runtime``) run real torch in child processes
+through tests/runtime_probe.py (tests/golden.py's ``probe`` and
+``runtime_report``: forks of a warm torch process, each distinct program run
+once per session whichever test asks first): a safe fix the
 tool offers on a positive must compile fewer graphs (no recompile-limit hit)
 with the same printed output as eager; each program's recorded graph count
 (and limit hit) must still hold on the installed torch; and every fix offered
@@ -47,11 +49,8 @@ refuses, so `fullgraph=True` appears only where no cure is run
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
@@ -62,11 +61,10 @@ from codemods.context import Settings
 from codemods.engine import process_source
 from codemods.findings import Safety
 from codemods.runner import run
-from golden import runtime_report
+from golden import probe, runtime_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REALWORLD = os.path.join(HERE, "realworld")
-PROBE_DIR = HERE
 
 _HEADER = re.compile(r"^#\s*realworld:\s*(positive|negative)\b(.*)$")
 _EXPECT = re.compile(r"#\s*expect:\s*(FR\d{3})(?:\s*\[(\w+)\])?")
@@ -294,52 +292,56 @@ def test_positive_fix_cures_at_runtime(prog: Program):
     assert a["stdout"] == eager["stdout"], f"{prog.name}: output changed\neager: {eager['stdout']}\nfixed: {a['stdout']}"
 
 
-_SUITE_RUNNER = r"""
-import json, sys
-sys.path.insert(0, sys.argv[1])
-import runtime_probe
-out = {}
-for name, path in json.loads(sys.argv[2]).items():
+def _compiled_run(path: str) -> dict:
+    """One compiled run with the probe's counting backend (which runs the
+    captured graphs, so a program prints what eager prints), in a fresh fork of
+    the warm torch process; a run that fails gives {"error": ...}."""
     try:
-        r = runtime_probe._run(path, compiled=True)
-        out[name] = {"graphs": r["graphs"], "limit_hits": r["limit_hits"], "stdout": r["stdout"]}
-    except BaseException as exc:  # noqa: BLE001 - reported per program
-        out[name] = {"error": f"{type(exc).__name__}: {exc}"}
-print("@@" + json.dumps(out))
-"""
+        r = probe(path, compiled=True)
+    except AssertionError as exc:
+        return {"error": str(exc)}
+    return {"graphs": r["graphs"], "limit_hits": r["limit_hits"], "stdout": r["stdout"]}
 
 
 def _run_compiled(scripts: Dict[str, str]) -> Dict[str, dict]:
-    """Run each script once, compiled with the probe's counting backend, all in
-    one subprocess (one torch import for the whole suite)."""
-    env = dict(os.environ)
-    env.pop("TORCH_COMPILE_JOB_ID", None)
-    env.setdefault("OMP_NUM_THREADS", "1")
-    proc = subprocess.run(
-        [sys.executable, "-c", _SUITE_RUNNER, PROBE_DIR, json.dumps(scripts)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@")][-1]
-    return json.loads(line[2:])
+    """Run each script once, compiled with the probe's counting backend:
+    name -> {"graphs", "limit_hits", "stdout"} or {"error": ...}."""
+    return {name: _compiled_run(path) for name, path in scripts.items()}
+
+
+def _program_report(prog: Program, new: Dict[str, bytes]) -> dict:
+    """The program, with ``new`` files replaced, copied alone into a fresh folder
+    and run compiled. The copy's folder holds what the runtime-cure test writes
+    for the same program, so tests/golden.py's ``probe`` runs each distinct
+    program once per session, whichever test (or xdist worker) asks first."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return _compiled_run(write_fixed(prog, new, os.path.join(tmp, prog.name)))
 
 
 @functools.lru_cache(maxsize=None)
+def _original_report(name: str) -> dict:
+    return _program_report(BY_NAME[name], {})
+
+
+@functools.lru_cache(maxsize=None)
+def _fixed_report(name: str) -> Optional[dict]:
+    """All offered fixes (safe and unsafe) applied; None when none is offered."""
+    prog = BY_NAME[name]
+    new = analyse(prog, Settings(unsafe_fixes=True)).new
+    return _program_report(prog, new) if new else None
+
+
 def _suite_report() -> Dict[str, dict]:
-    """One subprocess for the whole suite: every program as written, and every
-    program with all offered fixes applied (safe and unsafe), compiled with the
-    probe's counting backend (which runs the captured graphs, so a program
-    prints what eager prints)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        scripts = {p.name: p.path for p in PROGRAMS}
-        for p in PROGRAMS:
-            new = analyse(p, Settings(unsafe_fixes=True)).new
-            if new:
-                scripts[p.name + "@fixed"] = write_fixed(p, new, os.path.join(tmp, p.name))
-        return _run_compiled(scripts)
+    """Every program as written (name), and every program with all offered fixes
+    applied, safe and unsafe (name + "@fixed"), compiled with the probe's
+    counting backend."""
+    out: Dict[str, dict] = {}
+    for p in PROGRAMS:
+        out[p.name] = _original_report(p.name)
+        fixed = _fixed_report(p.name)
+        if fixed is not None:
+            out[p.name + "@fixed"] = fixed
+    return out
 
 
 @pytest.mark.runtime
@@ -352,7 +354,7 @@ def test_recorded_graph_counts_hold(prog: Program):
         assert prog.graphs > 1 or prog.limit, f"{prog.name}: a positive must recompile"
     else:
         assert not prog.limit, f"{prog.name}: a negative must not hit the recompile limit"
-    r = _suite_report()[prog.name]
+    r = _original_report(prog.name)
     assert "error" not in r, r.get("error")
     assert (r["graphs"], r["limit_hits"] > 0) == (prog.graphs, prog.limit), f"measured {r['graphs']} graphs, limit hit {r['limit_hits'] > 0}"
 
@@ -368,10 +370,11 @@ OFFERED_FIX_BREAKS: dict = {
 def test_offered_fixes_never_crash(prog: Program):
     """Every fix the tool offers, safe or unsafe, applied: the program still
     runs under real torch and prints what the original printed."""
-    report = _suite_report()
-    fixed = report.get(prog.name + "@fixed")
+    fixed = _fixed_report(prog.name)
     if fixed is None:
         assert not analyse(prog, Settings(unsafe_fixes=True)).new  # nothing offered: nothing to break
         return
     assert "error" not in fixed, f"fixed program crashed: {fixed['error']}"
-    assert fixed["stdout"] == report[prog.name]["stdout"], f"fixed program printed\n{fixed['stdout']}instead of\n{report[prog.name]['stdout']}"
+    original = _original_report(prog.name)
+    assert "error" not in original, f"the program itself crashed: {original['error']}"
+    assert fixed["stdout"] == original["stdout"], f"fixed program printed\n{fixed['stdout']}instead of\n{original['stdout']}"

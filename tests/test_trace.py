@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import warm_python
 from codemods import trace as tr
 from codemods import trace_run
 from codemods.context import Settings
@@ -366,7 +367,7 @@ def test_optimizer_lr_matches_fr004_in_the_calling_file(copied, tmp_path):
 def test_check_from_trace_cli_diff_and_fix(copied, tmp_path):
     script, _trace = copied("loader_shapes")
     before = script.read_bytes()
-    proc = subprocess.run(
+    proc = warm_python.cli_run(
         check=False,
         args=CLI
         + ["check", str(tmp_path), "--from-trace", str(tmp_path / "trace"), "--diff"],
@@ -383,7 +384,7 @@ def test_check_from_trace_cli_diff_and_fix(copied, tmp_path):
     )
     assert '-@torch.compile(backend="eager", dynamic=False)' in proc.stdout
     assert script.read_bytes() == before
-    proc = subprocess.run(
+    proc = warm_python.cli_run(
         check=False,
         args=CLI
         + ["check", str(tmp_path), "--from-trace", str(tmp_path / "trace"), "--fix"],
@@ -397,7 +398,7 @@ def test_check_from_trace_cli_diff_and_fix(copied, tmp_path):
 
 
 def test_check_from_trace_missing_folder(tmp_path):
-    proc = subprocess.run(
+    proc = warm_python.cli_run(
         check=False,
         args=CLI + ["check", str(tmp_path), "--from-trace", str(tmp_path / "nope")],
         capture_output=True,
@@ -420,7 +421,7 @@ def _env():
 
 def run_cli(tmp_path, name, *flags):
     shutil.copy(SCRIPTS / f"{name}.py", tmp_path / f"{name}.py")
-    proc = subprocess.run(
+    proc = warm_python.cli_run(
         check=False,
         args=CLI + ["run", *flags, "--", PYTHON, f"{name}.py"],
         cwd=tmp_path,
@@ -514,7 +515,7 @@ def test_run_failing_command_is_reported_and_nothing_changes(tmp_path):
 
 
 def test_run_without_command(tmp_path):
-    proc = subprocess.run(
+    proc = warm_python.cli_run(
         check=False,
         args=CLI + ["run", "--fix"],
         cwd=tmp_path,
@@ -635,7 +636,7 @@ def test_run_interactive_needs_a_terminal(tmp_path):
         args = flags + (
             ["--", PYTHON, "-c", f"open({str(marker)!r}, 'w')"] if flags[0] == "run" else []
         )
-        proc = subprocess.run(
+        proc = warm_python.cli_run(
             CLI + args,
             check=False,
             cwd=tmp_path,
@@ -656,7 +657,7 @@ def test_run_interactive_needs_a_terminal(tmp_path):
 
 @pytest.mark.parametrize("other", ["--diff", "--fix"])
 def test_run_interactive_is_exclusive_with_diff_and_fix(tmp_path, other):
-    proc = subprocess.run(
+    proc = warm_python.cli_run(
         check=False,
         args=CLI + ["run", "-i", other, "--", PYTHON, "-c", "pass"],
         cwd=tmp_path,

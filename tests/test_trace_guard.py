@@ -10,6 +10,7 @@ import re
 import subprocess
 
 import pytest
+import warm_python
 from test_trace import CLI, PYTHON, SCRIPTS, _env, fixture
 
 from codemods import trace_run
@@ -96,7 +97,7 @@ def test_machine_formats_reuse_the_check_formats(monkeypatch):
 
 def guard_cli(tmp_path, name, *flags, stderr=subprocess.STDOUT):
     (tmp_path / f"{name}.py").write_text((SCRIPTS / f"{name}.py").read_text())
-    return subprocess.run(
+    return warm_python.cli_run(
         CLI + ["run", *flags, "--", PYTHON, f"{name}.py"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
@@ -159,7 +160,7 @@ def test_guard_on_a_failing_command_keeps_its_exit_code(tmp_path):
 )
 def test_guard_option_errors(tmp_path, flags, message):
     marker = tmp_path / "ran"
-    proc = subprocess.run(
+    proc = warm_python.cli_run(
         CLI + ["run", *flags, "--", PYTHON, "-c", f"open({str(marker)!r}, 'w')"],
         cwd=tmp_path,
         capture_output=True,
