@@ -432,22 +432,11 @@ class CompileModel:
         return out
 
     def _isinstance_class(self, test: ast.AST, name: str) -> Optional[ast.ClassDef]:
-        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
-        for part in parts:
-            if (
-                isinstance(part, ast.Call)
-                and isinstance(part.func, ast.Name)
-                and part.func.id == "isinstance"
-                and self.scopes.is_builtin(part.func)
-                and len(part.args) == 2
-                and isinstance(part.args[0], ast.Name)
-                and part.args[0].id == name
-            ):
-                kinds = part.args[1].elts if isinstance(part.args[1], ast.Tuple) else [part.args[1]]
-                for kind in kinds:
-                    cls = self.classes.get(dotted_name(kind) or "")
-                    if cls is not None and self.is_module_class(cls):
-                        return cls
+        """The first nn.Module class of this module among the ``isinstance`` kinds of ``test``."""
+        for kind in self._isinstance_kinds(test, name):
+            cls = self.classes.get(dotted_name(kind) or "")
+            if cls is not None and self.is_module_class(cls):
+                return cls
         return None
 
     def element_class(self, expr: ast.AST, depth: int = 0) -> Optional[ast.ClassDef]:
