@@ -901,3 +901,10 @@ def model_of(source: Source) -> CompileModel:
         model = CompileModel(source)
         source._compile_model = model  # type: ignore[attr-defined]
     return model
+
+
+def def_first_lines(fn: ast.AST) -> Tuple[int, ...]:
+    """The lines a traced code object of ``fn`` can start on (its
+    ``co_firstlineno``): on Python 3.11 the first decorator's line, elsewhere
+    the ``def`` line; every decorator's line and the ``def``'s are accepted."""
+    return tuple(d.lineno for d in fn.decorator_list) + (fn.lineno,)  # type: ignore[attr-defined]

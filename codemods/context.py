@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 
 from ._lazy import cst
 
@@ -37,18 +37,31 @@ class Settings:
         return not matches(self.ignore)
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What a run of the code showed (``fix-recompiles run``: the trace) that
+    the source of one file cannot: for each compiled function of the file, by
+    the first line of its code object, the arguments seen guarded on a Python
+    float's value, as the guard names them (``temperature``,
+    ``sampling_kwargs['temperature']``, ``args[1]``)."""
+
+    float_args: Mapping[int, FrozenSet[str]] = field(default_factory=dict)
+
+
 class FileContext:
     """One file as every rule sees it.  ``source`` (bytes, text, stdlib ``ast``)
     and ``model`` (the compile-site model, on ``ast``) are what rules read;
     ``module`` (libcst) is parsed only on first use: to render fixes, or for
     the one rule that reads comments (FR002).  No rule analyses the CST."""
 
-    def __init__(self, path: str, display_path: str, settings: Settings, project=None, source=None, module: Optional[cst.Module] = None) -> None:
+    def __init__(self, path: str, display_path: str, settings: Settings, project=None, source=None, module: Optional[cst.Module] = None, evidence: Optional[Evidence] = None) -> None:
         self.path = path
         self.display_path = display_path
         self.settings = settings
         #: project-wide facts (cross-module compiled functions), may be None
         self.project = project
+        #: what a trace of a run observed (None outside ``fix-recompiles run``)
+        self.evidence = evidence
         self.source = source
         #: per-rule scratch space so a rule can share work between its own helpers
         self.cache: Dict[str, Any] = {}

@@ -255,11 +255,12 @@ def parse_ast(display_path: str, data: bytes, tree: Optional[ast.Module] = None)
 
 
 def analyze(
-    path: str, display_path: str, data: bytes, settings: Settings, project=None, tree=None
+    path: str, display_path: str, data: bytes, settings: Settings, project=None, tree=None, evidence=None
 ) -> Tuple[Optional[FileContext], List[Finding]]:
     """Run every selected rule that can apply; (None, []) when none can.
     ``tree``: the stdlib ``ast`` of exactly ``data`` when already parsed, or
     the :class:`Source` made from it (its compile-site model is reused).
+    ``evidence``: what a trace observed in this file (:class:`Evidence`).
 
     A rule runs when the byte prefilter keeps the file for it
     (:mod:`codemods.prefilter`); the file is then parsed with ``ast`` once
@@ -281,7 +282,7 @@ def analyze(
     # libcst parses the file only for a rule that reads comments (FR002),
     # reporting its own syntax errors; otherwise only to render fixes
     module = parse_source(display_path, data) if any(rule.reads != "ast" for rule in chosen) else None
-    ctx = FileContext(path, display_path, settings, project if cross else None, source, module)
+    ctx = FileContext(path, display_path, settings, project if cross else None, source, module, evidence)
     findings: List[Finding] = []
     for rule in chosen:  # registry order
         findings.extend(rule.check(ctx))

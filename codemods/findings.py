@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple, Union
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -62,6 +62,11 @@ class Finding:
     #: False when the source shows no evidence that the guarded value or
     #: shape changes between calls: reported only with ``--unproven``
     proven: bool = field(default=True, compare=False)
+    #: the lines a traced code object of the compiled function this finding is
+    #: about can start on (its decorators' and its ``def``'s), when the finding
+    #: is not on that function's compile site or calls: a float passed in
+    #: through forwarding functions.  The trace matches it by them.
+    feeds: Tuple[int, ...] = field(default=(), compare=False)
 
     @property
     def fixable(self) -> bool:

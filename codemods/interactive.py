@@ -23,7 +23,9 @@ A *finding filter* (``(ctx, findings) -> findings``) narrows or rewrites what is
 offered; it is applied after every (re-)analysis of a file, so it sees the
 accepted code.  Trace-guided fixing (``codemods.trace_run``) passes one that
 keeps only the findings a trace implicates and upgrades their safety; the
-default is the identity.
+default is the identity.  A filter with an ``evidence(path, data)`` method also
+hands the analysis what the trace observed (``FileContext.evidence``: floats
+the source cannot show).
 """
 
 from __future__ import annotations
@@ -369,8 +371,10 @@ class Session:
     # the walk -------------------------------------------------------------
     def review(self, results: Sequence[FileResult]) -> Tally:
         """Walk every fix of every result; returns the counts."""
+        # a filter with evidence (a trace's) may find what the plain analysis did not
+        evidence = getattr(self.finding_filter, "evidence", None) is not None
         for index, result in enumerate(results):
-            if result.error or not result.findings:
+            if result.error or not (result.findings or (evidence and result.original)):
                 continue
             if self.quit:
                 findings = self._unreviewed(result)
@@ -407,7 +411,9 @@ class Session:
     def _analyze(self, state: _FileState, data: bytes) -> List[Finding]:
         result = state.result
         try:
-            ctx, findings = analyze(result.path, result.display_path, data, self.settings, self.project)
+            observed = getattr(self.finding_filter, "evidence", None)  # a trace's (TraceFilter)
+            evidence = observed(result.path, data) if observed is not None else None
+            ctx, findings = analyze(result.path, result.display_path, data, self.settings, self.project, evidence=evidence)
         except FileError as exc:
             raise _Stop(exc.reason) from None
         except RecursionError:

@@ -145,6 +145,7 @@ CURES.update(
         TENSOR_SHAPE: (Cure("FR001", upgrade=True),),
         MODULE_INT_ATTR: (Cure("FR005"),),
         OPTIMIZER_LR: (Cure("FR004"),),
+        GLOBAL: (Cure("FR011"),),
     }
 )
 
@@ -152,7 +153,7 @@ CURES.update(
 #: the guarded source(s).  TENSOR_SHAPE's ``maybe_mark_dynamic`` advice is built
 #: from the dims seen to vary (:func:`cure_label`); BOUNDED causes say so.
 REMEDIES: Dict[str, str] = {
-    GLOBAL: "report: pass {src} as an argument (rule FR011)",
+    GLOBAL: "pass {src} as an argument (an int: FR011's fix, unsafe), or keep it in a tensor updated with .fill_()",
     MODULE_FLOAT_ATTR: "report: keep {src} in a tensor (buffer) and .fill_() it",
     LENGTH: "report: stack or pad {src}",
     CLOSURE: "report: pass {src} as an argument (rule FR008 for a closure compiled in a loop)",

@@ -39,7 +39,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ._lazy import cst
 
 from . import trace as tr
-from .context import FileContext, Settings
+from .compile_sites import def_first_lines
+from .context import Evidence, FileContext, Settings
 from .engine import analyze, render, should_apply
 from .findings import Edit, FileError, Finding, Fix, Safety
 from .project import build_project_index
@@ -126,11 +127,6 @@ def implicated_files(
 # -- matching ------------------------------------------------------------------
 
 
-def _lines_of_def(fn: ast.AST) -> List[int]:
-    """Lines a traced code object of ``fn`` can start on: its decorators' and its ``def``'s."""
-    return [d.lineno for d in fn.decorator_list] + [fn.lineno]  # type: ignore[attr-defined]
-
-
 def _forward(cls: ast.ClassDef) -> Optional[ast.AST]:
     for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward":
@@ -142,9 +138,9 @@ def site_first_lines(model, site) -> List[int]:
     """Lines a traced code object of this compile site can start on."""
     lines: List[int] = []
     if site.target_def is not None:
-        lines.extend(_lines_of_def(site.target_def))
+        lines.extend(def_first_lines(site.target_def))
     for fn in {id(f): f for f in site.call_defs.values() if f is not None}.values():  # compiled by a project decorator
-        lines.extend(_lines_of_def(fn))
+        lines.extend(def_first_lines(fn))
     if site.target is not None and not isinstance(site.target, (ast.FunctionDef, ast.AsyncFunctionDef)):
         cls = model.module_class_of(site.target)
         if cls is None and isinstance(site.target, ast.Attribute) and isinstance(site.target.value, ast.Name):
@@ -153,7 +149,7 @@ def site_first_lines(model, site) -> List[int]:
         if cls is not None:
             fwd = _forward(cls)
             if fwd is not None:
-                lines.extend(_lines_of_def(fwd))
+                lines.extend(def_first_lines(fwd))
     return lines
 
 
@@ -304,6 +300,8 @@ def match_file(
                         )
                     elif internal:
                         ok = cause == tr.OPTIMIZER_LR
+                    elif f.feeds:  # about a compiled function, placed where its value is passed in
+                        ok = entry.firstlineno in f.feeds
                     else:
                         ok = any(
                             entry.firstlineno in lines
@@ -341,9 +339,9 @@ class TraceFilter:
         self.trace = trace
         self._original: Dict[str, bytes] = {}
 
-    def __call__(self, ctx: FileContext, findings: Sequence[Finding]) -> List[Finding]:
-        real = _real(ctx.path)
-        data = ctx.source.data
+    def _entries(self, path: str, data: bytes) -> List[tr.CodeEntry]:
+        """The trace's entries, those of this file with their lines moved to ``data``."""
+        real = _real(path)
         original = self._original.setdefault(real, data)
         entries = self.trace.entries
         if data != original:
@@ -356,8 +354,31 @@ class TraceFilter:
                 else e
                 for e in entries
             ]
-        matches, _others = match_file(ctx, findings, entries)
+        return entries
+
+    def evidence(self, path: str, data: bytes) -> Optional[Evidence]:
+        """What the trace observed in this file, at the lines of ``data`` (for
+        the analysis: :func:`float_evidence`)."""
+        return float_evidence(tr.Trace(entries=self._entries(path, data))).get(_real(path))
+
+    def __call__(self, ctx: FileContext, findings: Sequence[Finding]) -> List[Finding]:
+        matches, _others = match_file(ctx, findings, self._entries(ctx.path, ctx.source.data))
         return [m.finding for m in matches]
+
+
+def float_evidence(trace: tr.Trace) -> Dict[str, Evidence]:
+    """By user file (real path): the arguments of its compiled functions the
+    trace saw guarded on a float's value (``temperature == 0.7``,
+    ``sampling_kwargs['temperature'] == 0.7``, ``args[1] == 0.7``), for FR003
+    to follow where the source cannot show a float (``ctx.evidence``)."""
+    found: Dict[str, Dict[int, Set[str]]] = {}
+    for entry in trace.entries:
+        if tr._is_torch_file(entry.filename) or not entry.firstlineno:
+            continue
+        sources = [s for s in tr._sources(entry, tr.FLOAT_ARG) if "." not in s]  # `cfg.lr`: an attribute, not an argument
+        if sources:
+            found.setdefault(_real(entry.filename), {}).setdefault(entry.firstlineno, set()).update(sources)
+    return {path: Evidence({line: frozenset(s) for line, s in lines.items()}) for path, lines in found.items()}
 
 
 def guide(
@@ -381,12 +402,13 @@ def guide(
     map_library_entries(trace, within, settings)
     files = implicated_files(trace, within)
     project = build_project_index(files, settings)
+    observed = float_evidence(trace)
     for path in files:
         shown = display_path(path)
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
-            ctx, findings = analyze(path, shown, data, settings, project)
+            ctx, findings = analyze(path, shown, data, settings, project, evidence=observed.get(_real(path)))
         except FileError as exc:
             out.errors.append((exc.path, exc.reason))
             continue
@@ -985,7 +1007,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         if isinstance(site.target_def, ast.FunctionDef)
         and site.target_def.name == function
         and source.parent(site.target_def) is tree
-        and firstlineno in _lines_of_def(site.target_def)
+        and firstlineno in def_first_lines(site.target_def)
         and (site.form == "decorator" or (site.form == "wrap" and site.binding and "." not in site.binding and source.parent(site.statement) is tree))
     ]
     if not sites:
@@ -1129,7 +1151,7 @@ def _method_class(source, model, firstlineno: int) -> Optional[ast.ClassDef]:
         if not isinstance(cls, ast.ClassDef) or not model.is_module_class(cls):
             continue
         for stmt in cls.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and firstlineno in _lines_of_def(stmt):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and firstlineno in def_first_lines(stmt):
                 return cls
     return None
 

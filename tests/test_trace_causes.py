@@ -43,7 +43,7 @@ CASES = [
     ("module_attrs", "forward", 18, 3, tr.MODULE_INT_ATTR, ["self.kv_cache.size"], "FR005"),
     ("module_attrs", "forward", 28, 4, tr.MODULE_INT_ATTR, ["self.layer_idx"], "FR005"),
     ("module_attrs", "forward", 37, 2, tr.TRAIN_EVAL, ["self.drop.training"], "bounded, no fix needed (1 recompile)"),
-    ("int_global", "shifted", 13, 4, tr.GLOBAL, ["SHIFT"], "report: pass `SHIFT` as an argument (rule FR011)"),
+    ("int_global", "shifted", 13, 4, tr.GLOBAL, ["SHIFT"], "FR011, pass `SHIFT` as an argument (an int: FR011's fix, unsafe), or keep it in a tensor updated with .fill_()"),
     ("optimizer_lr", "step", None, 2, tr.OPTIMIZER_LR, ["self.param_groups[0]['lr']"], "FR004"),
     ("python_values", "stack_sum", 6, 3, tr.LENGTH, ["xs"], "report: stack or pad `xs`"),
     ("python_values", "by_name", 11, 3, tr.LENGTH, ["d"], "report: stack or pad `d`"),

@@ -169,3 +169,139 @@ def test_run_fix_cures_a_compiled_library_function(tmp_path):
     first, second = results(out)
     assert first == second
     assert 'softmax = torch.compile(F.softmax, backend="eager")\n' in script.read_text()
+
+
+# -- floats: where the value is passed in ----------------------------------------------
+#
+# tests/trace_scripts/forwarded_float.py: floats the source shows, passed in
+# through forwarding functions (`generate(..., temperature=t)` -> `**kw`;
+# `run_update(fn, *args)`); FR003 reports them where they are passed in, away
+# from the compiled call, and the trace matches them by the compiled function
+# they feed.  tests/trace_scripts/float_evidence.py: floats the source cannot
+# show (read from JSON): the trace's guard is the evidence FR003 follows.
+
+
+def _fr003(guided):
+    return sorted(
+        (m.finding.line, m.entry.name, m.finding.fix.safety if m.finding.fix else None)
+        for m in guided.matches
+        if m.finding.code == "FR003"
+    )
+
+
+def test_floats_passed_in_through_forwarders_match_the_compiled_function(copied):
+    script, trace = copied("forwarded_float")
+    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert _fr003(guided) == [(39, "decode_one", Safety.SAFE), (41, "ema_update", Safety.SAFE)]
+    new = guided.files[0].new.decode()
+    assert "generate(weight, x, temperature=torch.tensor(temperature, dtype=torch.float64))" in new
+    assert "run_update(ema_step, ema, param, torch.tensor(decay, dtype=torch.float64))" in new
+
+
+def test_floats_only_the_trace_shows_are_wrapped_where_passed(copied):
+    from codemods.runner import run
+
+    script, trace = copied("float_evidence")
+    # the source alone shows no float (values read from JSON), even with --unproven
+    assert not [f for f in run([str(script)], Settings(unproven=True)).findings if f.code == "FR003"]
+    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    # **kwargs key and *args index: the compiled body reads them other than by
+    # a named parameter, so the wrap stays unsafe; the named parameter is safe
+    assert _fr003(guided) == [(35, "generate", Safety.UNSAFE), (36, "blend", Safety.UNSAFE), (37, "scale", Safety.SAFE)]
+    messages = [m.finding.message for m in sorted(guided.matches, key=lambda m: m.finding.line)]
+    assert "the trace saw `sampling_kwargs['temperature']` guarded on a float's value" in messages[0]
+    assert "the trace saw `args[1]` guarded" in messages[1]
+    assert "the trace saw `factor` guarded" in messages[2]
+    assert all("--unproven" not in m for m in messages)  # the trace is the evidence of change
+    new = guided.files[0].new.decode()  # safe fixes only
+    assert 'sc(logits, torch.tensor(s["w"], dtype=torch.float64))' in new
+    assert 'mix(logits, s["w"])' in new and 'temperature=s["temperature"]' in new
+
+
+def test_float_evidence_maps_guard_sources_to_their_slots():
+    from test_trace import fixture
+
+    evidence = trace_run.float_evidence(fixture("float_evidence"))
+    [(path, found)] = evidence.items()
+    assert path.endswith("float_evidence.py")
+    assert dict(found.float_args) == {
+        9: frozenset({"sampling_kwargs['temperature']"}),
+        13: frozenset({"args[1]"}),
+        17: frozenset({"factor"}),
+    }
+
+
+def test_no_float_evidence_for_attributes_or_torch_code():
+    def entry(reason, filename="m.py"):
+        return tr.CodeEntry(name="f", filename=filename, firstlineno=3, reasons=tr.parse_reason(reason))
+
+    trace = tr.Trace(entries=[
+        entry("0/0: L['cfg'].lr == 0.1"),  # an attribute of an argument: not an argument FR003 can wrap
+        entry("0/0: L['t'] == 0.5", filename="/x/site-packages/torch/optim/sgd.py"),
+    ])
+    assert trace_run.float_evidence(trace) == {}
+
+
+@pytest.mark.parametrize("name,fixed", [("forwarded_float", 2), ("float_evidence", 3)])
+def test_run_fix_wraps_floats_where_they_are_passed_in(tmp_path, name, fixed):
+    """Measured on 2.13: forwarded_float 4 -> 2 graphs, float_evidence 6 -> 3
+    (with --unsafe-fixes: two of its wraps are unsafe), same printed result."""
+    proc, script = run_cli(tmp_path, name, "--fix", "--unsafe-fixes")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert out.count(f"fixed: {name}.py:") == fixed, out
+    before, after = graphs(out, "total")
+    assert after < before, out
+    for line in out.splitlines():
+        if line.strip().startswith(("decode_one (", "ema_update (", "generate (", "blend (", "scale (")):
+            b, a = map(int, line.split()[-3::2])
+            assert a < b, line
+    first, second = results(out)
+    assert first == second
+    assert "Exit code unchanged (0)." in out
+
+
+# -- a module global rebound between calls: FR011's fix (unsafe) ------------------------
+
+
+def test_global_rebound_is_matched_and_held_back_without_unsafe_fixes(copied):
+    script, trace = copied("int_global")
+    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [m] = [m for m in guided.matches if m.finding.code == "FR011"]
+    assert m.cause == tr.GLOBAL and m.entry.name == "shifted"
+    assert m.finding.fix.safety == Safety.UNSAFE and not m.finding.applied  # it changes a signature
+    unsafe = trace_run.guide(trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True)
+    new = unsafe.files[0].new.decode()
+    assert "def shifted(x, *, SHIFT):" in new
+    assert "float(shifted(x, SHIFT=SHIFT).sum())" in new
+
+
+def test_run_fix_passes_the_global_as_an_argument(tmp_path):
+    """Measured on 2.13: shifted 4 -> 2 graphs (SHIFT becomes a symbolic int
+    after one change), add_n 4 -> 2 (FR001), same printed result."""
+    proc, script = run_cli(tmp_path, "int_global", "--fix", "--unsafe-fixes")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "fixed: int_global.py:15:16: FR011 " in out, out
+    assert graphs(out, "shifted (int_global.py)") == (4, 2)
+    first, second = results(out)
+    assert first == second
+    assert "def shifted(x, *, SHIFT):" in script.read_text()
+
+
+def test_interactive_review_offers_floats_only_the_trace_shows(copied, tmp_path):
+    import pexpect
+    from test_trace import PROMPT, _spawn
+
+    script, _trace = copied("float_evidence")
+    original = script.read_text()
+    child = _spawn(["check", ".", "--from-trace", "trace", "-i"], tmp_path)
+    shown = []
+    while child.expect([PROMPT, pexpect.EOF]) == 0:
+        shown.append(child.before)
+        child.sendline("n")
+    child.close()
+    text = "\n".join(shown)
+    assert "the trace saw `factor` guarded on a float's value" in text, text
+    assert "the trace saw `args[1]` guarded" in text
+    assert script.read_text() == original  # every fix rejected

@@ -53,7 +53,7 @@ def test_one_finding_per_cause_with_its_cure(monkeypatch):
         "`add_n` recompiled 3 times (allowed: 2), 4 graphs: cause: int argument `n`; cure: FR001"
     )
     assert findings[1].message.endswith(
-        "cause: global `SHIFT`; cure: report: pass `SHIFT` as an argument (rule FR011)"
+        "cause: global `SHIFT`; cure: FR011, pass `SHIFT` as an argument (an int: FR011's fix, unsafe), or keep it in a tensor updated with .fill_()"
     )
 
 

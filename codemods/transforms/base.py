@@ -71,6 +71,7 @@ class Rule:
         needs_torch: bool = False,
         title: str = "",
         proven: bool = True,
+        feeds: Tuple[int, ...] = (),
     ) -> Finding:
         if isinstance(node, ast.AST):
             start, end = ctx.source.start(node), ctx.source.end(node)
@@ -90,6 +91,7 @@ class Rule:
             fix=fix,
             rule_name=self.name,
             proven=proven,
+            feeds=feeds,
         )
 
     @classmethod

@@ -7,15 +7,16 @@ import ast
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 
-from ..compile_sites import dotted_name
+from ..compile_sites import def_first_lines, dotted_name
 from ..variation import number_varies
 from ..findings import Edit, Finding, Safety
 from ..floats import (
     CallSite,
+    FloatFlow,
     FunctionSummary,
     ParamUse,
     SummaryContext,
@@ -171,6 +172,43 @@ def _reads_forwarded(site_model: CallSite, fn: ast.AST) -> Optional[str]:
                 continue
             return f"`{getattr(fn, 'name', '?')}` reads `{name}` (line {ref.lineno}) besides passing it on"
     return None
+
+
+def _traced_floats(ctx, route: _Route) -> FrozenSet[str]:
+    """The arguments a trace of a run saw guarded on a float's value in the
+    compiled function ``route`` reaches (``ctx.evidence``, in ``fix-recompiles
+    run`` only): ``temperature``, ``kw['temperature']``, ``args[1]``."""
+    evidence = getattr(ctx, "evidence", None)
+    if evidence is None or not isinstance(route.fn_def, _FUNCS):
+        return frozenset()
+    out: Set[str] = set()
+    for line in def_first_lines(route.fn_def):
+        out.update(evidence.float_args.get(line, ()))
+    return frozenset(out)
+
+
+def _traced_source(route: _Route, traced: FrozenSet[str], param: Optional[str], keyword: Optional[str], slot: object) -> Optional[str]:
+    """The traced guard source an argument of the compiled call fills: its
+    parameter (``temperature``), its key in the compiled function's
+    ``**kwargs`` (``kw['temperature']``), or its index in ``*args``
+    (``args[1]``); None when the trace saw no float there."""
+    if param is not None:
+        return param if param in traced else None
+    vararg, kwarg = _var_params(route.fn_def)
+    if keyword is not None:
+        if kwarg is None:
+            return None
+        for quote in ("'", '"'):
+            src = f"{kwarg}[{quote}{keyword}{quote}]"
+            if src in traced:
+                return src
+        return None
+    if vararg is None or not isinstance(slot, int):
+        return None
+    args = route.fn_def.args  # type: ignore[attr-defined]
+    named = len(args.posonlyargs) + len(args.args) - (1 if route.skip_self else 0)
+    src = f"{vararg}[{slot - named}]"
+    return src if slot >= named and src in traced else None
 
 
 class FloatArgs(Rule):
@@ -571,7 +609,8 @@ gives `inf` with a tensor.
                 flow = float_flow(site_model, value)
                 if flow is not None:
                     flows[id(value)] = flow
-            if not flows:
+            traced = _traced_floats(ctx, route)
+            if not flows and not traced:
                 continue
             summary = route.summary()
             by_param: Dict[str, ast.AST] = {}
@@ -589,7 +628,7 @@ gives `inf` with a tensor.
                         param = summary.param_for(None, keyword, route.skip_self)
                     elif positional_ok:
                         param = summary.param_for(index, None, route.skip_self)
-                position = index
+                position = index if positional_ok else None  # after `*xs`: unknown
                 if keyword is None:
                     index += 1
                 if param is not None:
@@ -609,6 +648,11 @@ gives `inf` with a tensor.
                 args.append((slot_value[0], value, param, keyword if keyword is not None else position))
             for keyword, value, param, slot in args:
                 flow = flows.get(id(value))
+                seen = None
+                if flow is None and traced and id(value) not in done:
+                    seen = _traced_source(route, traced, param, keyword_at(route, keyword, value), slot)
+                    if seen is not None:
+                        flow = FloatFlow(f"the trace saw `{seen}` guarded on a float's value")
                 if flow is None:
                     continue
                 done.add(id(value))
@@ -628,7 +672,7 @@ gives `inf` with a tensor.
                     message = f"{head}; {why}"
                     safety = None
                 edit = Edit(ctx.source.target(value, cst.BaseExpression), lambda node: _tensor_call(model, node))
-                varies = self._varies(site_model, call, value, flow)
+                varies = "the trace saw it recompile" if seen is not None else self._varies(site_model, call, value, flow)
                 if varies is None and route.slots is None and len(literal_values.get((route.callee, slot), ())) > 1:
                     varies = f"`{route.callee}` is called with different values"
                 if varies is None:
@@ -644,6 +688,7 @@ gives `inf` with a tensor.
                         needs_torch=True,
                         title="wrap in `torch.tensor(..., dtype=torch.float64)`",
                         proven=varies is not None,
+                        feeds=def_first_lines(route.fn_def) if isinstance(route.fn_def, _FUNCS) else (),
                     )
                 )
         return findings

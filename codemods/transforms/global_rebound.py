@@ -5,10 +5,13 @@ value (``G['STEP'] == 7``), so each new value recompiles."""
 from __future__ import annotations
 
 import ast
-from typing import Iterable, List, Optional, Set, Tuple
+import functools
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from ..compile_sites import CompileModel, CompileSite
-from ..findings import Finding
+from .._lazy import cst
+from ..compile_sites import CompileModel, CompileSite, def_first_lines
+from ..findings import Edit, Finding, Safety
+from ..source import statement_target
 from .base import Example, Rule
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -36,6 +39,52 @@ def _number_like(node: Optional[ast.AST]) -> bool:
     return False
 
 
+def _is_int(node: Optional[ast.AST]) -> bool:
+    """An int literal (not bool), a sign of one, or int arithmetic of an int
+    literal with names (``i * 2``, ``-1``)."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _is_int(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _INT_OPS):
+        sides = (node.left, node.right)
+        return any(_is_int(s) for s in sides) and all(_is_int(s) or isinstance(s, ast.Name) for s in sides)
+    return False
+
+
+_INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)
+
+
+def _add_param(name: str, node: "cst.FunctionDef") -> "cst.FunctionDef":
+    """``def f(x)`` -> ``def f(x, *, NAME)`` (after any ``*args`` / keyword-only parameters)."""
+    params = node.params
+    star = params.star_arg
+    if isinstance(star, cst.MaybeSentinel):
+        star = cst.ParamStar()
+    kwonly = list(params.kwonly_params) + [cst.Param(cst.Name(name))]
+    return node.with_changes(params=params.with_changes(star_arg=star, kwonly_params=kwonly))
+
+
+def _add_keyword(name: str, node: "cst.Call") -> "cst.Call":
+    """``f(x)`` -> ``f(x, NAME=NAME)``."""
+    equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    return node.with_changes(args=list(node.args) + [cst.Arg(value=cst.Name(name), keyword=cst.Name(name), equal=equal)])
+
+
+def _is_range_loop(loop: Optional[ast.AST]) -> bool:
+    it = getattr(loop, "iter", None)
+    return isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+
+
+def _range_variable(model: CompileModel, b) -> bool:
+    """``STEP = i`` where ``i`` is only ever the variable of ``for i in range(...)``: an int."""
+    value = b.value if b.kind == "assign" else None
+    if not isinstance(value, ast.Name):
+        return False
+    bound = model.scopes.bindings_of(value)
+    return bool(bound) and all(v.kind == "for" and _is_range_loop(v.value) for v in bound)
+
+
 class GlobalRebound(Rule):
     code = "FR011"
     name = "global-rebound"
@@ -52,9 +101,13 @@ function with `global STEP`, or at module level) around a compiled call.
 A global assigned once (a config constant) is not reported, nor a bool
 (a flag has two values at most).
 
-Report only, with the cure: pass the value as an argument (automatic dynamic
-shapes make it a symbolic int after one change), or keep it in a tensor and
-update it with `.fill_()`.
+The cure: pass the value as an argument (automatic dynamic shapes make it a
+symbolic int after one change), or keep it in a tensor and update it with
+`.fill_()`. For an int global of a module-level function whose every use is
+a plain call in this module, the fix does the first (unsafe): the
+keyword-only parameter `STEP` on the `def`, `STEP=STEP` at every call (also
+of the `def` called uncompiled). A float global is reported with no fix: as
+an argument it still compiles one more graph, the same as the global.
 """
     why_it_recompiles = """
 Dynamo reads the global's value while tracing and guards on it
@@ -76,22 +129,26 @@ as an argument compiles 2 graphs (automatic dynamic).
         STEP += 1
         warmup(x)                      # 8 graphs, then eager
 
-Cure (by hand):
+With `--unsafe-fixes`:
 
     @torch.compile
-    def warmup(x, step):
-        return x * (step + 1)
+    def warmup(x, *, STEP):
+        return x * (STEP + 1)
 
-    for step in range(12):
-        warmup(x, step)                # 2 graphs
+    for _ in range(12):
+        STEP += 1
+        warmup(x, STEP=STEP)           # 2 graphs
 """
     fix_safety = """
-No automatic fix: passing the global as an argument changes the function's
-signature and every call (also calls in other modules), and a tensor global
-changes what the rest of the program reads (`STEP` would no longer be an int
-for `print`, `range`, comparisons).
+Unsafe: the fix changes the function's signature and every call this module
+makes; a call from another module (`from train import step_fn`) is not seen
+and would then miss the new required argument. No fix (report only) when the
+compiled function is used other than called (passed on, stored), is a method
+or nested function, binds the name itself, a call passes `**kwargs`, the name
+at a call is not the global, or the global is a float (a tensor updated with
+`.fill_()` is the cure there, and it changes what the rest of the program
+reads).
 """
-    report_only = True
     valid = (
         # a config constant: assigned once
         "import torch\nSCALE = 3\n@torch.compile\ndef f(x):\n    return x * SCALE\nfor _ in range(12):\n    f(torch.ones(2))\n",
@@ -103,12 +160,20 @@ for `print`, `range`, comparisons).
         "import torch\nSTEP = 0\n@torch.compile\ndef f(x):\n    return x * 2\nfor _ in range(12):\n    STEP += 1\n    f(torch.ones(2))\n",
     )
     invalid = (
-        Example("import torch\nSTEP = 0\n@torch.compile\ndef f(x):\n    return x * (STEP + 1)\nfor _ in range(12):\n    STEP += 1\n    f(torch.ones(2))\n"),
+        Example(
+            "import torch\nSTEP = 0\n@torch.compile\ndef f(x):\n    return x * (STEP + 1)\nfor _ in range(12):\n    STEP += 1\n    f(torch.ones(2))\n",
+            "import torch\nSTEP = 0\n@torch.compile\ndef f(x, *, STEP):\n    return x * (STEP + 1)\nfor _ in range(12):\n    STEP += 1\n    f(torch.ones(2), STEP=STEP)\n",
+            unsafe=True,
+        ),
         # a helper with `global` called in the training loop
         Example(
             "import torch\nSTEP = 0\ndef advance():\n    global STEP\n    STEP += 1\n"
             "def step_fn(x):\n    return x * (STEP + 1)\ncompiled = torch.compile(step_fn)\n"
-            "def train(x):\n    for _ in range(12):\n        advance()\n        x = compiled(x)\n    return x\n"
+            "def train(x):\n    for _ in range(12):\n        advance()\n        x = compiled(x)\n    return x\n",
+            "import torch\nSTEP = 0\ndef advance():\n    global STEP\n    STEP += 1\n"
+            "def step_fn(x, *, STEP):\n    return x * (STEP + 1)\ncompiled = torch.compile(step_fn)\n"
+            "def train(x):\n    for _ in range(12):\n        advance()\n        x = compiled(x, STEP=STEP)\n    return x\n",
+            unsafe=True,
         ),
         # a float global set in the loop
         Example("import torch\nSCALE = 1.0\n@torch.compile\ndef f(x):\n    return x * SCALE\nfor i in range(12):\n    SCALE = 0.5 * i\n    f(torch.ones(2))\n"),
@@ -131,7 +196,7 @@ for `print`, `range`, comparisons).
                 if (id(fn), node.id) in done or model.scopes.resolved.get(node) is not module:
                     continue
                 bindings = module.bindings.get(node.id, [])
-                if not bindings or not all(self._numeric(b) for b in bindings):
+                if not bindings or not all(self._numeric(b) or _range_variable(model, b) for b in bindings):
                     continue
                 if not any(b.kind in ("assign", "annassign") and _is_number(b.value) for b in bindings):
                     continue  # no binding is plainly a number
@@ -139,16 +204,93 @@ for `print`, `range`, comparisons).
                 if why is None:
                     continue
                 done.add((id(fn), node.id))
+                head = (
+                    f"`{fn.name}` (compiled) reads the module global `{node.id}`, which {why}: torch guards the global's value "
+                    f"(`G['{node.id}'] == ...`), so each new value recompiles (an int: every value, until the limit of 8, then eager; "
+                    f"a float: once more)"
+                )
+                edits, calls, why_not = self._argument_fix(ctx, site, fn, node.id, bindings)
+                if edits:
+                    message = (
+                        f"{head}; pass `{node.id}` as an argument (automatic dynamic makes it a symbolic int after one change); "
+                        f"fix is unsafe: it adds the keyword-only parameter `{node.id}` to `{fn.name}` and passes `{node.id}={node.id}` "
+                        f"at its {calls} call{'s' if calls != 1 else ''} in this module (calls from other modules are not seen)"
+                    )
+                else:
+                    message = f"{head}; pass `{node.id}` as an argument, or keep it in a tensor updated with `.fill_()` (no automatic fix: {why_not})"
                 findings.append(
                     self.finding(
                         ctx,
                         node,
-                        f"`{fn.name}` (compiled) reads the module global `{node.id}`, which {why}: torch guards the global's value "
-                        f"(`G['{node.id}'] == ...`), so each new value recompiles (an int: every value, until the limit of 8, then eager; "
-                        f"a float: once more); pass `{node.id}` as an argument, or keep it in a tensor updated with `.fill_()` (no automatic fix)",
+                        message,
+                        edits=edits,
+                        safety=Safety.UNSAFE if edits else None,
+                        title=f"pass `{node.id}` to `{fn.name}` as an argument",
+                        feeds=def_first_lines(fn),
                     )
                 )
         return findings
+
+    # -- the fix: pass the global as a keyword-only argument ---------------------
+    def _argument_fix(self, ctx, site: CompileSite, fn: ast.AST, name: str, bindings) -> Tuple[List[Edit], int, str]:
+        """(edits, calls edited, why not): ``def f(x, *, NAME)`` and
+        ``NAME=NAME`` at every call of the compiled function (and of its
+        ``def`` called uncompiled), when all of them are plain calls in this
+        module where ``NAME`` is the global."""
+        model, source = ctx.model, ctx.source
+        scopes = model.scopes
+        module = scopes.module
+        if not all(self._int_binding(b) or _range_variable(model, b) for b in bindings):
+            return [], 0, "a float global recompiles once more as an argument too; keep it in a tensor"
+        if source.parent(fn) is not source.tree:
+            return [], 0, f"`{fn.name}` is not a module-level function"
+        fn_scope = scopes.of_node.get(fn)
+        args = fn.args
+        params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        params.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+        if name in params or fn_scope is None or name in fn_scope.globals or name in fn_scope.bindings:
+            return [], 0, f"`{fn.name}` binds `{name}` itself"
+        calls: Dict[int, ast.Call] = {}
+        for call in site.calls:
+            if not isinstance(call.func, ast.Name):
+                return [], 0, "a call of the compiled function is not a plain name"
+            calls[id(call)] = call
+        names = {call.func.id for call in calls.values()} | {fn.name}
+        inside = {id(n) for n in ast.walk(site.node)}  # `torch.compile(f)` reads `f`
+        for ref_name in sorted(names):
+            if module.bindings.get(ref_name, []) and len(module.bindings[ref_name]) > 1 and ref_name != fn.name:
+                return [], 0, f"`{ref_name}` is bound more than once"
+            for ref in module.references.get(ref_name, ()):
+                if id(ref) in inside:
+                    continue
+                call = source.parent(ref)
+                if not (isinstance(call, ast.Call) and call.func is ref):
+                    return [], 0, f"`{ref_name}` is used other than called (line {ref.lineno})"
+                calls[id(call)] = call
+        if not calls:
+            return [], 0, "no call of it is seen"
+        for call in calls.values():
+            if any(kw.arg is None or kw.arg == name for kw in call.keywords):
+                return [], 0, f"a call passes `**kwargs` or `{name}=` (line {call.lineno})"
+            if any(a is fn for a in source.ancestors(call)):
+                return [], 0, f"`{fn.name}` calls itself"
+            if scopes.lookup(scopes.scope_of(call.func), name) is not module:
+                return [], 0, f"`{name}` is not the global at the call on line {call.lineno}"
+        edits = [Edit(statement_target(source, fn), functools.partial(_add_param, name))]
+        edits.extend(
+            Edit(source.target(call, cst.Call), functools.partial(_add_keyword, name))
+            for call in sorted(calls.values(), key=lambda c: (c.lineno, c.col_offset))
+        )
+        return edits, len(calls), ""
+
+    @staticmethod
+    def _int_binding(b) -> bool:
+        if b.kind in ("assign", "annassign"):
+            return _is_int(b.value)
+        if b.kind == "augassign":
+            aug = b.value
+            return isinstance(aug.op, _INT_OPS) and (_is_int(aug.value) or isinstance(aug.value, ast.Name))
+        return b.kind == "for"  # `for STEP in range(...)` (see _numeric)
 
     @staticmethod
     def _numeric(b) -> bool:
@@ -161,9 +303,7 @@ for `print`, `range`, comparisons).
                 _is_number(aug.value) or isinstance(aug.value, ast.Name)
             )
         if b.kind == "for":
-            loop = b.value
-            it = getattr(loop, "iter", None)
-            return isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.target, ast.Name) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+            return _is_range_loop(b.value) and isinstance(b.value.target, ast.Name)
         return False
 
     def _rebound(self, model: CompileModel, site: CompileSite, bindings) -> Optional[str]:

@@ -1,10 +1,12 @@
-# realworld: positive fix=none graphs=8 limit
+# realworld: positive fix=unsafe graphs=8 limit
 # Pattern: a training script keeps its step counter in a module global that a
 # helper advances (`global STEP; STEP += 1`, the shape of nanoGPT-style
 # scripts with a global iteration count) and a compiled function reads it for
 # its warm-up scale. Dynamo guards the global's value (`G['STEP'] == 3`), so
-# every step recompiles. Cure by hand: pass the step as an argument (2
-# graphs) or keep it in a tensor updated with `.fill_()`.
+# every step recompiles. Cure: pass the step as an argument (FR011's unsafe
+# fix: `def scaled_update(w, g, *, STEP)`, `STEP=STEP` at the call; measured
+# 8 graphs + limit -> 2, same output) or keep it in a tensor updated with
+# `.fill_()`.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 8
 # graphs, then the recompile limit (12 steps).
 import torch
