@@ -53,6 +53,7 @@ def _is_int(node: Optional[ast.AST]) -> bool:
 
 
 _INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)
+_NUMBER_OPS = _INT_OPS + (ast.Div,)
 
 
 def _add_param(name: str, node: "cst.FunctionDef") -> "cst.FunctionDef":
@@ -240,7 +241,7 @@ reads).
         model, source = ctx.model, ctx.source
         scopes = model.scopes
         module = scopes.module
-        if not all(self._int_binding(b) or _range_variable(model, b) for b in bindings):
+        if not all(self._numeric(b, ints=True) or _range_variable(model, b) for b in bindings):
             return [], 0, "a float global recompiles once more as an argument too; keep it in a tensor"
         if source.parent(fn) is not source.tree:
             return [], 0, f"`{fn.name}` is not a module-level function"
@@ -284,24 +285,13 @@ reads).
         return edits, len(calls), ""
 
     @staticmethod
-    def _int_binding(b) -> bool:
+    def _numeric(b, ints: bool = False) -> bool:
+        """The binding binds a number (``ints``: an int)."""
         if b.kind in ("assign", "annassign"):
-            return _is_int(b.value)
+            return (_is_int if ints else _number_like)(b.value)
         if b.kind == "augassign":
-            aug = b.value
-            return isinstance(aug.op, _INT_OPS) and (_is_int(aug.value) or isinstance(aug.value, ast.Name))
-        return b.kind == "for"  # `for STEP in range(...)` (see _numeric)
-
-    @staticmethod
-    def _numeric(b) -> bool:
-        """Every binding of the global binds a number."""
-        if b.kind in ("assign", "annassign"):
-            return _number_like(b.value)
-        if b.kind == "augassign":
-            aug = b.value
-            return isinstance(aug, ast.AugAssign) and isinstance(aug.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv)) and (
-                _is_number(aug.value) or isinstance(aug.value, ast.Name)
-            )
+            aug, ops = b.value, (_INT_OPS if ints else _NUMBER_OPS)
+            return isinstance(aug, ast.AugAssign) and isinstance(aug.op, ops) and ((_is_int if ints else _is_number)(aug.value) or isinstance(aug.value, ast.Name))
         if b.kind == "for":
             return _is_range_loop(b.value) and isinstance(b.value.target, ast.Name)
         return False

@@ -1,7 +1,10 @@
-# Reported, no fix: a module-level loop steps the int global SHIFT that the
-# compiled function reads; dynamo guards its value (`G['SHIFT'] == 3`).
-# Measured (torch 2.13 CPU, counting backend, 12 values): 8 graphs, then the
-# recompile limit (eager). Cure by hand: pass it as an argument (2 graphs).
+# golden: runtime --unsafe-fixes
+# A module-level loop steps the int global SHIFT that the compiled function
+# reads; dynamo guards its value (`G['SHIFT'] == 3`). Measured (torch 2.13
+# CPU, counting backend, 12 values): 8 graphs, then the recompile limit
+# (eager). The unsafe fix passes it as a keyword-only argument at the one
+# call: automatic dynamic makes it a symbolic int after one change (2 graphs,
+# same output). Without --unsafe-fixes the file stays unchanged.
 import torch
 
 SHIFT = 0
