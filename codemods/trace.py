@@ -178,6 +178,10 @@ class Reason:
     #: tensor shape: the dimensions the guard names (``size mismatch at index
     #: 1``, ``x.size()[0]``)
     dims: Tuple[int, ...] = ()
+    #: the guard was installed because Python control flow needed a symbolic
+    #: value (``# for _ in range(n): ... (…/tensor.py:… in evaluate_expr)``):
+    #: the value is specialised even under automatic dynamic shapes
+    specialized: bool = False
 
 
 @dataclass
@@ -656,6 +660,7 @@ def parse_reason(text: str) -> List[Reason]:
                     line=line,
                     file=file,
                     dims=dims,
+                    specialized=" in evaluate_expr)" in part,
                 )
             )
     return out
@@ -737,6 +742,11 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
             parts.append(
                 f"bounded, no fix needed ({count} recompile{'s' if count != 1 else ''})"
             )
+    elif cause == INT_ARG and any(r.specialized for r in entry.reasons if r.cause == cause):
+        # control flow on the value (a range() bound, an if, a list index):
+        # dynamic shapes cannot lift it, so FR001 is no cure
+        parts = [c for c in parts if c != "FR001"]
+        parts.append(f"report: {sources} decides Python control flow (specialised even when dynamic): bucket its values or move the loop out (rule FR009)")
     elif cause in REMEDIES:
         parts.append(REMEDIES[cause].format(src=sources))
     return ", ".join(parts) if parts else "none"

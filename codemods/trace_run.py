@@ -578,7 +578,7 @@ def _print_matches(guided: Guided, settings: Settings, *, fixing: bool) -> None:
     ]
     if unsafe_left and not settings.unsafe_fixes:
         _out(
-            f"{len(unsafe_left)} implicated fix{'es' if len(unsafe_left) != 1 else ''} stay unsafe (a trace proves the recompile, not that the rewrite keeps results); apply with --unsafe-fixes."
+            f"{len(unsafe_left)} implicated fix{'es stay' if len(unsafe_left) != 1 else ' stays'} unsafe (a trace proves the recompile, not that the rewrite keeps results); apply with --unsafe-fixes."
         )
 
 

@@ -44,6 +44,8 @@ CASES = [
     ("module_attrs", "forward", 28, 4, tr.MODULE_INT_ATTR, ["self.layer_idx"], "FR005"),
     ("module_attrs", "forward", 37, 2, tr.TRAIN_EVAL, ["self.drop.training"], "bounded, no fix needed (1 recompile)"),
     ("int_global", "shifted", 13, 4, tr.GLOBAL, ["SHIFT"], "FR011, pass `SHIFT` as an argument (an int: FR011's fix, unsafe), or keep it in a tensor updated with .fill_()"),
+    # an int deciding a range() bound: specialised even when dynamic (evaluate_expr); FR001 is no cure
+    ("int_range", "repeat_add", 8, 4, tr.INT_ARG, ["n"], "decides Python control flow (specialised even when dynamic): bucket its values or move the loop out (rule FR009)"),
     ("optimizer_lr", "step", None, 2, tr.OPTIMIZER_LR, ["self.param_groups[0]['lr']"], "FR004"),
     ("python_values", "stack_sum", 6, 3, tr.LENGTH, ["xs"], "report: stack or pad `xs`"),
     ("python_values", "by_name", 11, 3, tr.LENGTH, ["d"], "report: stack or pad `d`"),
@@ -73,6 +75,9 @@ def test_every_recorded_reason_shape_has_a_cause_and_a_cure(
     assert entry.causes == [cause]
     assert tr._sources(entry, cause) == sources
     assert cure in tr.cure_label(entry, cause, CODES)
+    if name == "int_range":
+        assert "FR001" not in tr.cure_label(entry, cause, CODES)
+        assert [r.specialized for r in entry.reasons] == [False, True, True]  # the first guard is a plain int specialisation
     # the table shows the same cause and cure
     rows = [r for r in tr.table_rows(trace, CODES) if r[1] == tr.display_location(entry)]
     assert any(r[4].startswith(cause) and cure in r[5] for r in rows), rows
