@@ -142,7 +142,7 @@ CURES.update(
     {
         FLOAT_ARG: (Cure("FR003"), Cure("FR001", upgrade=True)),
         INT_ARG: (Cure("FR001", upgrade=True),),
-        TENSOR_SHAPE: (Cure("FR001", upgrade=True),),
+        TENSOR_SHAPE: (Cure("FR001", upgrade=True), Cure("FR007")),
         MODULE_INT_ATTR: (Cure("FR005"),),
         OPTIMIZER_LR: (Cure("FR004"),),
         GLOBAL: (Cure("FR011"),),

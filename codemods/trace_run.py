@@ -266,6 +266,19 @@ def upgrade(finding: Finding, evidence: str) -> Finding:
     )
 
 
+def _match_causes(entry: tr.CodeEntry) -> List[str]:
+    """The causes a finding may cure for this code object: those observed,
+    and for torch's own optimizer ``step`` that recompiled on anything (torch
+    names only the first failing guard: a second optimizer sharing the code
+    object shows as object identity `self`, hiding the lr guard behind it),
+    the optimizer lr too: FR004's own analysis proves the lr changes."""
+    causes = list(entry.causes)
+    optimizer_step = "/torch/optim/" in entry.filename.replace("\\", "/") and entry.name == "step"
+    if optimizer_step and entry.recompiles and tr.OPTIMIZER_LR not in causes:
+        causes.append(tr.OPTIMIZER_LR)
+    return causes
+
+
 def match_file(
     ctx: FileContext, findings: Sequence[Finding], entries: Sequence[tr.CodeEntry]
 ) -> Tuple[List[Match], List[Finding]]:
@@ -287,7 +300,7 @@ def match_file(
             for s in model.compile_sites
             if entry.library_site is not None and s.node.lineno == entry.library_site[1] and _library_callable(model, s) is not None
         ]
-        for cause in entry.causes:
+        for cause in _match_causes(entry):
             for cure in tr.CURES.get(cause, ()):
                 for index, f in enumerate(findings):
                     if f.code != cure.code or index in matched:
@@ -299,7 +312,11 @@ def match_file(
                             for site, spans in library_spans
                         )
                     elif internal:
-                        ok = cause == tr.OPTIMIZER_LR
+                        # torch's own code compiled for the user's call (an
+                        # optimizer's step, nn.Sequential.forward): any FR004
+                        # of the file; others on the line of the user's call
+                        frame = entry.user_frame
+                        ok = cause == tr.OPTIMIZER_LR or (frame is not None and f.line <= frame[1] <= f.end_line)
                     elif f.feeds:  # about a compiled function, placed where its value is passed in
                         ok = entry.firstlineno in f.feeds
                     else:
@@ -504,7 +521,10 @@ def compare(before: tr.Trace, after: tr.Trace) -> List[Tuple[str, int, int]]:
     def by_name(t: tr.Trace) -> Dict[Tuple[str, str], int]:
         out: Dict[Tuple[str, str], int] = {}
         for e in t.entries:
-            key = (e.filename, e.name)
+            # torch's own code (an optimizer's step, a compiled nn.Sequential)
+            # is shown at the user's file that reached it
+            internal = tr._is_torch_file(e.filename) and e.user_frame is not None
+            key = (entry_file(e) or e.filename, tr.display_name(e)) if internal else (e.filename, e.name)
             out[key] = out.get(key, 0) + e.graphs
         return out
 
@@ -1239,8 +1259,8 @@ def apply_flag_evidence(trace: tr.Trace, guided: Guided, settings: Settings) -> 
             todo.setdefault(real, []).append((entry, sources))
     for real, entries in todo.items():
         g = by_real[real]
-        if any(m.finding.code == "FR005" and m.finding.applied for m in g.matches):
-            continue
+        if any(m.finding.code == "FR005" and (m.finding.applied or m.finding.fix is None) for m in g.matches):
+            continue  # FR005 set the flag, or knows it cannot cure this (a list indexed by the int)
         base = g.new if g.new is not None else g.original
         moved = line_map(g.original, base) if base != g.original else (lambda n: n)
         new, line = unspec_flag(base, [moved(e.firstlineno) for e, _ in entries], settings)

@@ -131,7 +131,7 @@ def test_shape_dims_seen_to_vary():
     # measured on 2.13 (sizes 4, 5, 1, 6, 0, 7): 4 graphs; with
     # maybe_mark_dynamic(x, 0) before each call 3: sizes 0 and 1 still specialise
     assert tr.cure_label(energy, tr.TENSOR_SHAPE, CODES) == (
-        "FR001, torch._dynamo.maybe_mark_dynamic(x, 0), sizes 0/1 specialise: bounded (2 recompiles)"
+        "FR001, FR007, torch._dynamo.maybe_mark_dynamic(x, 0), sizes 0/1 specialise: bounded (2 recompiles)"
     )
 
 

@@ -305,3 +305,56 @@ def test_interactive_review_offers_floats_only_the_trace_shows(copied, tmp_path)
     assert "the trace saw `factor` guarded on a float's value" in text, text
     assert "the trace saw `args[1]` guarded" in text
     assert script.read_text() == original  # every fix rejected
+
+
+# -- FR005 knows the flag cannot help; torch's own code compiled for the user's call -----
+
+
+def test_no_flag_where_fr005_reports_that_it_cannot_cure(copied):
+    """Blocks index a Python list with their layer_idx: FR005 reports with no
+    fix; the trace's evidence must not set the flag anyway (measured on 2.13:
+    4 -> 4 graphs with it)."""
+    script, trace = copied("layer_list_index")
+    guided = trace_run.guide(trace, NEW, [str(script.parent)], fixing=True)
+    [m] = guided.matches
+    assert m.finding.code == "FR005" and m.finding.fix is None
+    assert not [m for m in guided.matches if m.finding.code == "TRACE"]
+    assert not guided.files[0].changed
+
+
+def test_recompile_of_torch_code_matches_the_finding_on_the_users_call(copied):
+    """A compiled nn.Sequential: dynamo compiles torch's Sequential.forward
+    (through its wrapper), mapped to the user's call line; FR007's
+    maybe_mark_dynamic on that call cures the ragged last batch."""
+    script, trace = copied("sequential_ragged")
+    [entry] = [e for e in trace.entries if e.reasons]
+    assert tr._is_torch_file(entry.filename) and entry.user_frame[1] == 17
+    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [m] = guided.matches
+    assert (m.finding.code, m.finding.line, m.cause) == ("FR007", 17, tr.TENSOR_SHAPE)
+    assert "torch._dynamo.maybe_mark_dynamic(inputs, 0)\n" in guided.files[0].new.decode()
+
+
+def test_run_fix_cures_a_ragged_batch_into_torch_code(tmp_path):
+    """Measured on 2.13: 2 -> 1 graphs, same printed result; the graphs table
+    names the user's file, not torch's."""
+    proc, script = run_cli(tmp_path, "sequential_ragged", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "inner (via <module>) (sequential_ragged.py)") == (2, 1)
+    first, second = results(out)
+    assert first == second
+
+
+def test_optimizer_step_recompiling_on_identity_still_implicates_fr004(copied):
+    """torch shows only the first failing guard: two optimizers sharing
+    `step` read as object identity `self`; the table says so, and FR004's
+    finding (its own analysis proves the lr changes) is still implicated."""
+    script, trace = copied("two_optimizers")
+    [step] = [e for e in trace.entries if e.name == "step"]
+    assert step.causes == [tr.IDENTITY] and step.graphs == 4
+    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    codes = sorted({(m.finding.code, m.cause) for m in guided.matches})
+    assert codes == [("FR004", tr.OPTIMIZER_LR)]
+    new = guided.files[0].new.decode()
+    assert "lr=torch.tensor(0.01" in new and 'group["lr"].fill_(lr)' in new

@@ -114,7 +114,7 @@ def test_guard_fails_on_a_recompiling_script(tmp_path):
     out = proc.stdout
     assert proc.returncode == 1, out
     assert re.search(
-        r"^normalize\s+growing_inputs\.py:6\s+8\s+yes\s+tensor shape `x`\s+FR001, torch\._dynamo\.maybe_mark_dynamic\(x, 0\)$",
+        r"^normalize\s+growing_inputs\.py:6\s+8\s+yes\s+tensor shape `x`\s+FR001, FR007, torch\._dynamo\.maybe_mark_dynamic\(x, 0\)$",
         out,
         re.MULTILINE,
     ), out

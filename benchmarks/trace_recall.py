@@ -1,0 +1,69 @@
+"""How `fix-recompiles run --fix` does on the realworld programs.
+
+For every single-file positive program in tests/realworld/ (its header says
+`fix=safe|unsafe|none` and how many graphs it compiles), copy it to a scratch
+folder, run `fix-recompiles run --fix -- python PROGRAM` (the checkout this
+script lives in), and print one row: the fix the header expects, whether the
+trace matched and fixed anything, and the graphs before -> after. A `fix=safe`
+program should end with fewer graphs; `fix=none` / `fix=unsafe` ones should
+be reported and left unchanged (plain --fix).
+
+    python benchmarks/trace_recall.py [NAME ...]
+
+Not a test (it runs torch once or twice per program: minutes); the numbers go
+into the session notes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+REALWORLD = os.path.join(ROOT, "tests", "realworld")
+HEADER = re.compile(r"^# realworld: positive fix=(?P<fix>\w+) graphs=(?P<graphs>\d+)")
+TOTAL = re.compile(r"^\s+total\s+(\d+) -> (\d+)$", re.MULTILINE)
+
+
+def main(names) -> int:
+    programs = sorted(f for f in os.listdir(REALWORLD) if f.startswith("pos_") and f.endswith(".py"))
+    if names:
+        programs = [p for p in programs if p[:-3] in names]
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    rows, cured, safe = [], 0, 0
+    for name in programs:
+        with open(os.path.join(REALWORLD, name), encoding="utf-8") as fh:
+            m = HEADER.match(fh.readline())
+        if m is None:
+            continue
+        with tempfile.TemporaryDirectory(prefix="trace-recall-") as tmp:
+            shutil.copy(os.path.join(REALWORLD, name), tmp)
+            proc = subprocess.run(
+                [sys.executable, "-m", "cli", "run", "--fix", "--", sys.executable, name],
+                cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
+            )
+        out = proc.stdout
+        fixed = out.count("\nfixed: ") + out.startswith("fixed: ")
+        total = TOTAL.search(out)
+        graphs = f"{total.group(1)} -> {total.group(2)}" if total else f"{m.group('graphs')} (unchanged)"
+        restored = "restored" if "the files were restored" in out else ""
+        ok = total is not None and int(total.group(2)) < int(total.group(1)) and not restored
+        if m.group("fix") == "safe":
+            safe += 1
+            cured += ok
+        rows.append((name[:-3], m.group("fix"), str(fixed), graphs, restored))
+    width = max(len(r[0]) for r in rows) if rows else 10
+    print(f"{'program'.ljust(width)}  expected  fixed  graphs           note")
+    for r in rows:
+        print(f"{r[0].ljust(width)}  {r[1].ljust(8)}  {r[2].ljust(5)}  {r[3].ljust(15)}  {r[4]}")
+    print(f"\nfix=safe programs cured by `run --fix`: {cured} of {safe}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
