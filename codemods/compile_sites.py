@@ -43,6 +43,7 @@ _NN_PREFIXES = ("torch.nn.",)
 _MODULE_BASE_NAMES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BUILTINS = frozenset(dir(builtins))
+_NO_NAMES: FrozenSet[str] = frozenset()
 
 
 def _root_name(node: ast.AST) -> ast.AST:
@@ -148,8 +149,10 @@ class CompileModel:
         self.tree = source.tree
         self.scopes = Scopes(source.tree, declarations=b"global" in source.data or b"nonlocal" in source.data)
         #: caches of the name queries, by node id (and the query's options)
-        self._qnames: Dict[Tuple[int, bool, str], FrozenSet[str]] = {}
+        self._qnames: Dict[object, FrozenSet[str]] = {}
         self._live: Dict[int, List[Binding]] = {}
+        #: (id of a scope's binding list of a name, local) -> what the name stands for
+        self._scope_names: Dict[Tuple[int, str], FrozenSet[str]] = {}
         #: the name emitted code uses for torch (module-level ``import torch [as th]``)
         self.torch_alias: Optional[str] = None
         self.classes: Dict[str, ast.ClassDef] = {}
@@ -171,6 +174,7 @@ class CompileModel:
         self.scopes.release()
         self._qnames.clear()
         self._live.clear()
+        self._scope_names.clear()
         self.compile_sites = []
         self.__dict__.pop("source", None)
 
@@ -191,36 +195,57 @@ class CompileModel:
         name (a class or function of the module is found by it); "<local>."
         keeps a variable from passing for ``math``, ``torch`` or a module of
         the run.  Cached per node."""
-        key = (id(expr), visible, local)
+        visible = visible and type(expr) is ast.Name  # a dotted name's base has every binding
+        key = (id(expr), visible, local) if visible or local else id(expr)
         found = self._qnames.get(key)
         if found is None:
-            found = self._qnames[key] = frozenset(self._qualified(expr, visible, local))
+            found = self._qnames[key] = self._qualified(expr, visible, local)
         return found
 
-    def _qualified(self, expr: ast.AST, visible: bool, local: str) -> Set[str]:
+    def _qualified(self, expr: ast.AST, visible: bool, local: str) -> FrozenSet[str]:
         parts: List[str] = []
         base = expr
-        while isinstance(base, ast.Attribute):
-            parts.append(base.attr)
-            base = base.value
-        if not isinstance(base, ast.Name):
-            return set()
-        bindings = self.visible_bindings(base) if visible and not parts else self.bindings(base)
-        names: Set[str] = set()
-        if not bindings:
-            if base.id in _BUILTINS:
-                names.add(f"builtins.{base.id}")
+        while type(base) is ast.Attribute:
+            parts.append(base.attr)  # type: ignore[attr-defined]
+            base = base.value  # type: ignore[attr-defined]
+        if type(base) is not ast.Name:
+            return _NO_NAMES
+        scope = self.scopes.resolved.get(base)  # type: ignore[arg-type]
+        if scope is None:  # nothing binds it
+            if base.id not in _BUILTINS:  # type: ignore[attr-defined]
+                return _NO_NAMES
+            names: FrozenSet[str] = frozenset((f"builtins.{base.id}",))  # type: ignore[attr-defined]
+        else:
+            every = scope.bindings[base.id]  # type: ignore[attr-defined]
+            if visible and not parts and scope is self.scopes.scope_of(base) and not all(b.kind != "del" and self.sees(b, base) for b in every):  # type: ignore[arg-type]
+                return self._names(self.visible_bindings(base), base.id, local)  # type: ignore[arg-type,attr-defined]
+            # every binding: the same for every load of the name, cached by the scope's list
+            key = (id(every), local)
+            names = self._scope_names.get(key)  # type: ignore[assignment]
+            if names is None:
+                names = self._scope_names[key] = self._names(every, base.id, local)  # type: ignore[attr-defined]
+        if not parts:
+            return names
+        suffix = "." + ".".join(reversed(parts))
+        return frozenset([q + suffix for q in names])
+
+    @staticmethod
+    def _names(bindings: List[Binding], name: str, local: str) -> FrozenSet[str]:
+        out: Set[str] = set()
+        live = False
         for binding in bindings:
             if binding.kind == "import":
                 q = import_target(binding.node, binding.value)  # type: ignore[arg-type]
                 if q is not None:
-                    names.add(q)
+                    out.add(q)
+            elif binding.kind != "del":
+                out.add(local + name)
             else:
-                names.add(local + base.id)
-        if not parts:
-            return names
-        suffix = "." + ".".join(reversed(parts))
-        return {q + suffix for q in names}
+                continue
+            live = True
+        if not live and name in _BUILTINS:
+            out.add(f"builtins.{name}")
+        return frozenset(out)
 
     def bindings(self, name: ast.Name) -> List[Binding]:
         """The bindings a Name load may refer to, wherever they are in its
