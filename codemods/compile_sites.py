@@ -30,8 +30,9 @@ never match.
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from .scopes import Binding, Scope, Scopes
 from .source import Source
@@ -41,6 +42,8 @@ TORCH_COMPILE = "torch.compile"
 _NN_PREFIXES = ("torch.nn.",)
 _MODULE_BASE_NAMES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BUILTINS = frozenset(dir(builtins))
+_NO_NAMES: FrozenSet[str] = frozenset()
 
 
 def _root_name(node: ast.AST) -> ast.AST:
@@ -62,19 +65,37 @@ def dotted_name(node: ast.AST) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
-def _import_qualified(binding: Binding) -> Optional[str]:
-    """What an import binding stands for: ``import a.b as c`` -> "a.b",
-    ``import a.b`` -> "a", ``from m import x as y`` -> "m.x"."""
-    alias, stmt = binding.node, binding.value
-    if not isinstance(alias, ast.alias):
-        return None
+def import_target(alias: ast.alias, stmt: ast.AST) -> Optional[str]:
+    """What the name an import binds stands for: ``import a.b as c`` ->
+    "a.b", ``import a.b`` -> "a", ``from m import x as y`` -> "m.x";
+    relative imports keep their dots: ``from . import k`` -> ".k",
+    ``from ..m import k`` -> "..m.k"."""
     if isinstance(stmt, ast.Import):
         return alias.name if alias.asname else alias.name.split(".")[0]
     if isinstance(stmt, ast.ImportFrom):
-        if stmt.level or not stmt.module:  # relative: `from . import k` -> ".k", `from ..m import k` -> "..m.k"
-            return "." * stmt.level + (f"{stmt.module}." if stmt.module else "") + alias.name
-        return f"{stmt.module}.{alias.name}"
+        return "." * stmt.level + (f"{stmt.module}." if stmt.module else "") + alias.name
     return None
+
+
+def live_bindings(bindings: List[Binding]) -> List[Binding]:
+    """``bindings`` without ``del`` (it binds no value), in source order."""
+    found = [b for b in bindings if b.kind != "del"]
+    if len(found) > 1:
+        found.sort(key=lambda b: (getattr(b.node, "lineno", 0), getattr(b.node, "col_offset", 0)))
+    return found
+
+
+def visible_from(binding: Binding) -> Tuple[int, int]:
+    """Where a later load in the binding's own scope starts to see it: the end
+    of the assignment, import, ``def`` or ``class`` that binds it (of the
+    target for loops, ``with`` items, comprehensions and parameters).  This is
+    libcst's order of assignments and accesses within one scope."""
+    node: ast.AST = binding.node
+    if binding.kind == "except":
+        return node.lineno, node.col_offset  # type: ignore[attr-defined]
+    if binding.kind not in ("for", "comprehension", "with", "param", "match") and binding.stmt is not None:
+        node = binding.stmt
+    return node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
 
 
 @dataclass(eq=False)
@@ -127,6 +148,11 @@ class CompileModel:
         self.source = source
         self.tree = source.tree
         self.scopes = Scopes(source.tree, declarations=b"global" in source.data or b"nonlocal" in source.data)
+        #: caches of the name queries, by node id (and the query's options)
+        self._qnames: Dict[object, FrozenSet[str]] = {}
+        self._live: Dict[int, List[Binding]] = {}
+        #: (id of a scope's binding list of a name, local) -> what the name stands for
+        self._scope_names: Dict[Tuple[int, str], FrozenSet[str]] = {}
         #: the name emitted code uses for torch (module-level ``import torch [as th]``)
         self.torch_alias: Optional[str] = None
         self.classes: Dict[str, ast.ClassDef] = {}
@@ -146,29 +172,109 @@ class CompileModel:
     def release(self) -> None:
         """Drop what ties the model to its tree (see :meth:`Scopes.release`)."""
         self.scopes.release()
+        self._qnames.clear()
+        self._live.clear()
+        self._scope_names.clear()
         self.compile_sites = []
         self.__dict__.pop("source", None)
 
     # -- names -----------------------------------------------------------------------
-    def qualified_names(self, expr: ast.AST) -> Set[str]:
-        """What ``expr`` may stand for, by the module's imports: ``th.compile`` ->
-        {"torch.compile"}; a local name -> {its name}; a builtin -> {"builtins.x"}."""
-        if isinstance(expr, ast.Attribute):
-            return {f"{q}.{expr.attr}" for q in self.qualified_names(expr.value)}
-        if not isinstance(expr, ast.Name):
-            return set()
-        bindings = self.scopes.bindings_of(expr)
-        if not bindings:
-            return {f"builtins.{expr.id}"} if self.scopes.is_builtin(expr) else set()
+    def qualified_names(self, expr: ast.AST, *, visible: bool = False, local: str = "") -> FrozenSet[str]:
+        """What ``expr`` (a name or dotted name) may stand for, by the module's
+        imports, one entry per binding of its base name: an import is its
+        dotted path (``th.compile`` -> "torch.compile", ``import a.b`` -> "a",
+        relative imports keep their dots: ".k", "..m.k"); a name bound
+        otherwise is ``local`` + its name; a name nothing binds is
+        ``builtins.<name>`` when it is a builtin, else nothing (a star
+        import, or unbound).  ``del`` binds nothing.
+
+        ``visible``: a bare name stands for the bindings it sees where it is
+        (:meth:`visible_bindings`) instead of every binding of its scope; the
+        base of a dotted name always has every binding (as libcst had it).
+        ``local``: how a non-import binding is spelled: "" gives the bare
+        name (a class or function of the module is found by it); "<local>."
+        keeps a variable from passing for ``math``, ``torch`` or a module of
+        the run.  Cached per node."""
+        visible = visible and type(expr) is ast.Name  # a dotted name's base has every binding
+        key = (id(expr), visible, local) if visible or local else id(expr)
+        found = self._qnames.get(key)
+        if found is None:
+            found = self._qnames[key] = self._qualified(expr, visible, local)
+        return found
+
+    def _qualified(self, expr: ast.AST, visible: bool, local: str) -> FrozenSet[str]:
+        parts: List[str] = []
+        base = expr
+        while type(base) is ast.Attribute:
+            parts.append(base.attr)  # type: ignore[attr-defined]
+            base = base.value  # type: ignore[attr-defined]
+        if type(base) is not ast.Name:
+            return _NO_NAMES
+        scope = self.scopes.resolved.get(base)  # type: ignore[arg-type]
+        if scope is None:  # nothing binds it
+            if base.id not in _BUILTINS:  # type: ignore[attr-defined]
+                return _NO_NAMES
+            names: FrozenSet[str] = frozenset((f"builtins.{base.id}",))  # type: ignore[attr-defined]
+        else:
+            every = scope.bindings[base.id]  # type: ignore[attr-defined]
+            if visible and not parts and scope is self.scopes.scope_of(base) and not all(b.kind != "del" and self.sees(b, base) for b in every):  # type: ignore[arg-type]
+                return self._names(self.visible_bindings(base), base.id, local)  # type: ignore[arg-type,attr-defined]
+            # every binding: the same for every load of the name, cached by the scope's list
+            key = (id(every), local)
+            names = self._scope_names.get(key)  # type: ignore[assignment]
+            if names is None:
+                names = self._scope_names[key] = self._names(every, base.id, local)  # type: ignore[attr-defined]
+        if not parts:
+            return names
+        suffix = "." + ".".join(reversed(parts))
+        return frozenset([q + suffix for q in names])
+
+    @staticmethod
+    def _names(bindings: List[Binding], name: str, local: str) -> FrozenSet[str]:
         out: Set[str] = set()
+        live = False
         for binding in bindings:
             if binding.kind == "import":
-                q = _import_qualified(binding)
+                q = import_target(binding.node, binding.value)  # type: ignore[arg-type]
                 if q is not None:
                     out.add(q)
+            elif binding.kind != "del":
+                out.add(local + name)
             else:
-                out.add(expr.id)
-        return out
+                continue
+            live = True
+        if not live and name in _BUILTINS:
+            out.add(f"builtins.{name}")
+        return frozenset(out)
+
+    def bindings(self, name: ast.Name) -> List[Binding]:
+        """The bindings a Name load may refer to, wherever they are in its
+        scope, in source order (``del`` excluded).  Cached per node."""
+        found = self._live.get(id(name))
+        if found is None:
+            found = self._live[id(name)] = live_bindings(self.scopes.bindings_of(name))
+        return found
+
+    def sees(self, binding: Binding, name: ast.Name) -> bool:
+        """Does load ``name`` see ``binding``: it is in another scope, or after
+        the binding in the same scope (:func:`visible_from`)."""
+        return self.scopes.scope_of(name) is not binding.scope or visible_from(binding) <= (name.lineno, name.col_offset)
+
+    def visible_bindings(self, name: ast.Name) -> List[Binding]:
+        """The bindings of the scope ``name`` resolves to that it sees; none
+        before it in its own scope: the enclosing scopes' (as libcst resolves
+        a name read before its first assignment)."""
+        bindings = self.bindings(name)
+        if not bindings or bindings[0].scope is not self.scopes.scope_of(name):
+            return bindings
+        earlier = [b for b in bindings if self.sees(b, name)]
+        if earlier:
+            return earlier
+        parent = bindings[0].scope.parent
+        while parent is not None and parent.kind == "class":
+            parent = parent.parent
+        owner = self.scopes.lookup(parent, name.id) if parent is not None else None
+        return live_bindings(owner.bindings.get(name.id, [])) if owner is not None else []
 
     def is_torch_compile(self, expr: ast.AST) -> bool:
         base = expr

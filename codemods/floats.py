@@ -35,7 +35,6 @@ accepted when the other operand is visibly a floating tensor.
 from __future__ import annotations
 
 import ast
-import builtins
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
@@ -91,60 +90,25 @@ def _join(a: Width, b: Width) -> Width:
 # --------------------------------------------------------------------------
 # call side (stdlib ast, on the module being processed)
 
-_BUILTINS = frozenset(dir(builtins))
 #: the arithmetic a Python number goes through and stays a number
 _NUMBER_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
-def _import_name(binding: Binding) -> Optional[str]:
-    """What an import binding stands for (``import a.b`` -> "a", ``import a.b
-    as c`` -> "a.b", ``from m import x`` -> "m.x", ``from . import x`` -> ".x",
-    ``from ..p import x`` -> "..p.x")."""
-    alias, stmt = binding.node, binding.value
-    if not isinstance(alias, ast.alias):
-        return None
-    if isinstance(stmt, ast.Import):
-        return alias.name if alias.asname else alias.name.split(".")[0]
-    if isinstance(stmt, ast.ImportFrom):
-        module = "." * stmt.level + (stmt.module or "")
-        return f"{module}.{alias.name}" if stmt.module else module + alias.name
-    return None
-
-
-def visible_from(binding: Binding) -> Tuple[int, int]:
-    """Where a later load in the binding's own scope starts to see it: the end
-    of the assignment, import, ``def`` or ``class`` that binds it (of the
-    target for loops, ``with`` items, comprehensions and parameters).  This is
-    libcst's order of assignments and accesses within one scope."""
-    node: ast.AST = binding.node
-    if binding.kind == "except":
-        return node.lineno, node.col_offset  # type: ignore[attr-defined]
-    if binding.kind not in ("for", "comprehension", "with", "param", "match") and binding.stmt is not None:
-        node = binding.stmt
-    return node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
-
-
 class CallSite:
     """What the call side reads of one module: its scopes, and what a name or
     dotted name stands for.
 
-    :meth:`qualified_names` follows libcst's QualifiedNameProvider, which the
-    rule used before: an imported name is the import's dotted path (relative
-    imports keep their dots), a builtin nothing rebinds is ``builtins.<name>``.
-    A name bound otherwise is marked local (``<local>.<name>``), at module
-    level too (where libcst gave the bare name), so a variable never passes
-    for ``math``, ``random``, ``torch`` or a module of the run.  A name
-    (unlike the base of a dotted name) is what its bindings *before* it in its
-    own scope make it (:meth:`referents`)."""
+    Its names are the compile-site model's (:meth:`CompileModel.qualified_names`):
+    a name is what the bindings it sees make it, a variable is marked local
+    (``<local>.<name>``), at module level too, so it never passes for
+    ``math``, ``random``, ``torch`` or a module of the run."""
 
     def __init__(self, model: CompileModel) -> None:
         self.model = model
         self.source = model.source
         self.scopes = model.scopes
-        self._qnames: Dict[int, FrozenSet[str]] = {}
-        self._bindings: Dict[int, List[Binding]] = {}
         self._group_facts: Optional[Tuple[Optional[str], Optional[str]]] = None
         self._by_attr: Optional[Dict[str, List[ast.Attribute]]] = None
         self._stores: Optional[Dict[Tuple[str, str], List[ast.Subscript]]] = None
@@ -223,67 +187,17 @@ class CallSite:
         return found
 
     def qualified_names(self, expr: ast.AST) -> FrozenSet[str]:
-        cached = self._qnames.get(id(expr))
-        if cached is None:
-            cached = self._qnames[id(expr)] = frozenset(self._qualified(expr))
-        return cached
-
-    def _qualified(self, expr: ast.AST) -> Set[str]:
-        if isinstance(expr, ast.Name):
-            return self._names(expr.id, self.referents(expr))
-        parts: List[str] = []
-        base = expr
-        while isinstance(base, ast.Attribute):
-            parts.append(base.attr)
-            base = base.value
-        if not parts or not isinstance(base, ast.Name):
-            return set()
-        suffix = "." + ".".join(reversed(parts))
-        return {q + suffix for q in self._names(base.id, self.bindings(base))}
-
-    @staticmethod
-    def _names(name: str, bindings: List[Binding]) -> Set[str]:
-        if not bindings:
-            return {f"builtins.{name}"} if name in _BUILTINS else set()
-        out: Set[str] = set()
-        for binding in bindings:
-            if binding.kind == "import":
-                q = _import_name(binding)
-                if q is not None:
-                    out.add(q)
-            else:
-                out.add(f"<local>.{name}")
-        return out
+        """What ``expr`` stands for where it is, variables spelled ``<local>.x``."""
+        return self.model.qualified_names(expr, visible=True, local="<local>.")
 
     def bindings(self, name: ast.Name) -> List[Binding]:
-        """The bindings a Name load may refer to, in source order (``del`` excluded),
-        wherever they are in the scope."""
-        found = self._bindings.get(id(name))
-        if found is None:
-            found = _live(self.scopes.bindings_of(name))
-            self._bindings[id(name)] = found
-        return found
+        return self.model.bindings(name)
 
     def sees(self, binding: Binding, name: ast.Name) -> bool:
-        """Does load ``name`` see ``binding``: it is in another scope, or after
-        the binding in the same scope."""
-        return self.scopes.scope_of(name) is not binding.scope or visible_from(binding) <= (name.lineno, name.col_offset)
+        return self.model.sees(binding, name)
 
     def referents(self, name: ast.Name) -> List[Binding]:
-        """The bindings of the scope ``name`` resolves to that it sees; none
-        before it in its own scope: the enclosing scopes' (as libcst resolves
-        a name read before its first assignment)."""
-        bindings = self.bindings(name)
-        if not bindings or bindings[0].scope is not self.scopes.scope_of(name):
-            return bindings
-        earlier = [b for b in bindings if self.sees(b, name)]
-        if earlier:
-            return earlier
-        parent = bindings[0].scope.parent
-        while parent is not None and parent.kind == "class":
-            parent = parent.parent
-        owner = self.scopes.lookup(parent, name.id) if parent is not None else None
-        return _live(owner.bindings.get(name.id, [])) if owner is not None else []
+        return self.model.visible_bindings(name)
 
     # -- param-group learning rates -------------------------------------------
     def is_group_lr(self, expr: ast.AST) -> bool:
@@ -429,15 +343,6 @@ def _is_param_groups(expr: ast.AST) -> bool:
 
 def _is_param_groups_item(expr: Optional[ast.AST]) -> bool:
     return isinstance(expr, ast.Subscript) and _is_param_groups(expr.value)
-
-
-def _live(bindings: List[Binding]) -> List[Binding]:
-    """``bindings`` without ``del`` (it binds no value: libcst records no
-    assignment), in source order."""
-    found = [b for b in bindings if b.kind != "del"]
-    if len(found) > 1:
-        found.sort(key=lambda b: (getattr(b.node, "lineno", 0), getattr(b.node, "col_offset", 0)))
-    return found
 
 
 def call_args(call: ast.Call) -> List[Tuple[Optional[str], str, ast.AST]]:

@@ -144,3 +144,70 @@ def test_bound_method_stored_on_an_attribute_by_a_method_that_returns_it():
         "        return self._fn(x, w)\n"  # 11
     )
     assert _calls(model) == {(11, "_loss")}
+
+
+# -- what a name stands for: one implementation, its two options ---------------------------
+
+NAMES = (
+    "from torch.optim import SGD\n"  # 1
+    "from helpers import *\n"  # 2
+    "import numpy as np\n"  # 3
+    "a = SGD\n"  # 4
+    "b = len\n"  # 5
+    "c = schedule\n"  # 6: star-imported (or unbound): not a builtin
+    "d = np.zeros\n"  # 7
+    "e = SGD.step\n"  # 8
+    "def f():\n    return SGD\n"  # 9-10
+    "SGD = SGD(params)\n"  # 11: the call reads the import, not the name it binds
+    "len = 2\n"  # 12
+    "del np\n"  # 13
+)
+
+
+def _loads(model: CompileModel):
+    """line -> the (dotted) name a statement's value is (or calls)."""
+    out = {}
+    for node in ast.walk(model.tree):
+        if isinstance(node, (ast.Assign, ast.Return)):
+            value = node.value.func if isinstance(node.value, ast.Call) else node.value
+            if isinstance(value, (ast.Name, ast.Attribute)):
+                out[node.lineno] = value
+    return out
+
+
+def test_every_binding_or_the_bindings_seen_where_the_name_is():
+    model = model_of(NAMES)
+    at = _loads(model)
+    every = {line: model.qualified_names(expr) for line, expr in at.items()}
+    assert every == {
+        4: {"torch.optim.SGD", "SGD"},
+        5: {"len"},
+        6: set(),  # was {"builtins.schedule"}: FR004 took such a call for a builtin
+        7: {"numpy.zeros"},  # `del np` binds nothing
+        8: {"torch.optim.SGD.step", "SGD.step"},
+        10: {"torch.optim.SGD", "SGD"},
+        11: {"torch.optim.SGD", "SGD"},
+    }
+    seen = {line: model.qualified_names(expr, visible=True) for line, expr in at.items()}
+    assert seen == {
+        4: {"torch.optim.SGD"},
+        5: {"builtins.len"},  # the module rebinds `len` only later
+        6: set(),
+        7: {"numpy.zeros"},
+        8: {"torch.optim.SGD.step", "SGD.step"},  # a dotted name's base has every binding
+        10: {"torch.optim.SGD", "SGD"},  # another scope: every binding of the module
+        11: {"torch.optim.SGD"},
+    }
+    assert model.qualified_names(at[4], local="<local>.") == {"torch.optim.SGD", "<local>.SGD"}
+    assert model.qualified_names(at[5], visible=True, local="<local>.") == {"builtins.len"}
+
+
+def test_the_number_analysis_and_fr004_ask_the_model():
+    from codemods.floats import CallSite
+
+    model = model_of(NAMES)
+    at = _loads(model)
+    site = CallSite(model)
+    for expr in at.values():
+        assert site.qualified_names(expr) is model.qualified_names(expr, visible=True, local="<local>.")
+    assert model.qualified_names(at[11], visible=True) is model.qualified_names(at[11], visible=True)  # cached per node

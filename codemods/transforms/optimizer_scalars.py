@@ -16,7 +16,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 
-from ..compile_sites import _import_qualified, dotted_name
+from ..compile_sites import dotted_name
 from ..findings import Edit, Finding, Safety
 from ..optim_table import (
     NEVER_TENSORIZE,
@@ -175,37 +175,6 @@ def _numeric_kind(expr: ast.AST) -> Optional[str]:
             return "float"
         return "int"
     return None
-
-
-def _qualified_names(model, expr: ast.AST) -> Set[str]:
-    """``model.qualified_names(expr)``, except that a bare name does not see
-    the bindings of its own scope that come after it (``a = SGD(p)`` before
-    ``from torch.optim import SGD`` at module level is a NameError, or the
-    earlier ``SGD``): what libcst's qualified names gave.  Names in a
-    function body still see every binding of the module."""
-    if not isinstance(expr, ast.Name):
-        return model.qualified_names(expr)
-    bindings = model.scopes.bindings_of(expr)
-    here = model.scopes.name_scope.get(expr)
-    at = (expr.lineno, expr.col_offset)
-    if not any(b.scope is here and _binding_start(b) > at for b in bindings):
-        return model.qualified_names(expr)
-    out: Set[str] = set()
-    for b in bindings:
-        if b.scope is here and _binding_start(b) > at:
-            continue
-        if b.kind == "import":
-            q = _import_qualified(b)
-            if q is not None:
-                out.add(q)
-        else:
-            out.add(expr.id)
-    return out
-
-
-def _binding_start(binding) -> Tuple[int, int]:
-    node = binding.node if hasattr(binding.node, "lineno") else binding.stmt
-    return (node.lineno, node.col_offset) if node is not None else (0, 0)
 
 
 # -- text spans ---------------------------------------------------------------------
@@ -468,6 +437,14 @@ step), while the step compiled by the default inductor backend is as fast
             "s = Warmup(opt)\n@torch.compile\ndef f():\n    opt.step()\n",
             unsafe=True,
         ),
+        # ... a star-imported name is such code too (not a builtin)
+        Example(
+            "import torch\nfrom sched import *\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "s = Warmup(opt)\n@torch.compile\ndef f():\n    opt.step()\n",
+            "import torch\nfrom sched import *\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\n"
+            "s = Warmup(opt)\n@torch.compile\ndef f():\n    opt.step()\n",
+            unsafe=True,
+        ),
     )
 
     # ------------------------------------------------------------------ check
@@ -594,7 +571,7 @@ step), while the step compiled by the default inductor backend is as fast
         model, source = ctx.model, ctx.source
         found: List[_Built] = []
         for node in _source_order(n for n in source.parents if type(n) is ast.Call):
-            names = _qualified_names(model, node.func)
+            names = model.qualified_names(node.func, visible=True)
             via: Optional[ast.AST] = None
             if not any(q.startswith(OPTIM_PREFIX) for q in names):
                 # a class reached through `partial(...)`, a dict or a factory
@@ -642,7 +619,7 @@ step), while the step compiled by the default inductor backend is as fast
         if depth > 4:
             return None
         model = ctx.model
-        names = _qualified_names(model, expr)
+        names = model.qualified_names(expr, visible=True)
         optim = {q for q in names if is_optimizer_name(q)}
         if optim:
             return (optim.pop(), None) if len(optim) == 1 and len(names) == 1 else None
@@ -659,7 +636,7 @@ step), while the step compiled by the default inductor backend is as fast
             return self._optimizer_class(ctx, entries[0], depth + 1)
         if not isinstance(expr, ast.Call):
             return None
-        if _qualified_names(model, expr.func) & {"functools.partial"}:
+        if model.qualified_names(expr.func, visible=True) & {"functools.partial"}:
             if not expr.args or isinstance(expr.args[0], ast.Starred):
                 return None
             inner = self._optimizer_class(ctx, expr.args[0], depth + 1)
@@ -794,7 +771,7 @@ step), while the step compiled by the default inductor backend is as fast
     def _value(self, ctx, expr: ast.AST) -> Tuple[str, Optional[str]]:
         """("tensor"|"float"|"int"|"unknown", detail)."""
         model = ctx.model
-        if isinstance(expr, ast.Call) and _qualified_names(model, expr.func) & _TENSOR_FACTORIES:
+        if isinstance(expr, ast.Call) and model.qualified_names(expr.func, visible=True) & _TENSOR_FACTORIES:
             return "tensor", None
         kind = _numeric_kind(expr)
         if kind is not None:
@@ -1108,7 +1085,7 @@ step), while the step compiled by the default inductor backend is as fast
         for call, target in passed:
             if target is not b:
                 continue
-            names = _qualified_names(ctx.model, call.func)
+            names = ctx.model.qualified_names(call.func, visible=True)
             if any(q == "torch" or q.startswith(("torch.", "builtins.")) for q in names):
                 continue
             if self._callee_def(ctx, call) is not None or (isinstance(call.func, ast.Name) and call.func.id in ctx.model.classes):
@@ -1333,7 +1310,7 @@ step), while the step compiled by the default inductor backend is as fast
                 for kw in call.keywords:
                     if kw.arg is not None and self._resolve(ctx, kw.value) is b:
                         slot = kw.arg
-                for q in sorted(_qualified_names(ctx.model, call.func)):
+                for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
                     if "." in q:
                         recorded.setdefault(q, []).append(call)
                         calls.append([q, slot, len(call.args), sorted(kw.arg for kw in call.keywords if kw.arg), _has_star(call), call.lineno])
@@ -1372,7 +1349,7 @@ step), while the step compiled by the default inductor backend is as fast
         project = ctx.project
         if project is None or not getattr(project, "lr_proven", None):
             return None
-        for q in sorted(_qualified_names(ctx.model, call.func)):
+        for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
             hit = project.resolve_lr_writer(ctx.path, q)
             if hit is not None:
                 return hit

@@ -18,6 +18,7 @@ from .. import placement
 from ..compile_sites import CompileModel
 from ..compile_sites import CompileSite as AstCompileSite
 from ..compile_sites import dotted_name as ast_dotted_name
+from ..compile_sites import import_target
 from ..findings import Finding, Safety
 from ..source import COMPOUND, Source
 from .base import Example, Rule
@@ -885,6 +886,5 @@ def class_facts(source: Source) -> dict:
         if isinstance(stmt, ast.ImportFrom):
             for alias in stmt.names:
                 if alias.name != "*":
-                    prefix = "." * stmt.level + (f"{stmt.module}." if stmt.module else "")
-                    reexports[alias.asname or alias.name] = prefix + alias.name
+                    reexports[alias.asname or alias.name] = import_target(alias, stmt)  # type: ignore[assignment]
     return {"classes": classes, "reexports": reexports}
