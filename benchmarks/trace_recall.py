@@ -1,6 +1,7 @@
 """How `fix-recompiles run --fix` does on the realworld programs.
 
-For every single-file positive program in tests/realworld/ (its header says
+For every positive program in tests/realworld/ (a file, or a folder run by
+its main.py; the header says
 `fix=safe|unsafe|none` and how many graphs it compiles), copy it to a scratch
 folder, run `fix-recompiles run --fix -- python PROGRAM` (the checkout this
 script lives in), and print one row: the fix the header expects, whether the
@@ -31,20 +32,29 @@ TOTAL = re.compile(r"^\s+total\s+(\d+) -> (\d+)$", re.MULTILINE)
 
 
 def main(names) -> int:
-    programs = sorted(f for f in os.listdir(REALWORLD) if f.startswith("pos_") and f.endswith(".py"))
+    programs = sorted(
+        f for f in os.listdir(REALWORLD)
+        if f.startswith("pos_") and (f.endswith(".py") or os.path.isfile(os.path.join(REALWORLD, f, "main.py")))
+    )
     if names:
-        programs = [p for p in programs if p[:-3] in names]
+        programs = [p for p in programs if p.removesuffix(".py") in names]
     env = dict(os.environ, PYTHONPATH=ROOT)
     rows, cured, safe = [], 0, 0
     for name in programs:
-        with open(os.path.join(REALWORLD, name), encoding="utf-8") as fh:
+        folder = not name.endswith(".py")  # a multi-file program: run its main.py
+        main = os.path.join(REALWORLD, name, "main.py") if folder else os.path.join(REALWORLD, name)
+        with open(main, encoding="utf-8") as fh:
             m = HEADER.match(fh.readline())
         if m is None:
             continue
         with tempfile.TemporaryDirectory(prefix="trace-recall-") as tmp:
-            shutil.copy(os.path.join(REALWORLD, name), tmp)
+            if folder:
+                tmp = os.path.join(tmp, name)
+                shutil.copytree(os.path.join(REALWORLD, name), tmp)
+            else:
+                shutil.copy(main, tmp)
             proc = subprocess.run(
-                [sys.executable, "-m", "cli", "run", "--fix", "--", sys.executable, name],
+                [sys.executable, "-m", "cli", "run", "--fix", "--", sys.executable, os.path.basename(main)],
                 cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
             )
         out = proc.stdout
@@ -56,7 +66,7 @@ def main(names) -> int:
         if m.group("fix") == "safe":
             safe += 1
             cured += ok
-        rows.append((name[:-3], m.group("fix"), str(fixed), graphs, restored))
+        rows.append((name.removesuffix(".py"), m.group("fix"), str(fixed), graphs, restored))
     width = max(len(r[0]) for r in rows) if rows else 10
     print(f"{'program'.ljust(width)}  expected  fixed  graphs           note")
     for r in rows:

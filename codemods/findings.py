@@ -67,6 +67,9 @@ class Finding:
     #: is not on that function's compile site or calls: a float passed in
     #: through forwarding functions.  The trace matches it by them.
     feeds: Tuple[int, ...] = field(default=(), compare=False)
+    #: the file of those lines when the compiled function is in another module
+    #: of the run ("" : this file)
+    feeds_path: str = field(default="", compare=False)
 
     @property
     def fixable(self) -> bool:

@@ -1051,6 +1051,8 @@ class FunctionSummary:
     kwonly: Tuple[str, ...]
     has_varargs: bool
     uses: Dict[str, ParamUse] = field(default_factory=dict)
+    #: the first line of its code object (its first decorator's, or the ``def``'s)
+    first_line: int = 0
 
     def param_for(self, index: Optional[int], keyword: Optional[str], skip_self: bool) -> Optional[str]:
         """The parameter an argument lands in (positional ``index`` or ``keyword``)."""
@@ -1530,4 +1532,5 @@ def summarize_function(fn: ast.FunctionDef, aliases: Dict[str, str], helpers: Op
         kwonly=kwonly,
         has_varargs=args.vararg is not None or args.kwarg is not None,
         uses=uses,
+        first_line=min([d.lineno for d in fn.decorator_list] + [fn.lineno]),
     )

@@ -439,7 +439,8 @@ def _summary_from_json(d) -> FunctionSummary:
         for k, u in d["uses"].items()
     }
     return FunctionSummary(
-        name=d["name"], line=d["line"], positional=tuple(d["positional"]), kwonly=tuple(d["kwonly"]), has_varargs=d["has_varargs"], uses=uses
+        name=d["name"], line=d["line"], positional=tuple(d["positional"]), kwonly=tuple(d["kwonly"]), has_varargs=d["has_varargs"], uses=uses,
+        first_line=d.get("first_line", 0),
     )
 
 

@@ -292,7 +292,16 @@ def match_file(
     matched: Dict[int, Match] = {}
     for entry in entries:
         path = entry_file(entry)
-        if path is None or _real(path) != real:
+        if path is None:
+            continue
+        if _real(path) != real:
+            # a function compiled in another module, fed from this file
+            if not tr._is_torch_file(entry.filename):
+                for cause in _match_causes(entry):
+                    for cure in tr.CURES.get(cause, ()):
+                        for index, f in enumerate(findings):
+                            if f.feeds_path and f.code == cure.code and index not in matched and entry.firstlineno in f.feeds and _real(f.feeds_path) == _real(path):
+                                matched[index] = Match(f, entry, cause)
             continue
         internal = tr._is_torch_file(entry.filename)
         library_spans = [
@@ -418,8 +427,16 @@ def guide(
     settings = replace(settings, unproven=True)
     map_library_entries(trace, within, settings)
     files = implicated_files(trace, within)
-    project = build_project_index(files, settings)
+    # the project model of every file under the folder, not only the
+    # implicated ones: an lr writer in scheduler.py proves main.py's FR004 fix
+    from .discovery import discover
+
+    indexed = sorted(set(discover(within).files) | set(files)) if within else files
+    project = build_project_index(indexed, settings)
+    files = files + _feeding_files(project, files, indexed)
     observed = float_evidence(trace)
+    #: (module, line of the construction) of optimizers whose FR004 fix is applied
+    optimizers: Dict[Tuple[str, int], Match] = {}
     for path in files:
         shown = display_path(path)
         try:
@@ -437,22 +454,105 @@ def guide(
         if ctx is None:
             continue
         guided.matches, guided.others = match_file(ctx, findings, trace.entries)
-        chosen = [
-            m.finding for m in guided.matches if should_apply(m.finding, settings)
-        ]
-        for f in chosen:
-            f.applied = True
-        if chosen:
-            try:
-                guided.new = render(ctx, chosen, data)
-            except FileError as exc:
-                out.errors.append((exc.path, exc.reason))
-                for f in chosen:
-                    f.applied = False
+        _apply(ctx, guided, data, settings, out)
+        optimizers.update(_fixed_optimizers(ctx, project, guided))
+    if optimizers:
+        apply_lr_writers(out, project, settings, optimizers)
     if evidence:
         apply_flag_evidence(trace, out, settings)
         apply_evidence(trace, out)
     return out
+
+
+def _feeding_files(project, implicated: Sequence[str], indexed: Sequence[str]) -> List[str]:
+    """Files of the run (not implicated themselves) that may call a function
+    compiled in an implicated file: a float passed there in is fixed where it
+    is passed (FR003 reports it in the caller's file)."""
+    from .prefilter import mentions_any
+
+    keys = {project.modules[p] for p in implicated if p in project.modules}
+    tokens = tuple(sorted(
+        (name.encode(), key[1].rpartition(".")[2].encode())
+        for key, fns in project.compiled.items() if key in keys for name in fns
+    ))
+    if not tokens:
+        return []
+    out: List[str] = []
+    for path in indexed:
+        if path in implicated:
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if mentions_any(data, tokens):
+            out.append(path)
+    return out
+
+
+def _apply(ctx: FileContext, guided: GuidedFile, data: bytes, settings: Settings, out: Guided) -> None:
+    """Render the matched findings that the settings apply into ``guided.new``."""
+    chosen = [m.finding for m in guided.matches if should_apply(m.finding, settings)]
+    for f in chosen:
+        f.applied = True
+    if chosen:
+        try:
+            guided.new = render(ctx, chosen, data)
+        except FileError as exc:
+            out.errors.append((exc.path, exc.reason))
+            for f in chosen:
+                f.applied = False
+
+
+def _fixed_optimizers(ctx: FileContext, project, guided: GuidedFile) -> Dict[Tuple[str, int], Match]:
+    """(module, line of the call) of the optimizer constructions whose FR004
+    fix this file applies (the calls that hold an applied FR004 finding)."""
+    key = project.modules.get(ctx.path) if project is not None else None
+    applied = [m for m in guided.matches if m.finding.code == "FR004" and m.finding.applied]
+    if key is None or not applied:
+        return {}
+    out: Dict[Tuple[str, int], Match] = {}
+    for call in ctx.source.nodes(ast.Call):
+        for m in applied:
+            f = m.finding
+            if (call.lineno, call.col_offset + 1) <= (f.line, f.column) and (f.end_line, f.end_column) <= (call.end_lineno, call.end_col_offset + 1):
+                out[(key[1], call.lineno)] = m
+    return out
+
+
+def apply_lr_writers(out: Guided, project, settings: Settings, optimizers: Dict[Tuple[str, int], Match]) -> None:
+    """FR004's fix of an optimizer whose lr a writer in another module sets (a
+    scheduler class, a ``set_lr`` helper) is whole only with that writer's
+    ``.fill_`` edits.  A module of proven lr writers (``project.lr_proven``)
+    all of whose optimizers had their FR004 fix applied here is analysed and
+    its FR004 findings applied with them; otherwise nothing is added (a
+    ``.fill_`` on a float lr would crash)."""
+    from .discovery import display_path
+
+    homes = {key: path for path, key in project.modules.items()}
+    done = {_real(g.path) for g in out.files}
+    for key, writers in sorted(project.lr_proven.items()):
+        path = homes.get(key)
+        callers = sorted({c for cs in writers.values() for c in cs})
+        if path is None or _real(path) in done or not callers or any(c not in optimizers for c in callers):
+            continue
+        shown = display_path(path)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            ctx, findings = analyze(path, shown, data, settings, project)
+        except (OSError, FileError):
+            continue
+        if ctx is None:
+            continue
+        cause = optimizers[callers[0]]
+        guided = GuidedFile(path, shown, data)
+        guided.matches = [Match(f, cause.entry, tr.OPTIMIZER_LR) for f in findings if f.code == "FR004" and f.fix is not None]
+        guided.others = [f for f in findings if not (f.code == "FR004" and f.fix is not None)]
+        _apply(ctx, guided, data, settings, out)
+        if guided.changed:
+            out.files.append(guided)
 
 
 def write(guided: Guided) -> int:

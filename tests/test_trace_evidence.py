@@ -6,8 +6,13 @@ module_attrs.py`` under torch 2.13; the end-to-end test really runs it."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import subprocess
+
 import pytest
-from test_trace import SCRIPTS, copied, graphs, results, run_cli  # noqa: F401  (copied: a fixture)
+import warm_python
+from test_trace import CLI, PYTHON, SCRIPTS, _env, copied, graphs, results, run_cli  # noqa: F401  (copied: a fixture)
 
 from codemods import trace as tr
 from codemods import trace_run
@@ -358,3 +363,114 @@ def test_optimizer_step_recompiling_on_identity_still_implicates_fr004(copied):
     assert codes == [("FR004", tr.OPTIMIZER_LR)]
     new = guided.files[0].new.decode()
     assert "lr=torch.tensor(0.01" in new and 'group["lr"].fill_(lr)' in new
+
+
+# -- an optimizer whose lr a scheduler of another module writes ----------------------------
+
+
+def test_run_fix_applies_the_lr_writers_edits_of_another_module(tmp_path):
+    """tests/realworld/pos_lr_field_scheduler: main.py steps Adam in a compiled
+    function; scheduler.py's WarmupScheduler writes `group[self.lr_field]`.
+    The trace implicates main.py only; FR004's fix there is whole only with
+    the writer's `.fill_` in scheduler.py, which the project model (every
+    file under the folder) proves reached by that optimizer alone: both are
+    applied. Measured on 2.13: 3 -> 2 graphs, same output."""
+    import shutil
+
+    program = SCRIPTS.parent / "realworld" / "pos_lr_field_scheduler"
+    for name in ("main.py", "scheduler.py"):
+        shutil.copy(program / name, tmp_path / name)
+    proc = warm_python.cli_run(
+        check=False,
+        args=CLI + ["run", "--fix", "--", PYTHON, "main.py"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+        timeout=600,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "fixed: main.py:18:44: FR004 " in out and "fixed: scheduler.py:" in out, out
+    before, after = graphs(out, "total")
+    assert after < before, out
+    assert ".fill_(" in (tmp_path / "scheduler.py").read_text()
+    printed = [ln for ln in out.splitlines() if re.fullmatch(r"-?\d+\.\d+", ln.strip())]
+    assert len(printed) == 2 and printed[0] == printed[1], out
+
+
+def test_no_lr_writer_edit_when_its_optimizer_is_not_fixed(tmp_path, monkeypatch):
+    """The same program with FR004's fix held back (ignored): the writer's
+    `.fill_` would crash on a float lr, so scheduler.py is not touched."""
+    import shutil
+
+    program = SCRIPTS.parent / "realworld" / "pos_lr_field_scheduler"
+    for name in ("main.py", "scheduler.py"):
+        shutil.copy(program / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    entry = tr.CodeEntry(
+        name="step", filename="/x/site-packages/torch/optim/adam.py", firstlineno=200,
+        reasons=tr.parse_reason("0/0: self.param_groups[0]['lr'] == 0.0001"),
+        graphs=2, recompiles=1, user_frame=(str(tmp_path / "main.py"), 26, "train_step"),
+    )
+    trace = tr.Trace(entries=[entry])
+    fixed = trace_run.guide(trace, Settings(), [str(tmp_path)], fixing=True)
+    assert sorted(g.display_path.rsplit("/", 1)[-1] for g in fixed.files if g.changed) == ["main.py", "scheduler.py"]
+    held = trace_run.guide(trace, Settings(ignore=frozenset({"FR004"})), [str(tmp_path)], fixing=True)
+    assert not [g for g in held.files if g.changed]
+
+
+# -- a function compiled in another module, fed a float from this one ----------------------
+
+
+def _cross_module(tmp_path):
+    import shutil
+
+    program = SCRIPTS.parent / "realworld" / "pos_cross_module_dtype"
+    for name in ("main.py", "kernels.py"):
+        shutil.copy(program / name, tmp_path / name)
+    return tmp_path / "main.py", tmp_path / "kernels.py"
+
+
+def test_a_float_fed_to_a_function_compiled_in_another_module_is_matched(tmp_path, monkeypatch):
+    """The trace names kernels.py (`scaled_add`, decorated: its code object
+    starts at the decorator's line 4); FR003 reports in main.py, where the
+    float is passed in: main.py is analysed as a file that feeds it, and the
+    finding matches by the compiled function's first lines."""
+    main, kernels = _cross_module(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    entry = tr.CodeEntry(
+        name="scaled_add", filename=str(kernels), firstlineno=4, graphs=2, recompiles=1,
+        reasons=tr.parse_reason("0/0: alpha == 0.01"),
+    )
+    guided = trace_run.guide(tr.Trace(entries=[entry]), Settings(), [str(tmp_path)], fixing=True)
+    [m] = guided.matches
+    assert (m.finding.code, m.finding.path, m.finding.line) == ("FR003", "main.py", 21)
+    assert m.finding.feeds_path == str(kernels) and 4 in m.finding.feeds
+    [g] = [g for g in guided.files if g.changed]
+    assert g.path == str(main) and b"scaled_add(x, y, torch.tensor(alpha, dtype=torch.float64))" in g.new
+    # another function of kernels.py (another first line) implicates nothing in main.py
+    other = dataclasses.replace(entry, firstlineno=9)
+    assert not trace_run.guide(tr.Trace(entries=[other]), Settings(), [str(tmp_path)], fixing=True).matches
+
+
+def test_run_fix_cures_a_float_fed_across_modules(tmp_path):
+    """Measured on 2.13: scaled_add 2 -> 1 graphs, same printed values."""
+    _cross_module(tmp_path)
+    proc = warm_python.cli_run(
+        check=False,
+        args=CLI + ["run", "--fix", "--", PYTHON, "main.py"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+        timeout=600,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "fixed: main.py:21:26: FR003 " in out, out
+    assert graphs(out, "scaled_add (kernels.py)") == (2, 1)
+    printed = [ln for ln in out.splitlines() if ln.startswith("[")]
+    assert len(printed) == 2 and printed[0] == printed[1], out

@@ -72,6 +72,7 @@ class Rule:
         title: str = "",
         proven: bool = True,
         feeds: Tuple[int, ...] = (),
+        feeds_path: str = "",
     ) -> Finding:
         if isinstance(node, ast.AST):
             start, end = ctx.source.start(node), ctx.source.end(node)
@@ -92,6 +93,7 @@ class Rule:
             rule_name=self.name,
             proven=proven,
             feeds=feeds,
+            feeds_path=feeds_path,
         )
 
     @classmethod

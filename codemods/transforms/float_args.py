@@ -117,6 +117,9 @@ class _Route:
     #: the compile site (its options: ``fullgraph=``, ``dynamic=``); None when
     #: compiled in another module
     site: object = None
+    #: compiled in another module of the run: (its path, the first lines its
+    #: code object can start on), for the trace to match
+    elsewhere: Optional[Tuple[str, Tuple[int, ...]]] = None
 
 
 def _var_params(fn: ast.AST) -> Tuple[Optional[str], Optional[str]]:
@@ -172,6 +175,14 @@ def _reads_forwarded(site_model: CallSite, fn: ast.AST) -> Optional[str]:
                 continue
             return f"`{getattr(fn, 'name', '?')}` reads `{name}` (line {ref.lineno}) besides passing it on"
     return None
+
+
+def _home(ctx, project, key) -> Optional[str]:
+    """The path of the module ``key`` of the project index."""
+    homes = ctx.cache.get("float_args.homes")
+    if homes is None:
+        homes = ctx.cache["float_args.homes"] = {k: path for path, k in project.modules.items()}
+    return homes.get(key)
 
 
 def _traced_floats(ctx, route: _Route) -> FrozenSet[str]:
@@ -401,10 +412,11 @@ gives `inf` with a tensor.
             return False
         return not any(dotted_name(d) == "staticmethod" for d in fn.decorator_list)  # type: ignore[attr-defined]
 
-    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST], object]]:
+    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST], object, object]]:
         """(call, callee name, summary (computed on demand, None when unseen),
         skip self, the compiled function's def when it is in this module,
-        compile site (None: compiled in another module)) for every call of a
+        compile site (None: compiled in another module), (path, first lines)
+        of a function compiled in another module) for every call of a
         compiled function."""
         model = ctx.model
         out: List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST], object]] = []
@@ -427,10 +439,10 @@ gives `inf` with a tensor.
                 if call in site.call_defs:  # reached through a flow (a project decorator, a parameter)
                     other = site.call_defs[call]
                     found = functools.partial(self._local_summary, ctx, other) if other is not None else _no_summary
-                    out.append((call, dotted_name(call.func) or name, found, other is not None and self._is_method(ctx, other), other, site))
+                    out.append((call, dotted_name(call.func) or name, found, other is not None and self._is_method(ctx, other), other, site, None))
                     continue
                 reached = name if dotted_name(call.func) == site.binding or fn is None else getattr(fn, "name", name)  # through a flow: the function's own name
-                out.append((call, reached, summary, skip_self, fn, site))
+                out.append((call, reached, summary, skip_self, fn, site, None))
         project = ctx.project
         if project is not None and getattr(project, "compiled", None):
             # a dotted callee `m.f` can only name a compiled function whose name is `f`
@@ -443,9 +455,11 @@ gives `inf` with a tensor.
                 for q in sorted(site_model.qualified_names(node.func)):
                     hit = project.resolve(ctx.path, q)
                     if hit is not None:
-                        (_, module), found = hit
+                        key, found = hit
                         seen.add(node)
-                        out.append((node, f"{module}.{found.name}", (lambda found=found: found), False, None, None))
+                        home = _home(ctx, project, key)
+                        elsewhere = (home, tuple(sorted({found.first_line, found.line} - {0}))) if home is not None else None
+                        out.append((node, f"{key[1]}.{found.name}", (lambda found=found: found), False, None, None, elsewhere))
                         break
         return out
 
@@ -597,7 +611,10 @@ gives `inf` with a tensor.
         findings: List[Finding] = []
         callees = self._callees(ctx, site_model)
         literal_values = _literal_values(callees)
-        direct = [_Route(call, call, callee, get_summary, skip_self, fn_def=fn, site=site) for call, callee, get_summary, skip_self, fn, site in callees]
+        direct = [
+            _Route(call, call, callee, get_summary, skip_self, fn_def=fn, site=site, elsewhere=elsewhere)
+            for call, callee, get_summary, skip_self, fn, site, elsewhere in callees
+        ]
         routes = direct + self._forwarded(ctx, site_model, direct)
         done: Set[int] = set()
         for route in routes:
@@ -688,7 +705,8 @@ gives `inf` with a tensor.
                         needs_torch=True,
                         title="wrap in `torch.tensor(..., dtype=torch.float64)`",
                         proven=varies is not None,
-                        feeds=def_first_lines(route.fn_def) if isinstance(route.fn_def, _FUNCS) else (),
+                        feeds=def_first_lines(route.fn_def) if isinstance(route.fn_def, _FUNCS) else (route.elsewhere[1] if route.elsewhere else ()),
+                        feeds_path=route.elsewhere[0] if route.elsewhere and not isinstance(route.fn_def, _FUNCS) else "",
                     )
                 )
         return findings
