@@ -366,6 +366,18 @@ class NodeLocator:
         return node
 
 
+def parse(text: str, data: bytes, filename: str = "<unknown>") -> ast.Module:
+    """The ``ast`` of a file from its decoded ``text`` (about 15% cheaper
+    than from its bytes, and the same tree: columns are UTF-8 byte offsets
+    either way).  When the text does not parse, the bytes are parsed, so
+    the error is the parser's own for the file (its offsets count bytes)."""
+    try:
+        return ast.parse(text, filename)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    return ast.parse(data, filename)
+
+
 def decode(data: bytes) -> Tuple[str, str]:
     """(text, encoding) of source bytes, as the interpreter would decode them."""
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
