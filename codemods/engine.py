@@ -22,7 +22,7 @@ import re
 import symtable
 import tokenize
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ._lazy import cst
@@ -31,6 +31,7 @@ from . import prefilter
 from .context import FileContext, Settings
 from .findings import Edit, FileError, Finding, Safety
 from .source import NodeLocator, Source, Target, decode
+from .source import parse as parse_text
 from .transforms import REGISTRY, Rule
 
 _SUPPRESS_RE = re.compile(r"#\s*fix-recompiles:\s*ignore(?:\[([A-Za-z0-9_,\s]+)\])?")
@@ -246,7 +247,7 @@ def parse_ast(display_path: str, data: bytes, tree: Optional[ast.Module] = None)
         raise FileError(display_path, f"cannot decode: {exc.msg}") from None
     if tree is None:
         try:
-            tree = ast.parse(data, display_path)
+            tree = parse_text(text, data, display_path)
         except SyntaxError as exc:
             raise FileError(display_path, f"syntax error at line {exc.lineno or 1}, column {exc.offset or 1}: {exc.msg}") from None
         except (ValueError, RecursionError, MemoryError) as exc:
@@ -255,7 +256,7 @@ def parse_ast(display_path: str, data: bytes, tree: Optional[ast.Module] = None)
 
 
 def analyze(
-    path: str, display_path: str, data: bytes, settings: Settings, project=None, tree=None, evidence=None
+    path: str, display_path: str, data: bytes, settings: Settings, project=None, tree=None, project_rules_only: bool = False, evidence=None
 ) -> Tuple[Optional[FileContext], List[Finding]]:
     """Run every selected rule that can apply; (None, []) when none can.
     ``tree``: the stdlib ``ast`` of exactly ``data`` when already parsed, or
@@ -267,6 +268,8 @@ def analyze(
     and analysed once (:mod:`codemods.compile_sites`), and parsed with libcst
     only when a rule reads comments (FR002) or a fix is rendered."""
     rules = selected_rules(settings)
+    if project_rules_only:  # the rest of the file's findings are known (see codemods.runner)
+        rules = [rule for rule in rules if rule.reads_project]
     extra = project.prefilter_tokens(path) if project is not None else ()
     always = project is not None and path in getattr(project, "always", ())  # a proven lr writer's module
     chosen, cross = prefilter.select(data, rules, extra, always)  # bytes only
@@ -355,14 +358,18 @@ def render(ctx: FileContext, findings: Sequence[Finding], data: Optional[bytes] 
     return new_bytes
 
 
-def process_source(path: str, display_path: str, data: bytes, settings: Settings, project=None, tree=None, render_fixes: bool = True) -> FileResult:
+def process_source(
+    path: str, display_path: str, data: bytes, settings: Settings, project=None, tree=None, render_fixes: bool = True, project_rules_only: bool = False
+) -> FileResult:
     """Analyse one file; with ``render_fixes`` (``--diff``, ``--fix``) also make
     its fixed bytes.  A report needs no fixed text: libcst never parses the
-    file then, and ``pending`` says whether fixes would apply."""
+    file then, and ``pending`` says whether fixes would apply.  With
+    ``project_rules_only`` (a report only) just the rules that read the
+    project index run (:func:`merge_project_findings` adds the others')."""
     result = FileResult(path=path, display_path=display_path, original=data)
     ctx = None
     try:
-        ctx, findings = analyze(path, display_path, data, settings, project, tree)
+        ctx, findings = analyze(path, display_path, data, settings, project, tree, project_rules_only)
         if ctx is None:
             result.prefiltered = True
             return result
@@ -393,6 +400,30 @@ def process_source(path: str, display_path: str, data: bytes, settings: Settings
         if ctx is not None:
             ctx.release()
     return result
+
+
+def project_rule_codes() -> frozenset:
+    """The codes of the rules that read the project index."""
+    return frozenset(rule.code for rule in REGISTRY if rule.reads_project)
+
+
+def merge_project_findings(first: FileResult, again: FileResult) -> FileResult:
+    """A report's result for a file analysed without the project index
+    (``first``: every rule) and then with it by the rules that read it
+    (``again``: ``project_rules_only``): what one analysis with the index
+    gives.  The other rules never read the index, so their findings stand;
+    findings sort by (path, line, column, code, message), so the merged
+    list is in the order one analysis makes.  An error of ``again`` is the
+    result's, as it would be (the other rules raised nothing in ``first``)."""
+    if again.error is not None:
+        return again
+    codes = project_rule_codes()
+    merged = replace(first, findings=sorted([f for f in first.findings if f.code not in codes] + again.findings, key=Finding.sort_key))
+    merged.prefiltered = first.prefiltered and again.prefiltered
+    if not again.prefiltered:
+        merged.encoding = again.encoding
+    merged.pending = any(f.applied for f in merged.findings)
+    return merged
 
 
 def read_file(path: str, display_path: str) -> bytes:

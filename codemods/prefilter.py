@@ -160,10 +160,17 @@ def mentions_any(data: bytes, names: Sequence[Tuple[bytes, bytes]]) -> bool:
     every file that calls ``dict.update``."""
     size = len(data)
     relative = b"from ." in data
+    words: dict = {}  # module name -> whether the bytes hold it as a word
     for name, module in names:
-        if not (relative or _has_word(data, module)):
-            continue
         at = data.find(name)
+        if at < 0:
+            continue
+        if not relative:
+            has = words.get(module)
+            if has is None:
+                has = words[module] = _has_word(data, module)
+            if not has:
+                continue
         while at >= 0:
             end = at + len(name)
             if (at == 0 or not _word_byte(data[at - 1])) and (end >= size or not _word_byte(data[end])):

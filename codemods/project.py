@@ -20,7 +20,6 @@ does it alone, for callers that need only the index.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import json
 import os
@@ -317,7 +316,7 @@ def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]]) -> No
 def _class_facts_of_file(path: str) -> Optional[dict]:
     """FR005's class facts of one file (None: unreadable, unparsable, no
     class or import)."""
-    from .source import Source, decode
+    from .source import Source, decode, parse
     from .transforms.unspec_int_attrs import class_facts
 
     try:
@@ -328,8 +327,8 @@ def _class_facts_of_file(path: str) -> Optional[dict]:
     if b"class" not in data and b"import" not in data:
         return None
     try:
-        tree = ast.parse(data)
         text, encoding = decode(data)
+        tree = parse(text, data)
         return class_facts(Source(path, path, data, tree, text, encoding))
     except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, LookupError):
         return None
@@ -398,14 +397,14 @@ def parse_for_index(data: bytes, display_path: str = "<file>"):
     a file's bytes: ({}, None) when the bytes rule a compiled function out
     (``torch`` and a ``compile`` other than ``re.compile``) or they do not parse."""
     from .prefilter import mentions_compile
-    from .source import Source, decode
+    from .source import Source, decode, parse
 
     compiled = mentions_compile(data)
     if not compiled and b"param_groups" not in data:  # FR004's lr writers: see lr_facts
         return {}, None
     try:
-        tree = ast.parse(data)
         text, encoding = decode(data)
+        tree = parse(text, data)
     except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, LookupError):
         return {}, None
     source = Source(display_path, display_path, data, tree, text, encoding)

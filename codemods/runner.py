@@ -18,8 +18,11 @@ parsed as few times as possible:
 4. the project index is built from every file's compiled functions;
 5. **second look**, only when the index lists compiled functions: the files
    that mention one of their names are processed again with the index (rare:
-   they call a function compiled in another module), and cached files whose
-   result was stored under other cross-module facts are processed afresh;
+   they call a function compiled in another module; in a report only the
+   rules that read the index run again, and their findings replace those
+   of the first look: :func:`~codemods.engine.merge_project_findings`),
+   and cached files whose result was stored under other cross-module facts
+   are processed afresh;
 6. results are merged sorted by display path, so ``-j1`` and ``-jN`` print the
    same thing, and stored in the cache.
 
@@ -42,7 +45,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 from .cache import content_hash
 from .context import Settings
 from .discovery import DEFAULT_EXCLUDES, discover, display_path
-from .engine import FileResult, process_source, read_file
+from .engine import FileResult, merge_project_findings, process_source, read_file
 from .findings import FileError, Finding, Fix
 from .project import FactsCache, ProjectIndex, int_facts, lr_facts, parse_for_index
 from .writer import write_changed
@@ -160,6 +163,9 @@ class _Looked:
     lr: Optional[dict] = None
     #: FR005's facts for the index (first look only)
     ints: Optional[dict] = None
+    #: only the rules that read the index ran (a report's second look): the
+    #: result is merged with the first look's
+    partial: bool = False
 
 
 #: per-process state of the worker pool: options and (second look) the index
@@ -201,7 +207,10 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
     if options.skip_generated and _is_generated(data):
         result = FileResult(path=path, display_path=display, prefiltered=True, generated=True)
     else:
-        result = process_source(path, display, data, settings, project if mode != "first" else None, source, options.render)
+        # a report's second look runs only the rules that read the index: the
+        # others' findings from the first look stand (merge_project_findings)
+        partial = mode == "mentions" and not options.render
+        result = process_source(path, display, data, settings, project if mode != "first" else None, source, options.render, partial)
         if options.portable:
             _portable(result)
     if source is not None:
@@ -210,7 +219,7 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
     # process: the interactive review re-analyses files with findings)
     result.original = data if (result.new is not None or not options.portable) else None
     digest = content_hash(data) if options.want_hash else None
-    return _Looked(path, result, functions, st, digest, lr, ints)
+    return _Looked(path, result, functions, st, digest, lr, ints, mode == "mentions" and not options.render)
 
 
 def _may_hold_a_finding(data: bytes) -> bool:
@@ -607,6 +616,8 @@ def _run(
         second.append((path, displays[path], file_settings[path], "full"))
     if second:
         for item in _look_all(second, jobs, options, project, lambda n: None):
+            if item.partial:
+                item.result = merge_project_findings(results[item.path], item.result)
             looked[item.path] = item
             results[item.path] = item.result
     if cache is not None:

@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
-from .source import children
+from .source import _CHILDREN, children
 
 
 @dataclass(eq=False)
@@ -75,11 +75,23 @@ class Scopes:
         self._move_nonlocal_bindings()
         #: Name load -> the scope that binds it (absent: builtin / unbound)
         self.resolved: Dict[ast.Name, Scope] = {}
+        resolved = self.resolved
+        name_scope = self.name_scope
+        #: (id of the scope a name is read in, the name) -> (the scope binding
+        #: it, its references of the name), or None: builtin or unbound
+        found: Dict[tuple, Optional[tuple]] = {}
+        missing = ()
         for name in self._loads:
-            scope = self.lookup(self.name_scope[name], name.id)
-            if scope is not None:
-                self.resolved[name] = scope
-                scope.references.setdefault(name.id, []).append(name)
+            here = name_scope[name]
+            ident = name.id
+            key = (id(here), ident)
+            hit = found.get(key, missing)
+            if hit is missing:
+                owner = self.lookup(here, ident)
+                hit = found[key] = None if owner is None else (owner, owner.references.setdefault(ident, []))
+            if hit is not None:
+                resolved[name] = hit[0]
+                hit[1].append(name)
 
     def release(self) -> None:
         """Break the scope <-> binding cycles so the tree is freed by reference
@@ -169,134 +181,158 @@ class Scopes:
         else:  # attribute / subscript targets: their parts are loads
             self._visit(target, scope)
 
-    def _visit(self, node: ast.AST, scope: Scope) -> None:  # noqa: C901 - one dispatch
-        kind = type(node)
-        if kind is ast.Name:
-            self.name_scope[node] = scope  # type: ignore[index]
-            if isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
-                self._loads.append(node)  # type: ignore[arg-type]
-            elif isinstance(node.ctx, ast.Del):  # type: ignore[attr-defined]
-                self._bind(scope, node.id, node, "del")  # type: ignore[attr-defined]
-            else:
-                self._bind(scope, node.id, node, "unpack")  # type: ignore[attr-defined]
-            return
-        if kind is ast.Assign:
-            self._visit(node.value, scope)  # type: ignore[attr-defined]
-            for target in node.targets:  # type: ignore[attr-defined]
-                self._target(target, scope, "assign", node.value, node)  # type: ignore[attr-defined]
-            return
-        if kind is ast.AnnAssign:
-            if node.value is not None:  # type: ignore[attr-defined]
-                self._visit(node.value, scope)  # type: ignore[attr-defined]
-            self._visit(node.annotation, scope)  # type: ignore[attr-defined]
-            if node.value is not None or not isinstance(node.target, ast.Name):  # type: ignore[attr-defined]
-                self._target(node.target, scope, "annassign", node.value, node)  # type: ignore[attr-defined]
-            else:  # `x: int` declares without binding a value; still local
-                self.name_scope[node.target] = scope  # type: ignore[attr-defined,index]
-                self._bind(scope, node.target.id, node.target, "annassign", None, node)  # type: ignore[attr-defined]
-            return
-        if kind is ast.AugAssign:
-            self._visit(node.value, scope)  # type: ignore[attr-defined]
-            target = node.target  # type: ignore[attr-defined]
-            if isinstance(target, ast.Name):
-                self.name_scope[target] = scope
-                self._loads.append(target)  # `x += 1` reads x too
-                self._bind(scope, target.id, target, "augassign", node, node)
-            else:
-                self._visit(target, scope)
-            return
-        if kind in (ast.For, ast.AsyncFor):
-            self._visit(node.iter, scope)  # type: ignore[attr-defined]
-            self._target(node.target, scope, "for", node, node)  # type: ignore[attr-defined]
-            self._visit_body(node.body, scope)  # type: ignore[attr-defined]
-            self._visit_body(node.orelse, scope)  # type: ignore[attr-defined]
-            return
-        if kind in (ast.With, ast.AsyncWith):
-            for item in node.items:  # type: ignore[attr-defined]
-                self._visit(item.context_expr, scope)
-                if item.optional_vars is not None:
-                    self._target(item.optional_vars, scope, "with", item.context_expr, node)
-            self._visit_body(node.body, scope)  # type: ignore[attr-defined]
-            return
-        if kind in (ast.FunctionDef, ast.AsyncFunctionDef):
-            for dec in node.decorator_list:  # type: ignore[attr-defined]
-                self._visit(dec, scope)
-            self._visit_arguments_outer(node.args, scope)  # type: ignore[attr-defined]
-            if node.returns is not None:  # type: ignore[attr-defined]
-                self._visit(node.returns, scope)  # type: ignore[attr-defined]
-            self._bind(scope, node.name, node, "def", node, node)  # type: ignore[attr-defined]
-            inner = Scope("function", node, scope)
-            self.of_node[node] = inner
-            self._declare(node.body, inner)  # type: ignore[attr-defined]
-            self._bind_params(node.args, inner)  # type: ignore[attr-defined]
-            self._visit_body(node.body, inner)  # type: ignore[attr-defined]
-            return
-        if kind is ast.Lambda:
-            self._visit_arguments_outer(node.args, scope, annotations=False)  # type: ignore[attr-defined]
-            inner = Scope("function", node, scope)
-            self.of_node[node] = inner
-            self._bind_params(node.args, inner)  # type: ignore[attr-defined]
-            self._visit(node.body, inner)  # type: ignore[attr-defined]
-            return
-        if kind is ast.ClassDef:
-            for dec in node.decorator_list:  # type: ignore[attr-defined]
-                self._visit(dec, scope)
-            for base in node.bases:  # type: ignore[attr-defined]
-                self._visit(base, scope)
-            for kw in node.keywords:  # type: ignore[attr-defined]
-                self._visit(kw.value, scope)
-            self._bind(scope, node.name, node, "class", node, node)  # type: ignore[attr-defined]
-            inner = Scope("class", node, scope)
-            self.of_node[node] = inner
-            self._declare(node.body, inner)  # type: ignore[attr-defined]
-            self._visit_body(node.body, inner)  # type: ignore[attr-defined]
-            return
-        if kind in _COMPS:
-            gens = node.generators  # type: ignore[attr-defined]
-            self._visit(gens[0].iter, scope)
-            inner = Scope("comprehension", node, scope)
-            self.of_node[node] = inner
-            for i, gen in enumerate(gens):
-                if i:
-                    self._visit(gen.iter, inner)
-                self._target(gen.target, inner, "comprehension", node, None)
-                for cond in gen.ifs:
-                    self._visit(cond, inner)
-            if kind is ast.DictComp:
-                self._visit(node.key, inner)  # type: ignore[attr-defined]
-                self._visit(node.value, inner)  # type: ignore[attr-defined]
-            else:
-                self._visit(node.elt, inner)  # type: ignore[attr-defined]
-            return
-        if kind is ast.NamedExpr:
-            self._visit(node.value, scope)  # type: ignore[attr-defined]
-            owner = scope
-            while owner.kind == "comprehension" and owner.parent is not None:
-                owner = owner.parent
-            target = node.target  # type: ignore[attr-defined]
-            self.name_scope[target] = owner
-            self._bind(owner, target.id, target, "walrus", node.value, node)  # type: ignore[attr-defined]
-            return
-        if kind in (ast.Import, ast.ImportFrom):
-            for alias in node.names:  # type: ignore[attr-defined]
-                if alias.name == "*":
-                    continue
-                local = alias.asname or alias.name.split(".")[0]
-                self._bind(scope, local, alias, "import", node, node)
-            return
-        if kind in (ast.Global, ast.Nonlocal):
-            return  # collected up front by _declare
-        if kind is ast.ExceptHandler:
-            if node.type is not None:  # type: ignore[attr-defined]
-                self._visit(node.type, scope)  # type: ignore[attr-defined]
-            if node.name:  # type: ignore[attr-defined]
-                self._bind(scope, node.name, node, "except", None, node)  # type: ignore[attr-defined]
-            self._visit_body(node.body, scope)  # type: ignore[attr-defined]
-            return
-        if kind in _MATCH_BINDERS:
-            name = getattr(node, "name", None) or getattr(node, "rest", None)
-            if name:
-                self._bind(scope, name, node, "match", None, None)
+    def _visit(self, node: ast.AST, scope: Scope) -> None:
+        """Visit ``node`` and what it contains, evaluated in ``scope``: parents
+        before children, children in field order.  Nodes that bind, open a
+        scope or evaluate parts elsewhere go to their handler (``_HANDLERS``);
+        the others are walked here with an explicit stack."""
+        table = _CHILDREN
+        handlers = _HANDLERS
+        name_scope = self.name_scope
+        loads = self._loads
+        stack: List[ast.AST] = [node]
+        pop, push = stack.pop, stack.extend
+        while stack:
+            cur = pop()
+            kind = type(cur)
+            if kind is ast.Name:
+                name_scope[cur] = scope  # type: ignore[index]
+                ctx = cur.ctx  # type: ignore[attr-defined]
+                if isinstance(ctx, ast.Load):
+                    loads.append(cur)  # type: ignore[arg-type]
+                elif isinstance(ctx, ast.Del):
+                    self._bind(scope, cur.id, cur, "del")  # type: ignore[attr-defined]
+                else:
+                    self._bind(scope, cur.id, cur, "unpack")  # type: ignore[attr-defined]
+                continue
+            handler = handlers.get(kind)
+            if handler is not None:
+                handler(self, cur, scope)
+                continue
+            fn = table.get(kind)
+            below = fn(cur) if fn is not None else list(children(cur))
+            if below:
+                below.reverse()  # a fresh list: popped in field order
+                push(below)
+
+    def _visit_assign(self, node: ast.Assign, scope: Scope) -> None:
+        self._visit(node.value, scope)
+        for target in node.targets:
+            self._target(target, scope, "assign", node.value, node)
+
+    def _visit_annassign(self, node: ast.AnnAssign, scope: Scope) -> None:
+        if node.value is not None:
+            self._visit(node.value, scope)
+        self._visit(node.annotation, scope)
+        if node.value is not None or not isinstance(node.target, ast.Name):
+            self._target(node.target, scope, "annassign", node.value, node)
+        else:  # `x: int` declares without binding a value; still local
+            self.name_scope[node.target] = scope
+            self._bind(scope, node.target.id, node.target, "annassign", None, node)
+
+    def _visit_augassign(self, node: ast.AugAssign, scope: Scope) -> None:
+        self._visit(node.value, scope)
+        target = node.target
+        if isinstance(target, ast.Name):
+            self.name_scope[target] = scope
+            self._loads.append(target)  # `x += 1` reads x too
+            self._bind(scope, target.id, target, "augassign", node, node)
+        else:
+            self._visit(target, scope)
+
+    def _visit_for(self, node, scope: Scope) -> None:
+        self._visit(node.iter, scope)
+        self._target(node.target, scope, "for", node, node)
+        self._visit_body(node.body, scope)
+        self._visit_body(node.orelse, scope)
+
+    def _visit_with(self, node, scope: Scope) -> None:
+        for item in node.items:
+            self._visit(item.context_expr, scope)
+            if item.optional_vars is not None:
+                self._target(item.optional_vars, scope, "with", item.context_expr, node)
+        self._visit_body(node.body, scope)
+
+    def _visit_def(self, node, scope: Scope) -> None:
+        for dec in node.decorator_list:
+            self._visit(dec, scope)
+        self._visit_arguments_outer(node.args, scope)
+        if node.returns is not None:
+            self._visit(node.returns, scope)
+        self._bind(scope, node.name, node, "def", node, node)
+        inner = Scope("function", node, scope)
+        self.of_node[node] = inner
+        self._declare(node.body, inner)
+        self._bind_params(node.args, inner)
+        self._visit_body(node.body, inner)
+
+    def _visit_lambda(self, node: ast.Lambda, scope: Scope) -> None:
+        self._visit_arguments_outer(node.args, scope, annotations=False)
+        inner = Scope("function", node, scope)
+        self.of_node[node] = inner
+        self._bind_params(node.args, inner)
+        self._visit(node.body, inner)
+
+    def _visit_class(self, node: ast.ClassDef, scope: Scope) -> None:
+        for dec in node.decorator_list:
+            self._visit(dec, scope)
+        for base in node.bases:
+            self._visit(base, scope)
+        for kw in node.keywords:
+            self._visit(kw.value, scope)
+        self._bind(scope, node.name, node, "class", node, node)
+        inner = Scope("class", node, scope)
+        self.of_node[node] = inner
+        self._declare(node.body, inner)
+        self._visit_body(node.body, inner)
+
+    def _visit_comprehension(self, node, scope: Scope) -> None:
+        gens = node.generators
+        self._visit(gens[0].iter, scope)
+        inner = Scope("comprehension", node, scope)
+        self.of_node[node] = inner
+        for i, gen in enumerate(gens):
+            if i:
+                self._visit(gen.iter, inner)
+            self._target(gen.target, inner, "comprehension", node, None)
+            for cond in gen.ifs:
+                self._visit(cond, inner)
+        if type(node) is ast.DictComp:
+            self._visit(node.key, inner)
+            self._visit(node.value, inner)
+        else:
+            self._visit(node.elt, inner)
+
+    def _visit_walrus(self, node: ast.NamedExpr, scope: Scope) -> None:
+        self._visit(node.value, scope)
+        owner = scope
+        while owner.kind == "comprehension" and owner.parent is not None:
+            owner = owner.parent
+        target = node.target
+        self.name_scope[target] = owner
+        self._bind(owner, target.id, target, "walrus", node.value, node)
+
+    def _visit_import(self, node, scope: Scope) -> None:
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            local = alias.asname or alias.name.split(".")[0]
+            self._bind(scope, local, alias, "import", node, node)
+
+    def _visit_declaration(self, node, scope: Scope) -> None:
+        return  # collected up front by _declare
+
+    def _visit_except(self, node: ast.ExceptHandler, scope: Scope) -> None:
+        if node.type is not None:
+            self._visit(node.type, scope)
+        if node.name:
+            self._bind(scope, node.name, node, "except", None, node)
+        self._visit_body(node.body, scope)
+
+    def _visit_match_binder(self, node, scope: Scope) -> None:
+        name = getattr(node, "name", None) or getattr(node, "rest", None)
+        if name:
+            self._bind(scope, name, node, "match", None, None)
         for child in children(node):
             self._visit(child, scope)
 
@@ -320,14 +356,15 @@ class Scopes:
         stack = list(body)
         while stack:
             node = stack.pop()
-            if isinstance(node, ast.Global):
-                scope.globals.update(node.names)
-            elif isinstance(node, ast.Nonlocal):
-                scope.nonlocals.update(node.names)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue
-            elif isinstance(node, ast.stmt):
-                stack.extend(children(node))
+            kind = type(node)
+            if kind is ast.Global:
+                scope.globals.update(node.names)  # type: ignore[attr-defined]
+            elif kind is ast.Nonlocal:
+                scope.nonlocals.update(node.names)  # type: ignore[attr-defined]
+            else:  # the statements nested in a compound statement's blocks (not
+                # in an except clause or a match case, as before; not in a def or class)
+                for name in _BLOCKS.get(kind, ()):
+                    stack.extend(getattr(node, name))
 
 
 def _all_args(args: ast.arguments) -> List[ast.arg]:
@@ -341,3 +378,45 @@ def _all_args(args: ast.arguments) -> List[ast.arg]:
 
 
 _MATCH_BINDERS = tuple(getattr(ast, n) for n in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, n))
+
+
+#: node type -> its handler in :meth:`Scopes._visit` (every other node: its children are visited)
+_HANDLERS = {
+    ast.Assign: Scopes._visit_assign,
+    ast.AnnAssign: Scopes._visit_annassign,
+    ast.AugAssign: Scopes._visit_augassign,
+    ast.For: Scopes._visit_for,
+    ast.AsyncFor: Scopes._visit_for,
+    ast.With: Scopes._visit_with,
+    ast.AsyncWith: Scopes._visit_with,
+    ast.FunctionDef: Scopes._visit_def,
+    ast.AsyncFunctionDef: Scopes._visit_def,
+    ast.Lambda: Scopes._visit_lambda,
+    ast.ClassDef: Scopes._visit_class,
+    ast.NamedExpr: Scopes._visit_walrus,
+    ast.Import: Scopes._visit_import,
+    ast.ImportFrom: Scopes._visit_import,
+    ast.Global: Scopes._visit_declaration,
+    ast.Nonlocal: Scopes._visit_declaration,
+    ast.ExceptHandler: Scopes._visit_except,
+}
+_HANDLERS.update({kind: Scopes._visit_comprehension for kind in _COMPS})
+_HANDLERS.update({kind: Scopes._visit_match_binder for kind in _MATCH_BINDERS})
+
+
+def _statement_blocks(kind: type) -> tuple:
+    """The fields of a statement type that hold statements (``body``,
+    ``orelse``, ``finalbody``), by its ASDL signature."""
+    doc = ((kind.__doc__ or "").strip().splitlines() or [""])[0]
+    inside = doc[doc.find("(") + 1 : doc.rfind(")")] if "(" in doc else ""
+    fields = [f.split() for f in inside.split(",") if f.strip()]
+    return tuple(f[1] for f in fields if len(f) == 2 and f[0] == "stmt*")
+
+
+#: statement type -> its fields holding statements; none for a def or class
+#: (:meth:`Scopes._declare` stops there)
+_BLOCKS = {
+    kind: _statement_blocks(kind)
+    for kind in (getattr(ast, n) for n in dir(ast))
+    if isinstance(kind, type) and issubclass(kind, ast.stmt) and kind not in (ast.stmt, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+}

@@ -475,6 +475,39 @@ def test_j1_and_j2_give_the_same_results(tmp_path, monkeypatch):
     assert _key(again) == _key(fresh) and again.stats.cached == len([r for r in again.results if not r.changed])
 
 
+def test_a_reports_second_look_gives_what_one_analysis_gives(tmp_path, monkeypatch):
+    """A report's second look runs only the rules that read the project index
+    and keeps the other rules' findings from the first look: over the golden
+    inputs, rule examples and examples, with every file given a second look,
+    the findings are those of a run whose second look analyses each file
+    whole (what rendering fixes does)."""
+    from codemods import runner
+    from codemods.project import ProjectIndex
+
+    files = dict(_corpus_files())
+    files["kernels.py"] = "import torch\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n"
+    files["train.py"] = "import torch\nfrom kernels import scale\n\n@torch.compile(dynamic=False)\ndef f(x):\n    return x\n\nfor i in range(5):\n    scale(torch.ones(2), i / 7)\n    f(torch.ones(i + 1))\n"
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(ProjectIndex, "concerns", lambda self, path, data: path in self.modules)
+    merged = []
+    merge = runner.merge_project_findings
+    monkeypatch.setattr(runner, "merge_project_findings", lambda first, again: merged.append(first.path) or merge(first, again))
+    settings = Settings(unsafe_fixes=True, unproven=True)
+
+    def key(result):
+        return [(f.path, f.line, f.column, f.code, f.message, f.safety, f.proven, f.applied) for f in result.findings], [
+            (r.display_path, r.error, r.prefiltered, r.pending or r.new is not None) for r in result.results
+        ]
+
+    report = run(["."], settings, render=False)
+    assert len(merged) == len(report.results) > 100
+    rendered = run(["."], settings, render=True)
+    assert key(report) == key(rendered)
+    train = [f.code for f in report.findings if f.path == "train.py"]
+    assert "FR003" in train and "FR001" in train, train  # a cross-module finding next to a first-look one
+
+
 # -- pre-commit ------------------------------------------------------------------------
 def test_pre_commit_hooks_file(tmp_path, monkeypatch, capsys):
     yaml = pytest.importorskip("yaml")
@@ -494,6 +527,7 @@ def test_pre_commit_hooks_file(tmp_path, monkeypatch, capsys):
 def test_project_index_cache_reuses_unchanged_files_only(tmp_path, monkeypatch):
     """A warm index build only stats files: unchanged ones are not parsed;
     a changed one (new size, or same size and a new mtime) is."""
+    import ast
     import time
 
     from codemods import project as project_mod
@@ -511,7 +545,7 @@ def test_project_index_cache_reuses_unchanged_files_only(tmp_path, monkeypatch):
         raise AssertionError("parsed a file whose size and mtime did not change")
 
     with monkeypatch.context() as m:
-        m.setattr(project_mod.ast, "parse", no_parse)
+        m.setattr(ast, "parse", no_parse)  # every parse goes through it (codemods.source.parse)
         warm = project_mod.build_project_index(files, Settings(), cache_dir=cache_dir)
     assert warm.compiled == first.compiled
     # same size, other content, other mtime: parsed again

@@ -21,3 +21,73 @@ def test_crlf_and_cr_line_ends():
     assert source.lines == ["a = 1\r\n", "b = 2\r", "c = [b]\n"]
     listing = next(n for n in ast.walk(source.tree) if isinstance(n, ast.List))
     assert source.segment(listing) == "[b]"
+
+
+#: every kind of node the parser makes (3.11): children() is checked on each
+EVERY_FORM = '''
+from . import a as b
+import x.y
+@dec(1, *a, k=2, **kw)
+async def f(p, /, q: int = 1, *args, r, s=2, **kw) -> "T":
+    global g
+    async with a as (b, c), d:
+        async for i, *j in k:
+            await z
+    x: int = (w := 3); y = x
+    x += 1; x[1:2:3] = x.a; del x[0], x.b
+    return {**d, 1: 2}, {1, 2}, [i for i in r if i], {i: j for i, j in r}, (i async for i in r)
+class C(B, metaclass=M):
+    nonlocal_free = lambda a, *, b=1: (yield a) if not a and b or -a else f"{a!r:>{b}}"
+    def g(self):
+        nonlocal q
+        try:
+            raise E from e
+        except (A, B) as err:
+            assert err, "m"
+        else:
+            pass
+        finally:
+            yield from x
+        while a < b <= c is not d:
+            break
+        else:
+            continue
+        match p:
+            case [1, *rest] | {"k": v, **kw} if v: pass
+            case Point(x=0, y=_) as pt: pass
+            case None | str(): pass
+try:
+    pass
+except* ValueError:
+    pass
+'''
+
+
+def test_children_are_the_node_fields_in_order():
+    """children() (a function made per node type) gives what
+    ast.iter_child_nodes gives, without the context and operator singletons."""
+    import codemods.scopes
+    import codemods.source
+    from codemods.source import children
+
+    leaves = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+    trees = [ast.parse(EVERY_FORM)] + [ast.parse(open(m.__file__, encoding="utf-8").read()) for m in (ast, codemods.source, codemods.scopes)]
+    kinds = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            kinds.add(type(node))
+            expected = [c for c in ast.iter_child_nodes(node) if not isinstance(c, leaves)]
+            assert list(children(node)) == expected, type(node).__name__
+    assert {ast.MatchMapping, ast.TryStar, ast.Dict, ast.arguments, ast.Global, ast.Nonlocal} <= kinds
+
+
+def test_scopes_of_a_long_expression():
+    """The scope walk is iterative over plain expressions: a 2,500-term sum
+    (within the parser's limits, beyond Python's recursion limit) resolves."""
+    from codemods.scopes import Scopes
+
+    tree = ast.parse("n = 1\ndef f():\n    return " + " + ".join(["n"] * 2500) + "\n")
+    scopes = Scopes(tree)
+    loads = [node for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)]
+    assert len(loads) == 2500 and all(scopes.resolved[name] is scopes.module for name in loads)
+    assert len(scopes.module.references["n"]) == 2500

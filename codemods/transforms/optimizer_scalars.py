@@ -570,7 +570,7 @@ step), while the step compiled by the default inductor backend is as fast
             return ctx.cache["fr004_built"]
         model, source = ctx.model, ctx.source
         found: List[_Built] = []
-        for node in _source_order(n for n in source.parents if type(n) is ast.Call):
+        for node in _source_order(source.nodes(ast.Call)):
             names = model.qualified_names(node.func, visible=True)
             via: Optional[ast.AST] = None
             if not any(q.startswith(OPTIM_PREFIX) for q in names):
