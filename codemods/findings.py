@@ -62,6 +62,9 @@ class Finding:
     #: False when the source shows no evidence that the guarded value or
     #: shape changes between calls: reported only with ``--unproven``
     proven: bool = field(default=True, compare=False)
+    #: the finding whose fix also fixes this one (FR004: optimizers sharing
+    #: one lr write); this one has no fix of its own and is applied with it
+    fixed_by: Optional["Finding"] = field(default=None, compare=False, repr=False)
 
     @property
     def fixable(self) -> bool:

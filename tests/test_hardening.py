@@ -606,3 +606,45 @@ def test_exclude_with_force_exclude_drops_named_files(tmp_path):
     proc = fr(tmp_path, "--exclude", "gen/", "--force-exclude", "gen/b.py", "a.py")
     assert [line.split(":")[0] for line in out(proc).splitlines() if ".py:" in line] == ["a.py"]
     assert fr(tmp_path, "--exclude", "gen/", "--force-exclude", "gen/b.py").returncode == 0
+
+
+# ------------------------------------------------------- 2. a fix shared by two findings
+TWO_OPTIMIZERS = """import torch
+a = torch.nn.Linear(4, 4)
+b = torch.nn.Linear(4, 4)
+opt_a = torch.optim.SGD(a.parameters(), lr=0.01)
+opt_b = torch.optim.SGD(b.parameters(), lr=0.01)
+
+
+def set_lr(opt, lr):
+    for g in opt.param_groups:
+        g["lr"] = lr
+
+
+@torch.compile
+def step():
+    opt_a.step()
+    opt_b.step()
+
+
+for i in range(6):
+    set_lr(opt_a, 0.01 / (i + 1))
+    set_lr(opt_b, 0.01 / (i + 1))
+    step()
+"""
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+def test_finding_fixed_by_another_findings_fix_is_not_left_remaining(tmp_path, fmt):
+    # issue 15 item 2's script: the second optimizer's finding is fixed by the
+    # first one's edits (one lr write serves both); after --fix nothing remains
+    write(tmp_path, {"train.py": TWO_OPTIMIZERS})
+    assert fr(tmp_path, "train.py").returncode == 1
+    proc = fr(tmp_path, "--fix", "--format", fmt, "train.py")
+    assert "Traceback" not in err(proc), err(proc)
+    assert read(tmp_path, "train.py").count(b"torch.tensor(0.01)") == 2
+    assert proc.returncode == 0, out(proc) + err(proc)
+    if fmt == "text":
+        assert "Found 2 findings (2 fixed in 1 file, 0 remaining)." in out(proc)
+    proc = fr(tmp_path, "train.py")
+    assert proc.returncode == 0 and "All checks passed!" in out(proc)
