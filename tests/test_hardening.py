@@ -183,17 +183,19 @@ def _dead_pid() -> int:
 
 
 def test_stale_temp_files_of_a_killed_run_are_removed(tmp_path):
-    stale_old = ".fix-recompiles-k3x_9a.tmp"  # an older version's name
-    stale_dead = f".fix-recompiles-{_dead_pid()}-a1b2c3.tmp"  # its run was killed
-    live = f".fix-recompiles-{os.getpid()}-zz9.tmp"  # a run still going (this one)
-    others = ["other.tmp", ".fix-recompiles-notes.txt", "fix-recompiles-x.tmp"]
+    # names as tempfile.mkstemp makes them: 8 characters of [a-z0-9_]
+    stale_old = ".fix-recompiles-k3x_9a7q.tmp"  # an older version's name
+    stale_dead = f".fix-recompiles-{_dead_pid()}-a1b2c3d4.tmp"  # its run was killed
+    live = f".fix-recompiles-{os.getpid()}-zz9zz9zz.tmp"  # a run still going (this one)
+    # not ours: the user's files, even with our prefix, are never removed
+    others = ["other.tmp", ".fix-recompiles-notes.txt", "fix-recompiles-x.tmp", ".fix-recompiles-notes.tmp", ".fix-recompiles-12-backup_of_a.tmp"]
     files = {"w/a.py": SAFE, "untouched/b.py": "x = 1\n"}
     for name in [stale_old, stale_dead, live] + others:
         files[f"w/{name}"] = "partial"
     files[f"untouched/{stale_dead}"] = "partial"  # a folder the run does not write to
     write(tmp_path, files)
-    for name in (stale_old, stale_dead):
-        _age(tmp_path / "w" / name, time.time() - 120)
+    for name in [stale_old, stale_dead] + others:
+        _age(tmp_path / "w" / name, time.time() - 2 * 3600)
     proc = fr(tmp_path, "--fix", ".")
     assert proc.returncode == 0, err(proc)
     assert read(tmp_path, "w/a.py") == SAFE_FIXED.encode()
@@ -205,7 +207,7 @@ def test_stale_temp_removal_never_follows_or_removes_a_symlink(tmp_path):
     if not hasattr(os, "symlink"):
         pytest.skip("no symbolic links on this platform")
     (tmp_path / "keep.py").write_text("precious")
-    link = tmp_path / f".fix-recompiles-{_dead_pid()}-abc.tmp"
+    link = tmp_path / f".fix-recompiles-{_dead_pid()}-abc_1234.tmp"
     os.symlink(str(tmp_path / "keep.py"), str(link))
     assert writer.remove_stale_temps(str(tmp_path)) == 0
     assert os.path.islink(link) and (tmp_path / "keep.py").read_text() == "precious"
