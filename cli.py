@@ -462,8 +462,18 @@ def _run_guard(ctx, max_recompiles, output_format, fixing, select, ignore, confi
 COMMANDS = ("check", "rules", "run")
 
 
+#: Python's recursion limit for a run.  The analysis and libcst's visitors
+#: recurse a few frames per level of an expression; at the default (1000) a
+#: valid 400-term sum was "too deeply nested".  Files nested deeper than
+#: ``runner.MAX_EXPRESSION_DEPTH`` (1000 levels) are refused before any
+#: recursive walk, so this bounds every recursion of a run (about 4 frames a
+#: level) well inside an 8 MB stack; forked workers inherit it.
+RECURSION_LIMIT = 10_000
+
+
 def main(argv: Optional[List[str]] = None, prog_name: str = "fix-recompiles") -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     if args in (["--version"], ["-V"]):
         typer.echo(f"fix-recompiles {_version()}")
         return

@@ -519,6 +519,24 @@ def test_expression_over_the_depth_limit_is_one_error_line(tmp_path):
     assert read(tmp_path, "deep.py") == deep.encode()
 
 
+
+@pytest.mark.parametrize(
+    "expr",
+    [" + ".join(["1"] * 990), "f(" * 190 + "1" + ")" * 190, "a" + "[0]" * 990, "-" * 990 + "1"],
+    ids=["sum", "calls", "subscripts", "unary"],
+)
+def test_expression_under_the_depth_limit_is_analysed_and_fixed(tmp_path, expr):
+    # valid Python the interpreter compiles, nested less than the limit: the
+    # analysis and libcst's rendering recurse a few frames per level, which
+    # Python's default recursion limit (1000) cut at about 330 levels
+    deep = SAFE + "y = " + expr + "\n"
+    compile(deep, "deep.py", "exec")
+    write(tmp_path, {"deep.py": deep})
+    proc = fr(tmp_path, "--fix", "deep.py")
+    assert proc.returncode == 0, err(proc)
+    assert read(tmp_path, "deep.py") == (SAFE_FIXED + "y = " + expr + "\n").encode()
+
+
 # ------------------------------------------------------------- 17. pathspec's gitignore patterns
 def test_discovery_and_per_file_ignores_use_no_deprecated_pattern(tmp_path):
     import warnings
