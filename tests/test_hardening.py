@@ -596,11 +596,29 @@ def test_wheel_installs_one_package_and_runs_as_a_module(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fix_recompiles", "--fix", "a.py"], cwd=str(tmp_path / "work"), capture_output=True, env=env, timeout=120)
     assert proc.returncode == 0, err(proc)
     assert read(tmp_path, "work/a.py") == MARKER_FIXED.encode()
-    where = subprocess.run(
-        [sys.executable, "-c", "import fix_recompiles.cli, sys; print(sys.modules['codemods.engine'].__file__)"],
-        cwd=str(tmp_path / "work"), capture_output=True, env=env, timeout=120,
+    # another package named `codemods` in the same process, imported before
+    # or after ours: each keeps its own modules (ours were aliased over it)
+    foreign = tmp_path / "foreign"
+    write(foreign, {"codemods/__init__.py": "NAME = 'foreign'\n"})
+    env["PYTHONPATH"] = os.pathsep.join([str(target), str(foreign)])
+    probe = (
+        "import sys\n"
+        "{first}\n"
+        "{second}\n"
+        "import codemods\n"
+        "assert codemods.NAME == 'foreign', codemods\n"
+        "assert not [m for m in sys.modules if m.startswith('codemods.')], sorted(sys.modules)\n"
+        "from fix_recompiles.cli import main\n"
+        "main(['--fix', 'a.py'])\n"
     )
-    assert where.stdout.decode().strip().startswith(str(target / "fix_recompiles" / "codemods")), where
+    for first, second in (("import codemods", "import fix_recompiles.cli"), ("import fix_recompiles.cli", "import codemods")):
+        write(tmp_path, {"work/a.py": MARKER})
+        proc = subprocess.run(
+            [sys.executable, "-c", probe.format(first=first, second=second)],
+            cwd=str(tmp_path / "work"), capture_output=True, env=env, timeout=120,
+        )
+        assert proc.returncode == 0, err(proc)
+        assert read(tmp_path, "work/a.py") == MARKER_FIXED.encode()
 
 
 def test_index_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path):
