@@ -261,6 +261,8 @@ def check(
     (PerFileIgnores,) = _names("config", "PerFileIgnores")
 
     cache_dir = None if no_cache or os.environ.get("FIX_RECOMPILES_NO_CACHE", "") not in ("", "0") else (os.environ.get("FIX_RECOMPILES_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR))
+    if cache_dir is not None and not os.environ.get("FIX_RECOMPILES_CACHE_DIR") and os.path.islink(cache_dir):
+        cache_dir = None  # `.fix_recompiles_cache` is a link (a cloned tree can hold one): never read or written through
     if cache_dir is not None and not diff:
         unlink_planted_links(cache_dir)  # the cache never writes through a link
     result = run(

@@ -161,6 +161,31 @@ def test_cache_follows_no_symlink_in_its_folder(tmp_path):
     assert os.listdir(outside) == []
 
 
+
+def test_cache_folder_that_is_a_link_in_the_tree_is_not_used(tmp_path):
+    # a cloned repository can hold `.fix_recompiles_cache -> ~/somewhere`:
+    # nothing is read from or written to where it points
+    if not hasattr(os, "symlink"):
+        pytest.skip("no symbolic links on this platform")
+    tree = tmp_path / "tree"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(tree, {"a.py": MARKER, "clean.py": "import torch\n@torch.compile\ndef g(x):\n    return x\n"})
+    _age(tree / "clean.py")
+    os.symlink(str(outside), str(tree / ".fix_recompiles_cache"))
+    for args in ((".",), ("--fix", ".")):
+        proc = fr(tree, *args, env=CACHE_ON)
+        assert "Traceback" not in err(proc)
+        assert os.listdir(outside) == [], args
+    assert read(tree, "a.py") == MARKER_FIXED.encode()
+    # a cache folder chosen by the user may be a link
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    os.symlink(str(mine), str(tmp_path / "cache-link"))
+    assert fr(tree, ".", env=dict(CACHE_ON, FIX_RECOMPILES_CACHE_DIR=str(tmp_path / "cache-link"))).returncode == 0
+    assert os.listdir(mine)
+
+
 # ------------------------------------------------------------- 6. symlinked files
 def test_fix_writes_through_a_symlink_and_keeps_the_link(tmp_path):
     if not hasattr(os, "symlink"):
@@ -227,6 +252,23 @@ def test_fifo_is_never_opened(tmp_path, named):
     assert lines == ["error: x.py: not a regular file (a FIFO); skipped"]
     assert read(tmp_path, "good.py") == SAFE_FIXED.encode()
     assert stat.S_ISFIFO(os.lstat(tmp_path / "x.py").st_mode)
+
+
+
+def test_special_files_among_the_settings_are_never_opened(tmp_path):
+    # a FIFO where a .gitignore or pyproject.toml is looked for is not read
+    # (ignored, as a missing one); a FIFO given to --config is an error line
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    write(tmp_path, {"sub/good.py": SAFE})
+    os.mkfifo(str(tmp_path / "sub" / ".gitignore"))
+    os.mkfifo(str(tmp_path / "pyproject.toml"))
+    os.mkfifo(str(tmp_path / "conf.toml"))
+    proc = fr(tmp_path, ".")
+    assert proc.returncode == 1, err(proc)
+    proc = fr(tmp_path, "--config", "conf.toml", ".")
+    assert proc.returncode == 2
+    assert err(proc).strip() == "error: --config: conf.toml: not a regular file"
 
 
 # ------------------------------------------------------------- 9. permission errors (as a non-root user)
