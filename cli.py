@@ -12,23 +12,36 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib import import_module
 from typing import List, Optional
 
 import typer
 
-if __package__:  # installed as fix_recompiles.cli (see pyproject.toml): the
-    # source says `codemods`; point that name at our own subpackage before any
-    # import of it, so the modules load once, from fix_recompiles/codemods
-    from importlib import import_module
+#: the engine's package: ``codemods`` in a checkout (cli.py beside codemods/),
+#: ``fix_recompiles.codemods`` when installed (pyproject.toml maps this layout
+#: into one package of our own).  Always imported by that name, never aliased
+#: in ``sys.modules``: another package called ``codemods`` may be imported in
+#: the same process, before or after this one.
+_ENGINE = f"{__package__}.codemods" if __package__ else "codemods"
 
-    sys.modules.setdefault("codemods", import_module(f"{__package__}.codemods"))
 
-from codemods.context import Settings
-from codemods.output import format_finding, statistics, summary, unified_diff_bytes
-from codemods.cache import CACHE_DIR, unlink_planted_links
-from codemods.formats import FORMATS, to_github, to_json, to_sarif
-from codemods.runner import run, run_summary, write_results
-from codemods.transforms import BY_CODE, REGISTRY
+def _engine(module: str):
+    """The engine's module ``module`` (``"runner"``, ``"transforms"``...)."""
+    return import_module(f"{_ENGINE}.{module}")
+
+
+def _names(module: str, *names: str) -> tuple:
+    """``from <engine>.<module> import <names>``, as a tuple."""
+    mod = _engine(module)
+    return tuple(getattr(mod, n) for n in names)
+
+
+(Settings,) = _names("context", "Settings")
+format_finding, statistics, summary, unified_diff_bytes = _names("output", "format_finding", "statistics", "summary", "unified_diff_bytes")
+CACHE_DIR, unlink_planted_links = _names("cache", "CACHE_DIR", "unlink_planted_links")
+FORMATS, to_github, to_json, to_sarif = _names("formats", "FORMATS", "to_github", "to_json", "to_sarif")
+run, run_summary, write_results = _names("runner", "run", "run_summary", "write_results")
+BY_CODE, REGISTRY = _names("transforms", "BY_CODE", "REGISTRY")
 
 app = typer.Typer(
     add_completion=False,
@@ -96,7 +109,7 @@ def resolve_settings(
     ``run``, stdin): ``[tool.fix-recompiles]`` from ``--config FILE`` or the
     closest ``pyproject.toml`` up from the first path, overridden by the
     command line.  Returns (Settings, Config); a bad value is one line, exit 2."""
-    from codemods.config import ConfigError, config_for, installed_torch, parse_version
+    ConfigError, config_for, installed_torch, parse_version = _names("config", "ConfigError", "config_for", "installed_torch", "parse_version")
 
     if dynamic_fix not in (None, "remove", "true"):
         _err(f"error: --dynamic-fix must be 'remove' or 'true', not {dynamic_fix!r}")
@@ -228,7 +241,7 @@ def check(
     if cli_excludes and force_exclude and paths:
         # --exclude patterns are relative to the current folder; with
         # --force-exclude they also drop files named on the command line
-        from codemods.runner import _filter_excludes
+        (_filter_excludes,) = _names("runner", "_filter_excludes")
 
         named = [p for p in paths if os.path.isfile(p)]
         kept = set(_filter_excludes(named, cli_excludes, ".", named, True))
@@ -238,16 +251,18 @@ def check(
                 _err("All checks passed!" if output_format == "text" else "")
             raise typer.Exit(EXIT_CLEAN)
     if from_trace is not None:
-        from codemods import trace_run
+        trace_run = _engine("trace_run")
 
         raise typer.Exit(trace_run.from_trace(from_trace, paths or ["."], settings, diff=diff, fix=fix, interactive=interactive))
     if interactive:
-        from codemods.interactive import run_interactive
+        (run_interactive,) = _names("interactive", "run_interactive")
 
         raise typer.Exit(run_interactive(paths or ["."], settings, sys.stdin, sys.stdout, sys.stderr))
-    from codemods.config import PerFileIgnores
+    (PerFileIgnores,) = _names("config", "PerFileIgnores")
 
     cache_dir = None if no_cache or os.environ.get("FIX_RECOMPILES_NO_CACHE", "") not in ("", "0") else (os.environ.get("FIX_RECOMPILES_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR))
+    if cache_dir is not None and not os.environ.get("FIX_RECOMPILES_CACHE_DIR") and os.path.islink(cache_dir):
+        cache_dir = None  # `.fix_recompiles_cache` is a link (a cloned tree can hold one): never read or written through
     if cache_dir is not None and not diff:
         unlink_planted_links(cache_dir)  # the cache never writes through a link
     result = run(
@@ -330,10 +345,10 @@ def _check_stdin(settings, cfg, stdin_filename, *, diff, fix, quiet, output_form
     stderr; with ``--diff`` the patch.  Nothing is written to disk."""
     from dataclasses import replace
 
-    from codemods.config import PerFileIgnores
-    from codemods.discovery import display_path
-    from codemods.engine import process_source
-    from codemods.runner import _filter_excludes
+    (PerFileIgnores,) = _names("config", "PerFileIgnores")
+    (display_path,) = _names("discovery", "display_path")
+    (process_source,) = _names("engine", "process_source")
+    (_filter_excludes,) = _names("runner", "_filter_excludes")
 
     data = sys.stdin.buffer.read()
     name = stdin_filename or "-"
@@ -386,7 +401,7 @@ def rules(code: Optional[str] = typer.Argument(None, metavar="CODE", show_defaul
         for rule in REGISTRY:
             typer.echo(f"{rule.code}  {rule.name:<20} {rule.summary}")
         return
-    from codemods.transforms import BY_NAME
+    (BY_NAME,) = _names("transforms", "BY_NAME")
 
     rule = BY_CODE.get(code.upper()) or BY_NAME.get(code)
     if rule is None:
@@ -434,7 +449,7 @@ def run_cmd(
         ["."], config_file=config_file, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes,
         dynamic_fix=dynamic_fix, target_torch=target_torch,
     )
-    from codemods import trace_run
+    trace_run = _engine("trace_run")
 
     raise typer.Exit(trace_run.run(list(ctx.args), settings, diff=diff, fix=fix, interactive=interactive))
 
@@ -453,7 +468,7 @@ def _run_guard(ctx, max_recompiles, output_format, fixing, select, ignore, confi
     if output_format not in FORMATS:
         _err(f"error: --format must be one of {', '.join(FORMATS)}, not {output_format!r}")
         raise typer.Exit(EXIT_ERROR)
-    from codemods import trace_run
+    trace_run = _engine("trace_run")
 
     settings, _cfg = resolve_settings(["."], config_file=config_file, select=select, ignore=ignore, target_torch=target_torch)
     raise typer.Exit(trace_run.guard(list(ctx.args), settings, max_recompiles, output_format, _version()))
@@ -462,8 +477,18 @@ def _run_guard(ctx, max_recompiles, output_format, fixing, select, ignore, confi
 COMMANDS = ("check", "rules", "run")
 
 
+#: Python's recursion limit for a run.  The analysis and libcst's visitors
+#: recurse a few frames per level of an expression; at the default (1000) a
+#: valid 400-term sum was "too deeply nested".  Files nested deeper than
+#: ``runner.MAX_EXPRESSION_DEPTH`` (1000 levels) are refused before any
+#: recursive walk, so this bounds every recursion of a run (about 4 frames a
+#: level) well inside an 8 MB stack; forked workers inherit it.
+RECURSION_LIMIT = 10_000
+
+
 def main(argv: Optional[List[str]] = None, prog_name: str = "fix-recompiles") -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     if args in (["--version"], ["-V"]):
         typer.echo(f"fix-recompiles {_version()}")
         return

@@ -180,8 +180,8 @@ def config_for(paths: Sequence[str], config_file: Optional[str] = None) -> Confi
     the one in ``config_file`` (``--config PATH``: a TOML file with a
     ``[tool.fix-recompiles]`` table; patterns are relative to its folder)."""
     if config_file is not None:
-        if not os.path.isfile(config_file):
-            raise ConfigError(f"--config: {config_file}: no such file")
+        if not os.path.isfile(config_file):  # never opened unless a regular file (a FIFO would block)
+            raise ConfigError(f"--config: {config_file}: {'not a regular file' if os.path.exists(config_file) else 'no such file'}")
         try:
             with open(config_file, "rb") as fh:
                 doc = tomllib.load(fh)

@@ -378,6 +378,9 @@ def process_source(
         chosen = [f for f in findings if should_apply(f, settings)]
         for f in chosen:
             f.applied = True
+        for f in findings:  # fixed by another finding's fix: applied with it
+            if f.fixed_by is not None and f.fixed_by.applied:
+                f.applied = True
         if chosen and not render_fixes:
             result.pending = True
         elif chosen:

@@ -111,7 +111,7 @@ def to_sarif(results: Sequence, rules: Sequence, version: str = "0") -> str:
                 item["ruleIndex"] = rule_index[f.code]
             if f.fix is not None:
                 item["properties"] = {"fixSafety": f.fix.safety.value if f.fix.safety else None}
-            if f.applied and edits:
+            if f.applied and edits and f.fix is not None:
                 item["fixes"] = [
                     {
                         "description": {"text": f.fix.title or "fix"},  # type: ignore[union-attr]

@@ -25,8 +25,10 @@ from .findings import FileError
 
 TMP_PREFIX = ".fix-recompiles-"
 TMP_SUFFIX = ".tmp"
-#: ``.fix-recompiles-<pid>-<random>.tmp`` (this version) or ``.fix-recompiles-<random>.tmp`` (older ones)
-_TMP_RE = re.compile(r"^\.fix-recompiles-(?:(\d+)-)?[A-Za-z0-9_]+\.tmp$")
+#: ``.fix-recompiles-<pid>-<random>.tmp`` (this version) or ``.fix-recompiles-<random>.tmp``
+#: (older ones); ``<random>`` is what ``tempfile.mkstemp`` puts there: 8 characters
+#: of ``[a-z0-9_]``, so a user's ``.fix-recompiles-notes.tmp`` is not ours
+_TMP_RE = re.compile(r"^\.fix-recompiles-(?:(\d+)-)?[a-z0-9_]{8}\.tmp$")
 #: a temp file older than this is stale whatever its pid says (pids are reused)
 STALE_SECONDS = 3600
 #: folders already cleaned of stale temp files by this process

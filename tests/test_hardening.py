@@ -161,6 +161,31 @@ def test_cache_follows_no_symlink_in_its_folder(tmp_path):
     assert os.listdir(outside) == []
 
 
+
+def test_cache_folder_that_is_a_link_in_the_tree_is_not_used(tmp_path):
+    # a cloned repository can hold `.fix_recompiles_cache -> ~/somewhere`:
+    # nothing is read from or written to where it points
+    if not hasattr(os, "symlink"):
+        pytest.skip("no symbolic links on this platform")
+    tree = tmp_path / "tree"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(tree, {"a.py": MARKER, "clean.py": "import torch\n@torch.compile\ndef g(x):\n    return x\n"})
+    _age(tree / "clean.py")
+    os.symlink(str(outside), str(tree / ".fix_recompiles_cache"))
+    for args in ((".",), ("--fix", ".")):
+        proc = fr(tree, *args, env=CACHE_ON)
+        assert "Traceback" not in err(proc)
+        assert os.listdir(outside) == [], args
+    assert read(tree, "a.py") == MARKER_FIXED.encode()
+    # a cache folder chosen by the user may be a link
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    os.symlink(str(mine), str(tmp_path / "cache-link"))
+    assert fr(tree, ".", env=dict(CACHE_ON, FIX_RECOMPILES_CACHE_DIR=str(tmp_path / "cache-link"))).returncode == 0
+    assert os.listdir(mine)
+
+
 # ------------------------------------------------------------- 6. symlinked files
 def test_fix_writes_through_a_symlink_and_keeps_the_link(tmp_path):
     if not hasattr(os, "symlink"):
@@ -183,17 +208,19 @@ def _dead_pid() -> int:
 
 
 def test_stale_temp_files_of_a_killed_run_are_removed(tmp_path):
-    stale_old = ".fix-recompiles-k3x_9a.tmp"  # an older version's name
-    stale_dead = f".fix-recompiles-{_dead_pid()}-a1b2c3.tmp"  # its run was killed
-    live = f".fix-recompiles-{os.getpid()}-zz9.tmp"  # a run still going (this one)
-    others = ["other.tmp", ".fix-recompiles-notes.txt", "fix-recompiles-x.tmp"]
+    # names as tempfile.mkstemp makes them: 8 characters of [a-z0-9_]
+    stale_old = ".fix-recompiles-k3x_9a7q.tmp"  # an older version's name
+    stale_dead = f".fix-recompiles-{_dead_pid()}-a1b2c3d4.tmp"  # its run was killed
+    live = f".fix-recompiles-{os.getpid()}-zz9zz9zz.tmp"  # a run still going (this one)
+    # not ours: the user's files, even with our prefix, are never removed
+    others = ["other.tmp", ".fix-recompiles-notes.txt", "fix-recompiles-x.tmp", ".fix-recompiles-notes.tmp", ".fix-recompiles-12-backup_of_a.tmp"]
     files = {"w/a.py": SAFE, "untouched/b.py": "x = 1\n"}
     for name in [stale_old, stale_dead, live] + others:
         files[f"w/{name}"] = "partial"
     files[f"untouched/{stale_dead}"] = "partial"  # a folder the run does not write to
     write(tmp_path, files)
-    for name in (stale_old, stale_dead):
-        _age(tmp_path / "w" / name, time.time() - 120)
+    for name in [stale_old, stale_dead] + others:
+        _age(tmp_path / "w" / name, time.time() - 2 * 3600)
     proc = fr(tmp_path, "--fix", ".")
     assert proc.returncode == 0, err(proc)
     assert read(tmp_path, "w/a.py") == SAFE_FIXED.encode()
@@ -205,7 +232,7 @@ def test_stale_temp_removal_never_follows_or_removes_a_symlink(tmp_path):
     if not hasattr(os, "symlink"):
         pytest.skip("no symbolic links on this platform")
     (tmp_path / "keep.py").write_text("precious")
-    link = tmp_path / f".fix-recompiles-{_dead_pid()}-abc.tmp"
+    link = tmp_path / f".fix-recompiles-{_dead_pid()}-abc_1234.tmp"
     os.symlink(str(tmp_path / "keep.py"), str(link))
     assert writer.remove_stale_temps(str(tmp_path)) == 0
     assert os.path.islink(link) and (tmp_path / "keep.py").read_text() == "precious"
@@ -225,6 +252,23 @@ def test_fifo_is_never_opened(tmp_path, named):
     assert lines == ["error: x.py: not a regular file (a FIFO); skipped"]
     assert read(tmp_path, "good.py") == SAFE_FIXED.encode()
     assert stat.S_ISFIFO(os.lstat(tmp_path / "x.py").st_mode)
+
+
+
+def test_special_files_among_the_settings_are_never_opened(tmp_path):
+    # a FIFO where a .gitignore or pyproject.toml is looked for is not read
+    # (ignored, as a missing one); a FIFO given to --config is an error line
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    write(tmp_path, {"sub/good.py": SAFE})
+    os.mkfifo(str(tmp_path / "sub" / ".gitignore"))
+    os.mkfifo(str(tmp_path / "pyproject.toml"))
+    os.mkfifo(str(tmp_path / "conf.toml"))
+    proc = fr(tmp_path, ".")
+    assert proc.returncode == 1, err(proc)
+    proc = fr(tmp_path, "--config", "conf.toml", ".")
+    assert proc.returncode == 2
+    assert err(proc).strip() == "error: --config: conf.toml: not a regular file"
 
 
 # ------------------------------------------------------------- 9. permission errors (as a non-root user)
@@ -517,6 +561,24 @@ def test_expression_over_the_depth_limit_is_one_error_line(tmp_path):
     assert read(tmp_path, "deep.py") == deep.encode()
 
 
+
+@pytest.mark.parametrize(
+    "expr",
+    [" + ".join(["1"] * 990), "f(" * 190 + "1" + ")" * 190, "a" + "[0]" * 990, "-" * 990 + "1"],
+    ids=["sum", "calls", "subscripts", "unary"],
+)
+def test_expression_under_the_depth_limit_is_analysed_and_fixed(tmp_path, expr):
+    # valid Python the interpreter compiles, nested less than the limit: the
+    # analysis and libcst's rendering recurse a few frames per level, which
+    # Python's default recursion limit (1000) cut at about 330 levels
+    deep = SAFE + "y = " + expr + "\n"
+    compile(deep, "deep.py", "exec")
+    write(tmp_path, {"deep.py": deep})
+    proc = fr(tmp_path, "--fix", "deep.py")
+    assert proc.returncode == 0, err(proc)
+    assert read(tmp_path, "deep.py") == (SAFE_FIXED + "y = " + expr + "\n").encode()
+
+
 # ------------------------------------------------------------- 17. pathspec's gitignore patterns
 def test_discovery_and_per_file_ignores_use_no_deprecated_pattern(tmp_path):
     import warnings
@@ -576,11 +638,29 @@ def test_wheel_installs_one_package_and_runs_as_a_module(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fix_recompiles", "--fix", "a.py"], cwd=str(tmp_path / "work"), capture_output=True, env=env, timeout=120)
     assert proc.returncode == 0, err(proc)
     assert read(tmp_path, "work/a.py") == MARKER_FIXED.encode()
-    where = subprocess.run(
-        [sys.executable, "-c", "import fix_recompiles.cli, sys; print(sys.modules['codemods.engine'].__file__)"],
-        cwd=str(tmp_path / "work"), capture_output=True, env=env, timeout=120,
+    # another package named `codemods` in the same process, imported before
+    # or after ours: each keeps its own modules (ours were aliased over it)
+    foreign = tmp_path / "foreign"
+    write(foreign, {"codemods/__init__.py": "NAME = 'foreign'\n"})
+    env["PYTHONPATH"] = os.pathsep.join([str(target), str(foreign)])
+    probe = (
+        "import sys\n"
+        "{first}\n"
+        "{second}\n"
+        "import codemods\n"
+        "assert codemods.NAME == 'foreign', codemods\n"
+        "assert not [m for m in sys.modules if m.startswith('codemods.')], sorted(sys.modules)\n"
+        "from fix_recompiles.cli import main\n"
+        "main(['--fix', 'a.py'])\n"
     )
-    assert where.stdout.decode().strip().startswith(str(target / "fix_recompiles" / "codemods")), where
+    for first, second in (("import codemods", "import fix_recompiles.cli"), ("import fix_recompiles.cli", "import codemods")):
+        write(tmp_path, {"work/a.py": MARKER})
+        proc = subprocess.run(
+            [sys.executable, "-c", probe.format(first=first, second=second)],
+            cwd=str(tmp_path / "work"), capture_output=True, env=env, timeout=120,
+        )
+        assert proc.returncode == 0, err(proc)
+        assert read(tmp_path, "work/a.py") == MARKER_FIXED.encode()
 
 
 def test_index_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path):
@@ -606,3 +686,45 @@ def test_exclude_with_force_exclude_drops_named_files(tmp_path):
     proc = fr(tmp_path, "--exclude", "gen/", "--force-exclude", "gen/b.py", "a.py")
     assert [line.split(":")[0] for line in out(proc).splitlines() if ".py:" in line] == ["a.py"]
     assert fr(tmp_path, "--exclude", "gen/", "--force-exclude", "gen/b.py").returncode == 0
+
+
+# ------------------------------------------------------- 2. a fix shared by two findings
+TWO_OPTIMIZERS = """import torch
+a = torch.nn.Linear(4, 4)
+b = torch.nn.Linear(4, 4)
+opt_a = torch.optim.SGD(a.parameters(), lr=0.01)
+opt_b = torch.optim.SGD(b.parameters(), lr=0.01)
+
+
+def set_lr(opt, lr):
+    for g in opt.param_groups:
+        g["lr"] = lr
+
+
+@torch.compile
+def step():
+    opt_a.step()
+    opt_b.step()
+
+
+for i in range(6):
+    set_lr(opt_a, 0.01 / (i + 1))
+    set_lr(opt_b, 0.01 / (i + 1))
+    step()
+"""
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+def test_finding_fixed_by_another_findings_fix_is_not_left_remaining(tmp_path, fmt):
+    # issue 15 item 2's script: the second optimizer's finding is fixed by the
+    # first one's edits (one lr write serves both); after --fix nothing remains
+    write(tmp_path, {"train.py": TWO_OPTIMIZERS})
+    assert fr(tmp_path, "train.py").returncode == 1
+    proc = fr(tmp_path, "--fix", "--format", fmt, "train.py")
+    assert "Traceback" not in err(proc), err(proc)
+    assert read(tmp_path, "train.py").count(b"torch.tensor(0.01)") == 2
+    assert proc.returncode == 0, out(proc) + err(proc)
+    if fmt == "text":
+        assert "Found 2 findings (2 fixed in 1 file, 0 remaining)." in out(proc)
+    proc = fr(tmp_path, "train.py")
+    assert proc.returncode == 0 and "All checks passed!" in out(proc)

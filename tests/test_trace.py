@@ -419,11 +419,17 @@ def _env():
     return env
 
 
-def run_cli(tmp_path, name, *flags):
+def run_cli(tmp_path, name, *flags, cold=False):
+    """``fix-recompiles run FLAGS -- python NAME.py`` in a copy of the script.
+    The command is a real child process of the CLI: with ``cold``, a new
+    ``python``; otherwise tests/warm_exec.py, which has a fork of a warm
+    torch process run the script with its stdio, folder and environment
+    (TORCH_TRACE read again: the same trace as a new ``python`` writes)."""
     shutil.copy(SCRIPTS / f"{name}.py", tmp_path / f"{name}.py")
+    python = [PYTHON] if cold else warm_python.python_command(_env())
     proc = warm_python.cli_run(
         check=False,
-        args=CLI + ["run", *flags, "--", PYTHON, f"{name}.py"],
+        args=CLI + ["run", *flags, "--", *python, f"{name}.py"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -432,6 +438,28 @@ def run_cli(tmp_path, name, *flags):
         timeout=600,
     )
     return proc, tmp_path / f"{name}.py"
+
+
+def test_warm_command_traces_as_a_new_python(tmp_path):
+    """The end-to-end tests give ``run`` a command that forks a warm torch
+    process (tests/warm_exec.py); it must see what a new ``python`` sees:
+    the same table (graphs, causes, the user's compile call of a library
+    function, found only when no frame of the test harness shows in the
+    trace's stacks), the same exit code."""
+    outputs = []
+    for cold in (True, False):
+        folder = tmp_path / ("cold" if cold else "warm")
+        folder.mkdir()
+        proc, _ = run_cli(folder, "library_fn", cold=cold)
+        lines = proc.stdout.splitlines()
+        # from the script's own output on: torch's import-time warnings go to a
+        # new python's stderr, a warm one had them when the server imported torch
+        outputs.append((proc.returncode, lines[next(i for i, ln in enumerate(lines) if ln.startswith("result:")):]))
+    assert outputs[0] == outputs[1]
+    code, lines = outputs[0]
+    assert code == 1, lines  # the finding at the user's compile call of F.softmax, reported
+    assert any(re.match(r"^F\.softmax\s+library_fn\.py:8\s+6\s", ln) for ln in lines), lines
+    assert any(ln.startswith("library_fn.py:8:53: FR001 [*]") for ln in lines), lines
 
 
 def results(output: str):
@@ -505,7 +533,7 @@ def test_run_bounded_cause_is_reported_and_nothing_changes(tmp_path):
 
 
 def test_run_failing_command_is_reported_and_nothing_changes(tmp_path):
-    proc, script = run_cli(tmp_path, "fails", "--fix")
+    proc, script = run_cli(tmp_path, "fails", "--fix", cold=True)  # a new python, as a user runs it
     assert proc.returncode == 2, proc.stdout
     assert "the command failed with exit code 3; nothing changed" in proc.stdout
     assert re.search(

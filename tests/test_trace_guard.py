@@ -96,9 +96,10 @@ def test_machine_formats_reuse_the_check_formats(monkeypatch):
 
 
 def guard_cli(tmp_path, name, *flags, stderr=subprocess.STDOUT):
+    # the command: a fork of a warm torch process (tests/test_trace.py run_cli)
     (tmp_path / f"{name}.py").write_text((SCRIPTS / f"{name}.py").read_text())
     return warm_python.cli_run(
-        CLI + ["run", *flags, "--", PYTHON, f"{name}.py"],
+        CLI + ["run", *flags, "--", *warm_python.python_command(_env()), f"{name}.py"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=stderr,

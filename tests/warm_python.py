@@ -119,21 +119,32 @@ def _warm_cli() -> None:
 WARM_UPS = {"torch": _warm_torch, "cli": _warm_cli}
 
 
-def _child(request: dict) -> None:
-    """In the forked child: become ``python ARGS`` and exit."""
+def _child(request: dict, stdio: Optional[Sequence[int]] = None) -> None:
+    """In the forked child: become ``python ARGS`` and exit.  ``stdio``: the
+    caller's own fds 0, 1, 2 (an exec request, :func:`_serve_exec`), else the
+    request's files."""
     code = 1
     try:
-        devnull = os.open(request.get("stdin") or os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        out = os.open(request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        err = os.open(request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(out, 1)
-        os.dup2(out if request.get("merge") else err, 2)
-        for fd in (devnull, out, err):
-            os.close(fd)
+        if stdio is not None:
+            for target, fd in enumerate(stdio):
+                os.dup2(fd, target)
+            for fd in set(stdio):
+                if fd > 2:
+                    os.close(fd)
+        else:
+            devnull = os.open(request.get("stdin") or os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            out = os.open(request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            err = os.open(request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(out, 1)
+            os.dup2(out if request.get("merge") else err, 2)
+            for fd in (devnull, out, err):
+                os.close(fd)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        if stdio is not None:
+            _torch_reads_its_environment_again()
         args: List[str] = request["args"]
         import runpy
         import types
@@ -169,7 +180,7 @@ def _child(request: dict) -> None:
         tb = exc.__traceback__
         # the frames of this module and runpy are not the script's (python shows none)
         while tb is not None and tb.tb_next is not None and (
-            tb.tb_frame.f_code.co_filename == __file__ or "runpy" in tb.tb_frame.f_code.co_filename
+            tb.tb_frame.f_code.co_filename in (__file__, EXEC_FILENAME) or "runpy" in tb.tb_frame.f_code.co_filename
         ):
             tb = tb.tb_next
         traceback.print_exception(type(exc), exc, tb)
@@ -185,7 +196,67 @@ def _child(request: dict) -> None:
             os._exit(code & 0xFF)
 
 
-def serve(kind: str) -> None:
+def _torch_reads_its_environment_again() -> None:
+    """In an exec child: torch set up its logging from the server's
+    environment when it was imported; set it up again from this run's (its
+    ``TORCH_TRACE``), with the structured trace's string table and dumped
+    files empty, as in a new process."""
+    if "torch" not in sys.modules:
+        return
+    import torch._logging._internal as logs
+    import torch._logging.structured as structured
+
+    structured.INTERN_TABLE.clear()
+    structured.DUMPED_FILES.clear()
+    logs.LOG_TRACE_HANDLER = None
+    logs._init_logs()
+
+
+def _serve_exec(listener, env: Dict[str, str], kind: str) -> None:
+    """One exec request on ``listener`` (tests/warm_exec.py): a length, the
+    caller's fds 0, 1, 2, then {"args", "cwd", "env"}.  A fork runs it with the
+    caller's stdio; the reply is {"status": N} when it ends, or {"cold": true}
+    (the caller then execs a new python) when its environment differs from
+    the server's in more than TORCH_TRACE and the volatile variables."""
+    import socket
+
+    conn, _ = listener.accept()
+    fds: List[int] = []
+    try:
+        head, fds, _flags, _addr = socket.recv_fds(conn, 8, 3)
+        if len(head) != 8 or len(fds) != 3:
+            return
+        size = int.from_bytes(head, "big")
+        body = b""
+        while len(body) < size:
+            chunk = conn.recv(min(1 << 20, size - len(body)))
+            if not chunk:
+                return
+            body += chunk
+        request = json.loads(body)
+        same = {k: v for k, v in request["env"].items() if k not in EXEC_CALL_TIME}
+        if _stable(same, kind) != _stable({k: v for k, v in env.items() if k not in EXEC_CALL_TIME}, kind):
+            conn.sendall(b'{"cold": true}\n')
+            return
+        pid = os.fork()
+        if pid == 0:
+            listener.close()
+            conn.close()
+            _child(request, stdio=fds)
+        for fd in fds:
+            os.close(fd)
+        fds = []
+        _, status = os.waitpid(pid, 0)
+        conn.sendall((json.dumps({"status": os.waitstatus_to_exitcode(status)}) + "\n").encode())
+    except (OSError, ValueError, KeyError):
+        pass
+    finally:
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+
+
+def serve(kind: str, listen: Optional[str] = None) -> None:
     # the protocol uses fds 0 and 1 directly (never sys.stdin/sys.stdout, whose
     # buffers a child would inherit); the warm-up writes nothing there
     proto_in, proto_out = os.dup(0), os.dup(1)
@@ -193,6 +264,7 @@ def serve(kind: str) -> None:
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.close(devnull)
+    started_env = dict(os.environ)  # before the warm-up (torch sets TORCHINDUCTOR_CACHE_DIR)
     WARM_UPS[kind]()
     sys.stdout.flush()  # nothing buffered for a child to inherit
     sys.stderr.flush()
@@ -203,9 +275,21 @@ def serve(kind: str) -> None:
     gc.collect()
     gc.freeze()
     threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+    listener = None
+    if listen is not None:  # exec requests too (tests/warm_exec.py)
+        import socket
+
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(listen)
+        listener.listen(8)
     os.write(proto_out, (json.dumps({"ready": True, "threads": threads}) + "\n").encode())
     reader = _Lines(proto_in)
     while True:
+        if listener is not None and not reader.buf:
+            ready, _, _ = select.select([proto_in, listener], [], [])
+            if listener in ready:
+                _serve_exec(listener, started_env, kind)
+                continue
         line = reader.readline(None)
         if not line:
             return
@@ -245,12 +329,17 @@ class _Lines:
 
 
 class _Server:
-    def __init__(self, kind: str, env: Dict[str, str]) -> None:
+    def __init__(self, kind: str, env: Dict[str, str], listen: Optional[str] = None) -> None:
         self.kind = kind
         self.env = dict(env)
+        self.listen = listen
         self.log = tempfile.TemporaryFile()
+        if listen:  # an exec server: its own frames under a name traces skip (see _EXEC_BOOT)
+            argv = [sys.executable, "-c", _EXEC_BOOT, os.path.abspath(__file__), kind, "--listen", listen]
+        else:
+            argv = [sys.executable, os.path.abspath(__file__), "--serve", kind]
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--serve", kind],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -318,6 +407,11 @@ class _Server:
     def close(self) -> None:
         if self.log.closed:
             return
+        if self.listen:
+            try:
+                os.unlink(self.listen)
+            except OSError:
+                pass
         try:
             self.proc.stdin.close()
         except OSError:
@@ -370,6 +464,13 @@ def close_all() -> None:
         while _servers:
             _, server = _servers.popitem()
             server.close()
+        while _exec_servers:
+            _, server = _exec_servers.popitem()
+            server.close()
+        while _exec_folder:
+            import shutil
+
+            shutil.rmtree(_exec_folder.pop(), ignore_errors=True)
 
 
 def try_run(
@@ -477,6 +578,74 @@ def cli_run(*args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess_run(*args, kind="cli", **kwargs)
 
 
+#: the file name an exec server's own code runs under.  A script's compile
+#: records the Python stack (the trace's ``dynamo_start``); a new ``python``
+#: shows none of its callers there, a fork of a server would show the
+#: server's frames, which a reader of the trace would take for user code
+#: (its ``_user_frame``: the innermost frame outside the standard library and
+#: site-packages, or ``<...>``).  Under ``<warm_python>`` they are skipped as
+#: the interpreter's own.
+EXEC_FILENAME = "<warm_python>"
+_EXEC_BOOT = (
+    "import os, sys\n"
+    "path = sys.argv[1]\n"
+    "sys.path[0] = os.path.dirname(path)\n"
+    "with open(path) as fh:\n"
+    "    source = fh.read()\n"
+    "scope = {'__name__': '__warm_server__', '__file__': path}\n"
+    f"exec(compile(source, {EXEC_FILENAME!r}, 'exec'), scope)\n"
+    "scope['serve'](sys.argv[2], sys.argv[4])\n"
+)
+#: the client of exec requests: ``python warm_exec.py SOCKET ARGS``
+WARM_EXEC = os.path.join(HERE, "warm_exec.py")
+#: variables an exec request may set differently from its server's: torch
+#: reads them again in the child (:func:`_torch_reads_its_environment_again`)
+EXEC_CALL_TIME = frozenset({"TORCH_TRACE"})
+#: stable environment -> exec server (a torch server listening on a socket)
+_exec_servers: Dict[tuple, _Server] = {}
+_exec_folder: List[str] = []
+
+
+def python_command(env: Optional[Dict[str, str]] = None) -> List[str]:
+    """The argv prefix to give a tool under test for ``python SCRIPT ARGS`` that
+    the tool runs itself, as a real child process (``fix-recompiles run --
+    python train.py``): ``[python, warm_exec.py, SOCKET]``, a small client
+    that has a fork of a warm torch server run ``SCRIPT ARGS`` with the
+    client's own stdin, stdout, stderr, folder and environment (torch reads
+    ``TORCH_TRACE`` again there) and exits with its status; the script is
+    compiled and traced by the same torch a new ``python`` would import.
+    ``[python]`` itself where no fork can stand in (as for :func:`run`), and
+    the client execs a new ``python`` when the environment it is given
+    differs from ``env`` (the server's) in more than ``TORCH_TRACE``."""
+    env = dict(os.environ if env is None else env)
+    env.pop("TORCH_TRACE", None)
+    if os.environ.get(COLD) or not hasattr(os, "fork") or not sys.platform.startswith("linux") or "torch" in _broken:
+        return [sys.executable]
+    key = tuple(sorted(_stable(env, "torch").items()))
+    with _lock:
+        server = _exec_servers.get(key)
+        if server is not None and not server.alive():
+            del _exec_servers[key]
+            server = None
+        if server is None:
+            if len(_exec_servers) >= MAX_SERVERS_PER_KIND:
+                return [sys.executable]
+            if not _exec_folder:
+                _exec_folder.append(tempfile.mkdtemp(prefix="warm-exec-"))
+            path = os.path.join(_exec_folder[0], f"torch-{len(_exec_servers)}.sock")
+            try:
+                server = _exec_servers[key] = _Server("torch", env, listen=path)
+            except (OSError, RuntimeError):
+                _broken.add("torch")
+                return [sys.executable]
+            if not server.usable:
+                return [sys.executable]
+            import atexit
+
+            atexit.register(server.close)
+    return [sys.executable, WARM_EXEC, server.listen]
+
+
 if __name__ == "__main__" and sys.argv[1:2] == ["--serve"]:
     sys.path[0] = HERE
-    serve(sys.argv[2])
+    serve(sys.argv[2], sys.argv[4] if sys.argv[3:4] == ["--listen"] else None)

@@ -561,7 +561,7 @@ step), while the step compiled by the default inductor backend is as fast
             )
             for b, i, f in fixed[1:]:
                 results[b][i] = dataclasses.replace(
-                    f, fix=None, message=f"{f.message}; fixed with `{first_b.label}` (line {first_b.call.lineno}): the same statement writes both lrs"
+                    f, fix=None, fixed_by=results[first_b][first_i], message=f"{f.message}; fixed with `{first_b.label}` (line {first_b.call.lineno}): the same statement writes both lrs"
                 )
 
     # ------------------------------------------------------------ collection
