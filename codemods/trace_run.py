@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ._lazy import cst
 

@@ -382,7 +382,7 @@ def test_run_fix_applies_the_lr_writers_edits_of_another_module(tmp_path):
         shutil.copy(program / name, tmp_path / name)
     proc = warm_python.cli_run(
         check=False,
-        args=CLI + ["run", "--fix", "--", PYTHON, "main.py"],
+        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -460,7 +460,7 @@ def test_run_fix_cures_a_float_fed_across_modules(tmp_path):
     _cross_module(tmp_path)
     proc = warm_python.cli_run(
         check=False,
-        args=CLI + ["run", "--fix", "--", PYTHON, "main.py"],
+        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -183,7 +183,7 @@ reads).
     reads = "ast"
 
     def check(self, ctx) -> Iterable[Finding]:
-        model, source = ctx.model, ctx.source
+        model = ctx.model
         module = model.scopes.module
         findings: List[Finding] = []
         done: Set[Tuple[int, str]] = set()

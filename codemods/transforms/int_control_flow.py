@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from ..compile_sites import CompileModel, CompileSite, dotted_name
+from ..compile_sites import CompileModel, CompileSite
 from ..findings import Finding
 from ..variation import loop_assignments, loop_names, varies_as_number, loop_variants
 from .base import Example, Rule
