@@ -354,12 +354,26 @@ def test_run_interactive_files_restricts_the_review(tmp_path):
 PROMPT = r"Apply this fix \[[Yy],[Nn],a,d,q,\?\]\? "
 
 
+def terminal_signals() -> None:
+    """In the spawned child, before exec: Ctrl-C as a user's terminal gives
+    it (default SIGINT, not blocked).  An ignored or blocked SIGINT survives
+    exec, and the test process may carry one (a CI run saw both Ctrl-C tests
+    of one xdist worker time out: the child never got the signal)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
 def _spawn(args, cwd, color=False):
     env = dict(os.environ)
     env.pop("NO_COLOR", None)
     if not color:
         env["NO_COLOR"] = "1"
-    return pexpect.spawn(sys.executable, [CLI, "-i", "--unproven", *args], cwd=str(cwd), env=env, encoding="utf-8", timeout=60, dimensions=(60, 200))
+    return pexpect.spawn(
+        sys.executable, [CLI, "-i", "--unproven", *args], cwd=str(cwd), env=env, encoding="utf-8", timeout=60,
+        dimensions=(60, 200), preexec_fn=terminal_signals,
+    )
 
 
 def _finish(child):
