@@ -368,6 +368,21 @@ def test_optimizer_step_recompiling_on_identity_still_implicates_fr004(copied):
 # -- an optimizer whose lr a scheduler of another module writes ----------------------------
 
 
+def _run_fix_main(folder):
+    """``fix-recompiles run --fix -- python main.py`` in ``folder`` (a
+    multi-file program), the command in a warm fork."""
+    return warm_python.cli_run(
+        check=False,
+        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+        timeout=600,
+    )
+
+
 def test_run_fix_applies_the_lr_writers_edits_of_another_module(tmp_path):
     """tests/realworld/pos_lr_field_scheduler: main.py steps Adam in a compiled
     function; scheduler.py's WarmupScheduler writes `group[self.lr_field]`.
@@ -380,16 +395,7 @@ def test_run_fix_applies_the_lr_writers_edits_of_another_module(tmp_path):
     program = SCRIPTS.parent / "realworld" / "pos_lr_field_scheduler"
     for name in ("main.py", "scheduler.py"):
         shutil.copy(program / name, tmp_path / name)
-    proc = warm_python.cli_run(
-        check=False,
-        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=_env(),
-        timeout=600,
-    )
+    proc = _run_fix_main(tmp_path)
     out = proc.stdout
     assert proc.returncode == 0, out
     assert "fixed: main.py:18:44: FR004 " in out and "fixed: scheduler.py:" in out, out
@@ -458,16 +464,7 @@ def test_a_float_fed_to_a_function_compiled_in_another_module_is_matched(tmp_pat
 def test_run_fix_cures_a_float_fed_across_modules(tmp_path):
     """Measured on 2.13: scaled_add 2 -> 1 graphs, same printed values."""
     _cross_module(tmp_path)
-    proc = warm_python.cli_run(
-        check=False,
-        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=_env(),
-        timeout=600,
-    )
+    proc = _run_fix_main(tmp_path)
     out = proc.stdout
     assert proc.returncode == 0, out
     assert "fixed: main.py:21:26: FR003 " in out, out
