@@ -33,6 +33,12 @@ from .floats import FunctionSummary, ParamUse, summarize_function, torch_aliases
 ModuleKey = Tuple[str, str]  # (root folder, dotted module name)
 
 
+def module_token(name: str, key: ModuleKey) -> Tuple[bytes, bytes]:
+    """(a function's name, the last part of its module's name), as bytes: what
+    a file that may call it must mention (:func:`codemods.prefilter.mentions_any`)."""
+    return name.encode(), key[1].rpartition(".")[2].encode()
+
+
 @dataclass
 class ProjectIndex:
     #: (function name, last part of its module's name) of every compiled
@@ -59,6 +65,19 @@ class ProjectIndex:
     #: parameter's annotation}
     #: (:func:`prove_int_chains`)
     int_chains: Dict[str, Dict[str, Tuple[str, str, str, int, str, bool]]] = field(default_factory=dict)
+    #: (how many modules it was built from, (root, module) -> path): built on
+    #: first use (:meth:`path_of`)
+    _homes: Tuple[int, Dict[ModuleKey, str]] = field(default=(-1, {}), repr=False, compare=False)
+
+    def path_of(self, key: ModuleKey) -> Optional[str]:
+        """The file of the run that is module ``key``."""
+        if self._homes[0] != len(self.modules):
+            self._homes = (len(self.modules), {k: path for path, k in self.modules.items()})
+        return self._homes[1].get(key)
+
+    def call_tokens(self, keys) -> Tuple[Tuple[bytes, bytes], ...]:
+        """:attr:`names` of the compiled functions of the modules ``keys`` only."""
+        return tuple(sorted(module_token(name, key) for key in keys for name in self.compiled.get(key, ())))
 
     def prefilter_tokens(self, path: str) -> Tuple[Tuple[bytes, bytes], ...]:
         """Byte strings one of which a file of the run must contain for the
@@ -94,8 +113,8 @@ class ProjectIndex:
             prove_lr_writers(index, files, lr)
         if ints:
             prove_int_chains(index, ints)
-        names = {(name.encode(), key[1].rpartition(".")[2].encode()) for key, fns in index.compiled.items() for name in fns}
-        names |= {(name.encode(), key[1].rpartition(".")[2].encode()) for key, fns in index.lr_proven.items() for name in fns}
+        names = {module_token(name, key) for key, fns in index.compiled.items() for name in fns}
+        names |= {module_token(name, key) for key, fns in index.lr_proven.items() for name in fns}
         index.names = tuple(sorted(names))
         return index
 
@@ -188,13 +207,12 @@ def prove_lr_writers(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Op
                     bad.add((key, name))
     proven = {w for w in callers if w not in bad}
     if proven:  # a file that mentions a writer and was not seen calling it
-        tokens = {w: [(w[1].encode(), w[0][1].rpartition(".")[2].encode())] for w in proven}
+        tokens = {w: [module_token(w[1], w[0])] for w in proven}
         seen = {w: {p for p, _ in callers[w]} for w in proven}
-        homes = {key: path for path, key in index.modules.items()}
         from .prefilter import mentions_any
 
         for path in files:
-            todo = [w for w in proven if path not in seen[w] and homes.get(w[0]) != path]
+            todo = [w for w in proven if path not in seen[w] and index.path_of(w[0]) != path]
             if not todo:
                 continue
             try:
@@ -217,8 +235,7 @@ def prove_lr_writers(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Op
                     break
     for key, name in sorted(proven):
         index.lr_proven.setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in callers[(key, name)])
-    homes = {key: path for path, key in index.modules.items()}
-    index.always = tuple(sorted(homes[key] for key in index.lr_proven if key in homes))
+    index.always = tuple(sorted(p for p in map(index.path_of, index.lr_proven) if p is not None))
 
 
 def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]]) -> None:

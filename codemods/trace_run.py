@@ -470,11 +470,7 @@ def _feeding_files(project, implicated: Sequence[str], indexed: Sequence[str]) -
     is passed (FR003 reports it in the caller's file)."""
     from .prefilter import mentions_any
 
-    keys = {project.modules[p] for p in implicated if p in project.modules}
-    tokens = tuple(sorted(
-        (name.encode(), key[1].rpartition(".")[2].encode())
-        for key, fns in project.compiled.items() if key in keys for name in fns
-    ))
+    tokens = project.call_tokens({project.modules[p] for p in implicated if p in project.modules})
     if not tokens:
         return []
     out: List[str] = []
@@ -530,10 +526,9 @@ def apply_lr_writers(out: Guided, project, settings: Settings, optimizers: Dict[
     ``.fill_`` on a float lr would crash)."""
     from .discovery import display_path
 
-    homes = {key: path for path, key in project.modules.items()}
     done = {_real(g.path) for g in out.files}
     for key, writers in sorted(project.lr_proven.items()):
-        path = homes.get(key)
+        path = project.path_of(key)
         callers = sorted({c for cs in writers.values() for c in cs})
         if path is None or _real(path) in done or not callers or any(c not in optimizers for c in callers):
             continue

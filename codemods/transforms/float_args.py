@@ -177,14 +177,6 @@ def _reads_forwarded(site_model: CallSite, fn: ast.AST) -> Optional[str]:
     return None
 
 
-def _home(ctx, project, key) -> Optional[str]:
-    """The path of the module ``key`` of the project index."""
-    homes = ctx.cache.get("float_args.homes")
-    if homes is None:
-        homes = ctx.cache["float_args.homes"] = {k: path for path, k in project.modules.items()}
-    return homes.get(key)
-
-
 def _traced_floats(ctx, route: _Route) -> FrozenSet[str]:
     """The arguments a trace of a run saw guarded on a float's value in the
     compiled function ``route`` reaches (``ctx.evidence``, in ``fix-recompiles
@@ -457,7 +449,7 @@ gives `inf` with a tensor.
                     if hit is not None:
                         key, found = hit
                         seen.add(node)
-                        home = _home(ctx, project, key)
+                        home = project.path_of(key)
                         elsewhere = (home, tuple(sorted({found.first_line, found.line} - {0}))) if home is not None else None
                         out.append((node, f"{key[1]}.{found.name}", (lambda found=found: found), False, None, None, elsewhere))
                         break
