@@ -336,6 +336,11 @@ def check(
         code = EXIT_CLEAN
     if result.errors:
         code = EXIT_ERROR
+    elif not (diff or fix or files_from is not None or show_statistics or sys.stderr.isatty()):
+        # a report that wrote nothing: the console script may replay it while
+        # none of what it read changes (codemods.replay)
+        replay = _engine("replay")
+        replay.replayable(cache_dir, result.inputs + replay.config_inputs(paths[0] if paths else ".", cfg.path) + replay.interpreter_inputs())
     raise typer.Exit(code)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import pathspec
@@ -47,6 +47,11 @@ class Discovered:
     #: (path, reason) for command-line paths that do not exist, and for paths
     #: that are not regular files (a FIFO, socket or device: never opened)
     missing: List[Tuple[str, str]]
+    #: what the answer depends on, for a replay (:mod:`codemods.replay`):
+    #: (path, "stat") for the files taken, the folders listed and the
+    #: ``.gitignore`` files read or looked for; (path, "exists") for the
+    #: repository markers and the virtualenv markers of folders skipped
+    inputs: List[Tuple[str, str]] = field(default_factory=list)
 
 
 def _not_regular(path: str) -> Optional[str]:
@@ -73,6 +78,11 @@ class _GitIgnore:
 
     def __init__(self) -> None:
         self._cache: Dict[str, Optional[pathspec.PathSpec]] = {}
+
+    @property
+    def files(self) -> List[str]:
+        """The ``.gitignore`` files read or looked for."""
+        return [os.path.join(folder, ".gitignore") for folder in self._cache]
 
     def spec_for(self, folder: str) -> Optional[pathspec.PathSpec]:
         if folder not in self._cache:
@@ -141,6 +151,8 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
     gitignore = _GitIgnore()
     exclude_spec = pathspec.GitIgnoreSpec.from_lines(extra_excludes) if extra_excludes else None
     roots: Dict[str, Optional[str]] = {}
+    listed: List[str] = []
+    venvs: List[str] = []
     for raw in paths:
         if not os.path.lexists(raw):
             missing.append((raw, "no such file or directory"))
@@ -153,11 +165,15 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
                 files.append(raw)
             continue
         for dirpath, dirnames, filenames in os.walk(raw, onerror=lambda exc: missing.append(_walk_error(exc))):
+            listed.append(dirpath)
             parents = _ancestor_folders(dirpath, roots)
             keep = []
             for d in sorted(dirnames):
                 full = os.path.join(dirpath, d)
-                if d.startswith(".") or d in DEFAULT_EXCLUDES or _is_venv(full):
+                if d.startswith(".") or d in DEFAULT_EXCLUDES:
+                    continue
+                if _is_venv(full):
+                    venvs.append(full)
                     continue
                 if gitignore.ignored(full, True, parents):
                     continue
@@ -190,7 +206,10 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
         if key not in seen:
             seen.add(key)
             unique.append(f)
-    return Discovered(unique, missing)
+    inputs = [(os.path.abspath(p), "stat") for p in unique + listed + gitignore.files]
+    inputs += [(os.path.join(folder, ".git"), "exists") for folder in roots]
+    inputs += [(os.path.abspath(os.path.join(v, "pyvenv.cfg")), "exists") for v in venvs]
+    return Discovered(unique, missing, inputs)
 
 
 def _walk_error(exc: OSError) -> Tuple[str, str]:

@@ -87,6 +87,8 @@ class RunResult:
     stats: RunStats = field(default_factory=RunStats)
     #: the project index the run used (cross-module facts)
     project: Optional[ProjectIndex] = None
+    #: what discovery read (see :attr:`codemods.discovery.Discovered.inputs`)
+    inputs: List[Tuple[str, str]] = field(default_factory=list)
 
     @property
     def findings(self) -> List[Finding]:
@@ -523,7 +525,7 @@ def _run(
     """Every file of ``paths`` analysed; with ``render`` (the default) the
     fixed text of files with fixes too (``render=False``: a report)."""
     found = discover(paths, excludes)
-    out = RunResult()
+    out = RunResult(inputs=found.inputs)
     for path, reason in found.missing:
         out.errors.append((path, reason))
     explicit = [p for p in paths if os.path.isfile(p)]

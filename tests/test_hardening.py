@@ -76,7 +76,10 @@ def _age(path, when=PAST):
 def _result_files(root):
     folder = os.path.join(str(root), ".fix_recompiles_cache")
     return [
-        os.path.join(dp, n) for dp, _, names in os.walk(folder) for n in names if n.endswith(".json") and not n.startswith("index-")
+        os.path.join(dp, n)
+        for dp, _, names in os.walk(folder)
+        for n in names
+        if n.endswith(".json") and not n.startswith("index-") and os.path.basename(dp) != "runs"  # runs/: replay snapshots
     ]
 
 
@@ -630,7 +633,7 @@ def test_wheel_installs_one_package_and_runs_as_a_module(tmp_path):
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert tops == {"fix_recompiles", "fix_recompiles-0.1.0.dist-info"}
     entry = zipfile.ZipFile(wheel).read("fix_recompiles-0.1.0.dist-info/entry_points.txt").decode()
-    assert "fix-recompiles = fix_recompiles.cli:main" in entry
+    assert "fix-recompiles = fix_recompiles.__main__:main" in entry
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), wheel], check=True, timeout=300)
     write(tmp_path, {"work/a.py": MARKER})
