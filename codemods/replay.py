@@ -22,7 +22,7 @@ mtime: an edited pass never replays) -- and holds:
   default ``--target-torch``);
 - the bytes written to stdout and stderr, in order, and the exit code.
 
-It is replayed only when every input stats the same (type, size, mtime in
+It is replayed only when every input stats the same (type and permissions, size, mtime in
 nanoseconds, inode).  It is recorded only by the command itself
 (``cli.check`` calls :func:`replayable`) and only for a report that wrote
 nothing and needed nothing more: no ``--diff``/``--fix``/``-i``/
@@ -68,15 +68,15 @@ Input = "Tuple[str, str]"
 
 
 def _signature(path: str, kind: str):
-    """What ``kind`` compares of ``path``: its stat (type, size, mtime, inode)
-    or None when absent; or for "exists" whether it exists."""
+    """What ``kind`` compares of ``path``: its stat (type and permissions,
+    size, mtime, inode) or None when absent; or for "exists" whether it exists."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
         return False if kind == "exists" else None
     if kind == "exists":
         return True
-    return [stat_mod.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ino]
+    return [st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino]
 
 
 def _tool_stamp(here: str) -> List[object]:

@@ -136,6 +136,14 @@ def test_what_the_run_read_changing_runs_again(tree, name, text):
     assert not _replayed_after(tree, lambda: (tree / name).write_text(text))
 
 
+def test_a_file_whose_permissions_change_runs_again(tree):
+    # made unreadable, the run would report an error; the mode is compared
+    # (ctime is not: mtime stays, and root could still read it here)
+    path = tree / "pkg" / "train.py"
+    assert not _replayed_after(tree, lambda: path.chmod(0o200))
+    path.chmod(0o644)
+
+
 def test_an_edited_configuration_runs_again(tree):
     (tree / "pyproject.toml").write_text("[tool.fix-recompiles]\nignore = []\n")
     age(tree)
