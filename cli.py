@@ -144,12 +144,8 @@ def _patterns(values: Optional[List[str]]) -> Optional[tuple]:
 
 
 def _version() -> str:
-    try:
-        from importlib import metadata
-
-        return metadata.version("fix-recompiles")
-    except Exception:  # noqa: BLE001
-        return "0"
+    (dist_version,) = _names("config", "dist_version")
+    return dist_version("fix-recompiles") or "0"
 
 
 def _progress():

@@ -41,12 +41,9 @@ RACY_NS = 2_000_000_000
 
 def _tool_fingerprint() -> str:
     """Version + hash of this package's sources (edits to a pass change results)."""
-    try:
-        from importlib import metadata
+    from .config import dist_version
 
-        version = metadata.version("fix-recompiles")
-    except Exception:  # noqa: BLE001 - not installed: the source hash still counts
-        version = "0"
+    version = dist_version("fix-recompiles") or "0"  # not installed: the source hash still counts
     h = hashlib.blake2b(version.encode(), digest_size=16)
     here = os.path.dirname(os.path.abspath(__file__))
     for folder in (here, os.path.join(here, "transforms")):

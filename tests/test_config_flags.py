@@ -4,6 +4,7 @@ where the statements go, and when nothing is reported."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 import types
 
@@ -310,3 +311,26 @@ def test_fr005_and_fr006_together_with_fr001_compose():
     compile(fixed, "t.py", "exec")
     second = process_source("t.py", "t.py", fixed, settings)
     assert second.new is None or second.new == fixed
+
+
+@pytest.mark.parametrize("name", ["torch", "fix-recompiles", "fix_recompiles", "libcst", "typer", "no-such-distribution-here"])
+def test_dist_version_agrees_with_importlib_metadata(name):
+    from importlib import metadata
+
+    from codemods.config import dist_version
+
+    try:
+        expected = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        expected = None
+    assert dist_version(name) == expected
+
+
+def test_dist_version_reads_dist_info_folders_without_importlib_metadata():
+    import subprocess
+    import sys
+
+    code = "import sys; from codemods.config import dist_version; v = dist_version('torch'); print(v, 'importlib.metadata' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), timeout=60)
+    version, imported = proc.stdout.split()
+    assert version.startswith("2.13.0") and imported == "False", proc.stderr
