@@ -54,13 +54,17 @@ class Discovered:
     inputs: List[Tuple[str, str]] = field(default_factory=list)
 
 
-def _not_regular(path: str) -> Optional[str]:
+def _not_regular(path: str, ids: Optional[Dict[str, Tuple[int, int]]] = None) -> Optional[str]:
     """Why ``path`` (which exists) must not be opened, or None for a regular
-    file.  A FIFO would block the run forever, a device could be endless."""
+    file.  A FIFO would block the run forever, a device could be endless.
+    ``ids``: where to note the file's (device, inode)."""
     try:
-        mode = os.stat(path).st_mode
+        st = os.stat(path)
     except OSError:
         return None  # a dangling link and the like: reading reports it
+    if ids is not None:
+        ids[path] = (st.st_dev, st.st_ino)
+    mode = st.st_mode
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     kind = (
@@ -151,6 +155,7 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
     gitignore = _GitIgnore()
     exclude_spec = pathspec.GitIgnoreSpec.from_lines(extra_excludes) if extra_excludes else None
     roots: Dict[str, Optional[str]] = {}
+    ids: Dict[str, Tuple[int, int]] = {}  # (device, inode) of the files stat'ed on the way
     listed: List[str] = []
     venvs: List[str] = []
     for raw in paths:
@@ -189,7 +194,7 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
                     continue
                 if exclude_spec is not None and exclude_spec.match_file(os.path.relpath(full).replace(os.sep, "/")):
                     continue
-                why = _not_regular(full)
+                why = _not_regular(full, ids)
                 if why is not None:
                     missing.append((display_path(full), why))
                     continue
@@ -198,11 +203,13 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
     seen = set()
     unique = []
     for f in sorted(files, key=lambda p: os.path.normpath(p)):
-        try:  # one file reached twice (a link, overlapping arguments): by identity
-            st = os.stat(f)
-            key: object = (st.st_dev, st.st_ino)
-        except OSError:
-            key = os.path.realpath(f)
+        key: object = ids.get(f)
+        if key is None:  # one file reached twice (a link, overlapping arguments): by identity
+            try:
+                st = os.stat(f)
+                key = (st.st_dev, st.st_ino)
+            except OSError:
+                key = os.path.realpath(f)
         if key not in seen:
             seen.add(key)
             unique.append(f)
