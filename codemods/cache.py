@@ -253,7 +253,9 @@ class Cache:
                     fh.write("# Automatically created by fix-recompiles.\n*\n")
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.entries, fh, separators=(",", ":"))
+                # dumps, not dump: dump streams through the pure-Python encoder
+                # (0.15 s for the training corpus' entries; dumps is C)
+                fh.write(json.dumps(self.entries, separators=(",", ":")))
             os.replace(tmp, self.file)  # replaces a link itself, never its target
             tmp = None
         except OSError:

@@ -226,8 +226,8 @@ def _walk_error(exc: OSError) -> Tuple[str, str]:
 
 def display_path(path: str) -> str:
     """Path relative to the current folder when below it, with forward slashes."""
-    full = os.path.abspath(path)
     cwd = os.getcwd()
+    full = os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path))  # abspath without a second getcwd
     if full.startswith(cwd) and full[len(cwd) : len(cwd) + 1] == os.sep:
         rel = full[len(cwd) + 1 :]  # below the current folder: the common case, no relpath
     else:

@@ -303,7 +303,7 @@ class Recording:
             os.makedirs(runs, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=runs)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(snapshot, fh, separators=(",", ":"))
+                fh.write(json.dumps(snapshot, separators=(",", ":")))  # dumps: C, dump streams in Python
             os.replace(tmp, os.path.join(runs, self.name + ".json"))
             tmp = None
             _prune(runs)
