@@ -284,7 +284,7 @@ def analyze(
     source.path, source.display_path = path, display_path
     # libcst parses the file only for a rule that reads comments (FR002),
     # reporting its own syntax errors; otherwise only to render fixes
-    module = parse_source(display_path, data) if any(rule.reads != "ast" for rule in chosen) else None
+    module = parse_source(display_path, data) if any(rule.reads_cst(data) for rule in chosen) else None
     ctx = FileContext(path, display_path, settings, project if cross else None, source, module, evidence)
     findings: List[Finding] = []
     for rule in chosen:  # registry order

@@ -241,7 +241,7 @@ class _Broken(Rule):
             raise KeyError("pass exploded")
         names = [n for n in ast.walk(ctx.source.tree) if isinstance(n, ast.Name) and n.id == "BREAK_ME"]
         return [
-            self.finding(ctx, n, "broken rewrite", edits=[Edit(ctx.source.target(n, cst.Name), self.replacement)], safety=Safety.SAFE)
+            self.finding(ctx, n, "broken rewrite", edits=[Edit(ctx.source.target(n, "Name"), self.replacement)], safety=Safety.SAFE)
             for n in names
         ]
 

@@ -620,3 +620,39 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
     piped = subprocess.run([sys.executable, cli_path, "check", "-j1", "."], cwd=str(tmp_path), env=env, capture_output=True, text=True)
     assert piped.returncode == 0
     assert "fix-recompiles" not in piped.stderr and "━" not in piped.stderr
+
+
+LIBCST_PROBE = """
+import sys
+from codemods.context import Settings
+from codemods.engine import process_source
+source = open(sys.argv[1], "rb").read()
+result = process_source("t.py", "t.py", source, Settings(unsafe_fixes=True), render_fixes=sys.argv[2] == "render")
+print(len(result.findings), sum(f.fix is not None for f in result.findings), "libcst" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # FR001 with a fix, FR003-style float, a prose "graph-break" (no marker line)
+        "import torch\n@torch.compile(dynamic=False)\ndef f(x):\n    return x * 2\nfor n in range(1, 4):\n    f(torch.ones(n))\n"
+        "# a graph-break here would split the graph\n",
+    ],
+)
+def test_a_report_never_imports_libcst_and_a_render_does(tmp_path, text):
+    """libcst costs 0.2-0.3 s per process to import: a report (findings, their
+    fixes not rendered) must not need it, however many fixes it finds."""
+    import subprocess
+
+    path = tmp_path / "t.py"
+    path.write_text(text)
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    outs = {}
+    for mode in ("report", "render"):
+        proc = subprocess.run([sys.executable, "-c", LIBCST_PROBE, str(path), mode], capture_output=True, text=True, cwd=repo, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        outs[mode] = proc.stdout.split()
+    findings, fixes, imported = outs["report"]
+    assert int(findings) >= 1 and int(fixes) >= 1 and imported == "False"
+    assert outs["render"][2] == "True"

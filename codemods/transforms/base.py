@@ -59,6 +59,12 @@ class Rule:
     def check(self, ctx) -> Iterable[Finding]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def reads_cst(self, data: bytes) -> bool:
+        """Will :meth:`check` read the libcst tree of a file of these bytes?
+        The engine then parses it up front (libcst's own syntax errors are
+        reported); otherwise libcst is not even imported for a report."""
+        return self.reads != "ast"
+
     # helpers for subclasses -------------------------------------------------
     def finding(
         self,

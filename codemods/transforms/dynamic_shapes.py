@@ -146,7 +146,7 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
                 continue
             evidence = evidence_for(model, site)
             intent = static_intent(model, site) if evidence else None
-            target = source.target(site.options_call, cst.Call)
+            target = source.target(site.options_call, "Call")
             if ctx.settings.dynamic_fix == "true":
                 edit = Edit(target, lambda node: _set_keyword(node, "dynamic", cst.Name("True")))
                 title = "replace `dynamic=False` by `dynamic=True`"

@@ -680,7 +680,7 @@ gives `inf` with a tensor.
                 else:  # no fix: the analysis knows a wrap crashes or cannot cure it
                     message = f"{head}; {why}"
                     safety = None
-                edit = Edit(ctx.source.target(value, cst.BaseExpression), lambda node: _tensor_call(model, node))
+                edit = Edit(ctx.source.target(value, "BaseExpression"), lambda node: _tensor_call(model, node))
                 varies = "the trace saw it recompile" if seen is not None else self._varies(site_model, call, value, flow)
                 if varies is None and route.slots is None and len(literal_values.get((route.callee, slot), ())) > 1:
                     varies = f"`{route.callee}` is called with different values"

@@ -279,7 +279,7 @@ reads).
                 return [], 0, f"`{name}` is not the global at the call on line {call.lineno}"
         edits = [Edit(statement_target(source, fn), functools.partial(_add_param, name))]
         edits.extend(
-            Edit(source.target(call, cst.Call), functools.partial(_add_keyword, name))
+            Edit(source.target(call, "Call"), functools.partial(_add_keyword, name))
             for call in sorted(calls.values(), key=lambda c: (c.lineno, c.col_offset))
         )
         return edits, len(calls), ""

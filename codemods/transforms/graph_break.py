@@ -132,8 +132,11 @@ skip the whole frame, so the function runs eagerly instead of being split.
         Example("x = 1\n# fix-recompiles: graph-break\ny = 2\n"),
     )
 
+    def reads_cst(self, data: bytes) -> bool:
+        return MARKER_LINE_RE.search(data) is not None
+
     def check(self, ctx) -> Iterable[Finding]:
-        if not MARKER_LINE_RE.search(ctx.source.data):
+        if not self.reads_cst(ctx.source.data):
             return []
         rule = self
         analysis = _Tree(ctx.module)

@@ -806,7 +806,7 @@ step), while the step compiled by the default inductor backend is as fast
     def _wrap_edit(self, ctx, arg: _Arg, kind: str) -> Edit:
         # the value's own node: libcst keeps its parentheses in it, so
         # `lr=(0.1)` becomes `lr=torch.tensor((0.1))` as before
-        return Edit(ctx.source.target(arg.value, cst.BaseExpression), lambda node: self._wrap(ctx, node, kind))
+        return Edit(ctx.source.target(arg.value, "BaseExpression"), lambda node: self._wrap(ctx, node, kind))
 
     def _arg_finding(self, ctx, arg: _Arg, message: str, **fix) -> Finding:
         """A finding on an argument, spanning what libcst's ``Arg`` spans: the
@@ -853,7 +853,7 @@ step), while the step compiled by the default inductor backend is as fast
         edits: List[Edit] = []
         unsafe: List[str] = []
         notes: List[str] = []
-        call_target = ctx.source.target(b.call, cst.Call)
+        call_target = ctx.source.target(b.call, "Call")
         anchor: Optional[_Arg] = None
         lr = _arg(b.call, "lr", 1)
         lr_fixed = False
@@ -912,7 +912,7 @@ step), while the step compiled by the default inductor backend is as fast
                 out.append(self.finding(ctx, value, f"{lead}; the param group's own lr `{detail}` is not a constant visible here, and every group's lr must be a tensor (no automatic fix; wrap it where it is built: `torch.tensor(float(...))`)"))
                 return out
             if kind != "tensor":
-                edits.append(Edit(ctx.source.target(value, cst.BaseExpression), lambda node, kind=kind: self._wrap(ctx, node, kind)))
+                edits.append(Edit(ctx.source.target(value, "BaseExpression"), lambda node, kind=kind: self._wrap(ctx, node, kind)))
         # follow-through: group["lr"] = v -> group["lr"].fill_(v)
         fills = self._fill_edits(ctx, b)
         if fills and unseen:
@@ -985,7 +985,7 @@ step), while the step compiled by the default inductor backend is as fast
         for node, (reached, _) in self._write_reach(ctx).items():
             if b in reached:
                 if node not in edits:
-                    edits[node] = Edit(ctx.source.target(node, cst.Assign), _fill)
+                    edits[node] = Edit(ctx.source.target(node, "Assign"), _fill)
                 out.append(edits[node])
         return out
 
@@ -1378,7 +1378,7 @@ step), while the step compiled by the default inductor backend is as fast
                     ctx, node,
                     f"`{name}` writes a float lr into the param groups of optimizers that are stepped inside a compiled region "
                     f"and get a 0-d tensor lr ({where}): the float replaces the tensor and every new value recompiles; write it in place with `.fill_`",
-                    edits=[Edit(ctx.source.target(node, cst.Assign), _fill)],
+                    edits=[Edit(ctx.source.target(node, "Assign"), _fill)],
                     safety=Safety.SAFE,
                     needs_torch=False,
                     title="write the lr in place (`.fill_`)",

@@ -273,7 +273,7 @@ is the better (and safe) cure, so this fix is only applied with
                         node,
                         message + f"; pass `recompile_limit={need.bound}` to the compile (or remove `dynamic=False`, FR001)",
                         edits=[
-                            Edit(source.target(s.options_call, cst.Call), lambda call, v=bound_value: _add_keyword(call, "recompile_limit", v))  # type: ignore[arg-type]
+                            Edit(source.target(s.options_call, "Call"), lambda call, v=bound_value: _add_keyword(call, "recompile_limit", v))  # type: ignore[arg-type]
                             for s in fresh
                         ],
                         safety=Safety.UNSAFE,
