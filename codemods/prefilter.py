@@ -2,8 +2,9 @@
 
 The first step of the engine, before any parse: a rule names byte strings
 (``Rule.triggers``) one of which a file must contain; a rule that needs a
-compile site also skips a file whose only ``compile`` is ``re.compile``
-(:func:`compile_is_regex_only`); a rule that reads the project index runs on
+compile site also skips a file where no spelling of ``compile`` can be one
+(:func:`no_compile_site`: ``re.compile``, ``cfg.compile.enable``,
+``compile=True``, prose); a rule that reads the project index runs on
 a file that mentions one of the index's names (:func:`mentions_any`).
 Everything that passes is parsed once with the stdlib ``ast`` and analysed
 (:mod:`codemods.compile_sites`); there is no second, cheaper judgement of
@@ -15,9 +16,10 @@ file that parses).
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 TORCH = "torch"
 
@@ -25,115 +27,238 @@ TORCH = "torch"
 ENABLED = os.environ.get("FIX_RECOMPILES_NO_PREFILTER", "") in ("", "0")
 
 
-#: the word ``compile`` (``torch.compile``, ``re.compile``, ``compile(``, prose)
-_COMPILE_WORD = re.compile(rb"compile\b")  # literal first: fast scan; the start is checked apart
 #: an import that may bind the name ``compile`` (or ``*``): on one line, over
 #: continuations, or in parentheses
 _IMPORT_COMPILE = re.compile(rb"import\b(?:[^\n;\\(]|\\\r?\n|\\.)*?(?:\bcompile\b|\*)|import\s*\([^)]*(?:\bcompile\b|\*)")
-#: modules whose ``compile`` is common and never torch's
-_REGEX_MODULES = (b"re", b"regex")
 #: a plain ``import a, b.c,`` prefix (no ``as``) before a module's name
 _PLAIN_IMPORT_PREFIX = re.compile(rb"[ \t]*import[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*\Z")
+_LINE_END = re.compile(rb"[\r\n]")
 
 
-#: comments and string literals (consumed whole, leftmost first) or the word
-#: ``compile`` outside them: a match of the last alternative is ``compile``
-#: in code (a NAME token, as the tokenizer would say)
-_COMPILE_IN_CODE = re.compile(
-    rb"#[^\r\n]*"
+#: comments and string literals, each consumed whole, leftmost first (the
+#: lookahead lets the scan skip other bytes fast).  A quote the pattern
+#: cannot pair (a syntax error) is skipped, so an answer errs on "in code".
+#: One spelling is given up: an f-string counts as prose, so a compile
+#: written inside its braces (``f"{torch.compile(f)(x)}"``) is not seen.
+_PROSE = re.compile(
+    rb"(?=[#\"'])(?:#[^\r\n]*"
     rb'|"""(?:\\[\s\S]|[^\\])*?"""'
     rb"|'''(?:\\[\s\S]|[^\\])*?'''"
     rb'|"(?:\\[\s\S]|[^"\\\r\n])*"'
-    rb"|'(?:\\[\s\S]|[^'\\\r\n])*'"
-    rb"|(?<![\w\x80-\xff])(compile)(?![\w\x80-\xff])"
+    rb"|'(?:\\[\s\S]|[^'\\\r\n])*')"
 )
+#: modules whose ``compile`` is common and never torch's
+_REGEX_MODULES = (b"re", b"regex")
 
 
-def compile_in_code(data: bytes) -> bool:
-    """Is the word ``compile`` in the code, not only in comments and strings?
-    Every compile site and compiled function the model recognises is spelled
-    with a name ``compile`` in code (``torch.compile``, ``m.compile()``,
-    ``from torch import compile``); a file that says it only in prose (a
-    docstring about ``torch.compile``) need not be parsed.  A quote the
-    pattern cannot pair (a syntax error) is skipped, so the answer errs on
-    "in code".  One spelling is given up: an f-string counts as prose, so a
-    compile written inside its braces (``f"{torch.compile(f)(x)}"``) is not
-    seen."""
-    for match in _COMPILE_IN_CODE.finditer(data):
-        if match.start(1) >= 0:
-            return True
-    return False
+class _Code:
+    """Which bytes of a file are code, not comments or string literals:
+    :data:`_PROSE` run lazily, only as far as the questions go."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.spans = _PROSE.finditer(data)
+        self.starts: List[int] = []
+        self.ends: List[int] = []
+        #: {end: start} of each comment seen so far
+        self.comments: Dict[int, int] = {}
+        self.frontier = 0  # every span that ends before this is known
+
+    def at(self, pos: int) -> bool:
+        """Is ``pos`` in code?  Also makes :attr:`comments` hold every
+        comment that ends at or before ``pos``."""
+        while self.frontier <= pos:
+            span = next(self.spans, None)
+            if span is None:
+                self.frontier = len(self.data) + 1
+                break
+            start, end = span.span()
+            self.starts.append(start)
+            self.ends.append(end)
+            if self.data[start] == 0x23:  # `#`
+                self.comments[end] = start
+            self.frontier = end
+        i = bisect.bisect_right(self.starts, pos) - 1
+        return i < 0 or pos >= self.ends[i]
 
 
-def compile_is_regex_only(data: bytes) -> bool:
-    """Do the bytes show that every ``compile`` a compile site could use is
-    ``re.compile`` / ``regex.compile``?  True only when every ``.compile``
-    attribute is on the bare name ``re`` or ``regex``, each such name occurs
-    nowhere else than in ``name.attr`` and in plain ``import`` lists (so it is
-    the module, never rebound -- ``import torch as re`` is not plain), and no
-    import may bind a name ``compile`` (or ``*``).  Then no torch.compile
-    site, no ``model.compile()`` and no compiled function can be in the file,
-    so it need not be parsed; anything unusual answers False (parse it).
-    Also True when ``compile`` is only in comments and strings
-    (:func:`compile_in_code`; asked last, and once per file: it scans the
-    whole file)."""
+def no_compile_site(data: bytes) -> bool:
+    """Do the bytes show that the compile-site model
+    (:mod:`codemods.compile_sites`) can find no compile site -- and so no
+    compiled function -- in this file?  Then it need not be parsed for one,
+    and the rules that need a site skip it.
+
+    The model recognises a site only where an expression ending in the
+    attribute ``.compile`` is called or is a decorator (``torch.compile(f)``,
+    ``(th.compile)(f)``, ``@torch.compile``, ``model.compile()``), or where
+    a name an import binds to ``torch.compile`` is (``from torch import
+    compile as c; c(f)``).  So the answer is True when no import in code may
+    bind a name ``compile`` (or ``*``), and every word ``compile`` in code
+    (comments and strings never count) is
+
+    * not an attribute: a keyword argument, a parameter, a ``def``, a call of
+      the builtin (``compile=True``, ``def compile(self)``, ``compile(src)``);
+    * an attribute that is neither called nor a whole decorator
+      (:func:`_called_or_decorator`): ``cfg.compile.enable``, ``cfg.compile
+      = x``, ``partial(torch.compile, mode=m)``, ``if cfg.compile:``, ``from
+      pkg.compile import f``;
+    * or ``re.compile`` / ``regex.compile``, where that name occurs in code
+      nowhere else than in ``name.attr`` and in plain ``import`` lists (the
+      module, never rebound: ``import torch as re`` is not plain).
+
+    Anything unusual answers False (parse).  A first pass reads only the
+    bytes around each ``compile``; comments and strings are told from code
+    only when that pass is unsure."""
     global _LAST
     if _LAST[0] is data:
         return _LAST[1]
-    answer = _regex_only(data) or not compile_in_code(data)
+    answer = _no_site(data)
     _LAST = (data, answer)
     return answer
 
 
-#: the last answer of :func:`compile_is_regex_only` (the engine asks about one
+#: the last answer of :func:`no_compile_site` (the engine asks about one
 #: file several times in a row: index, rule selection, limits)
 _LAST: Tuple[object, bool] = (None, False)
 
+_INERT, _SITE, _UNSURE = "inert", "site", "unsure"
 
-def _regex_only(data: bytes) -> bool:
-    if _IMPORT_COMPILE.search(data) is not None:
-        return False
-    used = set()
-    for match in _COMPILE_WORD.finditer(data):
-        i = match.start()
-        if i > 0 and (data[i - 1 : i].isalnum() or data[i - 1 : i] == b"_"):
-            continue  # part of a longer name (`torch_compile`): not the word
-        # what comes before the word, over spaces and line continuations
-        newline = False
-        while i > 0 and data[i - 1 : i] in b" \t\f\r\n\\":
-            newline = newline or data[i - 1 : i] == b"\n"
-            i -= 1
-        if data[i - 1 : i] != b".":
-            if newline and b"#" in data[data.rfind(b"\n", 0, i) + 1 : i]:
-                return False  # `torch.  # comment` on the line before: maybe an attribute
-            continue  # not an attribute: `compile(` (builtin, or imported: see above), prose
-        dot = i - 1
-        while dot > 0 and data[dot - 1 : dot] in b" \t\f\r\n\\":
-            dot -= 1
-        for name in _REGEX_MODULES:
-            start = dot - len(name)
-            if start >= 0 and data[start:dot] == name and (start == 0 or not (data[start - 1 : start].isalnum() or data[start - 1 : start] in b"_.")):
-                used.add(name)
-                break
-        else:
+
+def _no_site(data: bytes) -> bool:
+    if b"compile" not in data:
+        return True
+    words = _words(data, b"compile")
+    if not words:
+        return True
+    imports = list(_IMPORT_COMPILE.finditer(data))
+    # 1. the bytes around each word, every word taken for code
+    if not imports and all(_kind(data, at, None) == _INERT for at in words):
+        return True
+    # 2. again, for the words in code only
+    code = _Code(data)
+    for match in imports:
+        # an import of `compile` (or `*`) in code; an import's words in prose do not count
+        if data[match.end() - 1] == 0x2A:  # `*`
+            if code.at(match.end() - 1):
+                return False
+        elif any(code.at(at) for at in words[bisect.bisect_left(words, match.start()) : bisect.bisect_right(words, match.end())]):
             return False
+    used = set()
+    for at in words:
+        if not code.at(at):
+            continue
+        kind = _kind(data, at, code.comments)
+        if kind == _INERT:
+            continue
+        if kind == _SITE:
+            return False
+        used.add(kind)  # `re.compile(...)`: is `re` the module?
     for name in used:
-        at = data.find(name)
-        while at >= 0:
-            end = at + len(name)
-            before, after = data[at - 1 : at] if at else b"", data[end : end + 1]
-            whole = not before or not (before.isalnum() or before in (b"_", b"."))
-            whole = whole and not (after.isalnum() or after == b"_")
-            follow = end
+        for at in _words(data, name):
+            if not code.at(at):
+                continue
+            before = _before(data, at, code.comments)
+            if data[before - 1 : before] == b".":
+                return False  # `x.re`: not the module (never `used`), parse to be sure
+            follow = at + len(name)
             while data[follow : follow + 1] in (b" ", b"\t"):
-                follow += 1  # `re . compile`
-            if whole and data[follow : follow + 1] != b".":
-                # the bare name, not `name.attr`: only a plain import may bind it
+                follow += 1  # `re . compile`; over a line end it could be `as re` before `...`
+            if data[follow : follow + 1] != b".":
                 line_start = data.rfind(b"\n", 0, at) + 1
                 if _PLAIN_IMPORT_PREFIX.match(data, line_start, at) is None:
-                    return False  # rebound, a parameter, a string, a comment ...: parse to be sure
-            at = data.find(name, end)
+                    return False  # rebound, a parameter, `import torch as re` ...: parse to be sure
     return True
+
+
+def _words(data: bytes, word: bytes) -> List[int]:
+    """The starts of ``word`` as a whole word (not inside a longer name)."""
+    out = []
+    size, n = len(data), len(word)
+    at = data.find(word)
+    while at >= 0:
+        end = at + n
+        if (at == 0 or not _word_byte(data[at - 1])) and (end >= size or not _word_byte(data[end])):
+            out.append(at)
+        at = data.find(word, end)
+    return out
+
+
+def _kind(data: bytes, at: int, comments: Optional[Dict[int, int]]):
+    """What the word ``compile`` at ``at``, taken for code, can be: _INERT
+    (never a site), _SITE (maybe one), ``b"re"``/``b"regex"`` (a call of
+    ``re.compile`` or a whole decorator ``@re.compile``), or _UNSURE (a
+    comment may stand between it and the code before it: ``comments`` None)."""
+    dot = _before(data, at, comments)
+    if dot < 0:
+        return _UNSURE
+    if data[dot - 1 : dot] != b".":
+        return _INERT  # not an attribute: only an import (ruled out apart) binds a name to torch.compile
+    if not _called_or_decorator(data, at + 7):
+        return _INERT  # `cfg.compile.x`, `cfg.compile = x`, `f(torch.compile, m)`, `if cfg.compile:`
+    base = _before(data, dot - 1, comments)
+    if base < 0:
+        return _UNSURE
+    for name in _REGEX_MODULES:
+        start = base - len(name)
+        if start >= 0 and data[start:base] == name and (start == 0 or not _word_byte(data[start - 1])) and data[start - 1 : start] != b".":
+            return name
+    return _SITE
+
+
+def _before(data: bytes, at: int, comments: Optional[Dict[int, int]]) -> int:
+    """Where the code before ``at`` ends, over spaces, line ends,
+    continuations and comments: ``data[result - 1]`` is its last byte.  With
+    ``comments`` None (not known), -1 when a line it crosses holds a ``#``."""
+    while at > 0:
+        byte = data[at - 1]
+        if byte in b" \t\f\\":
+            at -= 1
+        elif byte == 0x0A or byte == 0x0D:  # a line end: skip the previous line's comment
+            at -= 1
+            if byte == 0x0A and data[at - 1 : at] == b"\r":
+                at -= 1
+            if comments is not None:
+                at = comments.get(at, at)
+            elif b"#" in data[max(data.rfind(b"\n", 0, at), data.rfind(b"\r", 0, at)) + 1 : at]:
+                return -1
+        else:
+            break
+    return at
+
+
+def _after(data: bytes, at: int) -> int:
+    """Where the code after ``at`` (in code) resumes, over spaces, line ends,
+    continuations and comments."""
+    size = len(data)
+    while at < size:
+        byte = data[at]
+        if byte in b" \t\f\r\n\\":
+            at += 1
+        elif byte == 0x23:  # `#`: a comment, to its line's end
+            end = _LINE_END.search(data, at)
+            at = size if end is None else end.start()
+        else:
+            break
+    return at
+
+
+def _called_or_decorator(data: bytes, end: int) -> bool:
+    """May the attribute that ends at ``end`` be called or be a whole
+    decorator?  It is followed, over closing parentheses (``(torch.compile)(f)``,
+    ``@(torch.compile)``), by ``(`` (a call), ``@`` (a decorator's next
+    decorator), ``def``/``class``/``async`` (a decorator's function), or the
+    end of the file.  Anything else (``.``, ``=``, ``,``, ``:``, ``[``,
+    ``if``, ``import``, a new statement that is not a definition) rules both out."""
+    size = len(data)
+    at = _after(data, end)
+    while at < size and data[at] == 0x29:  # `)`
+        at = _after(data, at + 1)
+    if at >= size or data[at] in b"(@":
+        return True
+    for word in (b"def", b"class", b"async"):
+        if data.startswith(word, at) and not _word_byte(data[at + len(word)] if at + len(word) < size else 0x20):
+            return True
+    return False
 
 
 def _word_byte(byte: int) -> bool:
@@ -196,8 +321,9 @@ def _has_word(data: bytes, word: bytes) -> bool:
 
 def mentions_compile(data: bytes) -> bool:
     """May the file hold a compile site or a compiled function?  Cheap byte
-    tests: ``torch`` and ``compile`` both occur, and not only as ``re.compile``."""
-    return b"compile" in data and TORCH.encode() in data and not compile_is_regex_only(data)
+    tests: ``torch`` and ``compile`` both occur, and some ``compile`` may be a
+    site (:func:`no_compile_site`)."""
+    return b"compile" in data and TORCH.encode() in data and not no_compile_site(data)
 
 
 def select(data: bytes, rules: Sequence, extra: Sequence[Tuple[bytes, bytes]] = (), always: bool = False) -> Tuple[List, bool]:
@@ -207,16 +333,16 @@ def select(data: bytes, rules: Sequence, extra: Sequence[Tuple[bytes, bytes]] = 
     cross = always or (bool(extra) and mentions_any(data, extra))
     if not ENABLED:
         return list(rules), cross
-    regex_only = None
+    no_site = None
     out = []
     for rule in rules:
         if cross and rule.reads_project:
             out.append(rule)
         elif any(t in data for t in rule.triggers):
             if rule.needs_compile_site:
-                if regex_only is None:
-                    regex_only = compile_is_regex_only(data)
-                if regex_only:
+                if no_site is None:
+                    no_site = no_compile_site(data)
+                if no_site:
                     continue
             out.append(rule)
     return out, cross

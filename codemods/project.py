@@ -409,15 +409,33 @@ def compiled_functions(source) -> Dict[str, FunctionSummary]:
     return {name: summarize_function(fn, aliases, model.functions) for name, fn in found.items()}
 
 
-def parse_for_index(data: bytes, display_path: str = "<file>"):
+#: FR004's facts (:func:`lr_facts`) of a file that can hold no compile site
+#: but writes ``param_groups`` (:func:`lr_later`), not computed yet: only
+#: its lr writers could matter, and only to a file that passes an optimizer
+#: to them (:func:`settle_lr_facts` computes the few that do)
+LR_LATER = "later"
+
+
+def lr_later(data: bytes) -> bool:
+    """Is this a file whose FR004 facts wait (:data:`LR_LATER`): the bytes
+    rule a compile site out (:func:`codemods.prefilter.mentions_compile`) but
+    it writes ``param_groups`` (an lr writer, maybe)?"""
+    from .prefilter import mentions_compile
+
+    return b"param_groups" in data and not mentions_compile(data)
+
+
+def parse_for_index(data: bytes, display_path: str = "<file>", writers: bool = True):
     """(the compiled functions, the parsed :class:`~codemods.source.Source`) of
     a file's bytes: ({}, None) when the bytes rule a compiled function out
-    (``torch`` and a ``compile`` other than ``re.compile``) or they do not parse."""
+    (``torch`` and a ``compile`` that can be a site:
+    :func:`codemods.prefilter.mentions_compile`) and, with ``writers``, an
+    lr writer too (:func:`lr_later`), or they do not parse."""
     from .prefilter import mentions_compile
     from .source import Source, decode, parse
 
     compiled = mentions_compile(data)
-    if not compiled and b"param_groups" not in data:  # FR004's lr writers: see lr_facts
+    if not compiled and not (writers and b"param_groups" in data):  # FR004's lr writers: see lr_facts
         return {}, None
     try:
         text, encoding = decode(data)
@@ -431,18 +449,64 @@ def parse_for_index(data: bytes, display_path: str = "<file>"):
         return {}, None
 
 
-def _file_functions(path: str) -> Tuple[Optional[Dict[str, FunctionSummary]], Optional[dict], Optional[dict]]:
+def _file_functions(path: str) -> Tuple[Optional[Dict[str, FunctionSummary]], Optional[object], Optional[dict]]:
     """(the compiled functions of one file ({} for none or unparsable; None:
-    unreadable), its FR004 facts (:func:`lr_facts`), its FR005 facts (:func:`int_facts`))."""
+    unreadable), its FR004 facts (:func:`lr_facts`, or :data:`LR_LATER`),
+    its FR005 facts (:func:`int_facts`))."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError:
         return None, None, None
-    functions, source = parse_for_index(data, path)
+    functions, source = parse_for_index(data, path, False)
     if source is None:
-        return functions, None, None
+        return functions, LR_LATER if lr_later(data) else None, None
     return functions, lr_facts(source), int_facts(source)
+
+
+def _file_lr(path: str) -> Tuple[Optional[dict], Optional[str]]:
+    """(FR004's facts of one file, the content hash of the bytes they come
+    from (None: unreadable))."""
+    from .cache import content_hash
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None, None
+    _, source = parse_for_index(data, path)
+    return (lr_facts(source) if source is not None else None), content_hash(data)
+
+
+def settle_lr_facts(lr: Dict[str, Optional[object]], jobs: int = 1, facts: Optional["FactsCache"] = None) -> None:
+    """Replace each :data:`LR_LATER` of ``lr`` (path -> FR004's facts) in
+    place: by the file's facts when some file of the run passes an optimizer
+    to a callable of the file's module (FR004's ``passes``: the only way its
+    lr writers can matter, :func:`prove_lr_writers`), else by None.  The
+    files to parse are parsed in a process pool when ``jobs > 1``; ``facts``
+    keeps what they give."""
+    later = [path for path, found in lr.items() if found == LR_LATER]
+    if not later:
+        return
+    folders: Dict[str, bool] = {}
+    callers: Dict[str, ModuleKey] = {}
+    wanted = set()  # the modules a call of a passed optimizer can resolve to
+    for path, found in lr.items():
+        optimizers = (found.get("passes") or {}).get("optimizers") if isinstance(found, dict) else None
+        if optimizers:
+            callers[path] = module_key(path, folders)
+            for opt in optimizers:
+                for call in opt["calls"]:
+                    target = _absolute(callers, path, call[0])
+                    if target is not None:
+                        wanted.add(target[1])
+    todo = [path for path in later if module_key(path, folders)[1] in wanted]
+    for path in later:
+        lr[path] = None
+    for path, (found, digest) in zip(todo, _map_files(_file_lr, todo, jobs)):
+        lr[path] = found
+        if facts is not None and digest is not None:
+            facts.settle_lr(path, digest, found)
 
 
 def _summary_to_json(s: FunctionSummary):
@@ -537,17 +601,28 @@ class FactsCache:
                         return None, st
             except OSError:
                 return None, st
-        if (entry[5] is not None and not _lr_shape_ok(entry[5])) or (entry[6] is not None and not _ints_shape_ok(entry[6])):
+        if (entry[5] is not None and entry[5] != LR_LATER and not _lr_shape_ok(entry[5])) or (entry[6] is not None and not _ints_shape_ok(entry[6])):
             return None, st
         try:
             return {name: _summary_from_json(d) for name, d in entry[3].items()}, st
         except (KeyError, TypeError, ValueError, AttributeError):
             return None, st  # a damaged entry: recompute
 
-    def lr_facts(self, path: str) -> Optional[dict]:
-        """The FR004 facts kept with ``path``'s entry (after a :meth:`lookup` hit)."""
+    def lr_facts(self, path: str) -> Optional[object]:
+        """The FR004 facts kept with ``path``'s entry (after a :meth:`lookup`
+        hit), or :data:`LR_LATER`."""
         entry = self.entries.get(os.path.abspath(path))
-        return entry[5] if isinstance(entry, list) and len(entry) == 7 and isinstance(entry[5], dict) else None
+        return entry[5] if isinstance(entry, list) and len(entry) == 7 and (isinstance(entry[5], dict) or entry[5] == LR_LATER) else None
+
+    def settle_lr(self, path: str, digest: str, lr: Optional[dict]) -> None:
+        """Keep ``lr``, computed from bytes of content hash ``digest``, in
+        place of the :data:`LR_LATER` of ``path``'s entry (made from the same bytes)."""
+        entry = self.entries.get(os.path.abspath(path))
+        if not (isinstance(entry, list) and len(entry) == 7 and entry[4] == digest and entry[5] == LR_LATER):
+            return
+        if lr is None or (_lr_shape_ok(lr) and json.loads(json.dumps(lr)) == lr):
+            entry[5] = lr
+            self.dirty = True
 
     def int_facts(self, path: str) -> Optional[dict]:
         """The FR005 facts kept with ``path``'s entry (after a :meth:`lookup` hit)."""
@@ -555,7 +630,7 @@ class FactsCache:
         return entry[6] if isinstance(entry, list) and len(entry) == 7 and isinstance(entry[6], dict) else None
 
     def store(
-        self, path: str, st, functions: Optional[Dict[str, FunctionSummary]], digest: Optional[str] = None, lr: Optional[dict] = None, ints: Optional[dict] = None
+        self, path: str, st, functions: Optional[Dict[str, FunctionSummary]], digest: Optional[str] = None, lr: Optional[object] = None, ints: Optional[dict] = None
     ) -> None:
         """Keep ``functions`` for ``path`` (``digest``: the content hash of the
         bytes they were computed from; without it the file is hashed now)."""
@@ -575,7 +650,7 @@ class FactsCache:
             ok = all(_summary_from_json(encoded[name]) == s for name, s in functions.items())
         except (KeyError, TypeError, ValueError):
             ok = False
-        if ok and lr is not None:
+        if ok and lr is not None and lr != LR_LATER:
             ok = _lr_shape_ok(lr) and json.loads(json.dumps(lr)) == lr
         if ok and ints is not None:
             ok = _ints_shape_ok(ints) and json.loads(json.dumps(ints)) == ints
@@ -600,10 +675,9 @@ class FactsCache:
 POOL_MIN_PARSE = 16
 
 
-def _compute_functions(paths: List[str], jobs: int) -> List[Tuple[Optional[Dict[str, FunctionSummary]], Optional[dict], Optional[dict]]]:
-    """:func:`_file_functions` of each path, in order (each file read once; only
-    those :func:`codemods.prefilter.mentions_compile` keeps are parsed), in a
-    process pool when ``jobs > 1`` and there are enough files."""
+def _map_files(fn, paths: List[str], jobs: int) -> list:
+    """``fn`` of each path, in order, in a process pool when ``jobs > 1`` and
+    there are enough files."""
     if jobs > 1 and len(paths) >= POOL_MIN_PARSE:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -611,8 +685,8 @@ def _compute_functions(paths: List[str], jobs: int) -> List[Tuple[Optional[Dict[
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         workers = min(jobs, len(paths))
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
-            return list(pool.map(_file_functions, paths, chunksize=max(1, len(paths) // (workers * 4))))
-    return [_file_functions(path) for path in paths]
+            return list(pool.map(fn, paths, chunksize=max(1, len(paths) // (workers * 4))))
+    return [fn(path) for path in paths]
 
 
 def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str] = None, cache_write: bool = True, jobs: int = 1) -> ProjectIndex:
@@ -623,7 +697,7 @@ def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str]
     index as it goes instead: :func:`codemods.runner.run`.)"""
     facts = FactsCache(cache_dir) if cache_dir is not None else None
     found: Dict[str, Optional[Dict[str, FunctionSummary]]] = {}
-    lr: Dict[str, Optional[dict]] = {}
+    lr: Dict[str, Optional[object]] = {}
     ints: Dict[str, Optional[dict]] = {}
     misses: List[str] = []
     stats: Dict[str, Optional[os.stat_result]] = {}
@@ -636,12 +710,13 @@ def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str]
             ints[path] = facts.int_facts(path)
         if functions is None and (facts is None or st is not None):
             misses.append(path)
-    for path, (functions, file_lr, file_ints) in zip(misses, _compute_functions(misses, jobs)):
+    for path, (functions, file_lr, file_ints) in zip(misses, _map_files(_file_functions, misses, jobs)):
         found[path] = functions
         lr[path] = file_lr
         ints[path] = file_ints
         if facts is not None:
             facts.store(path, stats[path], functions, lr=file_lr, ints=file_ints)
+    settle_lr_facts(lr, jobs, facts)
     if facts is not None and cache_write:
         facts.save()
     return ProjectIndex.from_functions(files, found, lr, ints)

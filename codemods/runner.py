@@ -15,7 +15,10 @@ parsed as few times as possible:
    the engine: the byte prefilter, the rules, and libcst only to render
    fixes.  Cross-module facts are not known yet, so this result holds for
    every file that mentions none of the index's names;
-4. the project index is built from every file's compiled functions;
+4. the project index is built from every file's compiled functions; a
+   file that can hold no compile site but writes ``param_groups`` (FR004's
+   lr writers) is parsed for them only now, and only when another file
+   passes an optimizer to its module (:func:`~codemods.project.settle_lr_facts`);
 5. **second look**, only when the index lists compiled functions: the files
    that mention one of their names are processed again with the index (rare:
    they call a function compiled in another module; in a report only the
@@ -47,7 +50,7 @@ from .context import Settings
 from .discovery import DEFAULT_EXCLUDES, discover, display_path
 from .engine import FileResult, merge_project_findings, process_source, read_file
 from .findings import FileError, Finding, Fix
-from .project import FactsCache, ProjectIndex, int_facts, lr_facts, parse_for_index
+from .project import LR_LATER, FactsCache, ProjectIndex, int_facts, lr_facts, lr_later, parse_for_index, settle_lr_facts
 from .writer import write_changed
 
 GENERATED_MARKER = b"@generated"
@@ -161,8 +164,9 @@ class _Looked:
     functions: Optional[dict] = None
     stat: Optional[os.stat_result] = None
     content_hash: Optional[str] = None
-    #: FR004's facts for the index (first look only)
-    lr: Optional[dict] = None
+    #: FR004's facts for the index (first look only), or LR_LATER (not
+    #: parsed for them: :func:`codemods.project.settle_lr_facts`)
+    lr: Optional[object] = None
     #: FR005's facts for the index (first look only)
     ints: Optional[dict] = None
     #: only the rules that read the index ran (a report's second look): the
@@ -200,8 +204,9 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
     too_much = _over_size(data)  # before any parse: a huge file is not parsed at all
     if too_much is not None:
         return _Looked(path, FileResult(path=path, display_path=display, error=too_much), None, st)
-    functions, source = parse_for_index(data, display) if mode == "first" else (None, None)
-    lr = lr_facts(source) if source is not None else None
+    # an lr writer alone is not parsed now: its facts matter only if another file passes it an optimizer
+    functions, source = parse_for_index(data, display, False) if mode == "first" else (None, None)
+    lr = lr_facts(source) if source is not None else (LR_LATER if mode == "first" and lr_later(data) else None)
     ints = int_facts(source) if source is not None else None
     too_much = _over_limits(data, source.tree if source is not None else None)
     if too_much is not None:
@@ -551,7 +556,7 @@ def _run(
     # 2. what the cache already knows: index facts (and stats) of unchanged files
     facts_cache = FactsCache(cache_dir) if cache_dir is not None else None
     functions: Dict[str, Optional[dict]] = {}
-    lr: Dict[str, Optional[dict]] = {}
+    lr: Dict[str, Optional[object]] = {}
     ints: Dict[str, Optional[dict]] = {}
     stat_of: Dict[str, Optional[os.stat_result]] = {}
     first: List[str] = []
@@ -582,6 +587,7 @@ def _run(
     for path, facts in list(ints.items()):
         if facts and not file_settings[path].selects("FR005"):  # per-file ignores: no FR005 finding there
             ints[path] = None
+    settle_lr_facts(lr, jobs, facts_cache)  # the lr writers some file may pass an optimizer to
     project = ProjectIndex.from_functions(files, functions, lr, ints)
     out.project = project
     cache = None

@@ -173,3 +173,27 @@ def test_caller_with_fr004_ignored_per_file_is_not_proven(tmp_path):
     finally:
         os.chdir(cwd)
     assert outcome.findings == [] and not any(r.new for r in outcome.results)
+
+
+def test_a_writer_is_parsed_only_when_an_optimizer_is_passed_to_its_module(tmp_path, monkeypatch):
+    """A module that can hold no compile site but writes param_groups is
+    parsed for its lr writers only when some file passes an optimizer to a
+    callable of that module; its facts wait in the cache until then, and are
+    kept there once computed."""
+    from codemods import project
+
+    parsed = []
+    real = project._file_lr
+    monkeypatch.setattr(project, "_file_lr", lambda path: parsed.append(os.path.basename(path)) or real(path))
+    cache = str(tmp_path / ".cache")
+    unrelated = "def decay(optimizer):\n    for group in optimizer.param_groups:\n        group['lr'] = 0.5 * group['lr']\n"
+    files = {"scheduler.py": SCHEDULER.format(init=""), "unrelated.py": unrelated, "other.py": "import torch\nx = torch.zeros(1)\n"}
+    found = _project(tmp_path, files, cache_dir=cache)
+    assert parsed == [] and found["scheduler.py"] == ([], None)
+    files["main.py"] = MAIN.format(extra="")  # hands `opt` to scheduler.WarmupScheduler
+    found = _project(tmp_path, files, cache_dir=cache)
+    assert parsed == ["scheduler.py"]
+    assert _safety(found, "scheduler.py") == [Safety.SAFE] and _safety(found, "main.py") == [Safety.SAFE]
+    again = _project(tmp_path, files, cache_dir=cache)
+    assert parsed == ["scheduler.py"] and again == found
+    assert _project(tmp_path, files) == found  # no cache: the same

@@ -406,8 +406,44 @@ def test_prefilter_never_drops_a_finding(monkeypatch):
     assert n_skipped > 0  # the prefilter did rule some files out
 
 
+#: programs with a finding whose compile site is spelled unusually, in a
+#: file that also says `compile` in ways that are never a site
+_FLOAT_CALLS = "def f(x, beta):\n    return x * beta\n\nfor s in range(3):\n    f(torch.ones(2), 0.5 * s)\n"
+_SHAPES = "def f(x):\n    return x * 2\n\nfor n in range(1, 4):\n    f(torch.ones(n))\n"
+_CALLS = "for n in range(1, 4):\n    g(torch.ones(n))\n"
+_INERT = "if cfg.compile.enable and cfg.compile:\n    build(compile=Compile(x), use_compile=cfg.compile, fn=partial(torch.compile, mode=m))\n"
+SITE_SPELLINGS = {
+    "comments_in_parens": "import torch\n" + _INERT + "@(torch  # a\n  .compile  # b\n)(dynamic=False)\n" + _SHAPES,
+    "alias": "import torch as t\n" + _INERT.replace("torch", "t") + "@t.compile(dynamic=False)\n" + _SHAPES.replace("torch", "t"),
+    "imported_name": "import torch\nfrom torch import compile as c\n" + _INERT + "@c(dynamic=False)\n" + _SHAPES,
+    "lone_cr": ("import torch\n" + _INERT + "@torch.compile(dynamic=False)  # c\n" + _SHAPES).replace("\n", "\r"),
+    "wrap_over_lines": "import torch\n" + _INERT + "def f(x):\n    return x * 2\n\ng = (torch.compile\n     )(f, dynamic=False)\n" + _CALLS,
+    "wrap_continued": "import torch\n" + _INERT + "def f(x):\n    return x * 2\n\ng = torch.compile \\\n    (f, dynamic=False)\n" + _CALLS,
+    "module_method": "import torch\n" + _INERT + "class M(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n\ng = M()\ng.compile(dynamic=False)\n" + _CALLS,
+    "bare_decorator_comments": "import torch\n" + _INERT + "@torch.compile  # fast\n\n# note\n" + _FLOAT_CALLS,
+    "bare_decorator_parens": "import torch\n" + _INERT + "@(\n    torch.compile\n)\n" + _FLOAT_CALLS,
+    "bare_decorator_stacked": "import torch\nimport functools\n" + _INERT + "@torch.compile\n@functools.lru_cache\n" + _FLOAT_CALLS,
+    "bare_decorator_async": "import torch\n" + _INERT + "@torch.compile\nasync " + _FLOAT_CALLS,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SITE_SPELLINGS))
+def test_prefilter_keeps_every_spelling_of_a_site(name, monkeypatch):
+    """A compile site spelled unusually, among spellings of `compile` that
+    are never a site: the same findings with the byte prefilter as without."""
+    data = SITE_SPELLINGS[name].encode()
+    settings = Settings(unsafe_fixes=True, unproven=True)
+    monkeypatch.setattr(prefilter, "ENABLED", False)
+    without = process_source(name, name, data, settings)
+    assert without.error is None and without.findings, name
+    monkeypatch.setattr(prefilter, "ENABLED", True)
+    with_prefilter = process_source(name, name, data, settings)
+    assert [(f.code, f.line, f.message) for f in with_prefilter.findings] == [(f.code, f.line, f.message) for f in without.findings]
+    assert with_prefilter.new == without.new
+
+
 @pytest.mark.parametrize(
-    "source, regex_only",
+    "source, no_site",
     [
         (b"import re\nimport torch\nPAT = re.compile('x')\n", True),
         (b"import re, os\nimport torch\nP = re . compile('x')  # compile it\n", True),
@@ -437,13 +473,40 @@ def test_prefilter_never_drops_a_finding(monkeypatch):
         # model.compile() / self.model.compile()
         (b"import re\nimport torch\nm = Net()\nm.compile()\n", False),
         (b"import re\nimport torch\nself.re.compile()\n", False),
+        # `re` in prose does not make `re.compile` unsure; a rebinding does
+        (b"import re\nimport torch\n# re is the stdlib module\nP = re.compile('x')\n", True),
+        (b'import re, torch\n"""re = torch"""\nP = re.compile(g)\n', True),
+        (b"import torch as re\n...\nf = re.compile(g)\n", False),
+        (b"import torch, re\n(re\n) = torch\nf = re.compile(g)\n", False),
+        # `compile` that is neither called nor a whole decorator: never a site
+        (b"import torch\nif cfg.compile.enable and cfg.compile:\n    x = cfg.compile.mode\n", True),
+        (b"import torch\ncfg.compile = True\nself.compile: bool = False\n", True),
+        (b"import torch\nfrom functools import partial\nc = partial(torch.compile, mode='max-autotune')\n", True),
+        (b"import torch\nbuild(compile=Compile(enable=True), use_compile=x)\ndef compile(self, compile):\n    return compile\n", True),
+        (b"import torch\nfrom pkg.graph_trainer.compile import apply_compile\napply_compile(model)\ngm.recompile()\n", True),
+        (b"import torch\nf = torch.compile if fast else g\nh = [torch.compile][0]\n", True),
+        (b"import torch\nf = torch.compile  # kept\nf(model)\n", True),  # a local name, not torch.compile
+        (b"import torch\nself.compile = torch.compile\nx = (cfg.compile\n     )\ny = 1\n", True),
+        (b"import torch\ncode = compile(src, 'f', 'exec')\n", True),  # the builtin
+        # called, or a whole decorator, over comments, line ends, parentheses: parse
+        (b"import torch\nself.compile = torch.compile\nself.compile(model)\n", False),
+        (b"import torch\nf = torch.compile\n", False),  # the end of the file: unsure
+        (b"import torch\n@torch.compile  # fast\n\n# note\ndef f(x):\n    return x\n", False),
+        (b"import torch\n@torch.compile\n@other\ndef f(x):\n    return x\n", False),
+        (b"import torch\n@torch.compile\nasync def f(x):\n    return x\n", False),
+        (b"import torch\n@(\n    torch.compile\n)\ndef f(x):\n    return x\n", False),
+        (b"import torch\n@torch.compile  # c\rdef f(x):\r    return x\n", False),  # a lone CR ends the comment
+        (b"import torch\nf = (torch  # a\n     .compile  # b\n)(g)\n", False),
+        (b"import torch\nf = torch.compile \\\n    (g)\n", False),
+        (b"import torch as t\nm = t.compile(m)\n", False),
+        (b"from torch import compile as c\nf = c(g)\n", False),
     ],
 )
-def test_compile_is_regex_only(source, regex_only):
-    """The byte test that spares the ast parse of files whose only `compile`
-    is `re.compile` answers True only when no compile site can exist."""
-    assert prefilter.compile_is_regex_only(source) is regex_only
-    if regex_only:  # and the analysis agrees: no compile site
+def test_no_compile_site(source, no_site):
+    """The byte test that spares the ast parse of files where no `compile`
+    can be a site answers True only when no compile site can exist."""
+    assert prefilter.no_compile_site(source) is no_site
+    if no_site:  # and the analysis agrees: no compile site
         from codemods.compile_sites import CompileModel
         from codemods.engine import parse_ast
 
