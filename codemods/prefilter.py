@@ -335,10 +335,26 @@ def select(data: bytes, rules: Sequence, extra: Sequence[Tuple[bytes, bytes]] = 
         return list(rules), cross
     no_site = None
     out = []
+    found: dict = {}  # trigger -> in data: each distinct trigger scanned once (most rules share b"compile")
     for rule in rules:
         if cross and rule.reads_project:
             out.append(rule)
-        elif any(t in data for t in rule.triggers):
+            continue
+        if rule.needs_compile_site:
+            has = found.get(b"compile")
+            if has is None:
+                has = found[b"compile"] = b"compile" in data
+            if not has:
+                continue  # no site without the word (no_compile_site would say so, slower)
+        hit = False
+        for t in rule.triggers:
+            there = found.get(t)
+            if there is None:
+                there = found[t] = t in data
+            if there:
+                hit = True
+                break
+        if hit:
             if rule.needs_compile_site:
                 if no_site is None:
                     no_site = no_compile_site(data)

@@ -10,6 +10,8 @@ import sys
 import textwrap
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codemods import prefilter
 from codemods.context import Settings
@@ -719,3 +721,15 @@ def test_a_report_never_imports_libcst_and_a_render_does(tmp_path, text):
     findings, fixes, imported = outs["report"]
     assert int(findings) >= 1 and int(fixes) >= 1 and imported == "False"
     assert outs["render"][2] == "True"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400))
+def test_no_word_compile_means_no_site(data):
+    """prefilter.select skips the rules that need a site on a file without the
+    bytes ``compile`` before asking :func:`prefilter.no_compile_site`: the two
+    must agree."""
+    while b"compile" in data:
+        data = data.replace(b"compile", b"")
+    assert prefilter.no_compile_site(data)
+    assert prefilter.no_compile_site(b"import torch\n" + data + b"\nx.compil\n")
