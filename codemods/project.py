@@ -26,7 +26,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .floats import FunctionSummary, ParamUse, summarize_function, torch_aliases
 
@@ -98,10 +98,13 @@ class ProjectIndex:
         functions: Dict[str, Optional[Dict[str, FunctionSummary]]],
         lr: Optional[Dict[str, Optional[dict]]] = None,
         ints: Optional[Dict[str, Optional[dict]]] = None,
+        class_facts_of: Optional[Callable[[str], Optional[dict]]] = None,
     ) -> "ProjectIndex":
         """The index of ``files`` given each file's compiled functions
         (:func:`compiled_functions`; None or missing: unreadable, skipped),
-        FR004's facts (:func:`lr_facts`) and FR005's (:func:`int_facts`)."""
+        FR004's facts (:func:`lr_facts`) and FR005's (:func:`int_facts`);
+        ``class_facts_of``: FR005's class facts of a file on a chain (default
+        :func:`class_facts_of_file`; the runner's reads the facts cache)."""
         index = cls()
         folders: Dict[str, bool] = {}
         for path in files:
@@ -112,7 +115,7 @@ class ProjectIndex:
         if lr:
             prove_lr_writers(index, files, lr)
         if ints:
-            prove_int_chains(index, ints)
+            prove_int_chains(index, ints, class_facts_of or class_facts_of_file)
         names = {module_token(name, key) for key, fns in index.compiled.items() for name in fns}
         names |= {module_token(name, key) for key, fns in index.lr_proven.items() for name in fns}
         index.names = tuple(sorted(names))
@@ -238,7 +241,7 @@ def prove_lr_writers(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Op
     index.always = tuple(sorted(p for p in map(index.path_of, index.lr_proven) if p is not None))
 
 
-def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]]) -> None:
+def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]], class_facts_of: Optional[Callable[[str], Optional[dict]]] = None) -> None:
     """Fill ``index.int_chains`` (FR005 across modules): for each imported
     class a file compiles one by one (:func:`int_facts`), follow the calls of
     its ``forward`` through the classes of the run (``self.method()``,
@@ -258,9 +261,11 @@ def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]]) -> No
         by_module.setdefault(key[1], []).append(key)
     loaded: Dict[str, Optional[dict]] = {}
 
+    read = class_facts_of or class_facts_of_file
+
     def facts_of(path: str) -> Optional[dict]:
         if path not in loaded:
-            loaded[path] = _class_facts_of_file(path)
+            loaded[path] = read(path)
         return loaded[path]
 
     def find_class(path: str, ref: str, depth: int = 0) -> Optional[Tuple[str, str, dict]]:
@@ -330,17 +335,18 @@ def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]]) -> No
         index.always = tuple(sorted(set(index.always) | set(index.int_chains)))
 
 
-def _class_facts_of_file(path: str) -> Optional[dict]:
+def class_facts_of_file(path: str, data: Optional[bytes] = None) -> Optional[dict]:
     """FR005's class facts of one file (None: unreadable, unparsable, no
-    class or import)."""
+    class or import); ``data``: its bytes when already read."""
     from .source import Source, decode, parse
     from .transforms.unspec_int_attrs import class_facts
 
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
+    if data is None:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
     if b"class" not in data and b"import" not in data:
         return None
     try:
@@ -658,6 +664,46 @@ class FactsCache:
             self.entries[key] = [st.st_size, st.st_mtime_ns, time.time_ns(), encoded, digest, lr, ints]
             self.dirty = True
 
+    def class_facts(self, path: str) -> Optional[dict]:
+        """:func:`class_facts_of_file`, kept beside the file's other facts
+        under the key ``classes:<path>`` as [size, mtime_ns, stored_ns,
+        content hash, facts]: a file on an FR005 chain is parsed again only
+        when it changed (size + mtime, else its hash, as :meth:`lookup`)."""
+        from .cache import content_hash
+
+        key = "classes:" + os.path.abspath(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return class_facts_of_file(path)
+        entry = self.entries.get(key)
+        data = None
+        if isinstance(entry, list) and len(entry) == 5 and entry[0] == st.st_size and isinstance(entry[3], str) and (entry[4] is None or isinstance(entry[4], dict)):
+            if entry[1] == st.st_mtime_ns and st.st_mtime_ns + self.racy_ns < entry[2]:
+                return entry[4]
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return None
+            if content_hash(data) == entry[3]:
+                return entry[4]
+        if data is None:
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return None
+        facts = class_facts_of_file(path, data)
+        try:  # keep only what reads back identically
+            ok = facts is None or json.loads(json.dumps(facts)) == facts
+        except (TypeError, ValueError):
+            ok = False
+        if ok:
+            self.entries[key] = [len(data), st.st_mtime_ns, time.time_ns(), content_hash(data), facts]
+            self.dirty = True
+        return facts
+
     def save(self) -> None:
         if not self.dirty:
             return
@@ -665,7 +711,7 @@ class FactsCache:
             os.makedirs(os.path.dirname(self.file), exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(self.file))
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.entries, fh, separators=(",", ":"))
+                fh.write(json.dumps(self.entries, separators=(",", ":")))  # dumps: C, dump streams in Python
             os.replace(tmp, self.file)
         except OSError:
             pass  # a cache that cannot be written is only slower

@@ -588,7 +588,7 @@ def _run(
         if facts and not file_settings[path].selects("FR005"):  # per-file ignores: no FR005 finding there
             ints[path] = None
     settle_lr_facts(lr, jobs, facts_cache)  # the lr writers some file may pass an optimizer to
-    project = ProjectIndex.from_functions(files, functions, lr, ints)
+    project = ProjectIndex.from_functions(files, functions, lr, ints, facts_cache.class_facts if facts_cache is not None else None)
     out.project = project
     cache = None
     if cache_dir is not None:

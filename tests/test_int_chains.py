@@ -155,6 +155,31 @@ def test_warm_cache_gives_the_same_finding_and_sees_a_changed_chain(tmp_path):
     assert _fr005(root, cache_dir=cache) == []
 
 
+def test_warm_cache_reads_the_chain_files_class_facts_without_parsing(tmp_path, monkeypatch):
+    import codemods.project as project
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    root = _project(folder)
+    cache = str(tmp_path / "cache")
+    parsed: List[str] = []
+    real = project.class_facts_of_file
+
+    def counting(path, data=None):
+        parsed.append(os.path.basename(path))
+        return real(path, data)
+
+    monkeypatch.setattr(project, "class_facts_of_file", counting)
+    first = _fr005(root, cache_dir=cache)
+    assert first and "kv_cache.py" in parsed
+    parsed.clear()
+    again = _fr005(root, cache_dir=cache)
+    assert [(n, f.line, f.message) for n, f in again] == [(n, f.line, f.message) for n, f in first]
+    assert parsed == []  # every file on the chain answered by the facts cache
+    (folder / "kv_cache.py").write_text(textwrap.dedent(KV_CACHE.format(update="pass")) + "\n")
+    assert _fr005(root, cache_dir=cache) == [] and parsed == ["kv_cache.py"]  # only the changed one again
+
+
 def test_per_file_ignore_drops_the_facts(tmp_path):
     from codemods.config import PerFileIgnores
 
