@@ -186,31 +186,32 @@ class Scopes:
         before children, children in field order.  Nodes that bind, open a
         scope or evaluate parts elsewhere go to their handler (``_HANDLERS``);
         the others are walked here with an explicit stack."""
-        table = _CHILDREN
-        handlers = _HANDLERS
+        dispatch = _DISPATCH
         name_scope = self.name_scope
-        loads = self._loads
+        load = self._loads.append
         stack: List[ast.AST] = [node]
         pop, push = stack.pop, stack.extend
         while stack:
             cur = pop()
             kind = type(cur)
-            if kind is ast.Name:
+            step = dispatch.get(kind)
+            if step is None:  # a node class made outside the ast module
+                below = list(children(cur))
+            elif kind is _Name:
                 name_scope[cur] = scope  # type: ignore[index]
-                ctx = cur.ctx  # type: ignore[attr-defined]
-                if isinstance(ctx, ast.Load):
-                    loads.append(cur)  # type: ignore[arg-type]
-                elif isinstance(ctx, ast.Del):
+                ctx = type(cur.ctx)  # type: ignore[attr-defined]
+                if ctx is _Load:
+                    load(cur)  # type: ignore[arg-type]
+                elif ctx is _Del:
                     self._bind(scope, cur.id, cur, "del")  # type: ignore[attr-defined]
                 else:
                     self._bind(scope, cur.id, cur, "unpack")  # type: ignore[attr-defined]
                 continue
-            handler = handlers.get(kind)
-            if handler is not None:
-                handler(self, cur, scope)
+            elif step[0] is not None:
+                step[0](self, cur, scope)
                 continue
-            fn = table.get(kind)
-            below = fn(cur) if fn is not None else list(children(cur))
+            else:
+                below = step[1](cur)
             if below:
                 below.reverse()  # a fresh list: popped in field order
                 push(below)
@@ -402,6 +403,11 @@ _HANDLERS = {
 }
 _HANDLERS.update({kind: Scopes._visit_comprehension for kind in _COMPS})
 _HANDLERS.update({kind: Scopes._visit_match_binder for kind in _MATCH_BINDERS})
+_Name, _Load, _Del = ast.Name, ast.Load, ast.Del
+#: node type -> (its handler or None, its children function): one lookup per
+#: node in :meth:`Scopes._visit`
+_DISPATCH = {kind: (_HANDLERS.get(kind), fn) for kind, fn in _CHILDREN.items()}
+_DISPATCH.update({kind: (handler, None) for kind, handler in _HANDLERS.items()})
 
 
 def _statement_blocks(kind: type) -> tuple:

@@ -29,7 +29,7 @@ from ..optim_table import (
     scheduler_row,
 )
 from ..placement import torch_expr
-from ..source import Source
+from ..source import Source, children, walk
 from ._cst import remove_keyword
 from .base import Example, Rule
 
@@ -93,12 +93,12 @@ def _source_order(nodes: Iterable[ast.AST]) -> List[ast.AST]:
 def _own_nodes(fn: ast.AST) -> Iterable[ast.AST]:
     """The nodes of a function's body, not those of functions, lambdas or
     classes nested in it."""
-    stack = list(ast.iter_child_nodes(fn))
+    stack = list(children(fn))
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(children(node))
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -122,7 +122,7 @@ def _bound_arg(call: ast.Call, fn: ast.AST, param: ast.arg, skip: int) -> Option
 
 
 def _calls_in(node: ast.AST) -> List[ast.Call]:
-    return _source_order(n for n in ast.walk(node) if isinstance(n, ast.Call))  # type: ignore[return-value]
+    return _source_order(n for n in walk(node) if isinstance(n, ast.Call))  # type: ignore[return-value]
 
 
 def _arg(call: ast.Call, keyword: str, index: Optional[int]) -> Optional[_Arg]:
@@ -1270,7 +1270,7 @@ step), while the step compiled by the default inductor backend is as fast
             return False
         if stored is None:
             return True
-        for node in ast.walk(cls):  # type: ignore[arg-type]
+        for node in walk(cls):  # type: ignore[arg-type]
             if isinstance(node, ast.Attribute) and node.attr == stored and isinstance(node.value, ast.Name) and node.value.id == "self":
                 parent = ctx.source.parent(node)
                 if isinstance(node.ctx, ast.Load) and not (isinstance(parent, ast.Attribute) and parent.attr == "param_groups"):
