@@ -155,6 +155,7 @@ class CompileModel:
         self.source = source
         self.tree = source.tree
         self.scopes = Scopes(source.tree, declarations=b"global" in source.data or b"nonlocal" in source.data)
+        source.adopt_index(self.scopes.parents, self.scopes.by_type)  # the scopes' walk indexed every node
         #: caches of the name queries, by node id (and the query's options)
         self._qnames: Dict[object, FrozenSet[str]] = {}
         self._live: Dict[int, List[Binding]] = {}

@@ -65,6 +65,14 @@ class Scopes:
         #: False when the source has no ``global``/``nonlocal`` (the byte test
         #: spares a walk of every function body)
         self._declarations = declarations
+        #: the node index this walk builds on the way (what
+        #: :meth:`codemods.source.Source._index` gives, every node once, in
+        #: this walk's order): child -> parent, and the nodes by type
+        self.parents: Dict[ast.AST, ast.AST] = {}
+        self.by_type: Dict[type, List[ast.AST]] = {}
+        self._enter(tree)
+        for ignore in getattr(tree, "type_ignores", ()):
+            self._enter(ignore)
         self.module = Scope("module", tree, None)
         #: scope-owning node (module, def, lambda, class, comprehension) -> its scope
         self.of_node: Dict[ast.AST, Scope] = {tree: self.module}
@@ -105,6 +113,7 @@ class Scopes:
         self.name_scope.clear()
         self.resolved.clear()
         self._loads.clear()
+        self.parents, self.by_type = {}, {}
 
     # -- queries ---------------------------------------------------------------
     def lookup(self, scope: Scope, name: str) -> Optional[Scope]:
@@ -145,6 +154,18 @@ class Scopes:
         return isinstance(name, ast.Name) and name in self.name_scope and name not in self.resolved
 
     # -- building ------------------------------------------------------------------
+    def _enter(self, node: ast.AST) -> None:
+        """Index a node the walk handles without :meth:`_visit` (a target, a
+        parameter, an import alias, a ``with`` item, a comprehension clause)."""
+        same = self.by_type.get(type(node))
+        if same is None:
+            self.by_type[type(node)] = [node]
+        else:
+            same.append(node)
+        parents = self.parents
+        for child in children(node):
+            parents[child] = node
+
     def _move_nonlocal_bindings(self) -> None:
         """A ``nonlocal x`` binding belongs to the enclosing function that binds ``x``."""
         for scope in list(self.of_node.values()):
@@ -171,12 +192,15 @@ class Scopes:
 
     def _target(self, target: ast.AST, scope: Scope, kind: str, value: Optional[ast.AST], stmt: Optional[ast.AST]) -> None:
         if isinstance(target, ast.Name):
+            self._enter(target)
             self.name_scope[target] = scope
             self._bind(scope, target.id, target, kind, value, stmt)
         elif isinstance(target, (ast.Tuple, ast.List)):
+            self._enter(target)
             for elt in target.elts:
                 self._target(elt, scope, "unpack" if kind in ("assign", "annassign") else kind, value if kind in ("for", "comprehension", "with") else None, stmt)
         elif isinstance(target, ast.Starred):
+            self._enter(target)
             self._target(target.value, scope, kind if kind in ("for", "comprehension") else "unpack", None, stmt)
         else:  # attribute / subscript targets: their parts are loads
             self._visit(target, scope)
@@ -189,11 +213,18 @@ class Scopes:
         dispatch = _DISPATCH
         name_scope = self.name_scope
         load = self._loads.append
+        parents = self.parents
+        by_type = self.by_type
         stack: List[ast.AST] = [node]
         pop, push = stack.pop, stack.extend
         while stack:
             cur = pop()
             kind = type(cur)
+            same = by_type.get(kind)
+            if same is None:
+                by_type[kind] = [cur]
+            else:
+                same.append(cur)
             step = dispatch.get(kind)
             if step is None:  # a node class made outside the ast module
                 below = list(children(cur))
@@ -208,11 +239,15 @@ class Scopes:
                     self._bind(scope, cur.id, cur, "unpack")  # type: ignore[attr-defined]
                 continue
             elif step[0] is not None:
+                for child in step[1](cur):
+                    parents[child] = cur
                 step[0](self, cur, scope)
                 continue
             else:
                 below = step[1](cur)
             if below:
+                for child in below:
+                    parents[child] = cur
                 below.reverse()  # a fresh list: popped in field order
                 push(below)
 
@@ -228,6 +263,7 @@ class Scopes:
         if node.value is not None or not isinstance(node.target, ast.Name):
             self._target(node.target, scope, "annassign", node.value, node)
         else:  # `x: int` declares without binding a value; still local
+            self._enter(node.target)
             self.name_scope[node.target] = scope
             self._bind(scope, node.target.id, node.target, "annassign", None, node)
 
@@ -235,6 +271,7 @@ class Scopes:
         self._visit(node.value, scope)
         target = node.target
         if isinstance(target, ast.Name):
+            self._enter(target)
             self.name_scope[target] = scope
             self._loads.append(target)  # `x += 1` reads x too
             self._bind(scope, target.id, target, "augassign", node, node)
@@ -249,6 +286,7 @@ class Scopes:
 
     def _visit_with(self, node, scope: Scope) -> None:
         for item in node.items:
+            self._enter(item)
             self._visit(item.context_expr, scope)
             if item.optional_vars is not None:
                 self._target(item.optional_vars, scope, "with", item.context_expr, node)
@@ -280,6 +318,7 @@ class Scopes:
         for base in node.bases:
             self._visit(base, scope)
         for kw in node.keywords:
+            self._enter(kw)
             self._visit(kw.value, scope)
         self._bind(scope, node.name, node, "class", node, node)
         inner = Scope("class", node, scope)
@@ -293,6 +332,7 @@ class Scopes:
         inner = Scope("comprehension", node, scope)
         self.of_node[node] = inner
         for i, gen in enumerate(gens):
+            self._enter(gen)
             if i:
                 self._visit(gen.iter, inner)
             self._target(gen.target, inner, "comprehension", node, None)
@@ -310,11 +350,13 @@ class Scopes:
         while owner.kind == "comprehension" and owner.parent is not None:
             owner = owner.parent
         target = node.target
+        self._enter(target)
         self.name_scope[target] = owner
         self._bind(owner, target.id, target, "walrus", node.value, node)
 
     def _visit_import(self, node, scope: Scope) -> None:
         for alias in node.names:
+            self._enter(alias)
             if alias.name == "*":
                 continue
             local = alias.asname or alias.name.split(".")[0]
@@ -346,7 +388,9 @@ class Scopes:
                     self._visit(arg.annotation, scope)
 
     def _bind_params(self, args: ast.arguments, scope: Scope) -> None:
+        self._enter(args)
         for arg in _all_args(args):
+            self._enter(arg)
             self._bind(scope, arg.arg, arg, "param", None, None)
 
     def _declare(self, body, scope: Scope) -> None:
@@ -407,7 +451,7 @@ _Name, _Load, _Del = ast.Name, ast.Load, ast.Del
 #: node type -> (its handler or None, its children function): one lookup per
 #: node in :meth:`Scopes._visit`
 _DISPATCH = {kind: (_HANDLERS.get(kind), fn) for kind, fn in _CHILDREN.items()}
-_DISPATCH.update({kind: (handler, None) for kind, handler in _HANDLERS.items()})
+_DISPATCH.update({kind: (handler, _CHILDREN[kind]) for kind, handler in _HANDLERS.items()})
 
 
 def _statement_blocks(kind: type) -> tuple:

@@ -125,6 +125,12 @@ class Source:
             self._index()
         return self._by_type.get(kind, [])  # type: ignore[union-attr]
 
+    def adopt_index(self, parents: Dict[ast.AST, ast.AST], by_type: Dict[type, List[ast.AST]]) -> None:
+        """Take the parent map and the nodes by type from a walk that made
+        them anyway (:class:`codemods.scopes.Scopes`), unless already built."""
+        if self._by_type is None:
+            self._parents, self._by_type = parents, by_type
+
     def _index(self) -> None:
         """One walk for the parent map and the nodes by type."""
         parents: Dict[ast.AST, ast.AST] = {}
