@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
-from .source import _CHILDREN, children
+from .source import _CHILDREN, _generic_children, _no_children, children
 
 
 @dataclass(eq=False)
@@ -70,6 +70,9 @@ class Scopes:
         #: this walk's order): child -> parent, and the nodes by type
         self.parents: Dict[ast.AST, ast.AST] = {}
         self.by_type: Dict[type, List[ast.AST]] = {}
+        #: node type -> (its handler or None, its children function or None
+        #: when it has none and no handler, the list of its nodes)
+        self._dispatch: Dict[type, tuple] = {kind: (handler, fn, []) for kind, (handler, fn) in _DISPATCH.items()}
         self._enter(tree)
         for ignore in getattr(tree, "type_ignores", ()):
             self._enter(ignore)
@@ -80,6 +83,8 @@ class Scopes:
         self.name_scope: Dict[ast.Name, Scope] = {}
         self._loads: List[ast.Name] = []
         self._visit_body(tree.body, self.module)
+        self.by_type = {kind: step[2] for kind, step in self._dispatch.items() if step[2]}
+        self._dispatch = {}
         self._move_nonlocal_bindings()
         #: Name load -> the scope that binds it (absent: builtin / unbound)
         self.resolved: Dict[ast.Name, Scope] = {}
@@ -157,14 +162,18 @@ class Scopes:
     def _enter(self, node: ast.AST) -> None:
         """Index a node the walk handles without :meth:`_visit` (a target, a
         parameter, an import alias, a ``with`` item, a comprehension clause)."""
-        same = self.by_type.get(type(node))
-        if same is None:
-            self.by_type[type(node)] = [node]
-        else:
-            same.append(node)
-        parents = self.parents
-        for child in children(node):
-            parents[child] = node
+        step = self._dispatch.get(type(node)) or self._new_kind(type(node))
+        step[2].append(node)
+        if step[1] is not None:
+            parents = self.parents
+            for child in step[1](node):
+                parents[child] = node
+
+    def _new_kind(self, kind: type) -> tuple:
+        """The dispatch entry of a node class made outside the ast module."""
+        children_of = _CHILDREN.get(kind) or _generic_children
+        step = self._dispatch[kind] = (None, children_of, [])
+        return step
 
     def _move_nonlocal_bindings(self) -> None:
         """A ``nonlocal x`` binding belongs to the enclosing function that binds ``x``."""
@@ -210,25 +219,18 @@ class Scopes:
         before children, children in field order.  Nodes that bind, open a
         scope or evaluate parts elsewhere go to their handler (``_HANDLERS``);
         the others are walked here with an explicit stack."""
-        dispatch = _DISPATCH
+        dispatch = self._dispatch
         name_scope = self.name_scope
         load = self._loads.append
+        add_name = dispatch[_Name][2].append
         parents = self.parents
-        by_type = self.by_type
         stack: List[ast.AST] = [node]
         pop, push = stack.pop, stack.extend
         while stack:
             cur = pop()
             kind = type(cur)
-            same = by_type.get(kind)
-            if same is None:
-                by_type[kind] = [cur]
-            else:
-                same.append(cur)
-            step = dispatch.get(kind)
-            if step is None:  # a node class made outside the ast module
-                below = list(children(cur))
-            elif kind is _Name:
+            if kind is _Name:
+                add_name(cur)
                 name_scope[cur] = scope  # type: ignore[index]
                 ctx = type(cur.ctx)  # type: ignore[attr-defined]
                 if ctx is _Load:
@@ -238,18 +240,19 @@ class Scopes:
                 else:
                     self._bind(scope, cur.id, cur, "unpack")  # type: ignore[attr-defined]
                 continue
-            elif step[0] is not None:
-                for child in step[1](cur):
+            handler, children_of, same = dispatch.get(kind) or self._new_kind(kind)
+            same.append(cur)
+            if handler is not None:
+                for child in children_of(cur):
                     parents[child] = cur
-                step[0](self, cur, scope)
-                continue
-            else:
-                below = step[1](cur)
-            if below:
-                for child in below:
-                    parents[child] = cur
-                below.reverse()  # a fresh list: popped in field order
-                push(below)
+                handler(self, cur, scope)
+            elif children_of is not None:
+                below = children_of(cur)
+                if below:
+                    for child in below:
+                        parents[child] = cur
+                    below.reverse()  # a fresh list: popped in field order
+                    push(below)
 
     def _visit_assign(self, node: ast.Assign, scope: Scope) -> None:
         self._visit(node.value, scope)
@@ -450,7 +453,7 @@ _HANDLERS.update({kind: Scopes._visit_match_binder for kind in _MATCH_BINDERS})
 _Name, _Load, _Del = ast.Name, ast.Load, ast.Del
 #: node type -> (its handler or None, its children function): one lookup per
 #: node in :meth:`Scopes._visit`
-_DISPATCH = {kind: (_HANDLERS.get(kind), fn) for kind, fn in _CHILDREN.items()}
+_DISPATCH = {kind: (None, None if fn is _no_children else fn) for kind, fn in _CHILDREN.items()}
 _DISPATCH.update({kind: (handler, _CHILDREN[kind]) for kind, handler in _HANDLERS.items()})
 
 

@@ -1099,8 +1099,8 @@ step), while the step compiled by the default inductor backend is as fast
         if found is None:
             source = ctx.source
             found = ctx.cache["fr004_lr_assigns"] = _source_order(
-                n for n in source.parents
-                if isinstance(n, ast.Assign) and len(n.targets) == 1 and self._lr_key(ctx, n.targets[0]) is not None
+                n for n in source.nodes(ast.Assign)
+                if len(n.targets) == 1 and self._lr_key(ctx, n.targets[0]) is not None  # type: ignore[attr-defined]
             )
         return found
 
@@ -1111,7 +1111,7 @@ step), while the step compiled by the default inductor backend is as fast
             return lines
         source = ctx.source
         lines = []
-        for node in source.parents:  # every node but the module
+        for node in source.nodes(ast.Subscript) + source.nodes(ast.Call):  # (sorted below)
             if isinstance(node, ast.Subscript):
                 if self._lr_key(ctx, node) is None:
                     continue
