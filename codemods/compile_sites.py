@@ -741,8 +741,17 @@ class CompileModel:
                 return (cls, "self." + expr.attr) if cls is not None else None
             return None
 
+        callees: Dict[int, Optional[ast.AST]] = {}  # by id of the function expression: every round asks again
+
         def callee(func: ast.AST) -> Optional[ast.AST]:
             """The ``def`` of this module a call's function names (``f``, ``self.m``)."""
+            key = id(func)
+            if key in callees:
+                return callees[key]
+            found = callees[key] = named_def(func)
+            return found
+
+        def named_def(func: ast.AST) -> Optional[ast.AST]:
             if isinstance(func, ast.Name):
                 return self.resolve_function(func)
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
@@ -764,6 +773,14 @@ class CompileModel:
             arg = args[index - offset]
             target = self.resolve_function(arg) if isinstance(arg, ast.Name) else None
             return {(site, target)}
+
+        def may_reach(expr: ast.AST) -> bool:
+            """Can :func:`reached` ever find something for ``expr`` (whatever the round)?"""
+            if expr in wraps:
+                return True
+            if isinstance(expr, ast.Call):
+                return callee(expr.func) is not None
+            return key_of(expr, store=False) is not None
 
         def reached(expr: ast.AST) -> Set[Tuple[CompileSite, Optional[ast.AST]]]:
             site = wraps.get(expr)
@@ -836,6 +853,10 @@ class CompileModel:
                 if key is not None:
                     holders.setdefault(key, set()).add((site, site.target_def))
 
+        # values that never reach anything leave the rounds (they add nothing)
+        rets = [(fn, value) for fn, value in rets if may_reach(value)]
+        assigns = [(key, value) for key, value in assigns if may_reach(value)]
+        passes = [(key, value) for key, value in passes if may_reach(value)]
         for _ in range(4):
             size = sum(len(v) for v in holders.values()) + sum(len(v) for v in returns.values()) + len(decorators)
             for fn, value in rets:

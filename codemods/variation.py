@@ -237,7 +237,19 @@ def _walk_assigns(loop: ast.AST) -> Iterator[ast.Assign]:
 
 
 def loop_assignments(loop: ast.AST, names: Set[str]) -> Set[str]:
-    """Names assigned inside the loop body from expressions using ``names`` (to a fixpoint)."""
+    """Names assigned inside the loop body from expressions using ``names`` (to a fixpoint;
+    computed once per loop and names)."""
+    memo = getattr(loop, "_fr_derived", None)
+    if memo is None:
+        memo = loop._fr_derived = {}  # type: ignore[attr-defined]
+    key = frozenset(names)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = frozenset(_loop_assignments(loop, names))
+    return set(found)
+
+
+def _loop_assignments(loop: ast.AST, names: Set[str]) -> Set[str]:
     derived = set(names)
     assigns: List[Tuple[Set[str], ast.AST]] = []
     for node in _body_assigns(loop):

@@ -121,8 +121,16 @@ def _bound_arg(call: ast.Call, fn: ast.AST, param: ast.arg, skip: int) -> Option
     return None
 
 
+#: the callees :meth:`OptimizerScalars._optimizer_class` follows beyond their names
+_FOLLOWED = (ast.Name, ast.Subscript, ast.Call)
+
+
 def _calls_in(node: ast.AST) -> List[ast.Call]:
-    return _source_order(n for n in walk(node) if isinstance(n, ast.Call))  # type: ignore[return-value]
+    """The calls in ``node``, in source order (computed once per node)."""
+    found = getattr(node, "_fr_calls", None)
+    if found is None:
+        found = node._fr_calls = _source_order(n for n in walk(node) if isinstance(n, ast.Call))  # type: ignore[attr-defined]
+    return found  # type: ignore[return-value]
 
 
 def _arg(call: ast.Call, keyword: str, index: Optional[int]) -> Optional[_Arg]:
@@ -573,8 +581,9 @@ step), while the step compiled by the default inductor backend is as fast
         for node in _source_order(source.nodes(ast.Call)):
             names = model.qualified_names(node.func, visible=True)
             via: Optional[ast.AST] = None
-            if not any(q.startswith(OPTIM_PREFIX) for q in names):
+            if not any(q.startswith(OPTIM_PREFIX) for q in names) and isinstance(node.func, _FOLLOWED):  # type: ignore[attr-defined]
                 # a class reached through `partial(...)`, a dict or a factory
+                # (any other callee, `a.b`, is an optimizer by its names alone)
                 cls_of = self._optimizer_class(ctx, node.func, 0)
                 if cls_of is not None:
                     names, via = {cls_of[0]}, cls_of[1]
