@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from .scopes import Binding, Scope, Scopes
-from .source import Source
+from .source import Source, children
 
 TORCH = "torch"
 TORCH_COMPILE = "torch.compile"
@@ -51,6 +51,13 @@ def _root_name(node: ast.AST) -> ast.AST:
     while isinstance(node, ast.Attribute):
         node = node.value
     return node
+
+
+def _self_attr_name(node: ast.AST) -> Optional[str]:
+    """``x`` of a ``self.x`` target, else None."""
+    if type(node) is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":  # type: ignore[attr-defined]
+        return node.attr  # type: ignore[attr-defined]
+    return None
 
 
 def dotted_name(node: ast.AST) -> Optional[str]:
@@ -148,6 +155,7 @@ class CompileModel:
         self.source = source
         self.tree = source.tree
         self.scopes = Scopes(source.tree, declarations=b"global" in source.data or b"nonlocal" in source.data)
+        source.adopt_index(self.scopes.parents, self.scopes.by_type)  # the scopes' walk indexed every node
         #: caches of the name queries, by node id (and the query's options)
         self._qnames: Dict[object, FrozenSet[str]] = {}
         self._live: Dict[int, List[Binding]] = {}
@@ -175,6 +183,7 @@ class CompileModel:
         self._qnames.clear()
         self._live.clear()
         self._scope_names.clear()
+        self.__dict__.pop("_by_attr", None)
         self.compile_sites = []
         self.__dict__.pop("source", None)
 
@@ -277,6 +286,8 @@ class CompileModel:
         return live_bindings(owner.bindings.get(name.id, [])) if owner is not None else []
 
     def is_torch_compile(self, expr: ast.AST) -> bool:
+        if type(expr) is ast.Attribute and expr.attr != "compile":  # type: ignore[attr-defined]
+            return False  # a dotted name ends as its last attribute does
         base = expr
         while isinstance(base, ast.Attribute):
             base = base.value
@@ -422,23 +433,28 @@ class CompileModel:
     def self_attr_values(class_def: ast.ClassDef, attr: str) -> List[ast.AST]:
         """The values assigned to ``self.<attr>`` in the methods of ``class_def``
         (not in nested classes), in source order."""
-        found: List[ast.AST] = []
-
-        def is_target(node: ast.AST) -> bool:
-            return isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name) and node.value.id == "self"
-
-        stack: List[ast.AST] = list(class_def.body)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, ast.ClassDef):
-                continue
-            if isinstance(node, ast.Assign) and any(is_target(t) for t in node.targets):
-                found.append(node.value)
-            elif isinstance(node, ast.AnnAssign) and node.value is not None and is_target(node.target):
-                found.append(node.value)
-            stack.extend(ast.iter_child_nodes(node))
-        found.sort(key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
-        return found
+        table = getattr(class_def, "_fr_self_attrs", None)
+        if table is None:  # one walk of the class gives every attribute's values
+            table = {}
+            stack: List[ast.AST] = list(class_def.body)
+            while stack:
+                node = stack.pop()
+                kind = type(node)
+                if kind is ast.ClassDef:
+                    continue
+                if kind is ast.Assign:
+                    for name in dict.fromkeys(_self_attr_name(t) for t in node.targets):  # type: ignore[attr-defined]
+                        if name is not None:
+                            table.setdefault(name, []).append(node.value)  # type: ignore[attr-defined]
+                elif kind is ast.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
+                    name = _self_attr_name(node.target)  # type: ignore[attr-defined]
+                    if name is not None:
+                        table.setdefault(name, []).append(node.value)  # type: ignore[attr-defined]
+                stack.extend(children(node))
+            for values in table.values():
+                values.sort(key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+            class_def._fr_self_attrs = table  # type: ignore[attr-defined]
+        return list(table.get(attr, ()))
 
     def module_class_of(self, expr: ast.AST) -> Optional[ast.ClassDef]:
         """The nn.Module subclass defined here that ``expr`` is an instance of, if visible."""
@@ -625,15 +641,26 @@ class CompileModel:
         cls = self.source.enclosing(site.node, ast.ClassDef) if binding.startswith("self.") else None
         start = (site.node.lineno, site.node.col_offset)  # type: ignore[attr-defined]
         last = binding.rsplit(".", 1)[1]
-        for node in self.source.nodes(ast.Call):
-            func = node.func  # type: ignore[attr-defined]
-            if not (isinstance(func, ast.Attribute) and func.attr == last and dotted_name(func) == binding):
+        for node in self._method_calls().get(last, ()):
+            if dotted_name(node.func) != binding:  # type: ignore[attr-defined]
                 continue
             if cls is not None:
                 if self.source.enclosing(node, ast.ClassDef) is cls or any(a is cls for a in self.source.ancestors(node)):
                     yield node  # type: ignore[misc]
             elif (node.lineno, node.col_offset) > start:  # type: ignore[attr-defined]
                 yield node  # type: ignore[misc]
+
+    def _method_calls(self) -> Dict[str, List[ast.Call]]:
+        """The calls of an attribute (``a.b.f(...)``) by the attribute's name,
+        in the order of ``source.nodes(ast.Call)`` (built once)."""
+        found = self.__dict__.get("_by_attr")
+        if found is None:
+            found = self._by_attr = {}
+            for node in self.source.nodes(ast.Call):
+                func = node.func  # type: ignore[attr-defined]
+                if type(func) is ast.Attribute:
+                    found.setdefault(func.attr, []).append(node)  # type: ignore[arg-type]
+        return found
 
     def _calls_of_name(self, site: CompileSite, name: str) -> Iterator[ast.Call]:
         parents = self.source.parents
@@ -714,8 +741,17 @@ class CompileModel:
                 return (cls, "self." + expr.attr) if cls is not None else None
             return None
 
+        callees: Dict[int, Optional[ast.AST]] = {}  # by id of the function expression: every round asks again
+
         def callee(func: ast.AST) -> Optional[ast.AST]:
             """The ``def`` of this module a call's function names (``f``, ``self.m``)."""
+            key = id(func)
+            if key in callees:
+                return callees[key]
+            found = callees[key] = named_def(func)
+            return found
+
+        def named_def(func: ast.AST) -> Optional[ast.AST]:
             if isinstance(func, ast.Name):
                 return self.resolve_function(func)
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
@@ -737,6 +773,14 @@ class CompileModel:
             arg = args[index - offset]
             target = self.resolve_function(arg) if isinstance(arg, ast.Name) else None
             return {(site, target)}
+
+        def may_reach(expr: ast.AST) -> bool:
+            """Can :func:`reached` ever find something for ``expr`` (whatever the round)?"""
+            if expr in wraps:
+                return True
+            if isinstance(expr, ast.Call):
+                return callee(expr.func) is not None
+            return key_of(expr, store=False) is not None
 
         def reached(expr: ast.AST) -> Set[Tuple[CompileSite, Optional[ast.AST]]]:
             site = wraps.get(expr)
@@ -809,6 +853,10 @@ class CompileModel:
                 if key is not None:
                     holders.setdefault(key, set()).add((site, site.target_def))
 
+        # values that never reach anything leave the rounds (they add nothing)
+        rets = [(fn, value) for fn, value in rets if may_reach(value)]
+        assigns = [(key, value) for key, value in assigns if may_reach(value)]
+        passes = [(key, value) for key, value in passes if may_reach(value)]
         for _ in range(4):
             size = sum(len(v) for v in holders.values()) + sum(len(v) for v in returns.values()) + len(decorators)
             for fn, value in rets:

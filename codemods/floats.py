@@ -42,6 +42,7 @@ from .compile_sites import CompileModel, dotted_name
 from .optim_table import SCHED_PREFIX
 from .scopes import Binding
 from .tensor_ops_table import BUILTIN_NUMBER_ONLY, DROPOUT_CURE, NUMBER_CURE, arithmetic_method, number_only_row, tensor_row
+from .source import children, walk
 
 # --------------------------------------------------------------------------
 # vocabulary shared by both halves
@@ -1095,9 +1096,9 @@ def torch_aliases(tree: ast.Module) -> Dict[str, str]:
                         out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
             else:
                 for name in _STMT_FIELDS:
-                    children = getattr(node, name, None)
-                    if children:
-                        following.extend(children)
+                    held = getattr(node, name, None)
+                    if held:
+                        following.extend(held)
         level = following
     return out
 
@@ -1194,8 +1195,8 @@ class _Callee:
         self.aliases = aliases
         self.shared = shared if shared is not None else SummaryContext(aliases, None)
         self.parents: Dict[int, ast.AST] = {}
-        for node in ast.walk(fn):
-            for child in ast.iter_child_nodes(node):
+        for node in walk(fn):
+            for child in children(node):
                 self.parents[id(child)] = node
         args = fn.args
         self.params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
@@ -1209,7 +1210,7 @@ class _Callee:
         self.bound: Set[str] = set(self.params)
         #: names the body imports: local name -> module
         self.imported: Dict[str, str] = {}
-        for node in ast.walk(fn):
+        for node in walk(fn):
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     if isinstance(t, ast.Name):
@@ -1312,12 +1313,12 @@ class _Callee:
             if current in visited:
                 continue
             visited.add(current)
-            for node in ast.walk(self.fn):
+            for node in walk(self.fn):
                 problem = None
                 if isinstance(node, ast.Name) and node.id == current and isinstance(node.ctx, ast.Load):
                     problem = self._use(node, derived, todo, needs)
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not self.fn:
-                    if any(isinstance(n, ast.Name) and n.id == current for n in ast.walk(node)):
+                    if any(isinstance(n, ast.Name) and n.id == current for n in walk(node)):
                         problem = f"`{current}` is used in a nested function"
                 if not problem:
                     continue

@@ -266,15 +266,20 @@ def _over_limits(data: bytes, tree) -> Optional[str]:
 
 
 def _deepest_expression(data: bytes, tree) -> int:
-    """How deep the deepest expression of ``tree`` nests, measured only in
-    statements long enough to nest beyond the limit (depth needs at least one
-    byte per level), so ordinary files cost a statement-level walk."""
-    starts = [0]
-    find = data.find
-    pos = find(b"\n")
-    while pos != -1:
-        starts.append(pos + 1)
-        pos = find(b"\n", pos + 1)
+    """How deep the deepest expression of ``tree`` nests (as ``ast.iter_child_nodes``
+    counts levels: a name's context is one), measured only in statements
+    long enough to nest beyond the limit (depth needs at least one byte per
+    level), so ordinary files cost a statement-level walk; past the limit,
+    the limit plus one.  Inside a long expression, a part too short to reach
+    the limit from where it is is not walked either (a part of ``n`` bytes
+    nests at most ``n`` levels and a few more: allowed twice that and 16)."""
+    from itertools import accumulate
+
+    from .source import _CHILDREN, SINGLETON_HOLDERS, children
+
+    limit = MAX_EXPRESSION_DEPTH
+    #: where each line starts (lines split at b"\n" only)
+    starts = list(accumulate(map((1).__add__, map(len, data.split(b"\n")[:-1])), initial=0))
 
     def span(node) -> int:
         try:
@@ -285,14 +290,22 @@ def _deepest_expression(data: bytes, tree) -> int:
     def depth_of(node) -> int:
         best = 0
         stack = [(node, 1)]
+        pop, push = stack.pop, stack.append
+        table, leaves = _CHILDREN, SINGLETON_HOLDERS
         while stack:
-            cur, d = stack.pop()
-            if d > best:
-                best = d
-                if best > MAX_EXPRESSION_DEPTH:
-                    return best
-            for child in ast.iter_child_nodes(cur):
-                stack.append((child, d + 1))
+            cur, d = pop()
+            kind = type(cur)
+            deepest = d + 1 if kind in leaves else d  # its context / operator nodes one level down
+            if deepest > best:
+                best = deepest
+                if best > limit:
+                    return limit + 1
+            fn = table.get(kind)
+            for child in fn(cur) if fn is not None else children(cur):
+                size = span(child)
+                if 0 < size and d + 1 + 2 * size + 16 <= limit:
+                    continue  # too short to nest past the limit
+                push((child, d + 1))
         return best
 
     best = 0

@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
-from .source import _CHILDREN, children
+from .source import _CHILDREN, _generic_children, _no_children, children
 
 
 @dataclass(eq=False)
@@ -65,6 +65,17 @@ class Scopes:
         #: False when the source has no ``global``/``nonlocal`` (the byte test
         #: spares a walk of every function body)
         self._declarations = declarations
+        #: the node index this walk builds on the way (what
+        #: :meth:`codemods.source.Source._index` gives, every node once, in
+        #: this walk's order): child -> parent, and the nodes by type
+        self.parents: Dict[ast.AST, ast.AST] = {}
+        self.by_type: Dict[type, List[ast.AST]] = {}
+        #: node type -> (its handler or None, its children function or None
+        #: when it has none and no handler, the list of its nodes)
+        self._dispatch: Dict[type, tuple] = {kind: (handler, fn, []) for kind, (handler, fn) in _DISPATCH.items()}
+        self._enter(tree)
+        for ignore in getattr(tree, "type_ignores", ()):
+            self._enter(ignore)
         self.module = Scope("module", tree, None)
         #: scope-owning node (module, def, lambda, class, comprehension) -> its scope
         self.of_node: Dict[ast.AST, Scope] = {tree: self.module}
@@ -72,6 +83,8 @@ class Scopes:
         self.name_scope: Dict[ast.Name, Scope] = {}
         self._loads: List[ast.Name] = []
         self._visit_body(tree.body, self.module)
+        self.by_type = {kind: step[2] for kind, step in self._dispatch.items() if step[2]}
+        self._dispatch = {}
         self._move_nonlocal_bindings()
         #: Name load -> the scope that binds it (absent: builtin / unbound)
         self.resolved: Dict[ast.Name, Scope] = {}
@@ -105,6 +118,7 @@ class Scopes:
         self.name_scope.clear()
         self.resolved.clear()
         self._loads.clear()
+        self.parents, self.by_type = {}, {}
 
     # -- queries ---------------------------------------------------------------
     def lookup(self, scope: Scope, name: str) -> Optional[Scope]:
@@ -145,6 +159,22 @@ class Scopes:
         return isinstance(name, ast.Name) and name in self.name_scope and name not in self.resolved
 
     # -- building ------------------------------------------------------------------
+    def _enter(self, node: ast.AST) -> None:
+        """Index a node the walk handles without :meth:`_visit` (a target, a
+        parameter, an import alias, a ``with`` item, a comprehension clause)."""
+        step = self._dispatch.get(type(node)) or self._new_kind(type(node))
+        step[2].append(node)
+        if step[1] is not None:
+            parents = self.parents
+            for child in step[1](node):
+                parents[child] = node
+
+    def _new_kind(self, kind: type) -> tuple:
+        """The dispatch entry of a node class made outside the ast module."""
+        children_of = _CHILDREN.get(kind) or _generic_children
+        step = self._dispatch[kind] = (None, children_of, [])
+        return step
+
     def _move_nonlocal_bindings(self) -> None:
         """A ``nonlocal x`` binding belongs to the enclosing function that binds ``x``."""
         for scope in list(self.of_node.values()):
@@ -171,12 +201,15 @@ class Scopes:
 
     def _target(self, target: ast.AST, scope: Scope, kind: str, value: Optional[ast.AST], stmt: Optional[ast.AST]) -> None:
         if isinstance(target, ast.Name):
+            self._enter(target)
             self.name_scope[target] = scope
             self._bind(scope, target.id, target, kind, value, stmt)
         elif isinstance(target, (ast.Tuple, ast.List)):
+            self._enter(target)
             for elt in target.elts:
                 self._target(elt, scope, "unpack" if kind in ("assign", "annassign") else kind, value if kind in ("for", "comprehension", "with") else None, stmt)
         elif isinstance(target, ast.Starred):
+            self._enter(target)
             self._target(target.value, scope, kind if kind in ("for", "comprehension") else "unpack", None, stmt)
         else:  # attribute / subscript targets: their parts are loads
             self._visit(target, scope)
@@ -186,34 +219,40 @@ class Scopes:
         before children, children in field order.  Nodes that bind, open a
         scope or evaluate parts elsewhere go to their handler (``_HANDLERS``);
         the others are walked here with an explicit stack."""
-        table = _CHILDREN
-        handlers = _HANDLERS
+        dispatch = self._dispatch
         name_scope = self.name_scope
-        loads = self._loads
+        load = self._loads.append
+        add_name = dispatch[_Name][2].append
+        parents = self.parents
         stack: List[ast.AST] = [node]
         pop, push = stack.pop, stack.extend
         while stack:
             cur = pop()
             kind = type(cur)
-            if kind is ast.Name:
+            if kind is _Name:
+                add_name(cur)
                 name_scope[cur] = scope  # type: ignore[index]
-                ctx = cur.ctx  # type: ignore[attr-defined]
-                if isinstance(ctx, ast.Load):
-                    loads.append(cur)  # type: ignore[arg-type]
-                elif isinstance(ctx, ast.Del):
+                ctx = type(cur.ctx)  # type: ignore[attr-defined]
+                if ctx is _Load:
+                    load(cur)  # type: ignore[arg-type]
+                elif ctx is _Del:
                     self._bind(scope, cur.id, cur, "del")  # type: ignore[attr-defined]
                 else:
                     self._bind(scope, cur.id, cur, "unpack")  # type: ignore[attr-defined]
                 continue
-            handler = handlers.get(kind)
+            handler, children_of, same = dispatch.get(kind) or self._new_kind(kind)
+            same.append(cur)
             if handler is not None:
+                for child in children_of(cur):
+                    parents[child] = cur
                 handler(self, cur, scope)
-                continue
-            fn = table.get(kind)
-            below = fn(cur) if fn is not None else list(children(cur))
-            if below:
-                below.reverse()  # a fresh list: popped in field order
-                push(below)
+            elif children_of is not None:
+                below = children_of(cur)
+                if below:
+                    for child in below:
+                        parents[child] = cur
+                    below.reverse()  # a fresh list: popped in field order
+                    push(below)
 
     def _visit_assign(self, node: ast.Assign, scope: Scope) -> None:
         self._visit(node.value, scope)
@@ -227,6 +266,7 @@ class Scopes:
         if node.value is not None or not isinstance(node.target, ast.Name):
             self._target(node.target, scope, "annassign", node.value, node)
         else:  # `x: int` declares without binding a value; still local
+            self._enter(node.target)
             self.name_scope[node.target] = scope
             self._bind(scope, node.target.id, node.target, "annassign", None, node)
 
@@ -234,6 +274,7 @@ class Scopes:
         self._visit(node.value, scope)
         target = node.target
         if isinstance(target, ast.Name):
+            self._enter(target)
             self.name_scope[target] = scope
             self._loads.append(target)  # `x += 1` reads x too
             self._bind(scope, target.id, target, "augassign", node, node)
@@ -248,6 +289,7 @@ class Scopes:
 
     def _visit_with(self, node, scope: Scope) -> None:
         for item in node.items:
+            self._enter(item)
             self._visit(item.context_expr, scope)
             if item.optional_vars is not None:
                 self._target(item.optional_vars, scope, "with", item.context_expr, node)
@@ -279,6 +321,7 @@ class Scopes:
         for base in node.bases:
             self._visit(base, scope)
         for kw in node.keywords:
+            self._enter(kw)
             self._visit(kw.value, scope)
         self._bind(scope, node.name, node, "class", node, node)
         inner = Scope("class", node, scope)
@@ -292,6 +335,7 @@ class Scopes:
         inner = Scope("comprehension", node, scope)
         self.of_node[node] = inner
         for i, gen in enumerate(gens):
+            self._enter(gen)
             if i:
                 self._visit(gen.iter, inner)
             self._target(gen.target, inner, "comprehension", node, None)
@@ -309,11 +353,13 @@ class Scopes:
         while owner.kind == "comprehension" and owner.parent is not None:
             owner = owner.parent
         target = node.target
+        self._enter(target)
         self.name_scope[target] = owner
         self._bind(owner, target.id, target, "walrus", node.value, node)
 
     def _visit_import(self, node, scope: Scope) -> None:
         for alias in node.names:
+            self._enter(alias)
             if alias.name == "*":
                 continue
             local = alias.asname or alias.name.split(".")[0]
@@ -345,7 +391,9 @@ class Scopes:
                     self._visit(arg.annotation, scope)
 
     def _bind_params(self, args: ast.arguments, scope: Scope) -> None:
+        self._enter(args)
         for arg in _all_args(args):
+            self._enter(arg)
             self._bind(scope, arg.arg, arg, "param", None, None)
 
     def _declare(self, body, scope: Scope) -> None:
@@ -402,6 +450,11 @@ _HANDLERS = {
 }
 _HANDLERS.update({kind: Scopes._visit_comprehension for kind in _COMPS})
 _HANDLERS.update({kind: Scopes._visit_match_binder for kind in _MATCH_BINDERS})
+_Name, _Load, _Del = ast.Name, ast.Load, ast.Del
+#: node type -> (its handler or None, its children function): one lookup per
+#: node in :meth:`Scopes._visit`
+_DISPATCH = {kind: (None, None if fn is _no_children else fn) for kind, fn in _CHILDREN.items()}
+_DISPATCH.update({kind: (handler, _CHILDREN[kind]) for kind, handler in _HANDLERS.items()})
 
 
 def _statement_blocks(kind: type) -> tuple:

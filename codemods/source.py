@@ -127,6 +127,12 @@ class Source:
             self._index()
         return self._by_type.get(kind, [])  # type: ignore[union-attr]
 
+    def adopt_index(self, parents: Dict[ast.AST, ast.AST], by_type: Dict[type, List[ast.AST]]) -> None:
+        """Take the parent map and the nodes by type from a walk that made
+        them anyway (:class:`codemods.scopes.Scopes`), unless already built."""
+        if self._by_type is None:
+            self._parents, self._by_type = parents, by_type
+
     def _index(self) -> None:
         """One walk for the parent map and the nodes by type."""
         parents: Dict[ast.AST, ast.AST] = {}
@@ -282,6 +288,11 @@ def _children_table() -> None:
 _children_table()
 
 
+#: node types with context or operator singletons (``ctx``, ``op``, ``ops``):
+#: ``ast.iter_child_nodes`` gives those one level down, :func:`children` does not
+SINGLETON_HOLDERS = frozenset(kind for kind in _CHILDREN if {"ctx", "op", "ops"} & set(kind._fields))
+
+
 def children(node: ast.AST) -> Sequence[ast.AST]:
     """The child nodes of ``node`` in field order (``ast.iter_child_nodes``
     without the context and operator singletons), from a function made for
@@ -291,6 +302,23 @@ def children(node: ast.AST) -> Sequence[ast.AST]:
     if fn is None:  # a node class made outside the ast module
         fn = _CHILDREN[kind] = _generic_children
     return fn(node)
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and its descendants in ``ast.walk``'s breadth-first order,
+    without the context and operator singletons (``Load``, ``Add``, ...: they
+    hold nothing), from the per-type child functions (several times cheaper
+    than ``ast.walk``)."""
+    table = _CHILDREN
+    level: List[ast.AST] = [node]
+    while level:
+        following: List[ast.AST] = []
+        grow = following.extend
+        for cur in level:
+            yield cur
+            fn = table.get(type(cur))
+            grow(fn(cur) if fn is not None else children(cur))
+        level = following
 
 
 def statement_target(source: Source, stmt: ast.stmt) -> Target:

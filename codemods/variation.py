@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from .compile_sites import CompileModel, CompileSite, dotted_name
-from .source import children
+from .source import children, walk
 
 # torch factories whose positional arguments are sizes
 _SIZE_FACTORIES = {"ones", "zeros", "randn", "rand", "empty", "eye", "arange", "linspace", "randint", "full", "randperm"}
@@ -52,17 +52,17 @@ def _preorder(node: ast.AST) -> Iterator[ast.AST]:
     while stack:
         cur = stack.pop()
         yield cur
-        children = list(ast.iter_child_nodes(cur))
+        below = list(children(cur))
         if isinstance(cur, ast.Call):  # positional and keyword arguments interleave in the source
-            children = [cur.func] + sorted(list(cur.args) + list(cur.keywords), key=lambda n: (n.lineno, n.col_offset))
-        stack.extend(reversed(children))
+            below = [cur.func] + sorted(list(cur.args) + list(cur.keywords), key=lambda n: (n.lineno, n.col_offset))
+        stack.extend(reversed(below))
 
 
 def _names(node: ast.AST) -> Set[str]:
     """The names ``node`` reads (computed once per node)."""
     found = getattr(node, "_fr_names", None)
     if found is None:
-        found = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+        found = frozenset(n.id for n in walk(node) if isinstance(n, ast.Name))
         node._fr_names = found  # type: ignore[attr-defined]
     return found  # type: ignore[return-value]
 
@@ -237,7 +237,19 @@ def _walk_assigns(loop: ast.AST) -> Iterator[ast.Assign]:
 
 
 def loop_assignments(loop: ast.AST, names: Set[str]) -> Set[str]:
-    """Names assigned inside the loop body from expressions using ``names`` (to a fixpoint)."""
+    """Names assigned inside the loop body from expressions using ``names`` (to a fixpoint;
+    computed once per loop and names)."""
+    memo = getattr(loop, "_fr_derived", None)
+    if memo is None:
+        memo = loop._fr_derived = {}  # type: ignore[attr-defined]
+    key = frozenset(names)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = frozenset(_loop_assignments(loop, names))
+    return set(found)
+
+
+def _loop_assignments(loop: ast.AST, names: Set[str]) -> Set[str]:
     derived = set(names)
     assigns: List[Tuple[Set[str], ast.AST]] = []
     for node in _body_assigns(loop):
@@ -345,7 +357,15 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 def assigned_names(node: ast.AST) -> Set[str]:
     """Names a loop rebinds on every iteration: its targets and what its body
-    assigns (``=``, ``+=``, ``:=``, nested ``for``), not inside nested functions."""
+    assigns (``=``, ``+=``, ``:=``, nested ``for``), not inside nested functions
+    (computed once per loop)."""
+    found = getattr(node, "_fr_assigned", None)
+    if found is None:
+        found = node._fr_assigned = frozenset(_assigned_names(node))  # type: ignore[attr-defined]
+    return found
+
+
+def _assigned_names(node: ast.AST) -> Set[str]:
     out: Set[str] = set()
     if isinstance(node, (ast.For, ast.AsyncFor)):
         out |= _names(node.target)
@@ -356,7 +376,7 @@ def assigned_names(node: ast.AST) -> Set[str]:
             continue
         if isinstance(cur, ast.Assign):
             for t in cur.targets:
-                out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+                out |= {n.id for n in walk(t) if isinstance(n, ast.Name)}
         elif isinstance(cur, (ast.AugAssign, ast.AnnAssign)) and isinstance(cur.target, ast.Name):
             out.add(cur.target.id)
         elif isinstance(cur, (ast.For, ast.AsyncFor)):
@@ -411,7 +431,7 @@ def _params_read(model: CompileModel, fn: ast.AST, value: ast.AST) -> List[str]:
     todo: List[Tuple[ast.AST, int]] = [(value, 0)]
     while todo:
         expr, level = todo.pop()
-        for name in (n for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+        for name in (n for n in walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
             bindings = model.scopes.bindings_of(name)
             if not bindings or bindings[0].scope.node is not fn:
                 continue

@@ -10,6 +10,7 @@ from typing import Iterable, List, Optional
 from ..compile_sites import CompileModel, CompileSite, dotted_name
 from ..findings import Finding
 from ..variation import assigned_names
+from ..source import walk
 from .base import Example, Rule
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -156,7 +157,7 @@ is left to the author. A loop-invariant compile needs no cure on torch 2.13
         """Does the loop call ``torch._dynamo.reset()`` / ``torch.compiler.reset()``?"""
         if b"reset" not in model.source.data:
             return False
-        for node in ast.walk(loop):
+        for node in walk(loop):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "reset":
                 if model.qualified_names(node.func) & {"torch._dynamo.reset", "torch.compiler.reset"}:
                     return True
@@ -176,7 +177,7 @@ is left to the author. A loop-invariant compile needs no cure on torch 2.13
         outer = source.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         outer_scope = model.scopes.of_node.get(outer) if outer is not None else model.scopes.module
         found: List[str] = []
-        for node in ast.walk(body):
+        for node in walk(body):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in varying and node.id not in found:
                 if model.scopes.resolved.get(node) is outer_scope:
                     found.append(node.id)
@@ -201,7 +202,7 @@ is left to the author. A loop-invariant compile needs no cure on torch 2.13
         call = site.options_call if site.options_call is not None else site.node
         parts = [call] + ([site.target] if site.target is not None and site.form != "decorator" else [])
         for part in parts:
-            for node in ast.walk(part):  # type: ignore[arg-type]
+            for node in walk(part):  # type: ignore[arg-type]
                 if isinstance(node, ast.Name) and node.id in varying:
                     return True
         return False

@@ -11,7 +11,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from .._lazy import cst
 from ..compile_sites import CompileModel, CompileSite, def_first_lines
 from ..findings import Edit, Finding, Safety
-from ..source import statement_target
+from ..source import statement_target, walk
 from .base import Example, Rule
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -191,7 +191,7 @@ reads).
             fn = site.target_def
             if not site.calls or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            for node in ast.walk(fn):
+            for node in walk(fn):
                 if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
                     continue
                 if (id(fn), node.id) in done or model.scopes.resolved.get(node) is not module:
@@ -257,7 +257,7 @@ reads).
                 return [], 0, "a call of the compiled function is not a plain name"
             calls[id(call)] = call
         names = {call.func.id for call in calls.values()} | {fn.name}
-        inside = {id(n) for n in ast.walk(site.node)}  # `torch.compile(f)` reads `f`
+        inside = {id(n) for n in walk(site.node)}  # `torch.compile(f)` reads `f`
         for ref_name in sorted(names):
             if module.bindings.get(ref_name, []) and len(module.bindings[ref_name]) > 1 and ref_name != fn.name:
                 return [], 0, f"`{ref_name}` is bound more than once"

@@ -10,6 +10,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from ..compile_sites import CompileModel, CompileSite
 from ..findings import Finding
 from ..variation import loop_assignments, loop_names, varies_as_number, loop_variants
+from ..source import walk
 from .base import Example, Rule
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -123,7 +124,7 @@ results the same.
         params = {a.arg for a in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs)} - {"self", "cls"}
         found: Dict[str, Tuple[ast.AST, str]] = {}
         fn_scope = model.scopes.of_node.get(fn)
-        for node in ast.walk(fn):
+        for node in walk(fn):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" and model.scopes.is_builtin(node.func):
                 for a in node.args:
                     if isinstance(a, ast.Name) and a.id in params and model.scopes.resolved.get(a) is fn_scope and a.id not in found:
@@ -182,7 +183,7 @@ results the same.
                 if varies_as_number(loop, value, names) and loop_variants(loop) != 1:
                     return f"it comes from the loop on line {loop.lineno}"
             if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)) and isinstance(value, ast.Name):
-                for node in ast.walk(loop):
+                for node in walk(loop):
                     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == value.id and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
                         return f"`{value.id}` is stepped in the loop on line {loop.lineno}"
         return None

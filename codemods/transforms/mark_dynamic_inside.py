@@ -7,6 +7,7 @@ import ast
 from typing import Iterable, List, Set
 
 from ..findings import Finding
+from ..source import walk
 from .base import Example, Rule
 
 #: the marking functions torch forbids tracing (``@forbid_in_graph``)
@@ -81,7 +82,7 @@ prove the moved version compiles less.
         findings: List[Finding] = []
         seen: Set[ast.AST] = set()
         for fn in defs:
-            for node in ast.walk(fn):
+            for node in walk(fn):
                 if not isinstance(node, ast.Call) or node in seen:
                     continue
                 names = model.qualified_names(node.func)

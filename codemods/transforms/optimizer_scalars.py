@@ -29,7 +29,7 @@ from ..optim_table import (
     scheduler_row,
 )
 from ..placement import torch_expr
-from ..source import Source
+from ..source import Source, children, walk
 from ._cst import remove_keyword
 from .base import Example, Rule
 
@@ -93,12 +93,12 @@ def _source_order(nodes: Iterable[ast.AST]) -> List[ast.AST]:
 def _own_nodes(fn: ast.AST) -> Iterable[ast.AST]:
     """The nodes of a function's body, not those of functions, lambdas or
     classes nested in it."""
-    stack = list(ast.iter_child_nodes(fn))
+    stack = list(children(fn))
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(children(node))
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -121,8 +121,16 @@ def _bound_arg(call: ast.Call, fn: ast.AST, param: ast.arg, skip: int) -> Option
     return None
 
 
+#: the callees :meth:`OptimizerScalars._optimizer_class` follows beyond their names
+_FOLLOWED = (ast.Name, ast.Subscript, ast.Call)
+
+
 def _calls_in(node: ast.AST) -> List[ast.Call]:
-    return _source_order(n for n in ast.walk(node) if isinstance(n, ast.Call))  # type: ignore[return-value]
+    """The calls in ``node``, in source order (computed once per node)."""
+    found = getattr(node, "_fr_calls", None)
+    if found is None:
+        found = node._fr_calls = _source_order(n for n in walk(node) if isinstance(n, ast.Call))  # type: ignore[attr-defined]
+    return found  # type: ignore[return-value]
 
 
 def _arg(call: ast.Call, keyword: str, index: Optional[int]) -> Optional[_Arg]:
@@ -573,8 +581,9 @@ step), while the step compiled by the default inductor backend is as fast
         for node in _source_order(source.nodes(ast.Call)):
             names = model.qualified_names(node.func, visible=True)
             via: Optional[ast.AST] = None
-            if not any(q.startswith(OPTIM_PREFIX) for q in names):
+            if not any(q.startswith(OPTIM_PREFIX) for q in names) and isinstance(node.func, _FOLLOWED):  # type: ignore[attr-defined]
                 # a class reached through `partial(...)`, a dict or a factory
+                # (any other callee, `a.b`, is an optimizer by its names alone)
                 cls_of = self._optimizer_class(ctx, node.func, 0)
                 if cls_of is not None:
                     names, via = {cls_of[0]}, cls_of[1]
@@ -1099,8 +1108,8 @@ step), while the step compiled by the default inductor backend is as fast
         if found is None:
             source = ctx.source
             found = ctx.cache["fr004_lr_assigns"] = _source_order(
-                n for n in source.parents
-                if isinstance(n, ast.Assign) and len(n.targets) == 1 and self._lr_key(ctx, n.targets[0]) is not None
+                n for n in source.nodes(ast.Assign)
+                if len(n.targets) == 1 and self._lr_key(ctx, n.targets[0]) is not None  # type: ignore[attr-defined]
             )
         return found
 
@@ -1111,7 +1120,7 @@ step), while the step compiled by the default inductor backend is as fast
             return lines
         source = ctx.source
         lines = []
-        for node in source.parents:  # every node but the module
+        for node in source.nodes(ast.Subscript) + source.nodes(ast.Call):  # (sorted below)
             if isinstance(node, ast.Subscript):
                 if self._lr_key(ctx, node) is None:
                     continue
@@ -1270,7 +1279,7 @@ step), while the step compiled by the default inductor backend is as fast
             return False
         if stored is None:
             return True
-        for node in ast.walk(cls):  # type: ignore[arg-type]
+        for node in walk(cls):  # type: ignore[arg-type]
             if isinstance(node, ast.Attribute) and node.attr == stored and isinstance(node.value, ast.Name) and node.value.id == "self":
                 parent = ctx.source.parent(node)
                 if isinstance(node.ctx, ast.Load) and not (isinstance(parent, ast.Attribute) and parent.attr == "param_groups"):

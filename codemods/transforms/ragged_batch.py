@@ -11,7 +11,7 @@ from ..compile_sites import CompileModel, dotted_name
 from ..constants import int_value
 from ..findings import Finding, Safety
 from ..placement import block_of, existing_marks, function_of, insert_before, mark_statement
-from ..source import COMPOUND
+from ..source import COMPOUND, walk
 from ..variation import loop_assignments, loop_names
 from .base import Example, Rule
 
@@ -357,7 +357,7 @@ it is only mentioned.
                     stack.append(e)
         # every binding in the body, by name: a tensor only when all of them keep it one
         bound: Dict[str, List[Optional[ast.AST]]] = {}
-        for node in ast.walk(loop):
+        for node in walk(loop):
             if node is loop.target or isinstance(node, _SCOPES):
                 continue
             if isinstance(node, ast.Assign):
@@ -365,13 +365,13 @@ it is only mentioned.
                     if isinstance(t, ast.Name):
                         bound.setdefault(t.id, []).append(node.value)
                     else:
-                        for n in ast.walk(t):
+                        for n in walk(t):
                             if isinstance(n, ast.Name):
                                 bound.setdefault(n.id, []).append(None)
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name):
                 bound.setdefault(node.target.id, []).append(None)
             elif isinstance(node, (ast.For, ast.With, ast.comprehension)) and node is not loop:
-                for n in ast.walk(node.target if not isinstance(node, ast.With) else ast.Tuple(elts=[i.optional_vars for i in node.items if i.optional_vars is not None])):
+                for n in walk(node.target if not isinstance(node, ast.With) else ast.Tuple(elts=[i.optional_vars for i in node.items if i.optional_vars is not None])):
                     if isinstance(n, ast.Name):
                         bound.setdefault(n.id, []).append(None)
 

@@ -20,7 +20,7 @@ from ..compile_sites import CompileSite as AstCompileSite
 from ..compile_sites import dotted_name as ast_dotted_name
 from ..compile_sites import import_target
 from ..findings import Finding, Safety
-from ..source import COMPOUND, Source
+from ..source import COMPOUND, Source, children, walk
 from .base import Example, Rule
 
 FLAG = "allow_unspec_int_on_nn_module"
@@ -52,7 +52,7 @@ def _self_attr(node: ast.AST) -> Optional[str]:
 
 def _has_float_or_div(node: ast.AST) -> bool:
     """A float literal or a true division ``/`` anywhere in ``node``."""
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Constant) and type(sub.value) is float:
             return True
         if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Div):
@@ -61,14 +61,14 @@ def _has_float_or_div(node: ast.AST) -> bool:
 
 
 def _mentions_self_attr(node: ast.AST, attr: str) -> bool:
-    return any(_self_attr(sub) == attr for sub in ast.walk(node))
+    return any(_self_attr(sub) == attr for sub in walk(node))
 
 
 def _walk_body(fn: ast.AST) -> Iterator[ast.AST]:
     """Every node of the statements of ``fn``'s body (nested defs included;
     not its decorators, parameters or annotations)."""
     for stmt in fn.body:  # type: ignore[attr-defined]
-        yield from ast.walk(stmt)
+        yield from walk(stmt)
 
 
 def _in_order(nodes: List[ast.AST]) -> List[ast.AST]:
@@ -120,7 +120,7 @@ def _init_assignments(init: ast.AST) -> Iterator[Tuple[ast.AST, ast.AST]]:
                 yield target, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             yield node.target, node.value
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
 
 
 def _facts(model: CompileModel, cls: ast.ClassDef) -> _ClassFacts:
@@ -293,7 +293,7 @@ def _tensor_attrs(model: CompileModel, cls: ast.ClassDef) -> Set[str]:
     and ``self.name = nn.Parameter(...)`` (indexing them with a dynamic int is fine)."""
     out: Set[str] = set()
     for c in _class_chain(model, cls):
-        for node in ast.walk(c):
+        for node in walk(c):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 if node.func.attr == "register_buffer" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
                     out.add(node.args[0].value)
