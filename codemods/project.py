@@ -335,6 +335,15 @@ def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]], class
         index.always = tuple(sorted(set(index.always) | set(index.int_chains)))
 
 
+def _read_bytes(path: str) -> Optional[bytes]:
+    """The bytes of ``path``, None when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
 def class_facts_of_file(path: str, data: Optional[bytes] = None) -> Optional[dict]:
     """FR005's class facts of one file (None: unreadable, unparsable, no
     class or import); ``data``: its bytes when already read."""
@@ -342,11 +351,9 @@ def class_facts_of_file(path: str, data: Optional[bytes] = None) -> Optional[dic
     from .transforms.unspec_int_attrs import class_facts
 
     if data is None:
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            return None
+        data = _read_bytes(path)
+    if data is None:
+        return None
     if b"class" not in data and b"import" not in data:
         return None
     try:
@@ -601,11 +608,8 @@ class FactsCache:
         if not (entry[1] == st.st_mtime_ns and st.st_mtime_ns + self.racy_ns < entry[2]):
             from .cache import content_hash
 
-            try:
-                with open(path, "rb") as fh:
-                    if content_hash(fh.read()) != entry[4]:
-                        return None, st
-            except OSError:
+            data = _read_bytes(path)
+            if data is None or content_hash(data) != entry[4]:
                 return None, st
         if (entry[5] is not None and entry[5] != LR_LATER and not _lr_shape_ok(entry[5])) or (entry[6] is not None and not _ints_shape_ok(entry[6])):
             return None, st
@@ -681,19 +685,13 @@ class FactsCache:
         if isinstance(entry, list) and len(entry) == 5 and entry[0] == st.st_size and isinstance(entry[3], str) and (entry[4] is None or isinstance(entry[4], dict)):
             if entry[1] == st.st_mtime_ns and st.st_mtime_ns + self.racy_ns < entry[2]:
                 return entry[4]
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                return None
-            if content_hash(data) == entry[3]:
+            data = _read_bytes(path)
+            if data is not None and content_hash(data) == entry[3]:
                 return entry[4]
         if data is None:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                return None
+            data = _read_bytes(path)
+        if data is None:
+            return None
         facts = class_facts_of_file(path, data)
         try:  # keep only what reads back identically
             ok = facts is None or json.loads(json.dumps(facts)) == facts
