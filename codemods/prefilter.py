@@ -266,6 +266,12 @@ def _word_byte(byte: int) -> bool:
     return byte >= 0x80 or byte == 0x5F or 0x30 <= byte <= 0x39 or 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
 
 
+#: a relative import that spells no module: ``from . import f``, ``from ..
+#: import k`` (every other relative import spells the module it reaches:
+#: ``from .kernels import f``)
+_DOTS_IMPORT = re.compile(rb"from[ \t]*\.+[ \t]*import\b")
+
+
 def mentions_any(data: bytes, names: Sequence[Tuple[bytes, bytes]]) -> bool:
     """Can the file call one of ``names``, the project index's compiled
     functions as (function name, last part of its module's name)?  Only if
@@ -278,23 +284,35 @@ def mentions_any(data: bytes, names: Sequence[Tuple[bytes, bytes]]) -> bool:
       comment or a docstring, calls nothing;
     * and its module's name as a whole word (the index resolves a call only
       through an import that spells the module: ``from pkg.kernels import f``,
-      ``from . import kernels``), or a relative import (``from . import f``
-      names a package by its dots).
+      ``from .kernels import f``, ``from . import kernels``), unless a
+      relative import spells no module (``from . import f``: ``f`` of the
+      package's ``__init__``).
 
     A common method name (``update``) of one module then no longer pulls in
-    every file that calls ``dict.update``."""
+    every file that calls ``dict.update``.  Each distinct name is looked for
+    once, whatever the number of modules defining it."""
     size = len(data)
-    relative = b"from ." in data
+    relative: Optional[bool] = None
     words: dict = {}  # module name -> whether the bytes hold it as a word
+    modules_of: Dict[bytes, List[bytes]] = {}
     for name, module in names:
+        modules_of.setdefault(name, []).append(module)
+    for name, modules in modules_of.items():
         at = data.find(name)
         if at < 0:
             continue
+        if relative is None:
+            relative = _DOTS_IMPORT.search(data) is not None
         if not relative:
-            has = words.get(module)
-            if has is None:
-                has = words[module] = _has_word(data, module)
-            if not has:
+            spelled = False
+            for module in modules:
+                has = words.get(module)
+                if has is None:
+                    has = words[module] = _has_word(data, module)
+                if has:
+                    spelled = True
+                    break
+            if not spelled:
                 continue
         while at >= 0:
             end = at + len(name)

@@ -68,6 +68,9 @@ class ProjectIndex:
     #: (how many modules it was built from, (root, module) -> path): built on
     #: first use (:meth:`path_of`)
     _homes: Tuple[int, Dict[ModuleKey, str]] = field(default=(-1, {}), repr=False, compare=False)
+    #: (the :attr:`names` it was made for, module -> the tokens only it
+    #: defines, module -> its :meth:`prefilter_tokens`): built on first use
+    _own: tuple = field(default=((), {}, {}), repr=False, compare=False)
 
     def path_of(self, key: ModuleKey) -> Optional[str]:
         """The file of the run that is module ``key``."""
@@ -81,8 +84,30 @@ class ProjectIndex:
 
     def prefilter_tokens(self, path: str) -> Tuple[Tuple[bytes, bytes], ...]:
         """Byte strings one of which a file of the run must contain for the
-        index to matter there (none for files outside the run)."""
-        return self.names if path in self.modules else ()
+        index to matter there (none for files outside the run): :attr:`names`
+        but those only the file's own module defines (the index never
+        resolves a name to the module asking: :func:`_resolve_in`)."""
+        key = self.modules.get(path)
+        if key is None:
+            return ()
+        if self._own[0] is not self.names:
+            owners: Dict[Tuple[bytes, bytes], set] = {}
+            for table in (self.compiled, self.lr_proven):
+                for module, entries in table.items():
+                    for name in entries:
+                        owners.setdefault(module_token(name, module), set()).add(module)
+            only: Dict[ModuleKey, set] = {}
+            for token, modules in owners.items():
+                if len(modules) == 1:
+                    only.setdefault(next(iter(modules)), set()).add(token)
+            self._own = (self.names, only, {})
+        mine = self._own[1].get(key)
+        if not mine:
+            return self.names  # the one tuple of the run (the cache key's memo is by identity)
+        kept = self._own[2].get(key)
+        if kept is None:
+            kept = self._own[2][key] = tuple(token for token in self.names if token not in mine)
+        return kept
 
     def concerns(self, path: str, data: bytes) -> bool:
         """Does the index matter for this file of the run (it may call a name
@@ -163,18 +188,21 @@ def _absolute(modules: Dict[str, ModuleKey], path: str, qualified: str) -> Optio
 
 def _resolve_in(modules: Dict[str, ModuleKey], table: Dict[ModuleKey, dict], path: str, qualified: str):
     """(module key, entry) of what ``qualified`` as seen in ``path`` names in
-    ``table`` ((root, module) -> {name: entry}), or None."""
+    ``table`` ((root, module) -> {name: entry}), or None.  Never the module
+    of ``path`` itself (a module's own functions are its own analysis's:
+    the file is not looked at again for them, :meth:`ProjectIndex.prefilter_tokens`)."""
     found = _absolute(modules, path, qualified)
     if found is None:
         return None
     candidates_roots, module, name = found
+    me = modules.get(path)
     for candidate_root in candidates_roots:
         functions = table.get((candidate_root, module))
         if functions and name in functions:
-            return (candidate_root, module), functions[name]
+            return ((candidate_root, module), functions[name]) if (candidate_root, module) != me else None
     # unique match anywhere in the run
     matches = [(key, fns[name]) for key, fns in sorted(table.items()) if key[1] == module and name in fns]
-    return matches[0] if len(matches) == 1 else None
+    return matches[0] if len(matches) == 1 and matches[0][0] != me else None
 
 
 def prove_lr_writers(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict]]) -> None:

@@ -183,6 +183,7 @@ def _init_worker(options: _Options, project: Optional[ProjectIndex], marks: Opti
     _W["options"] = options
     _W["project"] = project
     _W["marks"] = marks
+    _W.pop("mark_fd", None)  # a forked worker opens its own (see _mark_fd)
 
 
 def _look(path: str, display: str, settings: Settings, mode: str, options: _Options, project: Optional[ProjectIndex]) -> Optional[_Looked]:
@@ -347,15 +348,44 @@ def _look_chunk(chunk: List[Tuple[str, str, Settings, str]]) -> List[Optional[_L
     project = _W.get("project")
     marks = _W.get("marks")
     out = []
+    mark = _mark_fd(marks) if marks is not None else None
     for path, display, settings, mode in chunk:
-        if marks is not None:  # if this process dies, the parent knows on which file
+        if mark is not None:  # if this process dies, the parent knows on which file
             try:
-                with open(os.path.join(marks, str(os.getpid())), "w", encoding="utf-8", errors="surrogateescape") as fh:  # type: ignore[arg-type]
-                    fh.write(path)
+                _write_mark(mark, path)
             except OSError:
                 pass
         out.append(_look_safe(path, display, settings, mode, options, project))  # type: ignore[arg-type]
     return out
+
+
+def _mark_fd(marks: str) -> Optional[int]:
+    """This worker's mark file (``<marks>/<pid>``), opened once: a file
+    opened and closed per file cost 0.1 ms each (0.2 s of a 2,000-file pool)."""
+    fd = _W.get("mark_fd")
+    if fd is None:
+        try:
+            fd = os.open(os.path.join(marks, str(os.getpid())), os.O_WRONLY | os.O_CREAT, 0o600)
+        except OSError:
+            return None
+        _W["mark_fd"] = fd
+    return fd  # type: ignore[return-value]
+
+
+def _write_mark(fd: int, path: str) -> None:
+    """The path a worker is on, NUL-ended, over the previous one (:func:`_read_mark`)."""
+    data = os.fsencode(path) + b"\0"
+    if hasattr(os, "pwrite"):
+        os.pwrite(fd, data, 0)
+    else:  # pragma: no cover - no pwrite
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, data)
+
+
+def _read_mark(file: str) -> str:
+    """The path a mark file names (up to its first NUL: a longer earlier path may follow)."""
+    with open(file, "rb") as fh:
+        return os.fsdecode(fh.read().split(b"\0", 1)[0])
 
 
 def _isolated_main(conn, task, options, project) -> None:
@@ -473,8 +503,7 @@ def _look_in_pool(
             if broken:
                 for name in os.listdir(marks):
                     try:
-                        with open(os.path.join(marks, name), encoding="utf-8", errors="surrogateescape") as fh:
-                            suspects.add(fh.read())
+                        suspects.add(_read_mark(os.path.join(marks, name)))
                     except OSError:
                         pass
         finally:

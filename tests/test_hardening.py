@@ -526,6 +526,25 @@ def test_worker_that_segfaults_is_that_files_error(tmp_path, monkeypatch):
     assert fixed == [f"ok{i}.py" for i in range(6)]
 
 
+def test_worker_mark_names_the_file_it_is_on(tmp_path):
+    """A worker notes each file before it looks at it, in one file opened once
+    (a shorter path written over a longer one, a path that is not UTF-8):
+    the parent reads back exactly the last one."""
+    marks = str(tmp_path)
+    runner._W.pop("mark_fd", None)
+    try:
+        fd = runner._mark_fd(marks)
+        assert fd is not None and runner._mark_fd(marks) == fd  # opened once per worker
+        odd = os.fsdecode(b"dir/caf\xe9.py")
+        for path in ("a/very/long/path/to/some/module.py", "b.py", odd, "c.py"):
+            runner._write_mark(fd, path)
+            assert runner._read_mark(os.path.join(marks, str(os.getpid()))) == path
+    finally:
+        fd = runner._W.pop("mark_fd", None)
+        if fd is not None:
+            os.close(fd)
+
+
 def test_memory_error_is_that_files_error(tmp_path, monkeypatch):
     _tree(tmp_path, {"mem.py": MARKER.replace("import torch", "import torch  # compile")})
     real = runner.parse_for_index

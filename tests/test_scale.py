@@ -648,6 +648,45 @@ def test_index_names_need_their_module():
         assert prefilter.mentions_any(hit, (U,)), hit
 
 
+def test_index_names_through_a_relative_import_need_their_module_too():
+    """A relative import that spells a module (``from .utils import x``) does
+    not open the file to every name of the index: only one that spells no
+    module (``from . import f``, ``from .. import k``) can reach a name of a
+    package ``__init__`` without spelling it."""
+    U = (b"update", b"optim_kernels")
+    assert not prefilter.mentions_any(b"from .utils import helper\nd.update(x=1)\n", (U,))
+    assert not prefilter.mentions_any(b"from .utils import (\n    helper,\n)\nd.update(x=1)\n", (U,))
+    for hit in (b"from . import update\nupdate(p)\n", b"from .. import update\n", b"from .import update\nupdate(p)\n", b"from .utils import a\nfrom . import b\nupdate(p)\n"):
+        assert prefilter.mentions_any(hit, (U,)), hit
+    # a name defined by two modules is looked for once, and either module spelled is enough
+    assert prefilter.mentions_any(b"import other_kernels\nupdate(p)\n", (U, (b"update", b"other_kernels")))
+
+
+def test_index_tokens_leave_out_the_files_own_names(tmp_path):
+    """A module's own compiled functions are its own analysis's: the index
+    neither resolves them for it nor sends it a second look for them; a name
+    another module of the same last name also defines stays."""
+    write(
+        tmp_path,
+        {
+            "a/kernels.py": "import torch\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n\nimport kernels\nkernels.scale(x, 0.5)\n",
+            "b/kernels.py": "import torch\n\n@torch.compile\ndef shift(x, c):\n    return x + c\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n",
+            "a/train.py": "from kernels import scale\nscale(x, 0.5)\n",
+        },
+    )
+    from codemods import project as project_mod
+
+    files = sorted(str(p) for p in tmp_path.rglob("*.py"))
+    index = project_mod.build_project_index(files, Settings())
+    mine, other, train = (str(tmp_path / p) for p in ("a/kernels.py", "b/kernels.py", "a/train.py"))
+    assert index.prefilter_tokens(train) is index.names  # the run's one tuple
+    assert (b"scale", b"kernels") in index.prefilter_tokens(mine)  # b/kernels.py defines it too
+    assert (b"shift", b"kernels") not in index.prefilter_tokens(other) and (b"shift", b"kernels") in index.prefilter_tokens(mine)
+    assert index.resolve(train, "kernels.scale") is not None
+    assert index.resolve(mine, "kernels.scale") is None  # never the module asking
+    assert index.resolve(other, "kernels.scale") is None
+
+
 # -- progress --------------------------------------------------------------------------
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_progress_counts_every_file_once(tmp_path, monkeypatch, jobs):
