@@ -116,8 +116,11 @@ def python_files(paths):
 
 
 def count_lines(path: str) -> int:
+    """Lines of a file, a last line without its newline included (an empty
+    file has none)."""
     with open(path, "rb") as fh:
-        return fh.read().count(b"\n")
+        data = fh.read()
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
 def run_commands(paths, runs: int, jobs: int):
@@ -283,18 +286,26 @@ def report_files(engine, paths, base: str, top: int) -> dict:
     rows = time_files(engine, paths, base)
     total_cpu = sum(row[2] for row in rows)
     total_lines = sum(row[1] for row in rows)
-    slow = [row for row in rows if lines_per_s(row[1], row[2]) < SLOW_LINES_PER_S]
+    # an empty file has no rate (0 lines in any time): counted apart, not as slow
+    empty = [row for row in rows if row[1] == 0]
+    slow = [row for row in rows if row[1] > 0 and lines_per_s(row[1], row[2]) < SLOW_LINES_PER_S]
     errors = [row for row in rows if row[4]]
     print(
         f"\nin-process, one file at a time: {total_cpu:.2f} s CPU ({sum(row[3] for row in rows):.2f} s wall), "
         f"{lines_per_s(total_lines, total_cpu):,.0f} lines/s; {len(slow)} files under {SLOW_LINES_PER_S:,} lines/s "
-        f"({sum(row[2] for row in slow):.2f} s CPU); {len(errors)} files with an error"
+        f"({sum(row[2] for row in slow):.2f} s CPU); {len(empty)} empty files (no rate, {sum(row[2] for row in empty):.3f} s CPU); "
+        f"{len(errors)} files with an error"
     )
+    if slow:
+        print("\n| files under the rate | lines | CPU s | lines/s |")
+        print("| --- | --- | --- | --- |")
+        for display, lines, cpu, _wall, _error in sorted(slow, key=lambda row: lines_per_s(row[1], row[2]))[:top]:
+            print(f"| {display} | {lines} | {cpu:.4f} | {lines_per_s(lines, cpu):,.0f} |")
     print("\n| slowest files | lines | CPU s | wall s | lines/s | |")
     print("| --- | --- | --- | --- | --- | --- |")
     for display, lines, cpu, wall, error in sorted(rows, key=lambda row: -row[2])[:top]:
         lps = lines_per_s(lines, cpu)
-        flag = "SLOW" if lps < SLOW_LINES_PER_S else ""
+        flag = "SLOW" if lines and lps < SLOW_LINES_PER_S else ""
         if error:
             flag = (flag + " error: " + error).strip()
         print(f"| {display} | {lines} | {cpu:.3f} | {wall:.3f} | {lps:,.0f} | {flag} |")
