@@ -275,7 +275,8 @@ _DOTS_IMPORT = re.compile(rb"from[ \t]*\.+[ \t]*import\b")
 def mentions_any(data: bytes, names: Sequence[Tuple[bytes, bytes]]) -> bool:
     """Can the file call one of ``names``, the project index's compiled
     functions as (function name, last part of its module's name)?  Only if
-    the bytes hold
+    the bytes hold, in code (:func:`_in_code`: not in a comment or a string
+    literal; an f-string counts as code),
 
     * the function's name as a whole word (not inside a longer name: ``f``
       is not in ``def``) where a call can use it: called (``f(``, ``m.f(``)
@@ -286,14 +287,16 @@ def mentions_any(data: bytes, names: Sequence[Tuple[bytes, bytes]]) -> bool:
       through an import that spells the module: ``from pkg.kernels import f``,
       ``from .kernels import f``, ``from . import kernels``), unless a
       relative import spells no module (``from . import f``: ``f`` of the
-      package's ``__init__``).
+      package's ``__init__``).  A comment naming the module (``# after
+      train_gpt.py``) does not count.
 
     A common method name (``update``) of one module then no longer pulls in
     every file that calls ``dict.update``.  Each distinct name is looked for
     once, whatever the number of modules defining it."""
     size = len(data)
     relative: Optional[bool] = None
-    words: dict = {}  # module name -> whether the bytes hold it as a word
+    code: Optional[_Code] = None
+    words: dict = {}  # module name -> whether the code holds it as a word
     modules_of: Dict[bytes, List[bytes]] = {}
     for name, module in names:
         modules_of.setdefault(name, []).append(module)
@@ -301,14 +304,15 @@ def mentions_any(data: bytes, names: Sequence[Tuple[bytes, bytes]]) -> bool:
         at = data.find(name)
         if at < 0:
             continue
-        if relative is None:
+        if code is None:
+            code = _Code(data)
             relative = _DOTS_IMPORT.search(data) is not None
         if not relative:
             spelled = False
             for module in modules:
                 has = words.get(module)
                 if has is None:
-                    has = words[module] = _has_word(data, module)
+                    has = words[module] = _has_word(data, module, code)
                 if has:
                     spelled = True
                     break
@@ -320,20 +324,38 @@ def mentions_any(data: bytes, names: Sequence[Tuple[bytes, bytes]]) -> bool:
                 follow = end
                 while follow < size and data[follow] in b" \t":
                     follow += 1
-                if data[follow : follow + 1] == b"(" or b"import" in data[max(0, at - 500) : at]:
+                if (data[follow : follow + 1] == b"(" or b"import" in data[max(0, at - 500) : at]) and _in_code(code, at):
                     return True
             at = data.find(name, end)
     return False
 
 
-def _has_word(data: bytes, word: bytes) -> bool:
+def _has_word(data: bytes, word: bytes, code: Optional[_Code] = None) -> bool:
+    """Does ``word`` occur as a whole word (in code, with ``code``)?"""
     size = len(data)
     at = data.find(word)
     while at >= 0:
         end = at + len(word)
         if (at == 0 or not _word_byte(data[at - 1])) and (end >= size or not _word_byte(data[end])):
-            return True
+            if code is None or _in_code(code, at):
+                return True
         at = data.find(word, end)
+    return False
+
+
+def _in_code(code: _Code, pos: int) -> bool:
+    """Is ``pos`` in code, or in an f-string (whose braces hold code)?"""
+    if code.at(pos):
+        return True
+    data = code.data
+    start = code.starts[bisect.bisect_right(code.starts, pos) - 1]
+    if data[start] == 0x23:  # a comment
+        return False
+    before = start - 1  # the string's prefix letters: f, rf, Fr, ...
+    while before >= 0 and data[before] in b"rRbBuUfF":
+        if data[before] in b"fF":
+            return True
+        before -= 1
     return False
 
 

@@ -662,6 +662,23 @@ def test_index_names_through_a_relative_import_need_their_module_too():
     assert prefilter.mentions_any(b"import other_kernels\nupdate(p)\n", (U, (b"update", b"other_kernels")))
 
 
+def test_index_names_and_modules_count_in_code_only():
+    """A module named in a comment or a docstring (``# after train_gpt.py``)
+    or a call in prose resolves nothing; in an f-string's braces it is code."""
+    U = (b"update", b"train_gpt")
+    assert not prefilter.mentions_any(b"# based on train_gpt.py\nupdate(p)\n", (U,))
+    assert not prefilter.mentions_any(b'"""see train_gpt.update(p)"""\nupdate = 1\n', (U,))
+    assert not prefilter.mentions_any(b"import train_gpt\n# update(p) is compiled there\n", (U,))
+    assert not prefilter.mentions_any(b"import train_gpt\nx = 'update(p)'\n", (U,))
+    for hit in (
+        b"# based on train_gpt.py\nimport train_gpt\ntrain_gpt.update(p)\n",
+        b"import train_gpt\nprint(f\"{train_gpt.update(p)}\")\n",
+        b"print(rf'{__import__(1)}')\nfrom train_gpt import update\n",
+        b"s = 'it''s'\nfrom train_gpt import update\n",
+    ):
+        assert prefilter.mentions_any(hit, (U,)), hit
+
+
 def test_index_tokens_leave_out_the_files_own_names(tmp_path):
     """A module's own compiled functions are its own analysis's: the index
     neither resolves them for it nor sends it a second look for them; a name
