@@ -131,7 +131,7 @@ class ProjectIndex:
         ``class_facts_of``: FR005's class facts of a file on a chain (default
         :func:`class_facts_of_file`; the runner's reads the facts cache)."""
         index = cls()
-        folders: Dict[str, bool] = {}
+        folders: Dict[object, object] = {}
         for path in files:
             key = index.modules[path] = module_key(path, folders)
             found = functions.get(path)
@@ -416,24 +416,38 @@ def lr_facts(source) -> Optional[dict]:
         return None
 
 
-def module_key(path: str, _cache: Optional[Dict[str, bool]] = None) -> ModuleKey:
+def module_key(path: str, _cache: Optional[Dict[object, object]] = None) -> ModuleKey:
     """(root, dotted name) of a file: ``pkg/sub/mod.py`` with ``__init__.py`` in
-    ``pkg`` and ``sub`` -> (parent of pkg, "pkg.sub.mod")."""
+    ``pkg`` and ``sub`` -> (parent of pkg, "pkg.sub.mod").  ``_cache``: what
+    is known of folders, shared by the calls of one index (each folder is
+    made absolute and climbed once)."""
     cache = _cache if _cache is not None else {}
-
-    def is_package(folder: str) -> bool:
-        if folder not in cache:
-            cache[folder] = os.path.isfile(os.path.join(folder, "__init__.py"))
-        return cache[folder]
-
-    full = os.path.abspath(path)
-    folder, filename = os.path.split(full)
+    folder, filename = os.path.split(path)
     stem = filename[:-3] if filename.endswith(".py") else filename
-    parts = [] if stem == "__init__" else [stem]
+    known = cache.get(("folder", folder))
+    if known is None:
+        known = cache[("folder", folder)] = _package_of(os.path.abspath(folder) if folder else os.getcwd(), cache)
+    root, parts = known  # type: ignore[misc]
+    if stem != "__init__":
+        parts = parts + (stem,)
+    return root, ".".join(parts)
+
+
+def _package_of(folder: str, cache: Dict[object, object]) -> Tuple[str, Tuple[str, ...]]:
+    """(root, package parts) of an absolute folder: the folders with an
+    ``__init__.py`` above it, outermost first."""
+
+    def is_package(here: str) -> bool:
+        key = ("init", here)
+        if key not in cache:
+            cache[key] = os.path.isfile(os.path.join(here, "__init__.py"))
+        return cache[key]  # type: ignore[return-value]
+
+    parts: List[str] = []
     while is_package(folder) and os.path.dirname(folder) != folder:
         parts.insert(0, os.path.basename(folder))
         folder = os.path.dirname(folder)
-    return folder, ".".join(parts)
+    return folder, tuple(parts)
 
 
 def compiled_functions(source) -> Dict[str, FunctionSummary]:
@@ -529,7 +543,7 @@ def settle_lr_facts(lr: Dict[str, Optional[object]], jobs: int = 1, facts: Optio
     later = [path for path, found in lr.items() if found == LR_LATER]
     if not later:
         return
-    folders: Dict[str, bool] = {}
+    folders: Dict[object, object] = {}
     callers: Dict[str, ModuleKey] = {}
     wanted = set()  # the modules a call of a passed optimizer can resolve to
     for path, found in lr.items():
@@ -611,6 +625,8 @@ class FactsCache:
         self.file = os.path.join(folder, f"v{FORMAT}", f"index-{_tool_fingerprint()}.json")
         self.entries: Dict[str, list] = {}
         self.dirty = False
+        #: path -> its absolute form (the entries' key), made once per path
+        self._keys: Dict[str, str] = {}
         if _has_symlink(folder, self.file):
             return  # never read through a link planted in the cache folder
         try:
@@ -621,6 +637,12 @@ class FactsCache:
         except (OSError, ValueError):
             pass
 
+    def _key(self, path: str) -> str:
+        key = self._keys.get(path)
+        if key is None:
+            key = self._keys[path] = os.path.abspath(path)
+        return key
+
     def lookup(self, path: str):
         """(cached functions or None, stat or None): the stat is None when the
         file cannot be stat-ed (skipped), the functions None on a miss."""
@@ -628,7 +650,7 @@ class FactsCache:
             st = os.stat(path)
         except OSError:
             return None, None
-        entry = self.entries.get(os.path.abspath(path))
+        entry = self.entries.get(self._key(path))
         if not isinstance(entry, list) or len(entry) != 7 or not isinstance(entry[3], dict) or entry[0] != st.st_size:
             return None, st  # missing, or of the wrong shape: a miss, never a crash
         # size + mtime decide, unless the file changed close to when it was
@@ -649,13 +671,13 @@ class FactsCache:
     def lr_facts(self, path: str) -> Optional[object]:
         """The FR004 facts kept with ``path``'s entry (after a :meth:`lookup`
         hit), or :data:`LR_LATER`."""
-        entry = self.entries.get(os.path.abspath(path))
+        entry = self.entries.get(self._key(path))
         return entry[5] if isinstance(entry, list) and len(entry) == 7 and (isinstance(entry[5], dict) or entry[5] == LR_LATER) else None
 
     def settle_lr(self, path: str, digest: str, lr: Optional[dict]) -> None:
         """Keep ``lr``, computed from bytes of content hash ``digest``, in
         place of the :data:`LR_LATER` of ``path``'s entry (made from the same bytes)."""
-        entry = self.entries.get(os.path.abspath(path))
+        entry = self.entries.get(self._key(path))
         if not (isinstance(entry, list) and len(entry) == 7 and entry[4] == digest and entry[5] == LR_LATER):
             return
         if lr is None or (_lr_shape_ok(lr) and json.loads(json.dumps(lr)) == lr):
@@ -664,7 +686,7 @@ class FactsCache:
 
     def int_facts(self, path: str) -> Optional[dict]:
         """The FR005 facts kept with ``path``'s entry (after a :meth:`lookup` hit)."""
-        entry = self.entries.get(os.path.abspath(path))
+        entry = self.entries.get(self._key(path))
         return entry[6] if isinstance(entry, list) and len(entry) == 7 and isinstance(entry[6], dict) else None
 
     def store(
@@ -682,7 +704,7 @@ class FactsCache:
                     digest = content_hash(fh.read())
             except OSError:
                 return
-        key = os.path.abspath(path)
+        key = self._key(path)
         encoded = {name: _summary_to_json(s) for name, s in functions.items()}
         try:  # store only what reads back identically
             ok = all(_summary_from_json(encoded[name]) == s for name, s in functions.items())
@@ -703,7 +725,7 @@ class FactsCache:
         when it changed (size + mtime, else its hash, as :meth:`lookup`)."""
         from .cache import content_hash
 
-        key = "classes:" + os.path.abspath(path)
+        key = "classes:" + self._key(path)
         try:
             st = os.stat(path)
         except OSError:

@@ -789,3 +789,27 @@ def test_no_word_compile_means_no_site(data):
         data = data.replace(b"compile", b"")
     assert prefilter.no_compile_site(data)
     assert prefilter.no_compile_site(b"import torch\n" + data + b"\nx.compil\n")
+
+
+def test_module_keys_with_a_shared_folder_cache(tmp_path, monkeypatch):
+    """One index climbs each folder once: the keys are those of one file at a
+    time, whatever the spelling of the path (relative, ``./``, ``..``, bare)."""
+    from codemods.project import module_key
+
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/mod.py": "", "pkg/a.py": "", "top.py": "", "plain/x.py": ""})
+    monkeypatch.chdir(tmp_path / "pkg")
+    root = str(tmp_path)
+    expected = {
+        "sub/mod.py": (root, "pkg.sub.mod"),
+        "./sub/__init__.py": (root, "pkg.sub"),
+        "a.py": (root, "pkg.a"),
+        "__init__.py": (root, "pkg"),
+        "../top.py": (root, "top"),
+        "../plain/x.py": (str(tmp_path / "plain"), "x"),
+        "sub/../a.py": (root, "pkg.a"),
+    }
+    shared: dict = {}
+    for path, key in expected.items():
+        assert module_key(path) == key, path
+        assert module_key(path, shared) == key, path
+    assert [module_key(path, shared) for path in expected] == list(expected.values())  # answered from the cache
