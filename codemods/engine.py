@@ -30,7 +30,7 @@ from ._lazy import cst
 from . import prefilter
 from .context import FileContext, Settings
 from .findings import Edit, FileError, Finding, Safety
-from .source import NodeLocator, Source, Target, decode
+from .source import NodeLocator, Source, Target, decode, plain_ascii
 from .source import parse as parse_text
 from .transforms import REGISTRY, Rule
 
@@ -60,7 +60,17 @@ class FileResult:
 
 
 def selected_rules(settings: Settings) -> List[Rule]:
-    return [rule for rule in REGISTRY if settings.selects(rule.code)]
+    """The registry's rules ``settings`` selects, in registry order (one list
+    per distinct settings: a run asks once per file)."""
+    held = _SELECTED.get(settings)
+    if held is None or held[0] is not REGISTRY:  # (a test may swap the registry)
+        if len(_SELECTED) > 64:
+            _SELECTED.clear()
+        held = _SELECTED[settings] = (REGISTRY, [rule for rule in REGISTRY if settings.selects(rule.code)])
+    return list(held[1])
+
+
+_SELECTED: Dict[Settings, Tuple[object, List[Rule]]] = {}
 
 
 def parse_source(path: str, data: bytes) -> cst.Module:
@@ -103,6 +113,8 @@ def check_source(path: str, data: bytes, parse: bool = True) -> None:
             pass
     if b"\x00" in data:
         raise FileError(path, "binary file (contains NUL bytes), not Python source")
+    if not parse and plain_ascii(data):
+        return  # decodes as whatever ASCII-compatible encoding it would get
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)

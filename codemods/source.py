@@ -410,8 +410,20 @@ def parse(text: str, data: bytes, filename: str = "<unknown>") -> ast.Module:
     return ast.parse(data, filename)
 
 
+def plain_ascii(data: bytes) -> bool:
+    """ASCII bytes with no encoding declaration (PEP 263: a ``coding`` in the
+    first two lines): the interpreter reads them as UTF-8, which cannot fail."""
+    if not data.isascii():
+        return False
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    return b"coding" not in (data if second < 0 else data[:second])
+
+
 def decode(data: bytes) -> Tuple[str, str]:
     """(text, encoding) of source bytes, as the interpreter would decode them."""
+    if plain_ascii(data):
+        return data.decode("ascii"), "utf-8"
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     text = data.decode(encoding)
     if text.startswith("\ufeff"):

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from codemods.engine import parse_ast
 
 
@@ -91,3 +95,31 @@ def test_scopes_of_a_long_expression():
     loads = [node for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)]
     assert len(loads) == 2500 and all(scopes.resolved[name] is scopes.module for name in loads)
     assert len(scopes.module.references["n"]) == 2500
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["x = 1", "# -*- coding: latin-1 -*-", "# coding=utf-8", "#!/usr/bin/env python", "", "s = 'coding'", "y = 'é'", "\ufeffz = 2", "\ttab = 3"]), max_size=4), st.sampled_from(["\n", "\r\n"]))
+def test_decode_fast_path_is_the_interpreters_decoding(lines, newline):
+    """ASCII without an encoding declaration in its first two lines skips
+    ``tokenize.detect_encoding``; the text and encoding are what it gives."""
+    import io
+    import tokenize
+
+    from codemods.source import decode, plain_ascii
+
+    data = newline.join(lines).encode("utf-8")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError) as exc:  # a BOM with a latin-1 cookie
+        with pytest.raises(type(exc)):
+            decode(data)
+        return
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    assert decode(data) == (text, encoding)
+    if plain_ascii(data):
+        assert encoding == "utf-8" and data.isascii()
+    assert not plain_ascii(b"# -*- coding: latin-1 -*-\nx = 1\n")
+    assert not plain_ascii(b"#!/usr/bin/python\n# vim: set fileencoding=ascii :\n")
+    assert plain_ascii(b"x = 1\ny = 2\n# coding: latin-1\n")  # a third line declares nothing
