@@ -540,6 +540,39 @@ def test_j1_and_j2_give_the_same_results(tmp_path, monkeypatch):
     assert _key(again) == _key(fresh) and again.stats.cached == len([r for r in again.results if not r.changed])
 
 
+def test_a_small_report_needs_no_pool_and_a_pool_gives_the_same(tmp_path, monkeypatch):
+    """A report of less than runner.SERIAL_MAX_BYTES of source is looked at in
+    this process even with -j2; above it the pool is used, first and second
+    look alike, with the same findings (cross-module ones included)."""
+    from codemods import runner
+
+    files = dict(_corpus_files())
+    files["kernels.py"] = "import torch\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n"
+    files["train.py"] = "from kernels import scale\nfor i in range(5):\n    scale(None, i / 7)\n"
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    pools = []
+    real = runner._look_in_pool
+
+    def counted(tasks, *args):
+        pools.append(tasks[0][3])
+        return real(tasks, *args)
+
+    monkeypatch.setattr(runner, "_look_in_pool", counted)
+    settings = Settings(unproven=True)
+    one = run(["."], settings, jobs=1, render=False)
+    assert pools == []
+    small = run(["."], settings, jobs=2, render=False)
+    assert pools == []  # the whole tree is a few KB
+    monkeypatch.setattr(runner, "SERIAL_MAX_BYTES", 0)
+    pooled = run(["."], settings, jobs=2, render=False)
+    assert pools == ["first", "mentions"]
+    assert _key(one) == _key(small) == _key(pooled)
+    assert [f.code for f in pooled.findings if f.path == "train.py"] == ["FR003"]  # a float to a compiled function of another module
+    rendered = run(["."], settings, jobs=2)  # fixes are rendered in workers whatever the size
+    assert pools[2:] == ["first", "mentions"] and [f.code for f in rendered.findings if f.path == "train.py"] == ["FR003"]
+
+
 def test_a_reports_second_look_gives_what_one_analysis_gives(tmp_path, monkeypatch):
     """A report's second look runs only the rules that read the project index
     and keeps the other rules' findings from the first look: over the golden
