@@ -27,10 +27,10 @@ import json
 import os
 import pickle
 import stat as stat_mod
-import tempfile
 import time
 from typing import Any, Dict, Optional, Tuple
 
+from ._jsonfile import write_json
 from .findings import Finding, Fix, Safety
 
 CACHE_DIR = ".fix_recompiles_cache"
@@ -240,7 +240,6 @@ class Cache:
     def save(self) -> None:
         if not self.dirty:
             return
-        tmp = None
         try:
             folder = os.path.dirname(self.file)
             os.makedirs(folder, exist_ok=True)
@@ -251,21 +250,10 @@ class Cache:
                 fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     fh.write("# Automatically created by fix-recompiles.\n*\n")
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                # dumps, not dump: dump streams through the pure-Python encoder
-                # (0.15 s for the training corpus' entries; dumps is C)
-                fh.write(json.dumps(self.entries, separators=(",", ":")))
-            os.replace(tmp, self.file)  # replaces a link itself, never its target
-            tmp = None
         except OSError:
-            pass  # a cache that cannot be written is only slower
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+            self.dirty = False
+            return  # a cache that cannot be written is only slower
+        write_json(self.file, self.entries)
         self.dirty = False
 
 

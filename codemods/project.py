@@ -23,11 +23,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ._jsonfile import write_json
 from .floats import FunctionSummary, ParamUse, summarize_function, torch_aliases
 
 ModuleKey = Tuple[str, str]  # (root folder, dotted module name)
@@ -757,12 +757,9 @@ class FactsCache:
             return
         try:
             os.makedirs(os.path.dirname(self.file), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(self.file))
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(self.entries, separators=(",", ":")))  # dumps: C, dump streams in Python
-            os.replace(tmp, self.file)
         except OSError:
-            pass  # a cache that cannot be written is only slower
+            return  # a cache that cannot be written is only slower
+        write_json(self.file, self.entries)
 
 
 #: below this many files to parse, a pool costs more than it saves

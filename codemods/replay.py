@@ -49,6 +49,8 @@ import sys
 import time
 import zlib
 
+from ._jsonfile import write_json
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and hashlib cost milliseconds at import; a replay is all start-up
     from typing import List, Optional, Sequence, Tuple
@@ -293,29 +295,17 @@ class Recording:
             else:
                 output.append([fd, data.decode("utf-8", "surrogateescape")])
         snapshot = {"format": FORMAT, "key": self.key, "code": code, "inputs": entries, "output": output}
-        import tempfile
-
         runs = os.path.join(self.folder, RUNS)
-        tmp = None
         try:
             if os.path.islink(self.folder) or os.path.islink(runs):
                 return False
             os.makedirs(runs, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=runs)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(snapshot, separators=(",", ":")))  # dumps: C, dump streams in Python
-            os.replace(tmp, os.path.join(runs, self.name + ".json"))
-            tmp = None
-            _prune(runs)
-            return True
         except OSError:
             return False  # a cache that cannot be written is only slower
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+        if not write_json(os.path.join(runs, self.name + ".json"), snapshot):
+            return False
+        _prune(runs)
+        return True
 
 
 def _prune(runs: str) -> None:
