@@ -84,10 +84,15 @@ class _Arg:
         return isinstance(self.node, ast.keyword)
 
 
+def _source_key(n: ast.AST) -> Tuple[int, int, int, int]:
+    """Where a depth-first walk of the source meets ``n`` (an enclosing node
+    before the nodes it holds): libcst's visiting order."""
+    return (n.lineno, n.col_offset, -n.end_lineno, -n.end_col_offset)  # type: ignore[attr-defined]
+
+
 def _source_order(nodes: Iterable[ast.AST]) -> List[ast.AST]:
-    """Nodes in the order a depth-first walk of the source meets them (an
-    enclosing node before the nodes it holds): libcst's visiting order."""
-    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset, -n.end_lineno, -n.end_col_offset))  # type: ignore[attr-defined]
+    """Nodes in the order a depth-first walk of the source meets them."""
+    return sorted(nodes, key=_source_key)
 
 
 def _own_nodes(fn: ast.AST) -> Iterable[ast.AST]:
@@ -578,15 +583,21 @@ step), while the step compiled by the default inductor backend is as fast
             return ctx.cache["fr004_built"]
         model, source = ctx.model, ctx.source
         found: List[_Built] = []
-        for node in _source_order(source.nodes(ast.Call)):
+        # every call is looked at, in the index's order; the few constructions
+        # are put in source order at the end (a call builds at most one)
+        for node in source.nodes(ast.Call):
             names = model.qualified_names(node.func, visible=True)
             via: Optional[ast.AST] = None
-            if not any(q.startswith(OPTIM_PREFIX) for q in names) and isinstance(node.func, _FOLLOWED):  # type: ignore[attr-defined]
+            if not any(q.startswith(OPTIM_PREFIX) for q in names):
                 # a class reached through `partial(...)`, a dict or a factory
-                # (any other callee, `a.b`, is an optimizer by its names alone)
-                cls_of = self._optimizer_class(ctx, node.func, 0)
-                if cls_of is not None:
-                    names, via = {cls_of[0]}, cls_of[1]
+                # (any other callee, `a.b`, is an optimizer by its names alone,
+                # and none of these names is one)
+                if not isinstance(node.func, _FOLLOWED):  # type: ignore[attr-defined]
+                    continue
+                cls_of = self._optimizer_class(ctx, node.func, 0)  # type: ignore[attr-defined]
+                if cls_of is None:
+                    continue
+                names, via = {cls_of[0]}, cls_of[1]
             for q in sorted(names):
                 kind = "scheduler" if q.startswith(SCHED_PREFIX) else ("optimizer" if is_optimizer_name(q) else None)
                 if kind is None or (via is not None and kind != "optimizer"):
@@ -605,6 +616,7 @@ step), while the step compiled by the default inductor backend is as fast
                            via=via)
                 )
                 break
+        found.sort(key=lambda b: _source_key(b.call))
         ctx.cache["fr004_by_call"] = {b.call: b for b in found}
         ctx.cache["fr004_built"] = found
         for b in found:
