@@ -261,3 +261,29 @@ def test_kwargs_passed_on_keep_the_no_fix_kinds():
     )
     found = _run(dropout)
     assert len(found) == 1 and found[0].fix is None and "dropout" in found[0].message
+
+
+def test_kwargs_passed_on_to_a_method_says_it_is_not_followed():
+    """`**kwargs` handed on to `self.sample(...)` is passed on, not read: the
+    reason names the call the analysis does not follow (it said "read other
+    than passed on"); the fix stays unsafe.  Only a true read says read."""
+    src = (
+        "import torch\n\n"
+        "class Gen:\n"
+        "    def __init__(self):\n"
+        "        self.decode = torch.compile(self.decode, fullgraph=True)\n\n"
+        "    def decode(self, x, **sampling_kwargs):\n"
+        "        return self.sample(x, **sampling_kwargs)\n\n"
+        "    def sample(self, x, temperature: float = 1.0):\n"
+        "        return x / max(temperature, 1e-5)\n\n"
+        "    def run(self):\n"
+        "        for i in range(1, 12):\n"
+        "            self.decode(torch.ones(4), temperature=0.1 * i)\n\n"
+        "Gen().run()\n"
+    )
+    found = _run(src, UNPROVEN)
+    assert len(found) == 1 and found[0].fix.safety is Safety.UNSAFE
+    assert "`sampling_kwargs` is passed on to `self.sample()`, which this analysis does not follow (line 8)" in found[0].message
+    read = src.replace("return self.sample(x, **sampling_kwargs)", "print(sampling_kwargs)\n        return x")
+    found = _run(read, UNPROVEN)
+    assert len(found) == 1 and "`sampling_kwargs` is read other than passed on (line 8)" in found[0].message

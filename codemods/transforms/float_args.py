@@ -564,8 +564,12 @@ gives `inf` with a tensor.
         for ref in refs:
             holder = ctx.source.parent(ref)
             call = ctx.source.parent(holder)
-            if not (isinstance(holder, ast.keyword) and holder.arg is None and isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            if not (isinstance(holder, ast.keyword) and holder.arg is None and isinstance(call, ast.Call)):
                 return ParamUse(False, f"`{kwarg}` is read other than passed on (line {ref.lineno})")
+            if not isinstance(call.func, ast.Name):  # `self.sample(x, **kw)`, `m.f(**kw)`: not followed
+                shown = dotted_name(call.func)
+                callee = f"`{shown}()`" if shown else "a call"
+                return ParamUse(False, f"`{kwarg}` is passed on to {callee}, which this analysis does not follow (line {call.lineno})")
             if any(kw.arg == keyword for kw in call.keywords):
                 return ParamUse(False, f"`{keyword}` is also passed explicitly (line {call.lineno})")
             inner = ctx.model.resolve_function(call.func)
