@@ -141,6 +141,42 @@ def find_pyproject(start: str) -> Optional[str]:
         cur = parent
 
 
+#: the lowest Python a ``requires-python`` specifier admits: ``>=3.12``,
+#: ``>3.11``, ``~=3.12``, ``==3.12.*`` (the first such clause)
+_LOWEST_PYTHON = re.compile(r"(>=|~=|==|>)\s*(\d+)\.(\d+)")
+
+
+def python_required(start: str) -> Optional[Tuple[str, str, Tuple[int, int]]]:
+    """(the ``requires-python`` text, the pyproject.toml declaring it, the lowest
+    (major, minor) it admits) of the closest ``pyproject.toml`` up from
+    ``start`` that declares one with a lower bound; None when none does.
+    Read only to explain a syntax error (a file using newer syntax than the
+    Python running the tool), never to change what is analysed."""
+    cur = os.path.abspath(start)
+    if not os.path.isdir(cur):
+        cur = os.path.dirname(cur)
+    while True:
+        candidate = os.path.join(cur, "pyproject.toml")
+        try:
+            with open(candidate, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            data = b""
+        if b"requires-python" in data:
+            try:
+                spec = tomllib.loads(data.decode("utf-8", "replace")).get("project", {}).get("requires-python")
+            except tomllib.TOMLDecodeError:
+                spec = None
+            found = _LOWEST_PYTHON.search(spec) if isinstance(spec, str) else None
+            if found is not None:
+                # `>3.11` admits 3.11.1: its lowest minor is 3.11 too
+                return spec.strip(), candidate, (int(found.group(2)), int(found.group(3)))
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
 def _str_list(value, key: str, path: str) -> Tuple[str, ...]:
     if isinstance(value, str):
         value = [value]

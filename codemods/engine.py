@@ -73,6 +73,26 @@ def selected_rules(settings: Settings) -> List[Rule]:
 _SELECTED: Dict[Settings, Tuple[object, List[Rule]]] = {}
 
 
+def syntax_error(path: str, line: int, column: int, reason: str) -> FileError:
+    """The error of a file the parser refuses, naming the Python whose grammar
+    read it (the tool parses with the interpreter running it: a file using
+    newer syntax, a ``type`` alias on 3.11, is refused) and, when the closest
+    ``pyproject.toml`` requires a newer Python, that requirement."""
+    import sys
+
+    from .config import python_required
+
+    running = sys.version_info[:2]
+    note = f"as Python {running[0]}.{running[1]} reads it"
+    try:
+        required = python_required(path)
+    except (OSError, ValueError):
+        required = None
+    if required is not None and running < required[2]:
+        note += f"; {os.path.relpath(required[1])} requires Python {required[0]}: run fix-recompiles with that Python"
+    return FileError(path, f"syntax error at line {line}, column {column}: {reason} ({note})")
+
+
 def parse_source(path: str, data: bytes) -> cst.Module:
     if b"\x00" in data:
         raise FileError(path, "binary file (contains NUL bytes), not Python source")
@@ -88,7 +108,7 @@ def parse_source(path: str, data: bytes) -> cst.Module:
                 line, column, reason = py_exc.lineno, py_exc.offset or 1, py_exc.msg
         except Exception:  # noqa: BLE001 - keep libcst's position
             pass
-        raise FileError(path, f"syntax error at line {line}, column {column}: {reason}") from None
+        raise syntax_error(path, line, column, reason) from None
     except (UnicodeDecodeError, LookupError) as exc:
         raise FileError(path, f"cannot decode: {exc}") from None
     except SyntaxError as exc:  # e.g. a bad encoding cookie
@@ -129,7 +149,7 @@ def check_source(path: str, data: bytes, parse: bool = True) -> None:
     try:
         compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
-        raise FileError(path, f"syntax error at line {exc.lineno or 1}, column {exc.offset or 1}: {exc.msg}") from None
+        raise syntax_error(path, exc.lineno or 1, exc.offset or 1, exc.msg) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise FileError(path, f"cannot parse: {type(exc).__name__}") from None
 
@@ -261,7 +281,7 @@ def parse_ast(display_path: str, data: bytes, tree: Optional[ast.Module] = None)
         try:
             tree = parse_text(text, data, display_path)
         except SyntaxError as exc:
-            raise FileError(display_path, f"syntax error at line {exc.lineno or 1}, column {exc.offset or 1}: {exc.msg}") from None
+            raise syntax_error(display_path, exc.lineno or 1, exc.offset or 1, exc.msg) from None
         except (ValueError, RecursionError, MemoryError) as exc:
             raise FileError(display_path, f"cannot parse: {type(exc).__name__}") from None
     return Source(display_path, display_path, data, tree, text, encoding)

@@ -325,3 +325,30 @@ def test_syntax_error_where_no_rule_applies_is_left_to_check_syntax(tmp_path):
     assert read(tmp_path, "good.py") == MARKER_FIXED.encode()
     proc = fr(tmp_path, "--fix", ".", "--check-syntax")  # the flag does the same
     assert proc.returncode == 2 and [e["path"] for e in error_lines(proc.stderr.decode())] == ["broken.py"]
+
+
+def test_syntax_error_names_the_python_that_read_it_and_a_newer_requirement(tmp_path):
+    """The tool parses with the Python running it, so a file written for a
+    newer one (a `type` alias read by 3.11) is refused.  The error says which
+    Python read it, and when the closest pyproject.toml that declares
+    `requires-python` excludes that Python, it says so and what to do; a
+    requirement the running Python meets adds nothing."""
+    import sys
+
+    broken = b"import torch\n\n@torch.compile\ndef f(x:\n    return x\n"
+    running = f"Python {sys.version_info[0]}.{sys.version_info[1]}"
+    write(tmp_path, {"pkg/m.py": broken, "pyproject.toml": b'[project]\nname = "p"\nrequires-python = ">=3.8"\n'})
+    proc = fr(tmp_path, ".")
+    assert proc.returncode == 2
+    [e] = error_lines(proc.stderr.decode())
+    assert e["path"] == "pkg/m.py" and e["reason"].startswith("syntax error at line 4")
+    assert e["reason"].endswith(f"(as {running} reads it)"), e["reason"]
+    # a sub-package's pyproject without the key does not hide the root's
+    write(tmp_path, {"pkg/pyproject.toml": b'[project]\nname = "sub"\n', "pyproject.toml": b'[project]\nname = "p"\nrequires-python = ">= 99.1, <100"\n'})
+    proc = fr(tmp_path, ".")
+    assert proc.returncode == 2
+    [e] = error_lines(proc.stderr.decode())
+    assert e["reason"].endswith(
+        f"(as {running} reads it; pyproject.toml requires Python >= 99.1, <100: run fix-recompiles with that Python)"
+    ), e["reason"]
+    assert read(tmp_path, "pkg/m.py") == broken
