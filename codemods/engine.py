@@ -20,6 +20,7 @@ import io
 import os
 import re
 import symtable
+import sys
 import tokenize
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -78,18 +79,16 @@ def syntax_error(path: str, line: int, column: int, reason: str) -> FileError:
     read it (the tool parses with the interpreter running it: a file using
     newer syntax, a ``type`` alias on 3.11, is refused) and, when the closest
     ``pyproject.toml`` requires a newer Python, that requirement."""
-    import sys
-
     from .config import python_required
 
     running = sys.version_info[:2]
     note = f"as Python {running[0]}.{running[1]} reads it"
     try:
         required = python_required(path)
-    except (OSError, ValueError):
-        required = None
-    if required is not None and running < required[2]:
-        note += f"; {os.path.relpath(required[1])} requires Python {required[0]}: run fix-recompiles with that Python"
+        if required is not None and running < required[2]:
+            note += f"; {os.path.relpath(required[1])} requires Python {required[0]}: run fix-recompiles with that Python"
+    except (OSError, ValueError):  # an unreadable folder, a path on another drive: no hint
+        pass
     return FileError(path, f"syntax error at line {line}, column {column}: {reason} ({note})")
 
 
