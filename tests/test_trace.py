@@ -214,6 +214,12 @@ def test_recompile_limit_needs_the_limit_failure(tmp_path):
             tr.TENSOR_SHAPE,
             "x",
         ),
+        (  # torch's own words for a Parameter: static under automatic dynamic
+            "0/1: tensor 'X' size mismatch at index 0. expected 32, actual 8. Guard failed on a parameter, "
+            "consider using torch._dynamo.config.force_parameter_static_shapes = False to allow dynamism on parameters.",
+            tr.PARAMETER_SHAPE,
+            "X",
+        ),
         (
             "0/0: tensor 'x' stride mismatch at index 0. expected 1, actual 2",
             tr.LAYOUT,
@@ -733,3 +739,19 @@ def test_run_fix_restores_files_when_graphs_do_not_go_down(copied, monkeypatch, 
     assert code == 1
     assert script.read_bytes() == original
     assert "did not reduce the graphs compiled" in capsys.readouterr().err
+
+
+def test_parameter_shape_cure_is_advice_not_mark_dynamic():
+    """A Parameter's shape guard (microsoft/dion#23: one compiled
+    orthogonalizer over every weight) is not lifted by maybe_mark_dynamic
+    (measured on 2.13: 8 -> 8 graphs), so the cure names torch's own flag and
+    a plain tensor instead, and no rule claims it."""
+    text = (
+        "0/1: tensor 'X' size mismatch at index 0. expected 32, actual 8. Guard failed on a parameter, "
+        "consider using torch._dynamo.config.force_parameter_static_shapes = False to allow dynamism on parameters."
+    )
+    entry = tr.CodeEntry("orthogonalize", "m.py", 20, graphs=8, limit_hit=True, reasons=tr.parse_reason(text) * 7)
+    label = tr.cure_label(entry, tr.PARAMETER_SHAPE, ["FR001", "FR007"])
+    assert "maybe_mark_dynamic" not in label and "FR001" not in label
+    assert label.startswith("report: `X` is an nn.Parameter") and "force_parameter_static_shapes = False" in label
+    assert tr.varying_dims(entry) == {}
