@@ -43,7 +43,8 @@ TENSOR_SHAPE = "tensor shape"
 #: lift it (measured on 2.13: 8 -> 8 graphs)
 PARAMETER_SHAPE = "parameter shape"
 MODULE_INT_ATTR = "module int attribute"
-OPTIMIZER_LR = "optimizer lr"
+#: a param_groups entry: lr, or betas / momentum a scheduler writes (OneCycleLR)
+OPTIMIZER_LR = "optimizer hyperparameter"
 GLOBAL = "global"
 MODULE_FLOAT_ATTR = "module float attribute"
 LENGTH = "length"
