@@ -161,7 +161,10 @@ CURES.update(
 #: from the dims seen to vary (:func:`cure_label`); BOUNDED causes say so.
 REMEDIES: Dict[str, str] = {
     GLOBAL: "pass {src} as an argument (an int: FR011's fix, unsafe), or keep it in a tensor updated with .fill_()",
-    MODULE_FLOAT_ATTR: "report: keep {src} in a tensor (buffer) and .fill_() it",
+    MODULE_FLOAT_ATTR: (
+        "report: keep {src} in a tensor (buffer) and .fill_() it where it only enters arithmetic; "
+        "where it picks something (a dict key, a branch), do that lookup outside the compiled code"
+    ),
     PARAMETER_SHAPE: (
         "report: {src} is an nn.Parameter, whose shapes stay static under automatic dynamic: "
         "set torch._dynamo.config.force_parameter_static_shapes = False before compiling, or pass a plain tensor "
