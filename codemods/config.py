@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 try:  # Python 3.11+
     import tomllib
@@ -114,9 +114,9 @@ def installed_torch() -> Optional[Tuple[int, int]]:
         return None
 
 
-def find_pyproject(start: str) -> Optional[str]:
-    """The closest ``pyproject.toml`` with a ``[tool.fix-recompiles]`` table,
-    from ``start`` (a file or folder) up to the filesystem root."""
+def _pyprojects_up(start: str) -> Iterator[Tuple[str, bytes]]:
+    """(path, bytes) of each readable ``pyproject.toml`` from ``start`` (a file
+    or folder) up to the filesystem root, closest first."""
     cur = os.path.abspath(start)
     if not os.path.isdir(cur):
         cur = os.path.dirname(cur)
@@ -125,20 +125,27 @@ def find_pyproject(start: str) -> Optional[str]:
         if os.path.isfile(candidate):
             try:
                 with open(candidate, "rb") as fh:
-                    data = fh.read()
+                    yield candidate, fh.read()
             except OSError:
-                data = b""
-            if b"fix-recompiles" in data:
-                try:
-                    doc = tomllib.loads(data.decode("utf-8", "replace"))
-                except tomllib.TOMLDecodeError as exc:
-                    raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
-                if TABLE in doc.get("tool", {}):
-                    return candidate
+                pass
         parent = os.path.dirname(cur)
         if parent == cur:
-            return None
+            return
         cur = parent
+
+
+def find_pyproject(start: str) -> Optional[str]:
+    """The closest ``pyproject.toml`` with a ``[tool.fix-recompiles]`` table,
+    from ``start`` (a file or folder) up to the filesystem root."""
+    for candidate, data in _pyprojects_up(start):
+        if b"fix-recompiles" in data:
+            try:
+                doc = tomllib.loads(data.decode("utf-8", "replace"))
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
+            if TABLE in doc.get("tool", {}):
+                return candidate
+    return None
 
 
 #: the lowest Python a ``requires-python`` specifier admits: ``>=3.12``,
@@ -152,29 +159,18 @@ def python_required(start: str) -> Optional[Tuple[str, str, Tuple[int, int]]]:
     ``start`` that declares one with a lower bound; None when none does.
     Read only to explain a syntax error (a file using newer syntax than the
     Python running the tool), never to change what is analysed."""
-    cur = os.path.abspath(start)
-    if not os.path.isdir(cur):
-        cur = os.path.dirname(cur)
-    while True:
-        candidate = os.path.join(cur, "pyproject.toml")
+    for candidate, data in _pyprojects_up(start):
+        if b"requires-python" not in data:
+            continue
         try:
-            with open(candidate, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            data = b""
-        if b"requires-python" in data:
-            try:
-                spec = tomllib.loads(data.decode("utf-8", "replace")).get("project", {}).get("requires-python")
-            except tomllib.TOMLDecodeError:
-                spec = None
-            found = _LOWEST_PYTHON.search(spec) if isinstance(spec, str) else None
-            if found is not None:
-                # `>3.11` admits 3.11.1: its lowest minor is 3.11 too
-                return spec.strip(), candidate, (int(found.group(2)), int(found.group(3)))
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None
-        cur = parent
+            spec = tomllib.loads(data.decode("utf-8", "replace")).get("project", {}).get("requires-python")
+        except tomllib.TOMLDecodeError:
+            continue
+        found = _LOWEST_PYTHON.search(spec) if isinstance(spec, str) else None
+        if found is not None:
+            # `>3.11` admits 3.11.1: its lowest minor is 3.11 too
+            return spec.strip(), candidate, (int(found.group(2)), int(found.group(3)))
+    return None
 
 
 def _str_list(value, key: str, path: str) -> Tuple[str, ...]:
