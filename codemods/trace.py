@@ -30,7 +30,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 # -- causes ---------------------------------------------------------------
 
@@ -174,6 +174,10 @@ REMEDIES: Dict[str, str] = {
     CLOSURE: "report: pass {src} as an argument (rule FR008 for a closure compiled in a loop)",
     RESUME_VALUE: "report: keep the value a tensor (or torch._dynamo.config.capture_scalar_outputs = True for .item())",
     BACKEND: "report: reuse one backend object (rule FR008)",
+    INVALIDATED: (
+        "report: {src} is freed between calls, which throws the compiled code away: keep it alive "
+        "(a .grad: zero_grad(set_to_none=False)) or pass the tensor in as an argument"
+    ),
 }
 
 
@@ -226,11 +230,14 @@ class CodeEntry:
 
     @property
     def causes(self) -> List[str]:
-        """Distinct causes, most frequent first (ties: table order)."""
+        """Distinct causes, most frequent first (ties: table order); an
+        unclassified reason (OTHER) after every classified one: a known cause
+        says more (each recompile of an invalidation storm also lists the
+        first cache entry's own failure, ``not self.state``)."""
         counts: Dict[str, int] = {}
         for r in self.reasons:
             counts[r.cause] = counts.get(r.cause, 0) + 1
-        return sorted(counts, key=lambda c: (-counts[c], CAUSES.index(c)))
+        return sorted(counts, key=lambda c: (c == OTHER, -counts[c], CAUSES.index(c)))
 
     @property
     def key(self) -> Tuple[str, int, str]:
@@ -336,6 +343,8 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
     pending: Dict[
         int, dict
     ] = {}  # frame_id -> info seen before the code object is known
+    #: (frame, compile) whose recompile_reason names a cache invalidation
+    told: Set[Tuple[int, object]] = set()
     for record in iter_records(path):
         if record is None:
             trace.bad_lines += 1
@@ -406,6 +415,8 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
             if reason:
                 entry.recompiles += 1
                 parsed = parse_reason(str(reason))
+                if any(r.cause == INVALIDATED for r in parsed):
+                    told.add((frame, record.get("frame_compile_id")))
                 if entry.name.startswith(RESUME_PREFIX):
                     parsed = [
                         dataclasses.replace(r, cause=RESUME_VALUE)
@@ -414,7 +425,45 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                         for r in parsed
                     ]
                 entry.reasons.extend(parsed)
+    # the recompile_reason of a compile names the first failed cache entry
+    # only; entries dropped because a guarded object was freed are listed in
+    # the recompile_reasons artifact: one reason per compile that lists them
+    for (frame, compile_id), source in _invalidations(path).items():
+        entry = entries.get(frame)
+        if entry is not None and (frame, compile_id) not in told:
+            entry.reasons.append(Reason(INVALIDATED, _user_source(source)[0], f"Cache line invalidated because {source} got deallocated"))
     return [entries[f] for f in order]
+
+
+_INVALIDATED = re.compile(r"Cache line invalidated because (?P<src>.+?) got deallocated")
+
+
+def _invalidations(path: str) -> Dict[Tuple[int, object], str]:
+    """(frame, compile) -> the object whose deallocation invalidated a cache
+    entry, from the payloads of the ``recompile_reasons`` artifacts (which
+    :func:`iter_records` skips)."""
+    with open(path, "r", encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
+    out: Dict[Tuple[int, object], str] = {}
+    if "Cache line invalidated" not in text:
+        return out
+    current: Optional[Tuple[int, object]] = None
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            m = _INVALIDATED.search(line) if current is not None else None
+            if m and current not in out:
+                out[current] = m.group("src")  # type: ignore[index]
+            continue
+        current = None
+        if '"recompile_reasons"' in line:
+            start = line.find("] {")
+            try:
+                record = json.loads(line[start + 2 :] if start >= 0 else line[line.find("{") :])
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("frame_id"), int):
+                current = (record["frame_id"], record.get("frame_compile_id"))
+    return out
 
 
 def _user_frame(
@@ -752,7 +801,9 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
                 f"sizes 0/1 specialise: bounded ({zero_one} recompile{'s' if zero_one != 1 else ''})"
             )
     elif cause in BOUNDED:
-        if entry.limit_hit:
+        if entry.limit_hit and cause in REMEDIES:
+            parts.append(REMEDIES[cause].format(src=sources))
+        elif entry.limit_hit:
             parts.append(f"report: {count} recompiles on {cause} {sources} hit the limit")
         else:
             parts.append(
