@@ -455,6 +455,10 @@ class OutsideChange:
     method: str
     #: why the flag cannot cure it (None: it can)
     blocker: Optional[str]
+    #: the loop that changes it also calls the compiled callable (the value
+    #: seen changing between calls); False: the calls are elsewhere (a
+    #: helper the loop calls), reported with --unproven only
+    proven: bool = True
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -508,8 +512,11 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
                 continue  # `model.step = model.step + 1` counts, `model.step = 0` does not
             if {id(b) for b in model.scopes.bindings_of(t.value)} not in instances:
                 continue
-            if not any(isinstance(a, _LOOPS) for a in _ancestors_in_function(source, node)):
+            loops = [a for a in _ancestors_in_function(source, node) if isinstance(a, _LOOPS)]
+            if not loops:
                 continue  # changed once: one recompile, not one per call
+            # evidence: the loop that changes it calls the compiled callable too
+            proven = any(any(a is loop for a in source.ancestors(call)) for call in site.calls for loop in loops)
             tensors = _tensor_attrs(model, cls)
             blocker = None
             for read, name in reads[t.attr]:
@@ -517,7 +524,7 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
                 if blocker is not None:
                     break
             first, name = min(reads[t.attr], key=lambda r: (r[0].lineno, r[0].col_offset))  # type: ignore[attr-defined]
-            return OutsideChange(node, t.attr, first, name, blocker)  # type: ignore[arg-type]
+            return OutsideChange(node, t.attr, first, name, blocker, proven)  # type: ignore[arg-type]
     return None
 
 
@@ -632,8 +639,11 @@ on the variable that was compiled or on the compiled wrapper (`model.step +=
 1` or `compiled.step += 1` in the training loop), recompiles on every new
 value as well: the flag is written when the read is arithmetic, `min`/`max`
 with number constants, a comparison with an int constant or a tensor-buffer
-index, and reported without a fix otherwise. A change made once, outside any
-loop, recompiles once and is not reported.
+index, and reported without a fix otherwise. The evidence is the loop: it
+changes the attribute and calls the compiled callable; a loop whose calls
+are out of sight (in a helper it calls) is reported with `--unproven` only,
+and a change made once, outside any loop, recompiles once and is not
+reported.
 
 The `hasattr` guard keeps the code running on releases before 2.7, which lack
 the flag; with `target_torch >= 2.7` the plain assignment is written. Nothing
@@ -844,8 +854,10 @@ all dynamo config is.
                     f"and `{cls.name}.{outside.method}` reads it (line {outside.read.lineno}): "  # type: ignore[attr-defined]
                     "torch specialises int attributes of compiled modules, so every new value recompiles"
                 )
+                if not outside.proven:
+                    message += " (the loop calls no compiled callable here: reported with --unproven)"
                 why = (outside.blocker, "keep the value in a tensor buffer") if outside.blocker is not None else None
-                candidates.append((stmt, site, message, why, True))
+                candidates.append((stmt, site, message, why, outside.proven))
                 continue
             if start != "forward" or not _compiled_one_by_one(model, site):
                 continue
@@ -868,7 +880,7 @@ all dynamo config is.
                 continue  # the flag is already set before this compile runs
             if blocker is not None:
                 why, instead = blocker
-                findings.append(self.finding(ctx, site.node, message + f"; `{FLAG}` alone does not cure it: {why} (no automatic fix: {instead})"))
+                findings.append(self.finding(ctx, site.node, message + f"; `{FLAG}` alone does not cure it: {why} (no automatic fix: {instead})", proven=proven))
                 continue
             if placement.block_of(source, stmt) is None or (
                 not placement.torch_at_least(ctx.settings, FLAG_SINCE) and placement.builtin_shadowed(model, stmt, "hasattr")

@@ -1,0 +1,30 @@
+# The loop advances the counter but calls the compiled model only through a
+# helper: the source does not show a call between the changes, so this is
+# reported only with --unproven (and nothing changes by default).
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.step_count = 0
+
+    def forward(self, x):
+        return x * (self.step_count + 1)
+
+
+def train_step(fn, x):
+    return fn(x).sum().item()
+
+
+def main():
+    model = Model()
+    compiled = torch.compile(model)
+    x = torch.ones(2)
+    for _ in range(12):
+        print(train_step(compiled, x))
+        model.step_count += 1
+
+
+if __name__ == "__main__":
+    main()
