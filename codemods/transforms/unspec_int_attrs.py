@@ -455,9 +455,9 @@ class OutsideChange:
     method: str
     #: why the flag cannot cure it (None: it can)
     blocker: Optional[str]
-    #: the loop that changes it also calls the compiled callable (the value
-    #: seen changing between calls); False: the calls are elsewhere (a
-    #: helper the loop calls), reported with --unproven only
+    #: the loop that changes it also calls the compiled callable, itself or
+    #: through a function of this module (the value seen changing between
+    #: calls); False: no call seen in the loop, reported with --unproven only
     proven: bool = True
 
 
@@ -516,7 +516,7 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
             if not loops:
                 continue  # changed once: one recompile, not one per call
             # evidence: the loop that changes it calls the compiled callable too
-            proven = any(any(a is loop for a in source.ancestors(call)) for call in site.calls for loop in loops)
+            proven = any(_loop_calls(model, loop, site) for loop in loops)
             tensors = _tensor_attrs(model, cls)
             blocker = None
             for read, name in reads[t.attr]:
@@ -526,6 +526,28 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
             first, name = min(reads[t.attr], key=lambda r: (r[0].lineno, r[0].col_offset))  # type: ignore[attr-defined]
             return OutsideChange(node, t.attr, first, name, blocker, proven)  # type: ignore[arg-type]
     return None
+
+
+def _loop_calls(model: CompileModel, loop: ast.AST, site: AstCompileSite) -> bool:
+    """Does ``loop`` call what ``site`` compiled: one of its calls inside the
+    loop, or inside a function of this module the loop calls by name
+    (``train_step(compiled, x)`` whose body calls ``fn(x)``, a call the
+    compile-site model follows)?"""
+    source = model.source
+    helpers = []
+    for call in site.calls:
+        if any(a is loop for a in source.ancestors(call)):
+            return True
+        fn = source.enclosing(call, _DEFS)
+        if fn is not None:
+            helpers.append(fn)
+    if not helpers:
+        return False
+    for node in walk(loop):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if any(model.resolve_function(node.func) is fn for fn in helpers):
+                return True
+    return False
 
 
 def _ancestors_in_function(source: Source, node: ast.AST) -> Iterator[ast.AST]:
@@ -640,10 +662,11 @@ on the variable that was compiled or on the compiled wrapper (`model.step +=
 value as well: the flag is written when the read is arithmetic, `min`/`max`
 with number constants, a comparison with an int constant or a tensor-buffer
 index, and reported without a fix otherwise. The evidence is the loop: it
-changes the attribute and calls the compiled callable; a loop whose calls
-are out of sight (in a helper it calls) is reported with `--unproven` only,
-and a change made once, outside any loop, recompiles once and is not
-reported.
+changes the attribute and calls the compiled callable (itself, or through a
+function of this module that calls it: `train_step(compiled, x)`); a loop
+with no such call seen (it only fast-forwards the counter) is reported with
+`--unproven` only, and a change made once, outside any loop, recompiles once
+and is not reported.
 
 The `hasattr` guard keeps the code running on releases before 2.7, which lack
 the flag; with `target_torch >= 2.7` the plain assignment is written. Nothing
