@@ -174,6 +174,11 @@ REMEDIES: Dict[str, str] = {
     CLOSURE: "report: pass {src} as an argument (rule FR008 for a closure compiled in a loop)",
     RESUME_VALUE: "report: keep the value a tensor (or torch._dynamo.config.capture_scalar_outputs = True for .item())",
     BACKEND: "report: reuse one backend object (rule FR008)",
+    CONSTANT: (
+        "report: every new value of {src} (a str, a bool, a value compared by equality) is a new graph: "
+        "do what depends on it outside the compiled code (tokenize text first, look a key up before the call) "
+        "and compile only the tensor part"
+    ),
     INVALIDATED: (
         "report: {src} is freed between calls, which throws the compiled code away: keep it alive "
         "(a .grad: zero_grad(set_to_none=False)) or pass the tensor in as an argument"

@@ -755,3 +755,15 @@ def test_parameter_shape_cure_is_advice_not_mark_dynamic():
     assert "maybe_mark_dynamic" not in label and "FR001" not in label
     assert label.startswith("report: `X` is an nn.Parameter") and "force_parameter_static_shapes = False" in label
     assert tr.varying_dims(entry) == {}
+
+
+def test_constant_value_at_the_limit_names_a_cure():
+    """A str argument or attribute that takes many values (pytorch#100455: raw
+    text into a compiled `predict(text)`; ComfyUI#9972: a str key per patch
+    object) hits the limit: the cure says to move what depends on it out of
+    the compiled code; a few values stay "bounded"."""
+    reasons = tr.parse_reason("0/0: text == 'the cat sat'") * 7
+    hit = tr.CodeEntry("predict", "m.py", 22, graphs=8, limit_hit=True, reasons=reasons)
+    assert tr.cure_label(hit, tr.CONSTANT, []).startswith("report: every new value of `text`")
+    few = tr.CodeEntry("predict", "m.py", 22, graphs=3, limit_hit=False, reasons=reasons[:2])
+    assert tr.cure_label(few, tr.CONSTANT, []) == "bounded, no fix needed (2 recompiles)"
