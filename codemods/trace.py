@@ -270,12 +270,23 @@ class Trace:
 # -- reading records --------------------------------------------------------
 
 
-def iter_records(path: str) -> Iterator[Optional[dict]]:
-    """The JSON records of one trace file (None for a line that is not one)."""
+def iter_records(path: str, invalidated: Optional[Dict[Tuple[int, object], str]] = None) -> Iterator[Optional[dict]]:
+    """The JSON records of one trace file (None for a line that is not one).
+    Payload lines are skipped; with ``invalidated``, the object named by a
+    ``Cache line invalidated because <object> got deallocated`` line of a
+    ``recompile_reasons`` artifact's payload is noted there, keyed by the
+    artifact's (frame, compile) (the first per compile)."""
+    artifact: Optional[Tuple[int, object]] = None
     with open(path, "r", encoding="utf-8", errors="replace") as fh:
         for line in fh:
             if line.startswith("\t") or not line.strip():
-                continue  # payload lines
+                # payload lines
+                if artifact is not None and invalidated is not None and "Cache line invalidated" in line and artifact not in invalidated:
+                    m = _INVALIDATED.search(line)
+                    if m:
+                        invalidated[artifact] = m.group("src")
+                continue
+            artifact = None
             start = line.find("] {")
             start = start + 2 if start >= 0 else line.find("{")
             if start < 0:
@@ -286,7 +297,15 @@ def iter_records(path: str) -> Iterator[Optional[dict]]:
             except ValueError:
                 yield None
                 continue
-            yield record if isinstance(record, dict) else None
+            if not isinstance(record, dict):
+                yield None
+                continue
+            if (record.get("artifact") or {}).get("name") == "recompile_reasons" and isinstance(record.get("frame_id"), int):
+                artifact = (record["frame_id"], record.get("frame_compile_id"))
+            yield record
+
+
+_INVALIDATED = re.compile(r"Cache line invalidated because (?P<src>.+?) got deallocated")
 
 
 def trace_files(folder: str) -> List[str]:
@@ -350,7 +369,8 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
     ] = {}  # frame_id -> info seen before the code object is known
     #: (frame, compile) whose recompile_reason names a cache invalidation
     told: Set[Tuple[int, object]] = set()
-    for record in iter_records(path):
+    invalidated: Dict[Tuple[int, object], str] = {}
+    for record in iter_records(path, invalidated):
         if record is None:
             trace.bad_lines += 1
             continue
@@ -433,42 +453,11 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
     # the recompile_reason of a compile names the first failed cache entry
     # only; entries dropped because a guarded object was freed are listed in
     # the recompile_reasons artifact: one reason per compile that lists them
-    for (frame, compile_id), source in _invalidations(path).items():
+    for (frame, compile_id), source in invalidated.items():
         entry = entries.get(frame)
         if entry is not None and (frame, compile_id) not in told:
             entry.reasons.append(Reason(INVALIDATED, _user_source(source)[0], f"Cache line invalidated because {source} got deallocated"))
     return [entries[f] for f in order]
-
-
-_INVALIDATED = re.compile(r"Cache line invalidated because (?P<src>.+?) got deallocated")
-
-
-def _invalidations(path: str) -> Dict[Tuple[int, object], str]:
-    """(frame, compile) -> the object whose deallocation invalidated a cache
-    entry, from the payloads of the ``recompile_reasons`` artifacts (which
-    :func:`iter_records` skips)."""
-    with open(path, "r", encoding="utf-8", errors="replace") as fh:
-        text = fh.read()
-    out: Dict[Tuple[int, object], str] = {}
-    if "Cache line invalidated" not in text:
-        return out
-    current: Optional[Tuple[int, object]] = None
-    for line in text.splitlines():
-        if line.startswith("\t"):
-            m = _INVALIDATED.search(line) if current is not None else None
-            if m and current not in out:
-                out[current] = m.group("src")  # type: ignore[index]
-            continue
-        current = None
-        if '"recompile_reasons"' in line:
-            start = line.find("] {")
-            try:
-                record = json.loads(line[start + 2 :] if start >= 0 else line[line.find("{") :])
-            except ValueError:
-                continue
-            if isinstance(record, dict) and isinstance(record.get("frame_id"), int):
-                current = (record["frame_id"], record.get("frame_compile_id"))
-    return out
 
 
 def _user_frame(
