@@ -459,6 +459,9 @@ class OutsideChange:
     #: through a function of this module (the value seen changing between
     #: calls); False: no call seen in the loop, reported with --unproven only
     proven: bool = True
+    #: the call that passes the instance to the function that changes it
+    #: (``advance(model)`` in the loop), when the change is made there
+    via: Optional[ast.Call] = None
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -510,9 +513,11 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
                 for sub in walk(node.value)  # type: ignore[attr-defined]
             ):
                 continue  # `model.step = model.step + 1` counts, `model.step = 0` does not
-            if {id(b) for b in model.scopes.bindings_of(t.value)} not in instances:
-                continue
-            loops = [a for a in _ancestors_in_function(source, node) if isinstance(a, _LOOPS)]
+            via: Optional[ast.Call] = None
+            if {id(b) for b in model.scopes.bindings_of(t.value)} in instances:
+                loops = [a for a in _ancestors_in_function(source, node) if isinstance(a, _LOOPS)]
+            else:  # `def advance(m): m.step += 1`, called in a loop with the instance
+                via, loops = _param_call_loops(model, t.value, instances)
             if not loops:
                 continue  # changed once: one recompile, not one per call
             # evidence: the loop that changes it calls the compiled callable too
@@ -524,8 +529,39 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
                 if blocker is not None:
                     break
             first, name = min(reads[t.attr], key=lambda r: (r[0].lineno, r[0].col_offset))  # type: ignore[attr-defined]
-            return OutsideChange(node, t.attr, first, name, blocker, proven)  # type: ignore[arg-type]
+            return OutsideChange(node, t.attr, first, name, blocker, proven, via)  # type: ignore[arg-type]
     return None
+
+
+def _param_call_loops(model: CompileModel, name: ast.Name, instances: List[Set[int]]) -> Tuple[Optional[ast.Call], List[ast.AST]]:
+    """When ``name`` is a parameter of a function of this module (``def
+    advance(m): m.step += 1``): the first call of that function by name that
+    passes one of ``instances`` for it from inside a loop, and the loops
+    around that call (None, [] otherwise)."""
+    bindings = model.scopes.bindings_of(name)
+    if len(bindings) != 1 or bindings[0].kind != "param":
+        return None, []
+    fn = bindings[0].scope.node
+    if not isinstance(fn, _DEFS):
+        return None, []
+    param = bindings[0].node.arg  # type: ignore[attr-defined]
+    args = fn.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    source = model.source
+    for call in _in_order(source.nodes(ast.Call)):
+        if not (isinstance(call.func, ast.Name) and model.resolve_function(call.func) is fn):  # type: ignore[attr-defined]
+            continue
+        passed: Optional[ast.AST] = next((k.value for k in call.keywords if k.arg == param), None)  # type: ignore[attr-defined]
+        if passed is None and param in positional:
+            i = positional.index(param)
+            if i < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: i + 1]):  # type: ignore[attr-defined]
+                passed = call.args[i]  # type: ignore[attr-defined]
+        if not (isinstance(passed, ast.Name) and {id(b) for b in model.scopes.bindings_of(passed)} in instances):
+            continue
+        loops = [a for a in _ancestors_in_function(source, call) if isinstance(a, _LOOPS)]
+        if loops:
+            return call, loops  # type: ignore[return-value]
+    return None, []
 
 
 def _loop_calls(model: CompileModel, loop: ast.AST, site: AstCompileSite) -> bool:
@@ -658,7 +694,8 @@ torch.compile(metric.update)`, torchmetrics-style, `update` doing
 `self._update_count += 1`). And an int attribute the compiled method reads
 (a warm-up factor, a schedule) that code outside the class changes in a loop,
 on the variable that was compiled or on the compiled wrapper (`model.step +=
-1` or `compiled.step += 1` in the training loop), recompiles on every new
+1` or `compiled.step += 1` in the training loop, or `m.step += 1` in a
+function of this module the loop calls with it: `advance(model)`), recompiles on every new
 value as well: the flag is written when the read is arithmetic, `min`/`max`
 with number constants, a comparison with an int constant or a tensor-buffer
 index, and reported without a fix otherwise. The evidence is the loop: it
@@ -871,9 +908,14 @@ all dynamo config is.
                 continue
             outside = outside_int_change(model, site, cls, start)
             if outside is not None:
+                where = (
+                    f"in `{getattr(source.enclosing(outside.node, _DEFS), 'name', '?')}` (line {outside.node.lineno}), which a loop calls with it (line {outside.via.lineno})"
+                    if outside.via is not None
+                    else f"in a loop (line {outside.node.lineno})"
+                )
                 message = (
                     f"`{source.segment(outside.node.target if isinstance(outside.node, ast.AugAssign) else outside.node.targets[0])}` "  # type: ignore[attr-defined]
-                    f"changes int attribute `{outside.attr}` of the compiled `{cls.name}` in a loop (line {outside.node.lineno}) "
+                    f"changes int attribute `{outside.attr}` of the compiled `{cls.name}` {where} "
                     f"and `{cls.name}.{outside.method}` reads it (line {outside.read.lineno}): "  # type: ignore[attr-defined]
                     "torch specialises int attributes of compiled modules, so every new value recompiles"
                 )
