@@ -477,18 +477,16 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
     torch.compile(model)``: ``compiled.step += 1`` reaches the module's
     attribute too, measured on 2.13); the first such change in source order."""
     target = site.target
-    if site.form not in ("wrap", "method") or not isinstance(target, ast.Name):
+    if site.form not in ("wrap", "method") or not isinstance(target, (ast.Name, ast.Attribute)):
         return None
     facts = _facts(model, cls)
     if not facts.int_attrs or start not in facts.methods:
         return None
-    instances = [{id(b) for b in model.scopes.bindings_of(target)}]
+    instances = [_instance_key(model, target)]
     stmt = site.statement
-    if isinstance(stmt, ast.Assign) and stmt.value is site.node and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-        wrapper = stmt.targets[0]  # the compiled wrapper: a store, so its scope's bindings
-        owner = model.scopes.lookup(model.scopes.scope_of(wrapper), wrapper.id)
-        instances.append({id(b) for b in owner.bindings.get(wrapper.id, [])} if owner is not None else set())
-    instances = [i for i in instances if i]
+    if isinstance(stmt, ast.Assign) and stmt.value is site.node and len(stmt.targets) == 1:
+        instances.append(_instance_key(model, stmt.targets[0]))  # the compiled wrapper
+    instances = [i for i in instances if i is not None]
     if not instances:
         return None
     order = _own_methods_reached(facts, start)
@@ -506,18 +504,20 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
     for node in _in_order(changes):
         targets = [node.target] if isinstance(node, ast.AugAssign) else node.targets  # type: ignore[attr-defined]
         for t in targets:
-            if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.attr in reads):
+            if not (isinstance(t, ast.Attribute) and isinstance(t.value, (ast.Name, ast.Attribute)) and t.attr in reads):
                 continue
             if isinstance(node, ast.Assign) and not any(
-                isinstance(sub, ast.Attribute) and sub.attr == t.attr and isinstance(sub.value, ast.Name) and sub.value.id == t.value.id
+                isinstance(sub, ast.Attribute) and sub.attr == t.attr and ast_dotted_name(sub.value) == ast_dotted_name(t.value)
                 for sub in walk(node.value)  # type: ignore[attr-defined]
             ):
                 continue  # `model.step = model.step + 1` counts, `model.step = 0` does not
             via: Optional[ast.Call] = None
-            if {id(b) for b in model.scopes.bindings_of(t.value)} in instances:
+            if _instance_key(model, t.value) in instances:
                 loops = [a for a in _ancestors_in_function(source, node) if isinstance(a, _LOOPS)]
-            else:  # `def advance(m): m.step += 1`, called in a loop with the instance
+            elif isinstance(t.value, ast.Name):  # `def advance(m): m.step += 1`, called in a loop with the instance
                 via, loops = _param_call_loops(model, t.value, instances)
+            else:
+                continue
             if not loops:
                 continue  # changed once: one recompile, not one per call
             # evidence: the loop that changes it calls the compiled callable too
@@ -533,7 +533,24 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
     return None
 
 
-def _param_call_loops(model: CompileModel, name: ast.Name, instances: List[Set[int]]) -> Tuple[Optional[ast.Call], List[ast.AST]]:
+def _instance_key(model: CompileModel, expr: ast.AST) -> Optional[tuple]:
+    """What identifies the object ``expr`` holds, for telling whether two
+    expressions hold the same module: a variable by its bindings in its scope
+    (a load or a store), ``self.<attr>`` by its class and attribute (a
+    trainer's ``self.model``, in any of the class's methods); None for
+    anything else."""
+    if isinstance(expr, ast.Name):
+        owner = model.scopes.lookup(model.scopes.scope_of(expr), expr.id)
+        found = tuple(sorted(id(b) for b in owner.bindings.get(expr.id, []))) if owner is not None else ()
+        return ("name",) + found if found else None
+    attr = _self_attr(expr)
+    if attr is not None:
+        cls = model.source.enclosing(expr, ast.ClassDef)
+        return ("self", id(cls), attr) if cls is not None else None
+    return None
+
+
+def _param_call_loops(model: CompileModel, name: ast.Name, instances: List[tuple]) -> Tuple[Optional[ast.Call], List[ast.AST]]:
     """When ``name`` is a parameter of a function of this module (``def
     advance(m): m.step += 1``): the first call of that function by name that
     passes one of ``instances`` for it from inside a loop, and the loops
@@ -556,7 +573,7 @@ def _param_call_loops(model: CompileModel, name: ast.Name, instances: List[Set[i
             i = positional.index(param)
             if i < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: i + 1]):  # type: ignore[attr-defined]
                 passed = call.args[i]  # type: ignore[attr-defined]
-        if not (isinstance(passed, ast.Name) and {id(b) for b in model.scopes.bindings_of(passed)} in instances):
+        if passed is None or _instance_key(model, passed) not in instances:
             continue
         loops = [a for a in _ancestors_in_function(source, call) if isinstance(a, _LOOPS)]
         if loops:
@@ -695,7 +712,8 @@ torch.compile(metric.update)`, torchmetrics-style, `update` doing
 (a warm-up factor, a schedule) that code outside the class changes in a loop,
 on the variable that was compiled or on the compiled wrapper (`model.step +=
 1` or `compiled.step += 1` in the training loop, or `m.step += 1` in a
-function of this module the loop calls with it: `advance(model)`), recompiles on every new
+function of this module the loop calls with it: `advance(model)`; a trainer's
+`self.model.step += 1` next to `self.compiled(x)`), recompiles on every new
 value as well: the flag is written when the read is arithmetic, `min`/`max`
 with number constants, a comparison with an int constant or a tensor-buffer
 index, and reported without a fix otherwise. The evidence is the loop: it
