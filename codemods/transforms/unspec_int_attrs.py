@@ -60,8 +60,26 @@ def _has_float_or_div(node: ast.AST) -> bool:
     return False
 
 
-def _mentions_self_attr(node: ast.AST, attr: str) -> bool:
-    return any(_self_attr(sub) == attr for sub in walk(node))
+def _int_changes(node: ast.AST) -> List[ast.Attribute]:
+    """The attribute targets ``node`` changes as an int counter: ``x.n += 1``
+    (an int operator), ``x.n = x.n + 1`` (the same ``x.n`` in the value); no
+    float literal or true division in the value.  ``x`` is ``self`` in a
+    method, the module's variable outside the class."""
+    if isinstance(node, ast.AugAssign):
+        if isinstance(node.target, ast.Attribute) and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
+            return [node.target]
+        return []
+    if not isinstance(node, ast.Assign) or _has_float_or_div(node.value):
+        return []
+    out = []
+    for target in node.targets:
+        if isinstance(target, ast.Attribute):
+            base = ast_dotted_name(target.value)
+            if base is not None and any(
+                isinstance(sub, ast.Attribute) and sub.attr == target.attr and ast_dotted_name(sub.value) == base for sub in walk(node.value)
+            ):
+                out.append(target)
+    return out
 
 
 def _walk_body(fn: ast.AST) -> Iterator[ast.AST]:
@@ -449,7 +467,8 @@ def compiled_bound_method(model: CompileModel, site: AstCompileSite) -> Optional
 class OutsideChange:
     #: the statement outside the class that changes the attribute (in a loop)
     node: ast.stmt
-    attr: str
+    #: the attribute it changes (``model.step``)
+    target: ast.Attribute
     #: the first read of ``self.<attr>`` in the compiled method (or a method it calls)
     read: ast.AST
     method: str
@@ -499,18 +518,10 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
     if not reads:
         return None
     source = model.source
-    changes = [n for n in source.nodes(ast.AugAssign) if isinstance(n.op, _INT_OPS) and not _has_float_or_div(n.value)]  # type: ignore[attr-defined]
-    changes += [n for n in source.nodes(ast.Assign) if not _has_float_or_div(n.value)]  # type: ignore[attr-defined]
-    for node in _in_order(changes):
-        targets = [node.target] if isinstance(node, ast.AugAssign) else node.targets  # type: ignore[attr-defined]
-        for t in targets:
-            if not (isinstance(t, ast.Attribute) and isinstance(t.value, (ast.Name, ast.Attribute)) and t.attr in reads):
+    for node in _in_order(source.nodes(ast.AugAssign) + source.nodes(ast.Assign)):
+        for t in _int_changes(node):  # `model.step = model.step + 1` counts, `model.step = 0` does not
+            if t.attr not in reads:
                 continue
-            if isinstance(node, ast.Assign) and not any(
-                isinstance(sub, ast.Attribute) and sub.attr == t.attr and ast_dotted_name(sub.value) == ast_dotted_name(t.value)
-                for sub in walk(node.value)  # type: ignore[attr-defined]
-            ):
-                continue  # `model.step = model.step + 1` counts, `model.step = 0` does not
             via: Optional[ast.Call] = None
             if _instance_key(model, t.value) in instances:
                 loops = [a for a in _ancestors_in_function(source, node) if isinstance(a, _LOOPS)]
@@ -529,7 +540,7 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
                 if blocker is not None:
                     break
             first, name = min(reads[t.attr], key=lambda r: (r[0].lineno, r[0].col_offset))  # type: ignore[attr-defined]
-            return OutsideChange(node, t.attr, first, name, blocker, proven, via)  # type: ignore[arg-type]
+            return OutsideChange(node, t, first, name, blocker, proven, via)  # type: ignore[arg-type]
     return None
 
 
@@ -932,8 +943,7 @@ all dynamo config is.
                     else f"in a loop (line {outside.node.lineno})"
                 )
                 message = (
-                    f"`{source.segment(outside.node.target if isinstance(outside.node, ast.AugAssign) else outside.node.targets[0])}` "  # type: ignore[attr-defined]
-                    f"changes int attribute `{outside.attr}` of the compiled `{cls.name}` {where} "
+                    f"`{source.segment(outside.target)}` changes int attribute `{outside.target.attr}` of the compiled `{cls.name}` {where} "
                     f"and `{cls.name}.{outside.method}` reads it (line {outside.read.lineno}): "  # type: ignore[attr-defined]
                     "torch specialises int attributes of compiled modules, so every new value recompiles"
                 )
@@ -1104,15 +1114,10 @@ def _method_mutations(owner_facts: _ClassFacts, fn: ast.AST) -> List[Tuple[str, 
     if not owner_facts.int_attrs:
         return out
     for node in _in_order([n for n in _walk_body(fn) if isinstance(n, (ast.AugAssign, ast.Assign))]):
-        if isinstance(node, ast.AugAssign):
-            attr = _self_attr(node.target)
-            if attr in owner_facts.int_attrs and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
+        for target in _int_changes(node):
+            attr = _self_attr(target)
+            if attr in owner_facts.int_attrs:
                 out.append((attr, node))  # type: ignore[arg-type]
-        else:
-            for target in node.targets:  # type: ignore[attr-defined]
-                attr = _self_attr(target)
-                if attr in owner_facts.int_attrs and _mentions_self_attr(node.value, attr) and not _has_float_or_div(node.value):  # type: ignore[attr-defined,arg-type]
-                    out.append((attr, node))  # type: ignore[arg-type]
     return out
 
 
