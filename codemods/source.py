@@ -173,6 +173,17 @@ class Source:
                 return anc
         return None
 
+    def loops_around(self, node: ast.AST) -> List[ast.AST]:
+        """The loops (``for``, ``async for``, ``while``) that enclose ``node``
+        in the function, lambda or class body that runs it, innermost first."""
+        out: List[ast.AST] = []
+        for anc in self.ancestors(node):
+            if isinstance(anc, _SCOPE_BOUNDARIES):
+                break
+            if isinstance(anc, _LOOP_KINDS):
+                out.append(anc)
+        return out
+
     def statement_of(self, node: ast.AST) -> Optional[ast.stmt]:
         cur: Optional[ast.AST] = node
         while cur is not None and not isinstance(cur, ast.stmt):
@@ -328,6 +339,9 @@ def statement_target(source: Source, stmt: ast.stmt) -> Target:
         return source.target(stmt, "BaseCompoundStatement")
     return source.target(stmt, "BaseSmallStatement", "SimpleStatementLine")
 
+
+_LOOP_KINDS = (ast.For, ast.AsyncFor, ast.While)
+_SCOPE_BOUNDARIES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 COMPOUND = (
     ast.FunctionDef,

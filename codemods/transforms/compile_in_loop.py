@@ -13,9 +13,6 @@ from ..variation import assigned_names
 from ..source import walk
 from .base import Example, Rule
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_BOUNDARIES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-
 
 class CompileInLoop(Rule):
     code = "FR008"
@@ -145,12 +142,8 @@ is left to the author. A loop-invariant compile needs no cure on torch 2.13
     def _loop_of(source, site: CompileSite) -> Optional[ast.AST]:
         """The innermost loop around the compile, in the function that runs it."""
         start = site.statement if site.form == "decorator" else site.node
-        for anc in source.ancestors(start):  # type: ignore[arg-type]
-            if isinstance(anc, _LOOPS):
-                return anc
-            if isinstance(anc, _BOUNDARIES):
-                return None
-        return None
+        loops = source.loops_around(start)  # type: ignore[arg-type]
+        return loops[0] if loops else None
 
     @staticmethod
     def _resets(model: CompileModel, loop: ast.AST) -> bool:

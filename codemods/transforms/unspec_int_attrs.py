@@ -483,9 +483,6 @@ class OutsideChange:
     via: Optional[ast.Call] = None
 
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-
-
 def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.ClassDef, start: str) -> Optional[OutsideChange]:
     """An int attribute of the compiled instance that code outside the class
     changes in a loop (``model.step += 1`` in the training loop, on the
@@ -524,7 +521,7 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
                 continue
             via: Optional[ast.Call] = None
             if _instance_key(model, t.value) in instances:
-                loops = [a for a in _ancestors_in_function(source, node) if isinstance(a, _LOOPS)]
+                loops = source.loops_around(node)
             elif isinstance(t.value, ast.Name):  # `def advance(m): m.step += 1`, called in a loop with the instance
                 via, loops = _param_call_loops(model, t.value, instances)
             else:
@@ -586,7 +583,7 @@ def _param_call_loops(model: CompileModel, name: ast.Name, instances: List[tuple
                 passed = call.args[i]  # type: ignore[attr-defined]
         if passed is None or _instance_key(model, passed) not in instances:
             continue
-        loops = [a for a in _ancestors_in_function(source, call) if isinstance(a, _LOOPS)]
+        loops = source.loops_around(call)
         if loops:
             return call, loops  # type: ignore[return-value]
     return None, []
@@ -612,14 +609,6 @@ def _loop_calls(model: CompileModel, loop: ast.AST, site: AstCompileSite) -> boo
             if any(model.resolve_function(node.func) is fn for fn in helpers):
                 return True
     return False
-
-
-def _ancestors_in_function(source: Source, node: ast.AST) -> Iterator[ast.AST]:
-    """The nodes enclosing ``node`` up to its function (or the module)."""
-    for a in source.ancestors(node):
-        if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            return
-        yield a
 
 
 def _compile_statement(model: CompileModel, site: AstCompileSite) -> ast.stmt:
