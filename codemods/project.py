@@ -68,9 +68,11 @@ class ProjectIndex:
     #: (how many modules it was built from, (root, module) -> path): built on
     #: first use (:meth:`path_of`)
     _homes: Tuple[int, Dict[ModuleKey, str]] = field(default=(-1, {}), repr=False, compare=False)
-    #: (the :attr:`names` it was made for, module -> the tokens only it
-    #: defines, module -> its :meth:`prefilter_tokens`): built on first use
-    _own: tuple = field(default=((), {}, {}), repr=False, compare=False)
+    #: (the :attr:`names` it was made for, every entry of the index as
+    #: (token, module key, whether its (module, name) is unique in its table),
+    #: the modules with entries, (roots, own key or None) -> the
+    #: :meth:`prefilter_tokens` of a file there): built on first use
+    _reach: tuple = field(default=((), (), frozenset(), {}), repr=False, compare=False)
 
     def path_of(self, key: ModuleKey) -> Optional[str]:
         """The file of the run that is module ``key``."""
@@ -84,29 +86,35 @@ class ProjectIndex:
 
     def prefilter_tokens(self, path: str) -> Tuple[Tuple[bytes, bytes], ...]:
         """Byte strings one of which a file of the run must contain for the
-        index to matter there (none for files outside the run): :attr:`names`
-        but those only the file's own module defines (the index never
-        resolves a name to the module asking: :func:`_resolve_in`)."""
+        index to matter there (none for files outside the run): the tokens
+        of the entries :func:`_resolve_in` can reach from ``path`` -- those
+        of a module under one of its roots (its root, its script's folder),
+        or unique in their table by (module, name) -- but never the file's
+        own module's (the index never resolves a name to the module asking).
+        A ``train_gpt`` defined in the folder of every record of a repo is
+        then looked for only beside each one.  Files with the same roots
+        share one tuple (the cache key's memo is by identity)."""
         key = self.modules.get(path)
         if key is None:
             return ()
-        if self._own[0] is not self.names:
-            owners: Dict[Tuple[bytes, bytes], set] = {}
+        if self._reach[0] is not self.names:
+            entries = []
             for table in (self.compiled, self.lr_proven):
-                for module, entries in table.items():
-                    for name in entries:
-                        owners.setdefault(module_token(name, module), set()).add(module)
-            only: Dict[ModuleKey, set] = {}
-            for token, modules in owners.items():
-                if len(modules) == 1:
-                    only.setdefault(next(iter(modules)), set()).add(token)
-            self._own = (self.names, only, {})
-        mine = self._own[1].get(key)
-        if not mine:
-            return self.names  # the one tuple of the run (the cache key's memo is by identity)
-        kept = self._own[2].get(key)
+                count: Dict[Tuple[str, str], int] = {}
+                for module, found in table.items():
+                    for name in found:
+                        count[(module[1], name)] = count.get((module[1], name), 0) + 1
+                for module, found in table.items():
+                    for name in found:
+                        entries.append((module_token(name, module), module, count[(module[1], name)] == 1))
+            self._reach = (self.names, tuple(entries), frozenset(module for _, module, _ in entries), {})
+        _, entries, owners, memo = self._reach
+        roots = (key[0], os.path.dirname(os.path.abspath(path)))
+        own = key if key in owners else None  # None: the one tuple of every module of these roots that defines none
+        kept = memo.get((roots, own))
         if kept is None:
-            kept = self._own[2][key] = tuple(token for token in self.names if token not in mine)
+            reached = {token for token, module, unique in entries if module != key and (unique or module[0] in roots)}
+            kept = memo[(roots, own)] = self.names if len(reached) == len(self.names) else tuple(sorted(reached))
         return kept
 
     def concerns(self, path: str, data: bytes) -> bool:

@@ -714,27 +714,38 @@ def test_index_names_and_modules_count_in_code_only():
 
 def test_index_tokens_leave_out_the_files_own_names(tmp_path):
     """A module's own compiled functions are its own analysis's: the index
-    neither resolves them for it nor sends it a second look for them; a name
-    another module of the same last name also defines stays."""
+    neither resolves them for it nor sends it a second look for them.  The
+    tokens of a file are those of the functions :func:`_resolve_in` can reach
+    from it: a module under its root, or one unique in the run by (module,
+    name); a name two folders define alike is reached only beside each."""
     write(
         tmp_path,
         {
             "a/kernels.py": "import torch\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n\nimport kernels\nkernels.scale(x, 0.5)\n",
             "b/kernels.py": "import torch\n\n@torch.compile\ndef shift(x, c):\n    return x + c\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n",
             "a/train.py": "from kernels import scale\nscale(x, 0.5)\n",
+            "c/train.py": "from kernels import scale, shift\nscale(x, 0.5)\nshift(x, 0.5)\n",
         },
     )
     from codemods import project as project_mod
 
     files = sorted(str(p) for p in tmp_path.rglob("*.py"))
     index = project_mod.build_project_index(files, Settings())
-    mine, other, train = (str(tmp_path / p) for p in ("a/kernels.py", "b/kernels.py", "a/train.py"))
-    assert index.prefilter_tokens(train) is index.names  # the run's one tuple
-    assert (b"scale", b"kernels") in index.prefilter_tokens(mine)  # b/kernels.py defines it too
-    assert (b"shift", b"kernels") not in index.prefilter_tokens(other) and (b"shift", b"kernels") in index.prefilter_tokens(mine)
+    mine, other, train, elsewhere = (str(tmp_path / p) for p in ("a/kernels.py", "b/kernels.py", "a/train.py", "c/train.py"))
+    assert index.prefilter_tokens(train) is index.names  # the run's one tuple: a's scale, b's unique shift
+    # b's scale is not unique and b is not a's root: a/kernels.py can never reach it
+    assert index.prefilter_tokens(mine) == ((b"shift", b"kernels"),)
+    assert index.prefilter_tokens(other) == ()  # a's scale is not unique and a is not b's root: nothing to look for
+    assert index.prefilter_tokens(elsewhere) == ((b"shift", b"kernels"),)
     assert index.resolve(train, "kernels.scale") is not None
     assert index.resolve(mine, "kernels.scale") is None  # never the module asking
     assert index.resolve(other, "kernels.scale") is None
+    assert index.resolve(elsewhere, "kernels.scale") is None and index.resolve(elsewhere, "kernels.shift") is not None
+    # each token a file lacks is one the index cannot resolve there
+    for path in (mine, other, train, elsewhere):
+        for name in ("scale", "shift"):
+            if (name.encode(), b"kernels") not in index.prefilter_tokens(path):
+                assert index.resolve(path, f"kernels.{name}") is None, (path, name)
 
 
 # -- progress --------------------------------------------------------------------------
