@@ -185,6 +185,18 @@ REMEDIES: Dict[str, str] = {
     ),
 }
 
+#: a module float attribute torch guarded through a value computed from it:
+#: it reached an op that needs a Python number (``bernoulli_(1 - p)``), so a
+#: tensor cannot stand in.  Measured (tests/trace_scripts/per_block_drop_path.py):
+#: 12 blocks compiled one by one, each with its own drop-path rate, 8 graphs
+#: and the limit; the model compiled whole, 1 graph.
+SPECIALISED_MODULE_FLOAT = (
+    "report: {src} reaches an op that needs a Python number (torch guards a value computed from it; "
+    "a tensor cannot stand in): if modules compiled one by one each hold their own value (per-block "
+    "drop-path rates), compile the model whole or raise torch._dynamo.config.recompile_limit to their number; "
+    "if it changes between calls, use it outside the compiled code"
+)
+
 
 @dataclass(frozen=True)
 class Reason:
@@ -546,6 +558,25 @@ _SYM_INT = re.compile(
 )
 
 
+#: a name with its attributes and constant subscripts, inside an expression
+_ACCESS = re.compile(r"""(?<![\w.'"\]])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[(?:\d+|'[^']*'|"[^"]*")\])*""")
+
+
+_CALL = re.compile(r"[\w\])]\s*\(")
+
+
+def _computed_from(src: str) -> Optional[str]:
+    """The one access a computed guard's value comes from: ``(1.0 +
+    ((-1)*self.drop_path.drop_prob))`` -> ``self.drop_path.drop_prob``;
+    None for a plain access or an expression over several.  Torch guards a
+    value computed from a float when an op needed it as a Python number
+    (``bernoulli_(1 - p)``): a value it specialised, not one it made dynamic."""
+    if _IDENT.match(src) or _KEYED.match(src) or _ATTR.match(src) or _CALL.search(src):
+        return None  # a plain access, or a call (`x.size()[1]`, `len(xs)`): guarded as what it is
+    found = {m.group(0) for m in _ACCESS.finditer(src)}
+    return found.pop() if len(found) == 1 else None
+
+
 def _user_source(src: str) -> Tuple[str, bool]:
     """``L['x'].attr`` -> ("x.attr", False); ``G['X']`` -> ("X", True);
     ``self._modules['kv_cache'].size`` -> ("self.kv_cache.size", False)."""
@@ -666,6 +697,9 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...]]:
     if sub:
         src = sub.group("inner")
     is_int, is_float = bool(_INT.match(value)), bool(_FLOAT.match(value))
+    computed = _computed_from(src) if (is_int or is_float) else None
+    if computed is not None:  # a value computed from one attribute or argument
+        src = computed
     if src.endswith(".training") and value in ("True", "False"):
         return TRAIN_EVAL, src, ()
     if _ATTR.match(src) and (is_int or is_float):
@@ -719,10 +753,19 @@ def parse_reason(text: str) -> List[Reason]:
                     line=line,
                     file=file,
                     dims=dims,
-                    specialized=" in evaluate_expr)" in part,
+                    specialized=" in evaluate_expr)" in part or _computed_guard(guard),
                 )
             )
     return out
+
+
+def _computed_guard(guard: str) -> bool:
+    """Is ``guard`` an equality on a value computed from one source
+    (:func:`_computed_from`)?"""
+    m = _EQ.match(guard)
+    if m is None or not (_INT.match(m.group("val").strip()) or _FLOAT.match(m.group("val").strip())):
+        return False
+    return _computed_from(_user_source(m.group("src"))[0]) is not None
 
 
 def _split_guards(text: str) -> List[str]:
@@ -795,7 +838,11 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
                 f"sizes 0/1 specialise: bounded ({zero_one} recompile{'s' if zero_one != 1 else ''})"
             )
     elif cause in BOUNDED:
-        if entry.limit_hit and cause in REMEDIES:
+        top = entry.causes[0] if entry.causes else cause
+        if entry.limit_hit and top != cause and count < sum(1 for r in entry.reasons if r.cause == top):
+            # a few recompiles of a bounded cause next to the one that filled the cache
+            parts.append(f"bounded ({count} recompile{'s' if count != 1 else ''}): the limit came from {top}")
+        elif entry.limit_hit and cause in REMEDIES:
             parts.append(REMEDIES[cause].format(src=sources))
         elif entry.limit_hit:
             parts.append(f"report: {count} recompiles on {cause} {sources} hit the limit")
@@ -808,6 +855,13 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
         # dynamic shapes cannot lift it, so FR001 is no cure
         parts = [c for c in parts if c != "FR001"]
         parts.append(f"report: {sources} decides Python control flow (specialised even when dynamic): bucket its values or move the loop out (rule FR009)")
+    elif cause == FLOAT_ARG and any(r.specialized for r in entry.reasons if r.cause == cause):
+        # a value computed from the float reached an op that needs a Python
+        # number: specialised whatever `dynamic=` says, so FR001 is no cure
+        parts = [c for c in parts if c != "FR001"]
+        parts.append(f"report: {sources} reaches an op that needs a Python number (torch guards a value computed from it): keep it fixed, or use it outside the compiled code")
+    elif cause == MODULE_FLOAT_ATTR and any(r.specialized for r in entry.reasons if r.cause == cause):
+        parts.append(SPECIALISED_MODULE_FLOAT.format(src=sources))
     elif cause in REMEDIES:
         parts.append(REMEDIES[cause].format(src=sources))
     return ", ".join(parts) if parts else "none"

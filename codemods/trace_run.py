@@ -401,7 +401,10 @@ def float_evidence(trace: tr.Trace) -> Dict[str, Evidence]:
     for entry in trace.entries:
         if tr._is_torch_file(entry.filename) or not entry.firstlineno:
             continue
-        sources = [s for s in tr._sources(entry, tr.FLOAT_ARG) if "." not in s]  # `cfg.lr`: an attribute, not an argument
+        # `cfg.lr`: an attribute, not an argument; a value torch guarded as
+        # computed from the float (`(1.0 - p) == 0.9`): an op needed a Python
+        # number there, which a tensor passed in does not show to cure
+        sources = sorted({r.source for r in entry.reasons if r.cause == tr.FLOAT_ARG and r.source and "." not in r.source and not r.specialized})
         if sources:
             found.setdefault(_real(entry.filename), {}).setdefault(entry.firstlineno, set()).update(sources)
     return {path: Evidence({line: frozenset(s) for line, s in lines.items()}) for path, lines in found.items()}

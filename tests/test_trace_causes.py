@@ -175,6 +175,10 @@ def test_an_optional_argument_did_not_recompile_on_2_13():
         ("0/0: G['cfg'].lr == 0.1", tr.GLOBAL, "cfg.lr"),
         ("0/0: kwargs['cfg'].lr == 0.1", tr.FLOAT_ARG, "kwargs['cfg'].lr"),
         ("0/0: self.layers[0].idx == 1", tr.MODULE_INT_ATTR, "self.layers[0].idx"),
+        # a value computed from one source: guarded where an op needed a Python number
+        ("0/1: (1.0 + ((-1)*self._modules['drop_path'].drop_prob)) == 0.99", tr.MODULE_FLOAT_ATTR, "self.drop_path.drop_prob"),
+        ("0/0: (1.0 - L['p']) == 0.9", tr.FLOAT_ARG, "p"),
+        ("0/0: (L['a'] + L['b']) == 0.9", tr.FLOAT_ARG, "(a + b)"),  # two sources: shown as computed
     ],
 )
 def test_guard_shapes_from_torch_source(reason, cause, source):
@@ -261,3 +265,52 @@ def test_invalidations_come_from_artifacts_only_when_present():
     for name in ("module_counter", "anneal_float", "growing_inputs"):
         for e in fixture(name).entries:
             assert all(r.cause != tr.INVALIDATED for r in e.reasons), name
+
+
+def test_computed_guards_are_specialised_values():
+    """A guard on a value computed from one float (``(1.0 - p) == 0.9``) means
+    an op needed it as a Python number: torch specialised it."""
+    [computed] = tr.parse_reason("0/0: (1.0 + ((-1)*self._modules['drop_path'].drop_prob)) == 0.99")
+    [plain] = tr.parse_reason("0/0: self.scale == 0.5")
+    [shape] = tr.parse_reason("0/0: x.size()[1] == y.size()[1]")
+    [converted] = tr.parse_reason("0/0: int(L['n']) == 3")
+    assert computed.specialized and not plain.specialized and not shape.specialized and not converted.specialized
+
+
+def test_per_block_float_attribute_that_reaches_an_op_needing_a_number():
+    """Regional compilation of blocks that each hold their own drop-path rate
+    (timm's DropPath(dpr[i])): the rate reaches ``bernoulli_(1 - p)``, torch
+    guards the computed value, and each block's rate is a new graph of the
+    one Block.forward: 8 graphs and the limit (the model compiled whole: 1
+    graph; recompile_limit = 16: 12 graphs, no fallback).  The cause is the
+    module's float attribute, not a float argument (it said "float argument
+    `(1.0 + ((-1)*self.drop_path.drop_prob))`", cure FR003, FR001: neither
+    applies), and the cure says a tensor cannot stand in.  The one
+    requires_grad recompile beside it (the first block's input needs no
+    grad) is bounded and not what filled the cache."""
+    trace = fixture("per_block_drop_path")
+    [entry] = [e for e in trace.entries if e.name == "forward"]
+    assert entry.graphs == 8 and entry.limit_hit
+    assert entry.causes == [tr.MODULE_FLOAT_ATTR, tr.REQUIRES_GRAD]
+    assert tr._sources(entry, tr.MODULE_FLOAT_ATTR) == ["self.drop_path.drop_prob"]
+    label = tr.cure_label(entry, tr.MODULE_FLOAT_ATTR, CODES)
+    assert "needs a Python number" in label and "compile the model whole" in label and "recompile_limit" in label
+    assert "FR003" not in label and "fill_" not in label
+    assert tr.cure_label(entry, tr.REQUIRES_GRAD, CODES) == "bounded (1 recompile): the limit came from module float attribute"
+
+
+def test_a_specialised_float_argument_gets_no_dynamic_shapes_cure():
+    """``(1.0 - p) == 0.9``: the argument reached an op that needs a Python
+    number; ``dynamic=`` cannot lift that (no FR001), and the trace gives FR003
+    no evidence to wrap it (a tensor passed in is not shown to cure it)."""
+    from codemods.trace_run import float_evidence
+
+    reasons = tr.parse_reason("0/0: (1.0 - L['p']) == 0.9") + tr.parse_reason("0/1: (1.0 - L['p']) == 0.8")
+    entry = tr.CodeEntry("f", str(SCRIPTS / "anneal_float.py"), 3, graphs=3, reasons=reasons)
+    label = tr.cure_label(entry, tr.FLOAT_ARG, CODES)
+    assert "FR001" not in label and "needs a Python number" in label and label.startswith("FR003")
+    assert float_evidence(tr.Trace(entries=[entry])) == {}
+    plain = tr.CodeEntry("f", str(SCRIPTS / "anneal_float.py"), 3, graphs=3, reasons=tr.parse_reason("0/0: L['p'] == 0.9"))
+    assert "FR001" in tr.cure_label(plain, tr.FLOAT_ARG, CODES)
+    [seen] = float_evidence(tr.Trace(entries=[plain])).values()
+    assert seen.float_args == {3: frozenset({"p"})}
