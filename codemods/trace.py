@@ -521,7 +521,7 @@ _HINT = re.compile(r'\(HINT: (?P<hint>.*)\)\s*$')
 _CLOSURE_HINT = re.compile(r'guard on "(?P<name>[^"]+)"')
 _USER_STACK = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 _TENSOR_MISMATCH = re.compile(
-    r"^tensor\s+'(?P<name>.+?)'\s+(?P<what>size|stride|rank|dim|dispatch|dtype|device|requires_grad)\w*(\s+\w+)*?\s+mismatch",
+    r"^tensor\s+'(?P<name>.+?)'\s+(?:Tensor\s+)?(?P<what>size|stride|rank|dim|dispatch|dtype|device|requires_grad)\w*(\s+\w+)*?\s+mismatch",
     re.IGNORECASE,
 )
 _MISMATCH_INDEX = re.compile(r"mismatch at index (?P<dim>\d+)")

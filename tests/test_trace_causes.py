@@ -160,6 +160,8 @@ def test_an_optional_argument_did_not_recompile_on_2_13():
         ("0/0: L['a'] is L['b']", tr.ALIASING, "a"),
         ("0/0: Duplicate tensors found: x, y", tr.ALIASING, ""),
         ("0/0: tensor 'x' device mismatch. expected cpu, actual cuda:0", tr.DEVICE, "x"),
+        # torch's own test of a model moved to another GPU (test_torchinductor.py)
+        ("0/0: tensor 'L['x']' Tensor device index mismatch. Expected device index to be 0, actual 1", tr.DEVICE, "x"),
         ("0/0: tensor 'x' dispatch key set mismatch. expected A, actual B", tr.DISPATCH, "x"),
         ("0/0: GLOBAL_STATE changed: deterministic_algorithms ", tr.GLOBAL_STATE, "deterministic_algorithms"),
         ("0/0: ___check_torch_function_mode_stack()", tr.GLOBAL_STATE, ""),
