@@ -71,7 +71,8 @@ class ProjectIndex:
     #: (the :attr:`names` it was made for, every entry of the index as
     #: (token, module key, whether its (module, name) is unique in its table),
     #: the modules with entries, (roots, own key or None) -> the
-    #: :meth:`prefilter_tokens` of a file there): built on first use
+    #: :meth:`prefilter_tokens` of a file there, and a file's folder -> that
+    #: folder made absolute): built on first use
     _reach: tuple = field(default=((), (), frozenset(), {}), repr=False, compare=False)
 
     def path_of(self, key: ModuleKey) -> Optional[str]:
@@ -109,7 +110,11 @@ class ProjectIndex:
                         entries.append((module_token(name, module), module, count[(module[1], name)] == 1))
             self._reach = (self.names, tuple(entries), frozenset(module for _, module, _ in entries), {})
         _, entries, owners, memo = self._reach
-        roots = (key[0], os.path.dirname(os.path.abspath(path)))
+        folder = os.path.dirname(path)
+        absolute = memo.get(folder)  # the folder made absolute once (abspath asks the OS for the cwd)
+        if absolute is None:
+            absolute = memo[folder] = os.path.dirname(os.path.abspath(path))
+        roots = (key[0], absolute)
         own = key if key in owners else None  # None: the one tuple of every module of these roots that defines none
         kept = memo.get((roots, own))
         if kept is None:
