@@ -72,8 +72,9 @@ class ProjectIndex:
     #: (token, module key, whether its (module, name) is unique in its table),
     #: the modules with entries, (roots, own key or None) -> the
     #: :meth:`prefilter_tokens` of a file there, and a file's folder -> that
-    #: folder made absolute): built on first use
-    _reach: tuple = field(default=((), (), frozenset(), {}), repr=False, compare=False)
+    #: folder made absolute, each distinct tuple of tokens -> its one copy):
+    #: built on first use
+    _reach: tuple = field(default=((), (), frozenset(), {}, {}), repr=False, compare=False)
 
     def path_of(self, key: ModuleKey) -> Optional[str]:
         """The file of the run that is module ``key``."""
@@ -93,7 +94,7 @@ class ProjectIndex:
         or unique in their table by (module, name) -- but never the file's
         own module's (the index never resolves a name to the module asking).
         A ``train_gpt`` defined in the folder of every record of a repo is
-        then looked for only beside each one.  Files with the same roots
+        then looked for only beside each one.  Files given the same tokens
         share one tuple (the cache key's memo is by identity)."""
         key = self.modules.get(path)
         if key is None:
@@ -108,8 +109,8 @@ class ProjectIndex:
                 for module, found in table.items():
                     for name in found:
                         entries.append((module_token(name, module), module, count[(module[1], name)] == 1))
-            self._reach = (self.names, tuple(entries), frozenset(module for _, module, _ in entries), {})
-        _, entries, owners, memo = self._reach
+            self._reach = (self.names, tuple(entries), frozenset(module for _, module, _ in entries), {}, {self.names: self.names})
+        _, entries, owners, memo, copies = self._reach
         folder = os.path.dirname(path)
         absolute = memo.get(folder)  # the folder made absolute once (abspath asks the OS for the cwd)
         if absolute is None:
@@ -119,7 +120,8 @@ class ProjectIndex:
         kept = memo.get((roots, own))
         if kept is None:
             reached = {token for token, module, unique in entries if module != key and (unique or module[0] in roots)}
-            kept = memo[(roots, own)] = self.names if len(reached) == len(self.names) else tuple(sorted(reached))
+            kept = tuple(sorted(reached))
+            kept = memo[(roots, own)] = copies.setdefault(kept, kept)  # one object per content (the memo is by identity)
         return kept
 
     def concerns(self, path: str, data: bytes) -> bool:
