@@ -274,6 +274,29 @@ def _is_lr_subscript(source: Source, node: ast.AST) -> bool:
     return len(tokens) == 1
 
 
+def _tensor_test(ctx, test: ast.AST) -> Optional[Tuple[ast.AST, bool]]:
+    """(its subject, whether it holds when the subject is a tensor) of a test
+    ``isinstance(S, torch.Tensor)``, ``torch.is_tensor(S)``, ``isinstance(S,
+    float)`` (or ``(int, float)``: holds when S is not a tensor), or ``not``
+    one of them; None for any other test."""
+    positive = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, positive = test.operand, not positive
+    if not isinstance(test, ast.Call) or test.keywords or not test.args or any(isinstance(a, ast.Starred) for a in test.args):
+        return None
+    names = ctx.model.qualified_names(test.func)
+    if "torch.is_tensor" in names and len(test.args) == 1:
+        return test.args[0], positive
+    if "builtins.isinstance" in names and len(test.args) == 2:
+        kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+        quals = [ctx.model.qualified_names(kind) for kind in kinds]
+        if quals and all("torch.Tensor" in q for q in quals):
+            return test.args[0], positive
+        if quals and all(q & {"builtins.float", "builtins.int"} for q in quals):
+            return test.args[0], not positive
+    return None
+
+
 def _fill(target: cst.CSTNode):
     """``x["lr"] = v`` -> ``x["lr"].fill_(v)``."""
     assert isinstance(target, cst.Assign)
@@ -366,7 +389,12 @@ Safe when nothing in the module reads the lr back. Once lr is a tensor,
 `json.dumps(lr)` and `isinstance(lr, float)` fail or change, and `print(lr)` /
 `f"{lr}"` print a tensor or float32 digits. So if the module reads the lr
 (`["lr"]`, `get_last_lr()`, `get_lr()`), the fix is unsafe. The tensor is
-float32: values agree with the float lr to about 7 digits.
+float32: values agree with the float lr to about 7 digits. A helper that is
+already tensor-aware (`lr = g["lr"]; if isinstance(lr, torch.Tensor):
+lr.fill_(v) else: g["lr"] = v`, as open_clip's) neither reads the lr back nor
+gets a `.fill_`: its float branch is never reached once the lr is a tensor,
+and stays a plain write for an optimizer that keeps a float lr (`.fill_`
+there would fail on it).
 
 The fix is also unsafe when the analysis cannot see every lr write: a
 `["lr"] = v` into param groups of an optimizer not visible here (it may be
@@ -441,6 +469,17 @@ step), while the step compiled by the default inductor backend is as fast
             "other = torch.optim.SGD(m.parameters(), lr=0.1)\n"
             "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'] = lr\n"
             "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\nset_lr(other, 0.05)\n",
+        ),
+        # a tensor-aware helper (open_clip's): its float branch stays a plain write
+        Example(
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "def set_lr(o, v):\n    for g in o.param_groups:\n        lr = g['lr']\n        if isinstance(lr, torch.Tensor):\n"
+            "            lr.fill_(v)\n        else:\n            g['lr'] = v\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\n",
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\n"
+            "def set_lr(o, v):\n    for g in o.param_groups:\n        lr = g['lr']\n        if isinstance(lr, torch.Tensor):\n"
+            "            lr.fill_(v)\n        else:\n            g['lr'] = v\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\n",
         ),
         # passed to code not visible here: unsafe
         Example(
@@ -1115,15 +1154,52 @@ step), while the step compiled by the default inductor backend is as fast
         return out
 
     def _lr_assigns(self, ctx) -> List[ast.Assign]:
-        """``x["lr"] = v`` statements (one target), in source order."""
+        """``x["lr"] = v`` statements (one target), in source order, but those
+        of the branch a tensor lr never takes (:meth:`_float_branch`)."""
         found = ctx.cache.get("fr004_lr_assigns")
         if found is None:
             source = ctx.source
             found = ctx.cache["fr004_lr_assigns"] = _source_order(
                 n for n in source.nodes(ast.Assign)
-                if len(n.targets) == 1 and self._lr_key(ctx, n.targets[0]) is not None  # type: ignore[attr-defined]
+                if len(n.targets) == 1 and self._lr_key(ctx, n.targets[0]) is not None and not self._float_branch(ctx, n)  # type: ignore[attr-defined]
             )
         return found
+
+    def _float_branch(self, ctx, node: ast.Assign) -> bool:
+        """Is the write ``g["lr"] = v`` in the branch of a test on that same
+        lr that runs only when it is not a tensor?  ``lr = g["lr"]; if
+        isinstance(lr, torch.Tensor): lr.fill_(v) else: g["lr"] = v`` (open_clip's
+        ``assign_learning_rate``) is already tensor-aware: once the lr is a
+        tensor the write is never reached, and where a float lr reaches it
+        (another optimizer sharing the helper), ``.fill_`` would fail."""
+        holder = node.targets[0].value  # type: ignore[attr-defined]
+        if not isinstance(holder, ast.Name):
+            return False
+        child: ast.AST = node
+        for anc in ctx.source.ancestors(node):
+            if isinstance(anc, _DEFS + (ast.Lambda, ast.ClassDef, ast.Module)):
+                return False
+            if isinstance(anc, ast.If):
+                test = _tensor_test(ctx, anc.test)
+                if test is not None and self._names_lr_of(ctx, test[0], holder):
+                    in_body = any(child is stmt for stmt in anc.body)
+                    return in_body != test[1]  # the body runs when the test holds
+            child = anc
+        return False
+
+    def _names_lr_of(self, ctx, expr: ast.AST, holder: ast.Name) -> bool:
+        """Is ``expr`` the lr of the group ``holder`` names: ``holder["lr"]``,
+        or a name bound once, to that, in its function?"""
+        if isinstance(expr, ast.Subscript):
+            return isinstance(expr.value, ast.Name) and expr.value.id == holder.id and self._lr_key(ctx, expr) is not None
+        if isinstance(expr, ast.Name):
+            bindings = ctx.model.scopes.bindings_of(expr)
+            return (
+                len(bindings) == 1 and bindings[0].kind == "assign" and isinstance(bindings[0].value, ast.Subscript)
+                and bindings[0].value is bindings[0].stmt.value  # type: ignore[union-attr]
+                and self._names_lr_of(ctx, bindings[0].value, holder)
+            )
+        return False
 
     def _lr_reads(self, ctx) -> List[int]:
         """Lines where the module reads an lr back (``x["lr"]`` loads, ``get_last_lr()``)."""
@@ -1141,12 +1217,40 @@ step), while the step compiled by the default inductor backend is as fast
                 # libcst saw it, anything in an augmented assignment
                 if isinstance(parent, ast.AugAssign) or (isinstance(parent, ast.Assign) and any(t is node for t in parent.targets)):
                     continue
+                if self._tensor_aware_read(ctx, node, parent):
+                    continue
                 lines.append(node.lineno)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get_last_lr", "get_lr"):
                 lines.append(node.lineno)
         lines.sort()
         ctx.cache["fr004_lr_reads"] = lines
         return lines
+
+    def _tensor_aware_read(self, ctx, node: ast.Subscript, parent: Optional[ast.AST]) -> bool:
+        """Does the read ``g["lr"]`` only serve a tensor lr as one: the subject
+        of a tensor test (``isinstance(g["lr"], torch.Tensor)``), the tensor of
+        ``g["lr"].fill_(v)``, or bound to a name (``lr = g["lr"]``, its one
+        binding) used only in those two ways?"""
+        if self._tensor_use(ctx, node, parent):
+            return True
+        if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name) and parent.value is node):
+            return False
+        name = parent.targets[0]
+        scope = ctx.model.scopes.scope_of(name)
+        if len(scope.bindings.get(name.id, ())) != 1:
+            return False
+        loads = scope.references.get(name.id, [])
+        return bool(loads) and all(self._tensor_use(ctx, load, ctx.source.parent(load)) for load in loads)
+
+    @staticmethod
+    def _tensor_use(ctx, expr: ast.AST, parent: Optional[ast.AST]) -> bool:
+        """``expr`` is the subject of a tensor test or the tensor ``.fill_`` is called on."""
+        if isinstance(parent, ast.Call) and parent.args and parent.args[0] is expr and _tensor_test(ctx, parent) is not None:
+            return True
+        if isinstance(parent, ast.Attribute) and parent.attr == "fill_" and parent.value is expr:
+            call = ctx.source.parent(parent)
+            return isinstance(call, ast.Call) and call.func is parent
+        return False
 
     # ------------------------------------------------------ computed lr keys
     def _lr_key(self, ctx, node: ast.AST) -> Optional[Tuple[Tuple[ast.AST, ast.arg], ...]]:
