@@ -55,6 +55,7 @@ IDENTITY = "object identity"
 TYPE = "type"
 NONE_CHECK = "None check"
 KEYS = "key or attribute presence"
+TRUTH = "truthiness"
 CONSTANT = "constant value"
 TRAIN_EVAL = "train/eval mode"
 GRAD_MODE = "grad mode"
@@ -88,6 +89,7 @@ CAUSES = (
     TYPE,
     NONE_CHECK,
     KEYS,
+    TRUTH,
     CONSTANT,
     TRAIN_EVAL,
     GRAD_MODE,
@@ -113,6 +115,7 @@ BOUNDED = frozenset(
         TYPE,
         NONE_CHECK,
         KEYS,
+        TRUTH,
         CONSTANT,
         TRAIN_EVAL,
         GRAD_MODE,
@@ -218,6 +221,10 @@ class Reason:
     #: value (``# for _ in range(n): ... (…/tensor.py:… in evaluate_expr)``):
     #: the value is specialised even under automatic dynamic shapes
     specialized: bool = False
+    #: the failure of a cache entry that survived a compile whose other
+    #: entries a freed object invalidated (the recompile_reason names the
+    #: first entry only): the invalidation is that compile's cause
+    stale: bool = False
 
 
 @dataclass
@@ -253,8 +260,12 @@ class CodeEntry:
         first cache entry's own failure, ``not self.state``)."""
         counts: Dict[str, int] = {}
         for r in self.reasons:
-            counts[r.cause] = counts.get(r.cause, 0) + 1
+            counts[r.cause] = counts.get(r.cause, 0) + (0 if r.stale else 1)
         return sorted(counts, key=lambda c: (c == OTHER, -counts[c], CAUSES.index(c)))
+
+    def count(self, cause: str) -> int:
+        """Recompiles this cause explains (stale reasons left out)."""
+        return sum(1 for r in self.reasons if r.cause == cause and not r.stale)
 
     @property
     def key(self) -> Tuple[str, int, str]:
@@ -382,6 +393,8 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
     #: (frame, compile) whose recompile_reason names a cache invalidation
     told: Set[Tuple[int, object]] = set()
     invalidated: Dict[Tuple[int, object], str] = {}
+    #: (frame, compile id) -> the reasons its recompile_reason gave
+    by_compile: Dict[Tuple[int, object], List[Reason]] = {}
     for record in iter_records(path, invalidated):
         if record is None:
             trace.bad_lines += 1
@@ -462,6 +475,7 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                         for r in parsed
                     ]
                 entry.reasons.extend(parsed)
+                by_compile[(frame, record.get("frame_compile_id"))] = parsed
     # the recompile_reason of a compile names the first failed cache entry
     # only; entries dropped because a guarded object was freed are listed in
     # the recompile_reasons artifact: one reason per compile that lists them
@@ -469,6 +483,8 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
         entry = entries.get(frame)
         if entry is not None and (frame, compile_id) not in told:
             entry.reasons.append(Reason(INVALIDATED, _user_source(source)[0], f"Cache line invalidated because {source} got deallocated"))
+            stale = {id(r) for r in by_compile.get((frame, compile_id), ())}
+            entry.reasons = [dataclasses.replace(r, stale=True) if id(r) in stale else r for r in entry.reasons]
     return [entries[f] for f in order]
 
 
@@ -540,6 +556,8 @@ _PRESENCE = re.compile(
     r"^(?:not\s+)?(?:hasattr\((?P<obj>.+?),\s*(?P<attr>'[^']*')\)|___dict_contains\((?P<key>.+?),\s*(?P<d>.+?)\)|set\.__contains__\((?P<set>.+?),)"
 )
 _CLOSURE = re.compile(r"\.__closure__\[\d+\]\.cell_contents")
+#: the truth of a plain access (``not L['self'].state``, ``L['cache']``)
+_TRUTHY = re.compile(r"""^(?:not\s+)?(?P<src>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[(?:\d+|'[^']*'|"[^"]*")\])*)$""")
 _LOCAL = re.compile(r"""^L\[['"](?P<name>[^'"]+)['"]\]""")
 _GLOBAL = re.compile(r"""^G\[['"](?P<name>[^'"]+)['"]\]""")
 _ANY_SCOPE = re.compile(r"""\b[LG]\[['"](?P<name>[^'"]+)['"]\]""")
@@ -552,6 +570,7 @@ _ATTR = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+|inf|nan)$")
 _LR = re.compile(r"""\[['"](lr|initial_lr)['"]\]|param_groups""")
+_LR_KEY = re.compile(r"""\[['"](lr|initial_lr)['"]\]""")
 _COMPARE = re.compile(r"(<=|>=|<|>|==|!=)")
 _SYM_INT = re.compile(
     r"""^(?P<a>[A-Za-z_]\w*|[+-]?\d+)\s*(?:<=|>=|<|>|!=)\s*(?P<b>[A-Za-z_]\w*|[+-]?\d+)$"""
@@ -571,8 +590,8 @@ def _computed_from(src: str) -> Optional[str]:
     None for a plain access or an expression over several.  Torch guards a
     value computed from a float when an op needed it as a Python number
     (``bernoulli_(1 - p)``): a value it specialised, not one it made dynamic."""
-    if _IDENT.match(src) or _KEYED.match(src) or _ATTR.match(src) or _CALL.search(src):
-        return None  # a plain access, or a call (`x.size()[1]`, `len(xs)`): guarded as what it is
+    if _ACCESS.fullmatch(src) or _CALL.search(src):
+        return None  # a plain access (`a[0].b['c']`), or a call (`x.size()[1]`, `len(xs)`): guarded as what it is
     found = {m.group(0) for m in _ACCESS.finditer(src)}
     return found.pop() if len(found) == 1 else None
 
@@ -670,6 +689,9 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...]]:
     m = _IS.match(guard)
     if m and "(" not in guard:
         return ALIASING, _user_source(m.group("a"))[0], ()
+    m = _TRUTHY.match(guard)
+    if m:  # `not self.state`: an optimizer's state dict was empty on its first step
+        return TRUTH, _user_source(m.group("src"))[0], ()
     shape = _shape_guard(guard)
     if shape is not None:
         return TENSOR_SHAPE, shape[0], shape[1]
@@ -687,7 +709,9 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...]]:
         h = _CLOSURE_HINT.search(hint)
         return CLOSURE, (h.group("name") if h else src), ()
     if _LR.search(raw_src):
-        return OPTIMIZER_LR, src, ()
+        if _INT.match(value.strip()) and not _LR_KEY.search(raw_src):  # a step counter kept in the group (timm's Lamb: group['step'] += 1)
+            return INT_ARG, src, ()
+        return OPTIMIZER_LR, src, ()  # an lr, even an int one (lr=1), and the float hyperparameters
     if is_global:
         return GLOBAL, src, ()
     if src.startswith("___stack"):
@@ -793,6 +817,11 @@ def _sources(entry: "CodeEntry", cause: str) -> List[str]:
     return out
 
 
+#: causes that automatic dynamic shapes lift after one change (``dynamic=None``)
+AUTOMATIC_DYNAMIC = frozenset({FLOAT_ARG, INT_ARG, TENSOR_SHAPE})
+#: a keyword argument of a compiled function taking ``**kwargs``
+_KWARG = re.compile(r"""^kwargs\[['"](?P<key>[A-Za-z_]\w*)['"]\]$""")
+
 #: the 0/1 specialisation guard: a dynamic dim got size 0 or 1
 _ZERO_ONE = re.compile(r"^2 <= \S+\.size\(\)\[\d+\]$")
 
@@ -824,11 +853,14 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
     the evidence supports (``maybe_mark_dynamic`` for the dims seen to vary,
     "bounded" with the count, "report: …"); "none" when nothing is known."""
     parts = cure_codes(cause, available)
-    count = sum(1 for r in entry.reasons if r.cause == cause)
+    count = entry.count(cause)
     sources = ", ".join(f"`{s}`" for s in _sources(entry, cause)) or "it"
     if cause == TENSOR_SHAPE:
         for name, dims in varying_dims(entry).items():
-            if not _IDENT.match(name):
+            keyword = _KWARG.match(name)
+            if keyword is not None:  # `kwargs['cu_doc_lens']`: the tensor the caller passes by that name
+                name = f"<the tensor passed as {keyword.group('key')}>"
+            elif not _IDENT.match(name):
                 continue  # `args[0]` of a wrapper: no name of the user's to mark
             for dim in dims:
                 parts.append(f"torch._dynamo.maybe_mark_dynamic({name}, {dim})")
@@ -839,7 +871,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
             )
     elif cause in BOUNDED:
         top = entry.causes[0] if entry.causes else cause
-        if entry.limit_hit and top != cause and count < sum(1 for r in entry.reasons if r.cause == top):
+        if entry.limit_hit and top != cause and count < entry.count(top):
             # a few recompiles of a bounded cause next to the one that filled the cache
             parts.append(f"bounded ({count} recompile{'s' if count != 1 else ''}): the limit came from {top}")
         elif entry.limit_hit and cause in REMEDIES:
@@ -864,6 +896,9 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
         parts.append(SPECIALISED_MODULE_FLOAT.format(src=sources))
     elif cause in REMEDIES:
         parts.append(REMEDIES[cause].format(src=sources))
+    if cause in AUTOMATIC_DYNAMIC and count == 1 and not entry.limit_hit and not any(r.specialized for r in entry.reasons if r.cause == cause):
+        # one change, then the value or size was made dynamic: no storm in this run
+        parts.append("bounded in this run (1 recompile, then automatic dynamic; a storm needs dynamic=False)")
     return ", ".join(parts) if parts else "none"
 
 

@@ -91,8 +91,6 @@ def test_no_recorded_reason_is_other():
     for name in names:
         for e in fixture(name).entries:
             for r in e.reasons:
-                if name == "freed_grad" and r.text.startswith("not self.state"):
-                    continue  # the first cache entry's own truthiness guard: left unclassified (test_freed_object_invalidation)
                 assert r.cause != tr.OTHER, (name, r.text)
                 seen.add(r.cause)
     # every cause the scripts were written to provoke was recorded
@@ -181,6 +179,11 @@ def test_an_optional_argument_did_not_recompile_on_2_13():
         ("0/1: (1.0 + ((-1)*self._modules['drop_path'].drop_prob)) == 0.99", tr.MODULE_FLOAT_ATTR, "self.drop_path.drop_prob"),
         ("0/0: (1.0 - L['p']) == 0.9", tr.FLOAT_ARG, "p"),
         ("0/0: (L['a'] + L['b']) == 0.9", tr.FLOAT_ARG, "(a + b)"),  # two sources: shown as computed
+        # an int counter kept in a param group is no hyperparameter of FR004's
+        ("0/1: args[0].param_groups[0]['step'] == 1", tr.INT_ARG, "args[0].param_groups[0]['step']"),
+        ("0/1: args[0].param_groups[0]['lr'] == 0.01", tr.OPTIMIZER_LR, "args[0].param_groups[0]['lr']"),
+        ("0/1: args[0].param_groups[0]['lr'] == 1", tr.OPTIMIZER_LR, "args[0].param_groups[0]['lr']"),  # an int lr is still an lr
+        ("0/0: not L['self'].state", tr.TRUTH, "self.state"),
     ],
 )
 def test_guard_shapes_from_torch_source(reason, cause, source):
@@ -255,7 +258,12 @@ def test_freed_object_invalidation():
     trace = fixture("freed_grad")
     [entry] = [e for e in trace.entries if e.name == "_step_parameter"]
     assert entry.graphs == 8 and entry.limit_hit
-    assert entry.causes == [tr.INVALIDATED, tr.OTHER]
+    # the first cache entry's own failure (`not self.state`) is truthiness; in
+    # the compiles whose other entries were invalidated it is stale: the
+    # invalidation is their cause
+    assert entry.causes == [tr.INVALIDATED, tr.TRUTH]
+    assert sum(1 for r in entry.reasons if r.cause == tr.TRUTH and r.stale) == 7 and entry.count(tr.TRUTH) == 1
+    assert tr.cure_label(entry, tr.TRUTH, CODES) == "bounded (1 recompile): the limit came from cache invalidated"
     assert sum(1 for r in entry.reasons if r.cause == tr.INVALIDATED) == 7  # compiles 2..8
     assert tr._sources(entry, tr.INVALIDATED) == ["list(dict.keys(self.state))[0].grad"]
     label = tr.cure_label(entry, tr.INVALIDATED, CODES)
@@ -316,3 +324,33 @@ def test_a_specialised_float_argument_gets_no_dynamic_shapes_cure():
     assert "FR001" in tr.cure_label(plain, tr.FLOAT_ARG, CODES)
     [seen] = float_evidence(tr.Trace(entries=[plain])).values()
     assert seen.float_args == {3: frozenset({"p"})}
+
+
+def test_param_group_step_counter_and_first_step_state_are_bounded():
+    """timm's Lamb before 29993ffc kept ``group['step']`` a Python int under a
+    compiled ``opt.step``: one recompile when it changes, then automatic
+    dynamic; the state dict, empty on the first step, fails its truthiness
+    guard once.  3 graphs, no limit.  It read "optimizer hyperparameter",
+    cure FR004 (the float-lr rule), and the state guard read "other"."""
+    trace = fixture("param_group_step")
+    [entry] = trace.entries
+    assert entry.graphs == 3 and not entry.limit_hit
+    assert entry.causes == [tr.INT_ARG, tr.TRUTH]
+    assert tr._sources(entry, tr.INT_ARG) == ["args[0].param_groups[0]['step']"]
+    label = tr.cure_label(entry, tr.INT_ARG, CODES)
+    assert "FR004" not in label and "bounded in this run (1 recompile, then automatic dynamic" in label
+    assert not any(r.specialized for r in entry.reasons)  # a plain access, not a computed value
+    assert tr.cure_label(entry, tr.TRUTH, CODES) == "bounded, no fix needed (1 recompile)"
+
+
+def test_a_keyword_tensor_gets_mark_dynamic_advice_by_its_keyword():
+    """Blocks compiled one by one take ``cu_doc_lens`` through ``**kwargs``
+    (OLMo-core before #504): the guard names ``kwargs['cu_doc_lens']``, no
+    name of the caller's; the advice names the tensor by its keyword, and
+    says the one recompile is bounded."""
+    trace = fixture("kwargs_shape")
+    [entry] = trace.entries
+    assert entry.graphs == 2 and entry.causes == [tr.TENSOR_SHAPE]
+    label = tr.cure_label(entry, tr.TENSOR_SHAPE, CODES)
+    assert "torch._dynamo.maybe_mark_dynamic(<the tensor passed as cu_doc_lens>, 0)" in label
+    assert "bounded in this run" in label
