@@ -931,10 +931,16 @@ def display_name(entry: CodeEntry) -> str:
 
 
 def table_rows(
-    trace: Trace, available: Iterable[str], relative_to: Optional[str] = None
+    trace: Trace,
+    available: Iterable[str],
+    relative_to: Optional[str] = None,
+    found: Optional[Dict[Tuple[int, str], Set[str]]] = None,
 ) -> List[List[str]]:
     """One row per cause of every code object that recompiled or hit the limit;
-    code objects compiled without recompiling get one row with cause "-"."""
+    code objects compiled without recompiling get one row with cause "-".
+    ``found``: (id of a code object, cause) -> the rule codes whose findings
+    in the source match it (``run``, after the analysis): the cure names
+    those, and says which rules of the cause found nothing there."""
     codes = list(available)
     rows: List[List[str]] = []
     for entry in trace.entries:
@@ -960,7 +966,16 @@ def table_rows(
                     if r.source and r.source not in sources:
                         sources.append(r.source)
                 label = f"{cause} `{', '.join(sources)}`" if sources else cause
-            rows.append(base + [label, cure_label(entry, cause, codes)])
+            if found is None:
+                rows.append(base + [label, cure_label(entry, cause, codes)])
+                continue
+            here = found.get((id(entry), cause), set())
+            cure = cure_label(entry, cause, [c for c in codes if c in here])
+            missed = [c for c in cure_codes(cause, codes) if c not in here]
+            if missed:
+                note = f"{', '.join(missed)} found nothing here"
+                cure = note if cure == "none" else f"{cure}; {note}"
+            rows.append(base + [label, cure])
     return rows
 
 

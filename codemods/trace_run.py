@@ -601,8 +601,18 @@ def available_codes(settings: Settings) -> List[str]:
     return [code for code in BY_CODE if settings.selects(code)]
 
 
-def report_lines(trace: tr.Trace, settings: Settings) -> List[str]:
-    rows = tr.table_rows(trace, available_codes(settings), relative_to=os.getcwd())
+def report_lines(trace: tr.Trace, settings: Settings, guided: Optional["Guided"] = None) -> List[str]:
+    """The table; with ``guided`` (the analysis of the implicated files), each
+    cure names the rules whose findings match that recompile, and the rules
+    of its cause that found nothing there."""
+    found: Optional[Dict[Tuple[int, str], Set[str]]] = None
+    if guided is not None:
+        found = {}
+        for m in guided.matches:
+            # the flag the trace sets is FR005's fix; its other fixes (mark_dynamic, a wrapped float) are its own
+            code = "FR005" if m.finding.code == FLAG_CODE and m.cause == tr.MODULE_INT_ATTR else m.finding.code
+            found.setdefault((id(m.entry), m.cause), set()).add(code)
+    rows = tr.table_rows(trace, available_codes(settings), relative_to=os.getcwd(), found=found)
     if not rows:
         return [
             "No compiled function recompiled (the trace holds no compile of user code)."
@@ -711,9 +721,9 @@ def report_and_apply(
     """Print the table, the implicated findings, and the diff or the writes.
     (exit code, guided, files written)."""
     map_library_entries(trace, within, settings)
-    for line in report_lines(trace, settings):
-        _out(line)
     guided = guide(trace, settings, within, fixing=fix)
+    for line in report_lines(trace, settings, guided):
+        _out(line)
     for path, reason in guided.errors:
         _err(f"error: {path}: {reason}")
     if not guided.matches:
@@ -759,9 +769,9 @@ def review(
     from .interactive import review_paths
 
     map_library_entries(trace, within, settings)
-    for line in report_lines(trace, settings):
-        _out(line)
     guided = guide(trace, settings, within, fixing=False, evidence=False)
+    for line in report_lines(trace, settings, guided):
+        _out(line)
     for path, reason in guided.errors:
         _err(f"error: {path}: {reason}")
     files = [g for g in guided.files if g.matches]

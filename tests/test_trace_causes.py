@@ -354,3 +354,18 @@ def test_a_keyword_tensor_gets_mark_dynamic_advice_by_its_keyword():
     label = tr.cure_label(entry, tr.TENSOR_SHAPE, CODES)
     assert "torch._dynamo.maybe_mark_dynamic(<the tensor passed as cu_doc_lens>, 0)" in label
     assert "bounded in this run" in label
+
+
+def test_run_table_names_the_rules_that_matched_and_those_that_found_nothing():
+    """After the analysis (``run``) the cure names the rules whose findings
+    match the recompile; the rules of its cause that found nothing there are
+    said to have found nothing (a survey read "FR001, FR007" as the cure of a
+    shape change where the code had no dynamic=False and no DataLoader)."""
+    trace = fixture("kwargs_shape")
+    [entry] = trace.entries
+    [row] = tr.table_rows(trace, CODES, found={})
+    assert row[5].endswith("; FR001, FR007 found nothing here") and "maybe_mark_dynamic" in row[5]
+    [row] = tr.table_rows(trace, CODES, found={(id(entry), tr.TENSOR_SHAPE): {"FR001"}})
+    assert row[5].startswith("FR001, ") and row[5].endswith("; FR007 found nothing here")
+    [row] = tr.table_rows(trace, CODES)  # no analysis: every rule of the cause
+    assert row[5].startswith("FR001, FR007, ")
