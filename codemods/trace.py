@@ -278,6 +278,9 @@ class Trace:
     #: files read, and lines that were not JSON records
     files: List[str] = field(default_factory=list)
     bad_lines: int = 0
+    #: the largest recompile limit a compile ran under (``dynamo_config`` of
+    #: its compilation_metrics), None when the trace does not say
+    recompile_limit: Optional[int] = None
 
     @property
     def total_graphs(self) -> int:
@@ -364,6 +367,39 @@ def _is_limit_failure(metrics: dict) -> bool:
     )
 
 
+#: torch's default recompile limit (``torch._dynamo.config.recompile_limit``, 2.2+)
+DEFAULT_RECOMPILE_LIMIT = 8
+_LIMIT_CONFIG = re.compile(r'"(?:recompile_limit|cache_size_limit)":\s*(\d+)')
+
+
+def _recompile_limit(config) -> Optional[int]:
+    """The recompile limit a compile's ``dynamo_config`` (a JSON string, or
+    the dict a trimmed fixture keeps) records: ``recompile_limit``, or its
+    old name ``cache_size_limit``."""
+    if isinstance(config, dict):
+        value = config.get("recompile_limit", config.get("cache_size_limit"))
+        return value if isinstance(value, int) else None
+    if not isinstance(config, str):
+        return None
+    found = [int(m.group(1)) for m in _LIMIT_CONFIG.finditer(config)]
+    return max(found) if found else None
+
+
+def limit_notice(trace: "Trace") -> Optional[str]:
+    """A line for a run whose recompile limit was raised: a storm then
+    compiles on instead of falling back to eager, and the table's "limit hit"
+    stays "no"."""
+    limit = trace.recompile_limit
+    if limit is None or limit <= DEFAULT_RECOMPILE_LIMIT:
+        return None
+    return (
+        f"The recompile limit in this run was {limit:,} (torch's default is {DEFAULT_RECOMPILE_LIMIT}): "
+        "a recompile storm compiles on instead of falling back to eager. Something the program ran raised it "
+        "(torch._dynamo.config.recompile_limit or cache_size_limit; a library can do it at import: "
+        "timm.optim sets 1,000,000)."
+    )
+
+
 def _is_torch_file(filename: str) -> bool:
     norm = filename.replace("\\", "/")
     return (
@@ -434,6 +470,9 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                 entries[frame].graphs += 1
         elif "compilation_metrics" in record:
             metrics = record["compilation_metrics"] or {}
+            limit = _recompile_limit(metrics.get("dynamo_config"))
+            if limit is not None and (trace.recompile_limit is None or limit > trace.recompile_limit):
+                trace.recompile_limit = limit
             entry = entries.get(frame)
             if entry is None and metrics.get("co_name"):
                 entry = CodeEntry(

@@ -613,13 +613,14 @@ def report_lines(trace: tr.Trace, settings: Settings, guided: Optional["Guided"]
             code = "FR005" if m.finding.code == FLAG_CODE and m.cause == tr.MODULE_INT_ATTR else m.finding.code
             found.setdefault((id(m.entry), m.cause), set()).add(code)
     rows = tr.table_rows(trace, available_codes(settings), relative_to=os.getcwd(), found=found)
+    notice = tr.limit_notice(trace)
     if not rows:
         return [
             "No compiled function recompiled (the trace holds no compile of user code)."
             if not trace.entries
             else "No compiled function recompiled."
         ]
-    return tr.format_table(rows)
+    return tr.format_table(rows) + ([notice] if notice else [])
 
 
 def compare(before: tr.Trace, after: tr.Trace) -> List[Tuple[str, int, int]]:

@@ -369,3 +369,17 @@ def test_run_table_names_the_rules_that_matched_and_those_that_found_nothing():
     assert row[5].startswith("FR001, ") and row[5].endswith("; FR007 found nothing here")
     [row] = tr.table_rows(trace, CODES)  # no analysis: every rule of the cause
     assert row[5].startswith("FR001, FR007, ")
+
+
+def test_a_raised_recompile_limit_is_read_and_told():
+    """The compilation_metrics record the limit a compile ran under: a program
+    that raised it (timm.optim sets cache_size_limit = 1_000_000 at import)
+    never shows "limit hit", so the run says what the limit was."""
+    trace = fixture("raised_limit")
+    [entry] = trace.entries
+    assert entry.graphs == 12 and not entry.limit_hit
+    assert trace.recompile_limit == 1_000_000
+    assert "recompile limit in this run was 1,000,000" in tr.limit_notice(trace)
+    assert fixture("anneal_float").recompile_limit in (None, 8) and tr.limit_notice(fixture("anneal_float")) is None
+    assert tr._recompile_limit('{"cache_size_limit": 64, "accumulated_cache_size_limit": 256}') == 64
+    assert tr._recompile_limit('{"recompile_limit": 8}') == 8 and tr._recompile_limit(None) is None

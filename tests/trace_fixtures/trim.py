@@ -34,6 +34,18 @@ METRICS = (
 )
 
 
+def _limit_of(config):
+    """The recompile limit of a compile's ``dynamo_config`` (a JSON string)."""
+    if not isinstance(config, str):
+        return None
+    try:
+        values = json.loads(config)
+    except ValueError:
+        return None
+    value = values.get("recompile_limit", values.get("cache_size_limit"))
+    return value if isinstance(value, int) else None
+
+
 def trim_lines(src: str):
     import glob
 
@@ -66,7 +78,10 @@ def trim_lines(src: str):
                     lines_out.extend(payload)
                 continue
             if key == "compilation_metrics":
+                limit = _limit_of(record[key].get("dynamo_config"))
                 record[key] = {k: record[key].get(k) for k in METRICS}
+                if limit is not None:  # of the whole config, the recompile limit the run had
+                    record[key]["dynamo_config"] = {"recompile_limit": limit}
             if key == "dynamo_output_graph":
                 record.pop("has_payload", None)
             lines_out.append(prefix + json.dumps(record) + "\n")
