@@ -44,6 +44,9 @@ class Evidence:
     #: how many distinct variants are visible (None: unknown)
     variants: Optional[int]
     detail: str
+    #: every iteration of ``loop`` gives a new variant (its count is theirs);
+    #: False for a number read out of a tensor, which may repeat
+    per_iteration: bool = True
 
 
 def _preorder(node: ast.AST) -> Iterator[ast.AST]:
@@ -324,11 +327,59 @@ def _arg_evidence(model: CompileModel, call: ast.Call, value: ast.AST, loop: ast
         return Evidence(call, "shape", loop, variants, f"the shape of an argument comes from loop variable `{loop_var}` ({hit})")
     if varies_as_number(loop, value, names):
         return Evidence(call, "value", loop, variants, f"a Python number computed from loop variable `{loop_var}` is passed")
+    read = _read_out(model, value, loop, names)
+    if read is not None:  # how many distinct values it takes is not visible
+        return Evidence(call, "value", loop, None, f"a Python number read out of a tensor of each iteration (`{read}`) is passed", per_iteration=False)
     if isinstance(value, ast.Name) and value.id in loop_names(loop) and isinstance(loop.iter, (ast.List, ast.Tuple)):  # type: ignore[attr-defined]
         sigs = {_literal_shape(model, e) for e in loop.iter.elts}  # type: ignore[attr-defined]
         if None not in sigs and len(sigs) > 1:
             return Evidence(call, "shape", loop, len(sigs), f"the loop passes tensors of shapes {', '.join(sorted(sigs))}")  # type: ignore[arg-type]
     return None
+
+
+#: tensor reductions whose value ``int(...)`` / ``float(...)`` reads out like ``.item()``
+_REDUCTIONS = {"max", "min", "sum", "mean", "amax", "amin", "argmax", "argmin", "count_nonzero", "prod", "norm"}
+#: torch functions that draw new values on every call
+_RANDOM = {"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like", "randint_like"}
+
+
+def _read_out(model: CompileModel, value: ast.AST, loop: ast.AST, names: Set[str]) -> Optional[str]:
+    """The expression, when ``value`` (or the one loop-body assignment of the
+    name it is) reads a Python number out of a tensor that changes every
+    iteration: ``lengths.max().item()``, ``int(mask.sum())``, where the tensor
+    comes from the loop variable (a batch) or from a random draw in the body
+    (quack#150: ``max_seqlen = lengths.max().item()`` passed to a
+    ``dynamic=False`` model, a new graph every batch)."""
+    if isinstance(value, ast.Name) and value.id in assigned_names(loop):
+        bound = _value_of_loop_name(loop, value.id)
+        if bound is None or isinstance(bound, ast.Name):
+            return None
+        value = bound
+    if not isinstance(value, ast.Call) or value.keywords:
+        return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr == "item" and not value.args:
+        tensor = func.value
+    elif isinstance(func, ast.Name) and func.id in ("int", "float") and len(value.args) == 1 and model.scopes.is_builtin(func):
+        inner = value.args[0]
+        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in _REDUCTIONS):
+            return None
+        tensor = inner
+    else:
+        return None
+    varying = loop_assignments(loop, names | _drawn(model, loop))
+    return ast.unparse(value) if _names(tensor) & varying else None
+
+
+def _drawn(model: CompileModel, loop: ast.AST) -> Set[str]:
+    """Names the loop body binds to a random draw (``torch.randint(...)``)."""
+    out: Set[str] = set()
+    for node in _body_assigns(loop):
+        value = node.value
+        if isinstance(value, ast.Call) and any(q.startswith("torch.") and q.rsplit(".", 1)[-1] in _RANDOM for q in model.qualified_names(value.func)):
+            for t in node.targets:
+                out |= _names(t)
+    return out
 
 
 def varies_as_number(loop: ast.AST, value: ast.AST, names: Set[str]) -> bool:

@@ -32,7 +32,10 @@ wrapper, `model.compile`, aliases of torch) and removes `dynamic=False` when a
 call in the same module shows the inputs varying: the compiled function is
 called in a loop with a tensor whose shape comes from the loop variable
 (`f(torch.ones(i))`, `f(x[:n])`), with a number computed from the loop
-variable, or with tensors of different literal shapes at different calls.
+variable, with a number read out of a tensor the loop rebuilds every
+iteration (`max_seqlen = lengths.max().item()` of each batch, quack#150;
+`int(mask.sum())`), or with tensors of different literal shapes at different
+calls.
 A slice whose width is the same on every iteration (`x[i*mbs:(i+1)*mbs]`,
 `x[i:i+n]`) is not evidence: every call sees one shape.
 
@@ -98,6 +101,11 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
         "import torch\ndef g(x):\n    return x\nf = torch.compile(g, dynamic=False)\n",
     )
     invalid = (
+        # a number read out of each batch's tensor (quack#150)
+        Example(
+            "import torch\n@torch.compile(dynamic=False)\ndef f(x, n):\n    return x[:n]\nfor lengths in batches:\n    f(x, lengths.max().item())\n",
+            "import torch\n@torch.compile()\ndef f(x, n):\n    return x[:n]\nfor lengths in batches:\n    f(x, lengths.max().item())\n",
+        ),
         Example(
             "import torch\n@torch.compile(dynamic=False)\ndef f(x):\n    return x\nfor n in range(3):\n    f(torch.ones(n))\n",
             "import torch\n@torch.compile()\ndef f(x):\n    return x\nfor n in range(3):\n    f(torch.ones(n))\n",

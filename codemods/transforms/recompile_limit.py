@@ -206,7 +206,7 @@ is the better (and safe) cure, so this fix is only applied with
                 continue
             counted = []
             for e in evidence_for(model, site):
-                if e.variants is None:
+                if e.variants is None and e.per_iteration:  # a value read out of a tensor may repeat: no count
                     e = self._resolve_bound(model, e, bound_exprs)
                 if e.variants is not None:
                     counted.append(e)
