@@ -70,6 +70,10 @@ class Finding:
     #: the file of those lines when the compiled function is in another module
     #: of the run ("" : this file)
     feeds_path: str = field(default="", compare=False)
+    #: the names under which a trace guards the value this finding is about
+    #: (FR003: the compiled function's parameter, the keyword it is passed
+    #: by), so a trace implicates an unproven finding only for its own value
+    about: Tuple[str, ...] = field(default=(), compare=False)
     #: the finding whose fix also fixes this one (FR004: optimizers sharing
     #: one lr write); this one has no fix of its own and is applied with it
     fixed_by: Optional["Finding"] = field(default=None, compare=False, repr=False)

@@ -334,7 +334,7 @@ def match_file(
                             and any(_inside(f, sp) for sp in spans)
                             for lines, spans in sites
                         )
-                    if not ok:
+                    if not ok or not _about_guarded(f, entry, cause):
                         continue
                     if (
                         cure.upgrade
@@ -352,6 +352,25 @@ def match_file(
     matches = [matched[i] for i in sorted(matched)]
     others = [f for i, f in enumerate(findings) if i not in matched]
     return matches, others
+
+
+def _about_guarded(f: Finding, entry: tr.CodeEntry, cause: str) -> bool:
+    """May the trace implicate ``f`` for ``cause``?  An unproven finding about
+    a float (FR003 with --unproven) only when the trace guarded that float:
+    a recompile on `a` does not prove that `b`, which never changes, does.
+    Guarded sources the finding cannot be compared with (`args[1]`) allow it."""
+    if f.proven or not f.about or cause != tr.FLOAT_ARG:
+        return True
+    names = set()
+    for source in tr._sources(entry, cause):
+        keyword = tr._KWARG.match(source)
+        if keyword is not None:
+            names.add(keyword.group("key"))
+        elif tr._IDENT.match(source):
+            names.add(source)
+        else:
+            return True
+    return bool(names & set(f.about))
 
 
 class TraceFilter:

@@ -383,3 +383,26 @@ def test_a_raised_recompile_limit_is_read_and_told():
     assert fixture("anneal_float").recompile_limit in (None, 8) and tr.limit_notice(fixture("anneal_float")) is None
     assert tr._recompile_limit('{"cache_size_limit": 64, "accumulated_cache_size_limit": 256}') == 64
     assert tr._recompile_limit('{"recompile_limit": 8}') == 8 and tr._recompile_limit(None) is None
+
+
+def test_an_unproven_float_finding_is_implicated_only_for_its_own_value():
+    """pytorch#171320's kernel, ``compiled_step(p, a, b)``, recompiles on
+    ``a``; ``b`` never changes.  FR003's --unproven finding on ``b`` is not
+    implicated by the trace (it was listed under the trace's findings); a
+    proven one, or a source the finding cannot be compared with, is."""
+    from codemods.findings import Finding
+    from codemods.trace_run import _about_guarded
+
+    entry = tr.CodeEntry("compiled_step", "s.py", 11, graphs=2, reasons=tr.parse_reason("0/0: L['a'] == 0.01"))
+
+    def finding(about, proven):
+        return Finding("FR003", "m", "s.py", 20, 1, 20, 2, about=about, proven=proven)
+
+    assert _about_guarded(finding(("a",), False), entry, tr.FLOAT_ARG)
+    assert not _about_guarded(finding(("b",), False), entry, tr.FLOAT_ARG)
+    assert _about_guarded(finding(("b",), True), entry, tr.FLOAT_ARG)  # the source proved it
+    positional = tr.CodeEntry("f", "s.py", 11, graphs=2, reasons=tr.parse_reason("0/0: args[1] == 0.5"))
+    assert _about_guarded(finding(("b",), False), positional, tr.FLOAT_ARG)
+    keyword = tr.CodeEntry("f", "s.py", 11, graphs=2, reasons=tr.parse_reason("0/0: kwargs['temperature'] == 0.5"))
+    assert _about_guarded(finding(("temperature",), False), keyword, tr.FLOAT_ARG)
+    assert not _about_guarded(finding(("top_p",), False), keyword, tr.FLOAT_ARG)

@@ -79,6 +79,7 @@ class Rule:
         proven: bool = True,
         feeds: Tuple[int, ...] = (),
         feeds_path: str = "",
+        about: Tuple[str, ...] = (),
     ) -> Finding:
         if isinstance(node, ast.AST):
             start, end = ctx.source.start(node), ctx.source.end(node)
@@ -100,6 +101,7 @@ class Rule:
             proven=proven,
             feeds=feeds,
             feeds_path=feeds_path,
+            about=about,
         )
 
     @classmethod

@@ -703,6 +703,7 @@ gives `inf` with a tensor.
                         proven=varies is not None,
                         feeds=def_first_lines(route.fn_def) if isinstance(route.fn_def, _FUNCS) else (route.elsewhere[1] if route.elsewhere else ()),
                         feeds_path=route.elsewhere[0] if route.elsewhere and not isinstance(route.fn_def, _FUNCS) else "",
+                        about=tuple(dict.fromkeys(n for n in (param, keyword_at(route, keyword, value)) if n)),
                     )
                 )
         return findings
