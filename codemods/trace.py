@@ -618,8 +618,7 @@ _SYM_INT = re.compile(
 
 #: a name with its attributes and constant subscripts, inside an expression
 _ACCESS = re.compile(r"""(?<![\w.'"\]])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[(?:\d+|'[^']*'|"[^"]*")\])*""")
-
-
+#: a call inside a guarded expression (``x.size()[1]``, ``len(xs)``)
 _CALL = re.compile(r"[\w\])]\s*\(")
 
 
