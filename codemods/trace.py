@@ -296,23 +296,32 @@ class Trace:
 # -- reading records --------------------------------------------------------
 
 
-def iter_records(path: str, invalidated: Optional[Dict[Tuple[int, object], str]] = None) -> Iterator[Optional[dict]]:
+def iter_records(path: str, failures: Optional[Dict[Tuple[int, object], List[str]]] = None) -> Iterator[Optional[dict]]:
     """The JSON records of one trace file (None for a line that is not one).
-    Payload lines are skipped; with ``invalidated``, the object named by a
-    ``Cache line invalidated because <object> got deallocated`` line of a
-    ``recompile_reasons`` artifact's payload is noted there, keyed by the
-    artifact's (frame, compile) (the first per compile)."""
+    Payload lines are skipped; with ``failures``, the payload of each
+    ``recompile_reasons`` artifact -- the failure of every cache entry of the
+    frame at that compile, where a compile's ``recompile_reason`` names one --
+    is noted there, keyed by the artifact's (frame, compile)."""
     artifact: Optional[Tuple[int, object]] = None
+    payload: List[str] = []
+
+    def note() -> None:
+        if artifact is not None and failures is not None and payload:
+            try:
+                listed = json.loads("".join(payload))
+            except ValueError:
+                return
+            if isinstance(listed, list):
+                failures.setdefault(artifact, []).extend(str(x) for x in listed)
+
     with open(path, "r", encoding="utf-8", errors="replace") as fh:
         for line in fh:
             if line.startswith("\t") or not line.strip():
-                # payload lines
-                if artifact is not None and invalidated is not None and "Cache line invalidated" in line and artifact not in invalidated:
-                    m = _INVALIDATED.search(line)
-                    if m:
-                        invalidated[artifact] = m.group("src")
+                if artifact is not None:  # payload lines
+                    payload.append(line[1:] if line.startswith("\t") else line)
                 continue
-            artifact = None
+            note()
+            artifact, payload = None, []
             start = line.find("] {")
             start = start + 2 if start >= 0 else line.find("{")
             if start < 0:
@@ -329,6 +338,7 @@ def iter_records(path: str, invalidated: Optional[Dict[Tuple[int, object], str]]
             if (record.get("artifact") or {}).get("name") == "recompile_reasons" and isinstance(record.get("frame_id"), int):
                 artifact = (record["frame_id"], record.get("frame_compile_id"))
             yield record
+        note()
 
 
 _INVALIDATED = re.compile(r"Cache line invalidated because (?P<src>.+?) got deallocated")
@@ -428,10 +438,11 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
     ] = {}  # frame_id -> info seen before the code object is known
     #: (frame, compile) whose recompile_reason names a cache invalidation
     told: Set[Tuple[int, object]] = set()
-    invalidated: Dict[Tuple[int, object], str] = {}
+    #: (frame, compile id) -> the failure of every cache entry at that compile
+    failures: Dict[Tuple[int, object], List[str]] = {}
     #: (frame, compile id) -> the reasons its recompile_reason gave
     by_compile: Dict[Tuple[int, object], List[Reason]] = {}
-    for record in iter_records(path, invalidated):
+    for record in iter_records(path, failures):
         if record is None:
             trace.bad_lines += 1
             continue
@@ -506,25 +517,44 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                 parsed = parse_reason(str(reason))
                 if any(r.cause == INVALIDATED for r in parsed):
                     told.add((frame, record.get("frame_compile_id")))
-                if entry.name.startswith(RESUME_PREFIX):
-                    parsed = [
-                        dataclasses.replace(r, cause=RESUME_VALUE)
-                        if r.cause in (FLOAT_ARG, INT_ARG)
-                        else r
-                        for r in parsed
-                    ]
+                parsed = _as_seen_by(entry, parsed)
                 entry.reasons.extend(parsed)
                 by_compile[(frame, record.get("frame_compile_id"))] = parsed
-    # the recompile_reason of a compile names the first failed cache entry
-    # only; entries dropped because a guarded object was freed are listed in
-    # the recompile_reasons artifact: one reason per compile that lists them
-    for (frame, compile_id), source in invalidated.items():
+    # the recompile_reason of a compile names one cache entry's failure; the
+    # recompile_reasons artifact lists every entry's.  Each (cause, source)
+    # they show counts once per compile: a cache that is a product of axes
+    # (rank x a bool attribute x a size) shows every axis, not one.  Entries
+    # dropped because a guarded object was freed give that compile its cause,
+    # and the other entries' failures are stale.
+    for (frame, compile_id), listed in failures.items():
         entry = entries.get(frame)
-        if entry is not None and (frame, compile_id) not in told:
+        if entry is None:
+            continue
+        key = (frame, compile_id)
+        source = next((m.group("src") for m in map(_INVALIDATED.search, listed) if m), None)
+        known = by_compile.get(key, [])
+        if source is not None and key not in told:
             entry.reasons.append(Reason(INVALIDATED, _user_source(source)[0], f"Cache line invalidated because {source} got deallocated"))
-            stale = {id(r) for r in by_compile.get((frame, compile_id), ())}
+            stale = {id(r) for r in known}
             entry.reasons = [dataclasses.replace(r, stale=True) if id(r) in stale else r for r in entry.reasons]
+            continue
+        if source is not None:
+            continue  # the recompile_reason itself named the invalidation
+        seen = {(r.cause, r.source) for r in known}
+        for text in listed:
+            for r in _as_seen_by(entry, parse_reason(text)):
+                if r.cause != INVALIDATED and (r.cause, r.source) not in seen:
+                    seen.add((r.cause, r.source))
+                    entry.reasons.append(r)
     return [entries[f] for f in order]
+
+
+def _as_seen_by(entry: CodeEntry, parsed: List[Reason]) -> List[Reason]:
+    """The code after a graph break (a resume function) gets its numbers from
+    the code before it: a value guarded there is a value after a graph break."""
+    if not entry.name.startswith(RESUME_PREFIX):
+        return parsed
+    return [dataclasses.replace(r, cause=RESUME_VALUE) if r.cause in (FLOAT_ARG, INT_ARG) else r for r in parsed]
 
 
 def _user_frame(

@@ -406,3 +406,19 @@ def test_an_unproven_float_finding_is_implicated_only_for_its_own_value():
     keyword = tr.CodeEntry("f", "s.py", 11, graphs=2, reasons=tr.parse_reason("0/0: kwargs['temperature'] == 0.5"))
     assert _about_guarded(finding(("temperature",), False), keyword, tr.FLOAT_ARG)
     assert not _about_guarded(finding(("top_p",), False), keyword, tr.FLOAT_ARG)
+
+
+def test_every_cache_entry_failure_is_read_from_the_artifacts():
+    """One compiled forward shared by every instance of a norm class
+    (unsloth-zoo#1003): each recompile_reason names one entry's failure, a
+    rank mismatch; the recompile_reasons artifacts list every entry's, and
+    each (cause, source) counts once per compile, so the table shows all
+    three axes of the cache: the input's rank, the per-instance bool, the
+    size (it showed "tensor rank `x`" alone)."""
+    trace = fixture("shared_forward_axes")
+    [entry] = trace.entries
+    assert entry.graphs == 8 and entry.limit_hit
+    assert entry.causes == [tr.RANK, tr.CONSTANT, tr.TENSOR_SHAPE]
+    assert tr._sources(entry, tr.CONSTANT) == ["self.with_scale"]
+    assert entry.count(tr.RANK) == 8 and entry.count(tr.CONSTANT) == 7
+    assert tr.cure_label(entry, tr.CONSTANT, CODES) == "bounded (7 recompiles): the limit came from tensor rank"

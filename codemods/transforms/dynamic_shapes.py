@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterable, List
+from typing import Iterable, List, Optional, Tuple
 
 from .._lazy import cst
 
@@ -49,6 +49,13 @@ raised in the module; `disable_cache_limit()`; `mark_static`);
 `**opts` when `opts` is a dict built in the same module
 (`opts = dict(dynamic=False)`, `opts = {"dynamic": False}`) and used only as
 `**opts` (never rewritten).
+
+A call that passes the loop variable of a loop over parameters itself
+(`for p in group["params"]: f(p, p.grad)`) gets a report and no fix: a
+Parameter's shapes stay static whatever `dynamic=` says
+(`torch._dynamo.config.force_parameter_static_shapes`), so removing
+`dynamic=False` alone cures nothing (HeavyBall#16: 8 graphs and the limit
+either way); with it removed, `p.detach()` or the flag set to False gives 3.
 
 With `--dynamic-fix true` (or `dynamic-fix = "true"` in the configuration) the
 fix writes `dynamic=True` instead of removing the argument.
@@ -163,19 +170,32 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
                 title = "remove `dynamic=False`"
             if evidence and intent is None:
                 ev = evidence[0]
-                message = f"`dynamic=False` but inputs vary (line {ev.call.lineno}: {ev.detail}); every variant recompiles"
+                lead = f"`dynamic=False` but inputs vary (line {ev.call.lineno}: {ev.detail})"
+                message = f"{lead}; every variant recompiles"
                 safety = Safety.SAFE
             elif evidence:
                 ev = evidence[0]
-                message = (
-                    f"`dynamic=False` but inputs vary (line {ev.call.lineno}: {ev.detail}); the static compile looks "
-                    f"deliberate ({intent}), so the fix is unsafe"
-                )
+                lead = f"`dynamic=False` but inputs vary (line {ev.call.lineno}: {ev.detail})"
+                message = f"{lead}; the static compile looks deliberate ({intent}), so the fix is unsafe"
                 safety = Safety.UNSAFE
             else:
-                message = "`dynamic=False` turns off automatic dynamic shapes: every new shape or number recompiles (no varying call seen here; fix is unsafe as it may be deliberate)"
+                lead = "`dynamic=False` turns off automatic dynamic shapes: every new shape or number recompiles"
+                message = f"{lead} (no varying call seen here; fix is unsafe as it may be deliberate)"
                 safety = Safety.UNSAFE
             proven = bool(evidence) and intent is None
+            parameter = _parameter_argument(model, site)
+            if parameter is not None:
+                # a Parameter's shapes stay static whatever `dynamic=` says: removing it cures nothing there
+                call, name = parameter
+                message = (
+                    f"{lead}; but line {call.lineno} passes `{name}`, an nn.Parameter of a loop over parameters, whose "
+                    "shapes stay static whatever `dynamic=` says (torch._dynamo.config.force_parameter_static_shapes): "
+                    "removing `dynamic=False` alone does not cure them (HeavyBall#16: 8 graphs and the limit either way); "
+                    f"remove it and pass `{name}.detach()` or set `torch._dynamo.config.force_parameter_static_shapes = False` "
+                    "(3 graphs), or raise the recompile limit to the number of shapes (no automatic fix)"
+                )
+                findings.append(self.finding(ctx, kw, message, proven=proven))
+                continue
             findings.append(self.finding(ctx, kw, message, edits=[edit], safety=safety, title=title, proven=proven))
         return findings
 
@@ -199,3 +219,34 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
                 proven=False,
             )
         )
+
+
+def _parameter_argument(model, site) -> Optional[Tuple[ast.Call, str]]:
+    """(call, name) where a call of ``site`` passes the loop variable of a loop
+    over parameters itself (``for p in group["params"]``, ``for p in
+    model.parameters()``, ``for name, p in m.named_parameters()``): an
+    nn.Parameter, not its ``.grad`` or ``.detach()``."""
+    source = model.source
+    for call in site.calls:
+        passed = {id(v): v for v in list(call.args) + [k.value for k in call.keywords]}
+        for value in passed.values():
+            if not isinstance(value, ast.Name):
+                continue
+            for loop in source.ancestors(call):
+                if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                    continue
+                target, it = loop.target, loop.iter
+                if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args:
+                    if it.func.attr == "parameters" and isinstance(target, ast.Name) and target.id == value.id:
+                        return call, value.id
+                    if (
+                        it.func.attr == "named_parameters" and isinstance(target, ast.Tuple) and len(target.elts) == 2
+                        and isinstance(target.elts[1], ast.Name) and target.elts[1].id == value.id
+                    ):
+                        return call, value.id
+                if (
+                    isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Constant) and it.slice.value == "params"
+                    and isinstance(target, ast.Name) and target.id == value.id
+                ):
+                    return call, value.id
+    return None

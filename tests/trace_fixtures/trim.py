@@ -68,8 +68,8 @@ def trim_lines(src: str):
                 i += 1
             key = next((k for k in KEEP if k in record), None)
             if key is None:
-                if (record.get("artifact") or {}).get("name") == "recompile_reasons" and any("Cache line invalidated" in p for p in payload):
-                    lines_out.append(line)  # what a recompile_reason leaves out: cache entries a freed object invalidated
+                if (record.get("artifact") or {}).get("name") == "recompile_reasons":
+                    lines_out.append(line)  # what a recompile_reason leaves out: every cache entry's failure
                     lines_out.extend(payload)
                     continue
                 if payload and not kept_payload:  # one payload record, as it appears
