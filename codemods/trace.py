@@ -759,7 +759,8 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...]]:
         return ALIASING, _user_source(m.group("a"))[0], ()
     m = _TRUTHY.match(guard)
     if m:  # `not self.state`: an optimizer's state dict was empty on its first step
-        return TRUTH, _user_source(m.group("src"))[0], ()
+        src = _user_source(m.group("src"))[0]
+        return (TRAIN_EVAL if src.endswith(".training") else TRUTH), src, ()
     shape = _shape_guard(guard)
     if shape is not None:
         return TENSOR_SHAPE, shape[0], shape[1]

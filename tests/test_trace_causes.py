@@ -184,6 +184,7 @@ def test_an_optional_argument_did_not_recompile_on_2_13():
         ("0/1: args[0].param_groups[0]['lr'] == 0.01", tr.OPTIMIZER_LR, "args[0].param_groups[0]['lr']"),
         ("0/1: args[0].param_groups[0]['lr'] == 1", tr.OPTIMIZER_LR, "args[0].param_groups[0]['lr']"),  # an int lr is still an lr
         ("0/0: not L['self'].state", tr.TRUTH, "self.state"),
+        ("0/0: not L['self']._modules['drop'].training", tr.TRAIN_EVAL, "self.drop.training"),
     ],
 )
 def test_guard_shapes_from_torch_source(reason, cause, source):
