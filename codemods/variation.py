@@ -339,8 +339,12 @@ def _arg_evidence(model: CompileModel, call: ast.Call, value: ast.AST, loop: ast
 
 #: tensor reductions whose value ``int(...)`` / ``float(...)`` reads out like ``.item()``
 _REDUCTIONS = {"max", "min", "sum", "mean", "amax", "amin", "argmax", "argmin", "count_nonzero", "prod", "norm"}
-#: torch functions that draw new values on every call
-_RANDOM = {"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like", "randint_like"}
+#: torch functions that draw new values on every call, from more values than
+#: the recompile limit (``randint`` with a visibly narrow range is checked
+#: apart; ``bernoulli``, ``multinomial`` draw from a few values)
+_RANDOM = {"rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like"}
+#: at most this many distinct values visible: bounded, no evidence (the recompile limit)
+_FEW_VALUES = 8
 
 
 def _read_out(model: CompileModel, value: ast.AST, loop: ast.AST, names: Set[str]) -> Optional[str]:
@@ -368,7 +372,9 @@ def _read_out(model: CompileModel, value: ast.AST, loop: ast.AST, names: Set[str
     else:
         return None
     varying = loop_assignments(loop, names | _drawn(model, loop))
-    return ast.unparse(value) if _names(tensor) & varying else None
+    if _names(tensor) & varying or any(_is_draw(model, n) for n in walk(tensor) if isinstance(n, ast.Call)):
+        return ast.unparse(value)
+    return None
 
 
 def _drawn(model: CompileModel, loop: ast.AST) -> Set[str]:
@@ -376,10 +382,30 @@ def _drawn(model: CompileModel, loop: ast.AST) -> Set[str]:
     out: Set[str] = set()
     for node in _body_assigns(loop):
         value = node.value
-        if isinstance(value, ast.Call) and any(q.startswith("torch.") and q.rsplit(".", 1)[-1] in _RANDOM for q in model.qualified_names(value.func)):
+        if isinstance(value, ast.Call) and _is_draw(model, value):
             for t in node.targets:
                 out |= _names(t)
     return out
+
+
+def _is_draw(model: CompileModel, call: ast.Call) -> bool:
+    """A torch random draw from more values than the recompile limit."""
+    return any(q.startswith("torch.") and q.rsplit(".", 1)[-1] in _RANDOM for q in model.qualified_names(call.func)) and not _narrow_randint(model, call)
+
+
+def _narrow_randint(model: CompileModel, call: ast.Call) -> bool:
+    """``torch.randint(0, 2, ...)``: a draw from a visibly small range (a few
+    graphs at most, measured: 2 with or without dynamic=False)."""
+    if not any(q.endswith(".randint") for q in model.qualified_names(call.func)):
+        return False
+    bounds = [_literal_int(a) for a in call.args[:2]]
+    if len(call.args) >= 2 and isinstance(call.args[1], ast.Constant) and not isinstance(call.args[1].value, (tuple, list)) and None not in bounds:
+        low, high = bounds
+    elif call.args and bounds[0] is not None and not (len(call.args) >= 2 and isinstance(call.args[1], ast.Constant)):
+        low, high = 0, bounds[0]  # randint(high, size)
+    else:
+        return False
+    return high - low <= _FEW_VALUES  # type: ignore[operator]
 
 
 def varies_as_number(loop: ast.AST, value: ast.AST, names: Set[str]) -> bool:

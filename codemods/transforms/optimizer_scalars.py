@@ -882,7 +882,11 @@ step), while the step compiled by the default inductor backend is as fast
     @staticmethod
     def _lead(b: _Built) -> str:
         where = f"line {b.stepped_at}" if b.stepped_at is not None else f"line {next(s.stepped_at for s in b.schedulers if s.stepped_at is not None)}, by its scheduler"
-        return f"`{b.short}` is stepped inside a compiled region ({where}): a float `lr` is a guarded constant, every lr change recompiles"
+        return (
+            f"`{b.short}` is stepped inside a compiled region ({where}): a float `lr` is a guarded constant, "
+            "a change recompiles (on torch 2.6+ the first one, then it is dynamic unless compiled with dynamic=False; "
+            "on 2.5 and older every one, up to the limit)"
+        )
 
     def _optimizer_findings(self, ctx, b: _Built, built: List[_Built]) -> List[Finding]:
         out: List[Finding] = []
