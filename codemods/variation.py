@@ -486,7 +486,7 @@ def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: in
         if loop is fn:
             break
         if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
-            hit = used & assigned_names(loop)
+            hit = {name for name in used & assigned_names(loop) if not _other_keys_only(loop, name, value)}
             if hit:
                 return f"`{sorted(hit)[0]}` changes in the loop on line {loop.lineno}"
     if depth >= _CALLER_DEPTH or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -496,6 +496,69 @@ def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: in
         if why is not None:
             return why
     return None
+
+
+def _keys(node: ast.AST, name: str) -> Optional[Set[object]]:
+    """The constant keys and attributes through which ``node`` reaches
+    ``name`` (``group["eps"]`` -> {"eps"}, ``cfg.lr`` -> {".lr"}); None when
+    it reaches ``name`` otherwise (the whole object, a computed key)."""
+    found: Set[object] = set()
+    bare = 0
+    for n in walk(node):
+        if isinstance(n, ast.Name) and n.id == name:
+            bare += 1
+        elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name:
+            if not isinstance(n.slice, ast.Constant):
+                return None
+            found.add(n.slice.value)
+            bare -= 1
+        elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name:
+            found.add("." + n.attr)
+            bare -= 1
+    return found if bare == 0 else None
+
+
+def _other_keys_only(loop: ast.AST, name: str, value: ast.AST) -> bool:
+    """Does the loop only store other keys of ``name`` than those ``value``
+    reads?  ``group["step"] = ...`` in the loop leaves ``group["eps"]`` as it
+    was (HeavyBall's kernel took `eps=group["eps"]`, constant for the run: a
+    survey's false finding); a rebinding of ``name``, a computed key, or a
+    store into a key ``value`` reads is a change."""
+    read = _keys(value, name)
+    if not read:
+        return False
+    stored: Set[object] = set()
+    stack: List[ast.AST] = list(loop.body) + list(getattr(loop, "orelse", []))  # type: ignore[attr-defined]
+    if isinstance(loop, (ast.For, ast.AsyncFor)) and name in _names(loop.target):
+        return False
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, _SCOPES) or isinstance(cur, ast.ClassDef):
+            continue
+        targets: List[ast.AST] = []
+        if isinstance(cur, ast.Assign):
+            targets = list(cur.targets)
+        elif isinstance(cur, (ast.AugAssign, ast.AnnAssign)):
+            targets = [cur.target]
+        elif isinstance(cur, (ast.For, ast.AsyncFor)):
+            targets = [cur.target]
+        elif isinstance(cur, ast.NamedExpr) and cur.target.id == name:
+            return False
+        while targets:
+            t = targets.pop()
+            if isinstance(t, (ast.Tuple, ast.List)):
+                targets.extend(t.elts)
+            elif isinstance(t, ast.Starred):
+                targets.append(t.value)
+            elif isinstance(t, ast.Name) and t.id == name:
+                return False  # rebound
+            elif isinstance(t, (ast.Subscript, ast.Attribute)) and isinstance(t.value, ast.Name) and t.value.id == name:
+                key = _keys(t, name)
+                if key is None:
+                    return False  # a computed key: may be any
+                stored |= key
+        stack.extend(children(cur))
+    return not (stored & read)
 
 
 def _params_read(model: CompileModel, fn: ast.AST, value: ast.AST) -> List[str]:
@@ -554,7 +617,10 @@ def _param_varies(model: CompileModel, fn: ast.AST, param: str, depth: int, call
             why = number_varies(model, outer, arg, depth + 1, calls)
             if why is not None:
                 return f"`{fn.name}` is called with `{param}` that changes ({why})"  # type: ignore[attr-defined]
-    constants = {ast.dump(a) for _, a in passed if a is not None}
-    if len(passed) > 1 and len(constants) > 1:
+    # different values at different calls: only literals show it (a default
+    # `1e-8` and `group["eps"]` may well be equal: HeavyBall's wrapper, a
+    # survey's false finding)
+    literals = {repr(a.value) for _, a in passed if isinstance(a, ast.Constant)}
+    if len(passed) > 1 and len(literals) > 1:
         return f"`{fn.name}` is called with different `{param}` values"  # type: ignore[attr-defined]
     return None
