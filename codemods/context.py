@@ -7,6 +7,10 @@ from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 
 from ._lazy import cst
 
+#: torch's default recompile limit (``torch._dynamo.config.recompile_limit``;
+#: 2.2+, 64 on 2.1): the one number FR006, the variation evidence and the
+#: trace compare with
+DEFAULT_RECOMPILE_LIMIT = 8
 
 
 @dataclass(frozen=True)

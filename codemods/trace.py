@@ -32,6 +32,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
+from .context import DEFAULT_RECOMPILE_LIMIT
+
 # -- causes ---------------------------------------------------------------
 
 FLOAT_ARG = "float argument"
@@ -254,10 +256,9 @@ class CodeEntry:
 
     @property
     def causes(self) -> List[str]:
-        """Distinct causes, most frequent first (ties: table order); an
-        unclassified reason (OTHER) after every classified one: a known cause
-        says more (each recompile of an invalidation storm also lists the
-        first cache entry's own failure, ``not self.state``)."""
+        """Distinct causes, most frequent first (ties: table order; stale
+        reasons not counted: :attr:`Reason.stale`); an unclassified reason
+        (OTHER) after every classified one: a known cause says more."""
         counts: Dict[str, int] = {}
         for r in self.reasons:
             counts[r.cause] = counts.get(r.cause, 0) + (0 if r.stale else 1)
@@ -377,8 +378,6 @@ def _is_limit_failure(metrics: dict) -> bool:
     )
 
 
-#: torch's default recompile limit (``torch._dynamo.config.recompile_limit``, 2.2+)
-DEFAULT_RECOMPILE_LIMIT = 8
 _LIMIT_CONFIG = re.compile(r'"(?:recompile_limit|cache_size_limit)":\s*(\d+)')
 
 
@@ -697,9 +696,11 @@ def _shape_guard(guard: str) -> Optional[Tuple[str, Tuple[int, ...]]]:
     return name, dims
 
 
-def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...]]:
-    """(cause, source, dims) for one failed guard's text (``hint``: the
-    ``(HINT: …)`` torch appended, if any)."""
+def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...], bool]:
+    """(cause, source, dims, computed) for one failed guard's text (``hint``:
+    the ``(HINT: …)`` torch appended, if any); ``computed``: the guard is on a
+    value computed from its source (:func:`_computed_from`), one torch
+    specialised because an op needed a Python number."""
     guard = guard.strip()
     m = _TENSOR_MISMATCH.match(guard)
     if m:
@@ -708,7 +709,7 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...]]:
         if what == "size":
             idx = _MISMATCH_INDEX.search(guard)
             cause = PARAMETER_SHAPE if "Guard failed on a parameter" in guard or "Guard failed on a parameter" in hint else TENSOR_SHAPE
-            return cause, name, ((int(idx.group("dim")),) if idx else ())
+            return cause, name, ((int(idx.group("dim")),) if idx else ()), False
         cause = {
             "stride": LAYOUT,
             "rank": RANK,
@@ -718,33 +719,33 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...]]:
             "device": DEVICE,
             "requires_grad": REQUIRES_GRAD,
         }[what]
-        return cause, name, ()
+        return cause, name, (), False
     if guard.startswith("GLOBAL_STATE changed"):
         if "grad_mode" in guard:
-            return GRAD_MODE, "", ()
+            return GRAD_MODE, "", (), False
         if "autocast" in guard:
-            return AUTOCAST, "", ()
-        return GLOBAL_STATE, guard.partition(":")[2].strip(), ()
+            return AUTOCAST, "", (), False
+        return GLOBAL_STATE, guard.partition(":")[2].strip(), (), False
     if guard.startswith(("___check_global_state", "___check_torch_function_mode_stack", "torch._functorch.pyfunctorch.compare_functorch_state", "torch.autograd.forward_ad._current_level")):
-        return GLOBAL_STATE, "", ()
+        return GLOBAL_STATE, "", (), False
     if guard.startswith("BACKEND_MATCH"):
-        return BACKEND, "", ()
+        return BACKEND, "", (), False
     if guard.startswith("Cache line invalidated"):
-        return INVALIDATED, "", ()
+        return INVALIDATED, "", (), False
     if guard.startswith("Duplicate tensor"):
-        return ALIASING, "", ()
+        return ALIASING, "", (), False
     m = _OBJ_ID.match(guard)
     if m:
-        return IDENTITY, _user_source(m.group("src"))[0], ()
+        return IDENTITY, _user_source(m.group("src"))[0], (), False
     m = _TYPE_ID.match(guard)
     if m:
-        return TYPE, _user_source(m.group("src"))[0], ()
+        return TYPE, _user_source(m.group("src"))[0], (), False
     m = _LEN.match(guard)
     if m:
-        return LENGTH, _user_source(m.group("src"))[0], ()
+        return LENGTH, _user_source(m.group("src"))[0], (), False
     m = _IS_NONE.match(guard)
     if m:
-        return NONE_CHECK, _user_source(m.group("src"))[0], ()
+        return NONE_CHECK, _user_source(m.group("src"))[0], (), False
     m = _PRESENCE.match(guard)
     if m:
         if m.group("obj"):
@@ -753,38 +754,38 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...]]:
             src = f"{_user_source(m.group('d'))[0]}[{m.group('key')}]"
         else:
             src = _user_source(m.group("set"))[0]
-        return KEYS, src, ()
+        return KEYS, src, (), False
     m = _IS.match(guard)
     if m and "(" not in guard:
-        return ALIASING, _user_source(m.group("a"))[0], ()
+        return ALIASING, _user_source(m.group("a"))[0], (), False
     m = _TRUTHY.match(guard)
     if m:  # `not self.state`: an optimizer's state dict was empty on its first step
         src = _user_source(m.group("src"))[0]
-        return (TRAIN_EVAL if src.endswith(".training") else TRUTH), src, ()
+        return (TRAIN_EVAL if src.endswith(".training") else TRUTH), src, (), False
     shape = _shape_guard(guard)
     if shape is not None:
-        return TENSOR_SHAPE, shape[0], shape[1]
+        return TENSOR_SHAPE, shape[0], shape[1], False
     m = _EQ.match(guard)
     if not m:
         sym = _SYM_INT.match(guard)
         if sym:  # a symbolic guard on a dynamic int: 2 <= n, n < 5
             name = sym.group("a") if _IDENT.match(sym.group("a")) else sym.group("b")
-            return INT_ARG, _user_source(name)[0], ()
-        return OTHER, "", ()
+            return INT_ARG, _user_source(name)[0], (), False
+        return OTHER, "", (), False
     raw_src = m.group("src")
     src, is_global = _user_source(raw_src)
     value = m.group("val").strip()
     if _CLOSURE.search(raw_src):
         h = _CLOSURE_HINT.search(hint)
-        return CLOSURE, (h.group("name") if h else src), ()
+        return CLOSURE, (h.group("name") if h else src), (), False
     if _LR.search(raw_src):
         if _INT.match(value.strip()) and not _LR_KEY.search(raw_src):  # a step counter kept in the group (timm's Lamb: group['step'] += 1)
-            return INT_ARG, src, ()
-        return OPTIMIZER_LR, src, ()  # an lr, even an int one (lr=1), and the float hyperparameters
+            return INT_ARG, src, (), False
+        return OPTIMIZER_LR, src, (), False  # an lr, even an int one (lr=1), and the float hyperparameters
     if is_global:
-        return GLOBAL, src, ()
+        return GLOBAL, src, (), False
     if src.startswith("___stack"):
-        return RESUME_VALUE, src, ()
+        return RESUME_VALUE, src, (), False
     # int(x) == 3 / float(x) == 0.5: a subclass of int or float
     sub = re.match(r"^(int|float)\((?P<inner>.+)\)$", src)
     if sub:
@@ -794,26 +795,26 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...]]:
     if computed is not None:  # a value computed from one attribute or argument
         src = computed
     if src.endswith(".training") and value in ("True", "False"):
-        return TRAIN_EVAL, src, ()
+        return TRAIN_EVAL, src, (), computed is not None
     if _ATTR.match(src) and (is_int or is_float):
-        return (MODULE_INT_ATTR if is_int else MODULE_FLOAT_ATTR), src, ()
+        return (MODULE_INT_ATTR if is_int else MODULE_FLOAT_ATTR), src, (), computed is not None
     if _IDENT.match(src) or _KEYED.match(src):
         if is_float:
-            return FLOAT_ARG, src, ()
+            return FLOAT_ARG, src, (), computed is not None
         if is_int:
-            return INT_ARG, src, ()
+            return INT_ARG, src, (), computed is not None
     if not (is_int or is_float):
-        return CONSTANT, src, ()
+        return CONSTANT, src, (), computed is not None
     # a number reached through attributes and subscripts: self.layers[0].idx
     # is a module's, kwargs['cfg'].lr an argument's
     if src == "self" or src.startswith(("self.", "self[")):
-        return (MODULE_INT_ATTR if is_int else MODULE_FLOAT_ATTR), src, ()
-    return (INT_ARG if is_int else FLOAT_ARG), src, ()
+        return (MODULE_INT_ATTR if is_int else MODULE_FLOAT_ATTR), src, (), computed is not None
+    return (INT_ARG if is_int else FLOAT_ARG), src, (), computed is not None
 
 
 def classify_guard(guard: str) -> Tuple[str, str]:
     """(cause, source) for one failed guard's text."""
-    cause, source, _dims = classify(guard)
+    cause, source, _dims, _computed = classify(guard)
     return cause, source
 
 
@@ -836,7 +837,7 @@ def parse_reason(text: str) -> List[Reason]:
             guard = _COMMENT.split(part, maxsplit=1)[0].strip()
             if hint_m and guard.endswith(hint_m.group(0).strip()):
                 guard = guard[: -len(hint_m.group(0).strip())].strip()
-            cause, source, dims = classify(guard, hint_m.group("hint") if hint_m else "")
+            cause, source, dims, computed = classify(guard, hint_m.group("hint") if hint_m else "")
             text_out = guard if cause != OTHER else part.strip()
             out.append(
                 Reason(
@@ -846,19 +847,10 @@ def parse_reason(text: str) -> List[Reason]:
                     line=line,
                     file=file,
                     dims=dims,
-                    specialized=" in evaluate_expr)" in part or _computed_guard(guard),
+                    specialized=" in evaluate_expr)" in part or computed,
                 )
             )
     return out
-
-
-def _computed_guard(guard: str) -> bool:
-    """Is ``guard`` an equality on a value computed from one source
-    (:func:`_computed_from`)?"""
-    m = _EQ.match(guard)
-    if m is None or not (_INT.match(m.group("val").strip()) or _FLOAT.match(m.group("val").strip())):
-        return False
-    return _computed_from(_user_source(m.group("src"))[0]) is not None
 
 
 def _split_guards(text: str) -> List[str]:

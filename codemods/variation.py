@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from .compile_sites import CompileModel, CompileSite, dotted_name
+from .context import DEFAULT_RECOMPILE_LIMIT
 from .source import children, walk
 
 # torch factories whose positional arguments are sizes
@@ -343,8 +344,6 @@ _REDUCTIONS = {"max", "min", "sum", "mean", "amax", "amin", "argmax", "argmin", 
 #: the recompile limit (``randint`` with a visibly narrow range is checked
 #: apart; ``bernoulli``, ``multinomial`` draw from a few values)
 _RANDOM = {"rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like"}
-#: at most this many distinct values visible: bounded, no evidence (the recompile limit)
-_FEW_VALUES = 8
 
 
 def _read_out(model: CompileModel, value: ast.AST, loop: ast.AST, names: Set[str]) -> Optional[str]:
@@ -394,18 +393,16 @@ def _is_draw(model: CompileModel, call: ast.Call) -> bool:
 
 
 def _narrow_randint(model: CompileModel, call: ast.Call) -> bool:
-    """``torch.randint(0, 2, ...)``: a draw from a visibly small range (a few
+    """``torch.randint(0, 2, ...)``, ``torch.randint(5, size)``: a draw from a
+    visibly small range, no more values than the recompile limit (a few
     graphs at most, measured: 2 with or without dynamic=False)."""
     if not any(q.endswith(".randint") for q in model.qualified_names(call.func)):
         return False
-    bounds = [_literal_int(a) for a in call.args[:2]]
-    if len(call.args) >= 2 and isinstance(call.args[1], ast.Constant) and not isinstance(call.args[1].value, (tuple, list)) and None not in bounds:
-        low, high = bounds
-    elif call.args and bounds[0] is not None and not (len(call.args) >= 2 and isinstance(call.args[1], ast.Constant)):
-        low, high = 0, bounds[0]  # randint(high, size)
-    else:
-        return False
-    return high - low <= _FEW_VALUES  # type: ignore[operator]
+    args = call.args
+    # randint(high, size) or randint(low, high, size): the size is a tuple or list
+    two_bounds = len(args) >= 3 or (len(args) == 2 and not isinstance(args[1], (ast.Tuple, ast.List)))
+    low, high = (_literal_int(args[0]), _literal_int(args[1])) if two_bounds else (0, _literal_int(args[0]) if args else None)
+    return low is not None and high is not None and high - low <= DEFAULT_RECOMPILE_LIMIT
 
 
 def varies_as_number(loop: ast.AST, value: ast.AST, names: Set[str]) -> bool:
@@ -438,29 +435,42 @@ def assigned_names(node: ast.AST) -> Set[str]:
     (computed once per loop)."""
     found = getattr(node, "_fr_assigned", None)
     if found is None:
-        found = node._fr_assigned = frozenset(_assigned_names(node))  # type: ignore[attr-defined]
+        out: Set[str] = set()
+        for kind, target in _stores(node):
+            if kind == "assign":  # every name of the target, a subscript's base and index too
+                out |= {n.id for n in walk(target) if isinstance(n, ast.Name)}
+            elif kind != "augassign" or isinstance(target, ast.Name):
+                out |= _names(target)
+        found = node._fr_assigned = frozenset(out)  # type: ignore[attr-defined]
     return found
 
 
-def _assigned_names(node: ast.AST) -> Set[str]:
-    out: Set[str] = set()
+def _stores(node: ast.AST) -> List[Tuple[str, ast.AST]]:
+    """(kind, target) of what a loop stores on every iteration: its own target
+    ("for"), and in its body, not inside nested functions or classes, the
+    targets of ``=`` ("assign"), ``+=`` and ``x: T = v`` ("augassign"), nested
+    ``for`` ("for") and ``:=`` ("walrus") (computed once per loop)."""
+    found = getattr(node, "_fr_stores", None)
+    if found is not None:
+        return found
+    out: List[Tuple[str, ast.AST]] = []
     if isinstance(node, (ast.For, ast.AsyncFor)):
-        out |= _names(node.target)
+        out.append(("for", node.target))
     stack: List[ast.AST] = list(node.body)  # type: ignore[attr-defined]
     while stack:
         cur = stack.pop()
         if isinstance(cur, _SCOPES) or isinstance(cur, ast.ClassDef):
             continue
         if isinstance(cur, ast.Assign):
-            for t in cur.targets:
-                out |= {n.id for n in walk(t) if isinstance(n, ast.Name)}
-        elif isinstance(cur, (ast.AugAssign, ast.AnnAssign)) and isinstance(cur.target, ast.Name):
-            out.add(cur.target.id)
+            out.extend(("assign", t) for t in cur.targets)
+        elif isinstance(cur, (ast.AugAssign, ast.AnnAssign)):
+            out.append(("augassign", cur.target))
         elif isinstance(cur, (ast.For, ast.AsyncFor)):
-            out |= _names(cur.target)
+            out.append(("for", cur.target))
         elif isinstance(cur, ast.NamedExpr):
-            out.add(cur.target.id)
+            out.append(("walrus", cur.target))
         stack.extend(children(cur))
+    node._fr_stores = out  # type: ignore[attr-defined]
     return out
 
 
@@ -528,36 +538,20 @@ def _other_keys_only(loop: ast.AST, name: str, value: ast.AST) -> bool:
     if not read:
         return False
     stored: Set[object] = set()
-    stack: List[ast.AST] = list(loop.body) + list(getattr(loop, "orelse", []))  # type: ignore[attr-defined]
-    if isinstance(loop, (ast.For, ast.AsyncFor)) and name in _names(loop.target):
-        return False
-    while stack:
-        cur = stack.pop()
-        if isinstance(cur, _SCOPES) or isinstance(cur, ast.ClassDef):
-            continue
-        targets: List[ast.AST] = []
-        if isinstance(cur, ast.Assign):
-            targets = list(cur.targets)
-        elif isinstance(cur, (ast.AugAssign, ast.AnnAssign)):
-            targets = [cur.target]
-        elif isinstance(cur, (ast.For, ast.AsyncFor)):
-            targets = [cur.target]
-        elif isinstance(cur, ast.NamedExpr) and cur.target.id == name:
-            return False
-        while targets:
-            t = targets.pop()
-            if isinstance(t, (ast.Tuple, ast.List)):
-                targets.extend(t.elts)
-            elif isinstance(t, ast.Starred):
-                targets.append(t.value)
-            elif isinstance(t, ast.Name) and t.id == name:
-                return False  # rebound
-            elif isinstance(t, (ast.Subscript, ast.Attribute)) and isinstance(t.value, ast.Name) and t.value.id == name:
-                key = _keys(t, name)
-                if key is None:
-                    return False  # a computed key: may be any
-                stored |= key
-        stack.extend(children(cur))
+    targets = [target for _, target in _stores(loop)]
+    while targets:
+        t = targets.pop()
+        if isinstance(t, (ast.Tuple, ast.List)):
+            targets.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            targets.append(t.value)
+        elif isinstance(t, ast.Name) and t.id == name:
+            return False  # rebound
+        elif isinstance(t, (ast.Subscript, ast.Attribute)) and isinstance(t.value, ast.Name) and t.value.id == name:
+            key = _keys(t, name)
+            if key is None:
+                return False  # a computed key: may be any
+            stored |= key
     return not (stored & read)
 
 

@@ -108,7 +108,11 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
         "import torch\ndef g(x):\n    return x\nf = torch.compile(g, dynamic=False)\n",
     )
     invalid = (
-        # a number read out of each batch's tensor (quack#150)
+        # a number read out of each batch's tensor (quack#150), or of a wide random draw
+        Example(
+            "import torch\n@torch.compile(dynamic=False)\ndef f(x, n):\n    return x[:n]\nfor i in range(12):\n    f(x, torch.randint(0, n, (4,)).max().item())\n",
+            "import torch\n@torch.compile()\ndef f(x, n):\n    return x[:n]\nfor i in range(12):\n    f(x, torch.randint(0, n, (4,)).max().item())\n",
+        ),
         Example(
             "import torch\n@torch.compile(dynamic=False)\ndef f(x, n):\n    return x[:n]\nfor lengths in batches:\n    f(x, lengths.max().item())\n",
             "import torch\n@torch.compile()\ndef f(x, n):\n    return x[:n]\nfor lengths in batches:\n    f(x, lengths.max().item())\n",
@@ -226,27 +230,17 @@ def _parameter_argument(model, site) -> Optional[Tuple[ast.Call, str]]:
     over parameters itself (``for p in group["params"]``, ``for p in
     model.parameters()``, ``for name, p in m.named_parameters()``): an
     nn.Parameter, not its ``.grad`` or ``.detach()``."""
-    source = model.source
     for call in site.calls:
-        passed = {id(v): v for v in list(call.args) + [k.value for k in call.keywords]}
-        for value in passed.values():
-            if not isinstance(value, ast.Name):
+        passed = {v.id for v in list(call.args) + [k.value for k in call.keywords] if isinstance(v, ast.Name)}
+        for loop in model.source.loops_around(call):
+            if not isinstance(loop, (ast.For, ast.AsyncFor)):
                 continue
-            for loop in source.ancestors(call):
-                if not isinstance(loop, (ast.For, ast.AsyncFor)):
-                    continue
-                target, it = loop.target, loop.iter
-                if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args:
-                    if it.func.attr == "parameters" and isinstance(target, ast.Name) and target.id == value.id:
-                        return call, value.id
-                    if (
-                        it.func.attr == "named_parameters" and isinstance(target, ast.Tuple) and len(target.elts) == 2
-                        and isinstance(target.elts[1], ast.Name) and target.elts[1].id == value.id
-                    ):
-                        return call, value.id
-                if (
-                    isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Constant) and it.slice.value == "params"
-                    and isinstance(target, ast.Name) and target.id == value.id
-                ):
-                    return call, value.id
+            target, it = loop.target, loop.iter
+            method = it.func.attr if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args else None
+            if method == "named_parameters" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                target = target.elts[1]
+            elif not (method == "parameters" or (isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Constant) and it.slice.value == "params")):
+                continue
+            if isinstance(target, ast.Name) and target.id in passed:
+                return call, target.id
     return None

@@ -23,11 +23,10 @@ from ..placement import (
     torch_at_least,
     torch_expr,
 )
+from ..context import DEFAULT_RECOMPILE_LIMIT as DEFAULT_LIMIT
 from ..variation import Evidence, evidence_for
 from .base import Example, Rule
 
-#: torch's default recompile limit (2.2+; 64 on 2.1)
-DEFAULT_LIMIT = 8
 #: above this many variants compiling each one is no cure: report, do not fix
 MAX_FIXED_BOUND = 64
 #: `recompile_limit` is the name from 2.7; `cache_size_limit` works on every release

@@ -142,6 +142,16 @@ def _init_assignments(init: ast.AST) -> Iterator[Tuple[ast.AST, ast.AST]]:
 
 
 def _facts(model: CompileModel, cls: ast.ClassDef) -> _ClassFacts:
+    """The class's methods and int attributes, with those of its bases in this
+    module (computed once per class: the rule, the outside changes and the
+    index ask for the same class several times)."""
+    facts = getattr(cls, "_fr005_facts", None)
+    if facts is None:
+        facts = cls._fr005_facts = _class_facts(model, cls)  # type: ignore[attr-defined]
+    return facts
+
+
+def _class_facts(model: CompileModel, cls: ast.ClassDef) -> _ClassFacts:
     facts = _ClassFacts()
     # attributes are recorded from the farthest base first so nearer classes win
     for c in reversed(_class_chain(model, cls)):
