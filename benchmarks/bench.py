@@ -28,6 +28,14 @@ corpus ``benchmarks/training``; a missing one is skipped with a message):
    slowest files (a file under the lines/s goal is timed twice more and
    keeps its best time: sub-millisecond timings of tiny files are noisy).
 
+With the commands, it prints the **floor** of a cold run on that corpus: the
+start-up (``fix-recompiles --version``), discovery, reading every file with
+the byte prefilter, and the stdlib parse of the files that can hold a compile
+site (``mentions_compile``; parsed and freed as a run does, collector set as
+a run sets it), the parallel part divided by ``--jobs`` as if perfectly
+shared, and *no analysis at all*.  What the analysis costs comes on top: a
+goal below the floor cannot be met by any analysis on the stdlib ``ast``.
+
 Then it times the stress input (``benchmarks/stress_input.py``: a generated
 ~2,500-line training script dense with compile sites) with ``process_file``,
 best of ``--runs``.
@@ -174,6 +182,53 @@ def run_commands(paths, runs: int, jobs: int):
     }
 
 
+def floor(paths, jobs: int, startup: float) -> dict:
+    """What a cold run costs before any analysis (best of 3 in this process):
+    see the module docstring."""
+    from codemods.discovery import discover
+    from codemods.prefilter import mentions_compile
+    from codemods.runner import _quiet_collector
+    from codemods.source import decode, parse
+
+    best = None
+    with _quiet_collector():
+        for _ in range(3):
+            t0 = time.process_time()
+            files = discover(paths, ()).files
+            t1 = time.process_time()
+            candidates = []
+            for path in files:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+                if mentions_compile(data):
+                    candidates.append(data)
+            t2 = time.process_time()
+            lines = 0
+            for data in candidates:
+                try:
+                    text, _encoding = decode(data)
+                    tree = parse(text, data)
+                except (SyntaxError, ValueError, RecursionError, UnicodeDecodeError, LookupError):
+                    continue
+                lines += data.count(b"\n")
+                del tree  # freed here, as a run frees each file's tree
+            t3 = time.process_time()
+            times = (t1 - t0, t2 - t1, t3 - t2)
+            if best is None or sum(times) < sum(best[0]):
+                best = (times, len(files), len(candidates), lines)
+    (discovery, reading, parsing), n_files, n_parsed, lines = best
+    return {
+        "wall": startup + discovery + (reading + parsing) / jobs,
+        "startup": startup,
+        "discovery": discovery,
+        "reading": reading,
+        "parsing": parsing,
+        "files": n_files,
+        "parsed": n_parsed,
+        "lines": lines,
+    }
+
+
 # --------------------------------------------------------------- in-process
 
 
@@ -274,6 +329,7 @@ def report_corpus(kind: str, label: str, paths, base: str, args, engine) -> dict
 
 def report_commands(kind: str, paths, args) -> dict:
     r = run_commands(paths, args.runs, args.jobs)
+    low = floor(paths, args.jobs, args.startup)
     med, rss, goals = r["median"], r["rss"], GOALS[kind]
     cold_ratio, warm_ratio = med["cold"] / med["ruff"], med["warm"] / med["ruff"]
     peak = max(rss["cold"], rss["warm"])
@@ -292,7 +348,14 @@ def report_commands(kind: str, paths, args) -> dict:
     print()
     print(f"peak RSS (fix-recompiles, largest process): {peak:.0f} MB (goal <= {goals['rss']:.0f}: {met(peak, goals['rss'])})")
     print(f"findings: {r['findings']}; same with/without cache: {r['same_cache']}; same -j1/-j{args.jobs}: {r['same_jobs']}")
+    floor_ratio = low["wall"] / med["ruff"]
+    print(
+        f"floor of a cold run (no analysis): {low['wall']:.2f} s = {floor_ratio:.2f}x ruff: start-up {low['startup']:.2f} s + discovery "
+        f"{low['discovery']:.2f} s + (reading {low['files']} files {low['reading']:.2f} s + stdlib parse of the {low['parsed']} that can hold "
+        f"a compile site, {low['lines']:,} lines, {low['parsing']:.2f} s) / {args.jobs} jobs; the analysis comes on top"
+    )
     return {
+        "floor": (floor_ratio, goals["cold"]),
         "cold": (cold_ratio, goals["cold"]),
         "warm": (warm_ratio, goals["warm"]),
         "rss": (peak, goals["rss"]),
@@ -359,8 +422,9 @@ def main() -> int:
     where = subprocess.run([sys.executable, "-c", "import codemods; print(codemods.__file__)"], check=False, env=ENV, capture_output=True, text=True)
     print(f"engine measured: {os.path.dirname(where.stdout.strip()) or where.stderr.strip()[-200:]}")
     startup = [] if args.in_process_only else [timed([tool("fix-recompiles"), "--version"])[0] for _ in range(args.runs)]
+    args.startup = statistics.median(startup) if startup else 0.0
     if startup:
-        print(f"start-up (`fix-recompiles --version`): median {statistics.median(startup):.2f} s")
+        print(f"start-up (`fix-recompiles --version`): median {args.startup:.2f} s")
     try:
         engine = load_engine()
     except Exception as exc:  # noqa: BLE001 - the engine is being rewritten: report, go on
@@ -404,7 +468,7 @@ def main() -> int:
     for s in summaries:
         parts = []
         if "cold" in s:
-            parts.append(f"cold {s['cold'][0]:.2f}x ruff (<= {s['cold'][1]}: {met(*s['cold'])})")
+            parts.append(f"cold {s['cold'][0]:.2f}x ruff (<= {s['cold'][1]}: {met(*s['cold'])}; floor with no analysis {s['floor'][0]:.2f}x)")
             parts.append(f"warm {s['warm'][0]:.2f}x (<= {s['warm'][1]}: {met(*s['warm'])})")
             parts.append(f"RSS {s['rss'][0]:.0f} MB (<= {s['rss'][1]:.0f}: {met(*s['rss'])})")
         if "slow_files" in s:
