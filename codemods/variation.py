@@ -294,11 +294,8 @@ def evidence_for(model: CompileModel, site: CompileSite) -> List[Evidence]:
     result: List[Evidence] = []
     literal_shapes: Dict[Tuple, Set[str]] = {}
     for call in site.calls:
-        fn = source.enclosing(call, _FUNCS)
-        # stop at the enclosing function: a loop outside it does not drive this call
-        loops = [a for a in source.ancestors(call) if isinstance(a, _LOOPS)]
-        if fn is not None:
-            loops = [lp for lp in loops if source.enclosing(lp, _FUNCS) is fn]
+        # a loop outside the enclosing function does not drive this call
+        loops = [lp for lp in source.loops_around(call) if isinstance(lp, _LOOPS)]
         for index, (keyword, value) in enumerate(call_arguments(call)):
             key = (id(site.def_of(call)), keyword if keyword is not None else index)  # per function a decorator compiles
             sig = _literal_shape(model, value)
@@ -492,13 +489,10 @@ def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: in
     source = model.source
     fn = source.enclosing(call, _SCOPES)
     used = _names(value)
-    for loop in source.ancestors(call):
-        if loop is fn:
-            break
-        if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
-            hit = {name for name in used & assigned_names(loop) if not _other_keys_only(loop, name, value)}
-            if hit:
-                return f"`{sorted(hit)[0]}` changes in the loop on line {loop.lineno}"
+    for loop in source.loops_around(call):
+        hit = {name for name in used & assigned_names(loop) if not _other_keys_only(loop, name, value)}
+        if hit:
+            return f"`{sorted(hit)[0]}` changes in the loop on line {loop.lineno}"
     if depth >= _CALLER_DEPTH or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     for param in _params_read(model, fn, value):

@@ -174,15 +174,12 @@ results the same.
         a counter the loop steps (``n += 1``).  A value merely re-read in a
         loop (``n = group["ns_steps"]``) is not evidence."""
         source = model.source
-        fn = source.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        for loop in source.ancestors(call):
-            if loop is fn:
-                break
+        for loop in source.loops_around(call):
             if isinstance(loop, (ast.For, ast.AsyncFor)):
                 names = loop_assignments(loop, loop_names(loop))
                 if varies_as_number(loop, value, names) and loop_variants(loop) != 1:
                     return f"it comes from the loop on line {loop.lineno}"
-            if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)) and isinstance(value, ast.Name):
+            if isinstance(value, ast.Name):
                 for node in walk(loop):
                     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == value.id and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
                         return f"`{value.id}` is stepped in the loop on line {loop.lineno}"

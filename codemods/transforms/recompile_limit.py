@@ -17,7 +17,6 @@ from ..placement import (
     builtin_shadowed,
     config_mentions,
     dominates,
-    function_of,
     insert_before,
     start_of,
     torch_at_least,
@@ -306,14 +305,8 @@ is the better (and safe) cure, so this fix is only applied with
     @staticmethod
     def _anchor(source, call: ast.Call) -> Optional[ast.stmt]:
         """The outermost loop around ``call`` in its function, else its statement."""
-        stmt = source.statement_of(call)
-        fn = function_of(source, call)
-        for anc in source.ancestors(call):
-            if anc is fn:
-                break
-            if isinstance(anc, (ast.For, ast.AsyncFor, ast.While)):
-                stmt = anc
-        return stmt
+        loops = source.loops_around(call)
+        return loops[-1] if loops else source.statement_of(call)
 
     @staticmethod
     def _resolve_bound(model, ev: Evidence, bound_exprs: Dict[int, ast.AST]) -> Evidence:
