@@ -481,6 +481,18 @@ step), while the step compiled by the default inductor backend is as fast
             "            lr.fill_(v)\n        else:\n            g['lr'] = v\n"
             "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\n",
         ),
+        # ... also when the test has another condition: `not isinstance(...) and ...`
+        # keeps a tensor lr out of the body (the else may see either)
+        Example(
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "def set_lr(o, v):\n    for g in o.param_groups:\n        if not isinstance(g['lr'], torch.Tensor) and v is not None:\n"
+            "            g['lr'] = v\n        elif v is not None:\n            g['lr'].fill_(v)\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\n",
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\n"
+            "def set_lr(o, v):\n    for g in o.param_groups:\n        if not isinstance(g['lr'], torch.Tensor) and v is not None:\n"
+            "            g['lr'] = v\n        elif v is not None:\n            g['lr'].fill_(v)\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\n",
+        ),
         # passed to code not visible here: unsafe
         Example(
             "import torch\nfrom sched import Warmup\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
@@ -1184,12 +1196,29 @@ step), while the step compiled by the default inductor backend is as fast
             if isinstance(anc, _DEFS + (ast.Lambda, ast.ClassDef, ast.Module)):
                 return False
             if isinstance(anc, ast.If):
-                test = _tensor_test(ctx, anc.test)
-                if test is not None and self._names_lr_of(ctx, test[0], holder):
-                    in_body = any(child is stmt for stmt in anc.body)
-                    return in_body != test[1]  # the body runs when the test holds
+                floats_only = self._float_only_branches(ctx, anc.test, holder)
+                if floats_only:
+                    return ("body" if any(child is stmt for stmt in anc.body) else "orelse") in floats_only
             child = anc
         return False
+
+    def _float_only_branches(self, ctx, test: ast.AST, holder: ast.Name) -> Tuple[str, ...]:
+        """The branches of ``if test:`` ("body", "orelse") that run only when
+        the lr of ``holder`` is not a tensor: a tensor test on it (see
+        :func:`_tensor_test`) decides both; in ``A and B`` a test that fails
+        for a tensor keeps the body from a tensor (the else may run either
+        way), in ``A or B`` a test that holds for a tensor keeps the else."""
+        if isinstance(test, ast.BoolOp):
+            branch, wanted = ("body", False) if isinstance(test.op, ast.And) else ("orelse", True)
+            for operand in test.values:
+                found = _tensor_test(ctx, operand)
+                if found is not None and found[1] == wanted and self._names_lr_of(ctx, found[0], holder):
+                    return (branch,)
+            return ()
+        found = _tensor_test(ctx, test)
+        if found is None or not self._names_lr_of(ctx, found[0], holder):
+            return ()
+        return ("orelse",) if found[1] else ("body",)  # the body runs when the test holds
 
     def _names_lr_of(self, ctx, expr: ast.AST, holder: ast.Name) -> bool:
         """Is ``expr`` the lr of the group ``holder`` names: ``holder["lr"]``,
