@@ -254,6 +254,14 @@ class CodeEntry:
     #: that can have compiled it (set by :func:`codemods.trace_run.map_library_entries`)
     library_site: Optional[Tuple[str, int]] = None
 
+    def sources(self, cause: str) -> List[str]:
+        """The distinct sources guarded for ``cause``, in the trace's order."""
+        out: List[str] = []
+        for r in self.reasons:
+            if r.cause == cause and r.source and r.source not in out:
+                out.append(r.source)
+        return out
+
     @property
     def causes(self) -> List[str]:
         """Distinct causes, most frequent first (ties: table order; stale
@@ -409,7 +417,9 @@ def limit_notice(trace: "Trace") -> Optional[str]:
     )
 
 
-def _is_torch_file(filename: str) -> bool:
+def is_library_file(filename: str) -> bool:
+    """Is ``filename`` not the user's: installed code (torch, a library) or
+    generated (``<eval_with_key>``)?"""
     norm = filename.replace("\\", "/")
     return (
         "/site-packages/" in norm
@@ -560,7 +570,7 @@ def _user_frame(
     stack: Sequence[Tuple[str, int, str]],
 ) -> Optional[Tuple[str, int, str]]:
     for fname, line, name in reversed(stack):
-        if not _is_torch_file(fname):
+        if not is_library_file(fname):
             return (fname, line, name)
     return None
 
@@ -870,12 +880,14 @@ def cure_codes(cause: str, available: Iterable[str]) -> List[str]:
     return [c.code for c in CURES.get(cause, ()) if c.code in have]
 
 
-def _sources(entry: "CodeEntry", cause: str) -> List[str]:
-    out: List[str] = []
-    for r in entry.reasons:
-        if r.cause == cause and r.source and r.source not in out:
-            out.append(r.source)
-    return out
+def argument_of(source: str) -> Optional[Tuple[str, bool]]:
+    """(name, passed by keyword) of the argument a guard's source is: ``x`` ->
+    ("x", False), ``kwargs['cu_doc_lens']`` -> ("cu_doc_lens", True); None
+    for any other source (``args[1]``, ``self.n``): no name of the user's."""
+    keyword = _KWARG.match(source)
+    if keyword is not None:
+        return keyword.group("key"), True
+    return (source, False) if _IDENT.match(source) else None
 
 
 #: causes that automatic dynamic shapes lift after one change (``dynamic=None``)
@@ -915,14 +927,14 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
     "bounded" with the count, "report: …"); "none" when nothing is known."""
     parts = cure_codes(cause, available)
     count = entry.count(cause)
-    sources = ", ".join(f"`{s}`" for s in _sources(entry, cause)) or "it"
+    sources = ", ".join(f"`{s}`" for s in entry.sources(cause)) or "it"
     if cause == TENSOR_SHAPE:
         for name, dims in varying_dims(entry).items():
-            keyword = _KWARG.match(name)
-            if keyword is not None:  # `kwargs['cu_doc_lens']`: the tensor the caller passes by that name
-                name = f"<the tensor passed as {keyword.group('key')}>"
-            elif not _IDENT.match(name):
+            argument = argument_of(name)
+            if argument is None:
                 continue  # `args[0]` of a wrapper: no name of the user's to mark
+            if argument[1]:  # `kwargs['cu_doc_lens']`: the tensor the caller passes by that name
+                name = f"<the tensor passed as {argument[0]}>"
             for dim in dims:
                 parts.append(f"torch._dynamo.maybe_mark_dynamic({name}, {dim})")
         zero_one = sum(1 for r in entry.reasons if is_zero_one(r))
@@ -965,7 +977,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
 
 def display_location(entry: CodeEntry, relative_to: Optional[str] = None) -> str:
     filename, line = entry.filename, entry.firstlineno
-    if _is_torch_file(filename) and entry.user_frame is not None:
+    if is_library_file(filename) and entry.user_frame is not None:
         filename, line = entry.user_frame[0], entry.user_frame[1]
     if relative_to:
         try:
@@ -983,7 +995,7 @@ _RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$
 def display_name(entry: CodeEntry) -> str:
     if entry.library_site is not None and entry.user_frame is not None:
         return entry.user_frame[2]  # the compiled library function, as the user wrote it
-    if _is_torch_file(entry.filename) and entry.user_frame is not None:
+    if is_library_file(entry.filename) and entry.user_frame is not None:
         return f"{entry.name} (via {entry.user_frame[2]})"
     m = _RESUME_NAME.match(entry.name)
     if m:  # the code after a graph break, compiled as its own function

@@ -91,7 +91,7 @@ def _real(path: str) -> str:
 def entry_file(entry: tr.CodeEntry) -> Optional[str]:
     """The user file a code object belongs to (torch-internal code objects: the
     file of the user frame that reached them)."""
-    if entry.filename and not tr._is_torch_file(entry.filename):
+    if entry.filename and not tr.is_library_file(entry.filename):
         return entry.filename
     if entry.user_frame is not None:
         return entry.user_frame[0]
@@ -216,7 +216,7 @@ def map_library_entries(trace: tr.Trace, within: Optional[Sequence[str]], settin
 
     todo = [
         e for e in trace.entries
-        if tr._is_torch_file(e.filename) and e.user_frame is None and (e.reasons or e.limit_hit)
+        if tr.is_library_file(e.filename) and e.user_frame is None and (e.reasons or e.limit_hit)
     ]
     if not todo or not within:
         return
@@ -296,14 +296,14 @@ def match_file(
             continue
         if _real(path) != real:
             # a function compiled in another module, fed from this file
-            if not tr._is_torch_file(entry.filename):
+            if not tr.is_library_file(entry.filename):
                 for cause in _match_causes(entry):
                     for cure in tr.CURES.get(cause, ()):
                         for index, f in enumerate(findings):
                             if f.feeds_path and f.code == cure.code and index not in matched and entry.firstlineno in f.feeds and _real(f.feeds_path) == _real(path):
                                 matched[index] = Match(f, entry, cause)
             continue
-        internal = tr._is_torch_file(entry.filename)
+        internal = tr.is_library_file(entry.filename)
         library_spans = [
             (s, site_spans(ctx.source, s))
             for s in model.compile_sites
@@ -362,14 +362,11 @@ def _about_guarded(f: Finding, entry: tr.CodeEntry, cause: str) -> bool:
     if f.proven or not f.about or cause != tr.FLOAT_ARG:
         return True
     names = set()
-    for source in tr._sources(entry, cause):
-        keyword = tr._KWARG.match(source)
-        if keyword is not None:
-            names.add(keyword.group("key"))
-        elif tr._IDENT.match(source):
-            names.add(source)
-        else:
+    for source in entry.sources(cause):
+        argument = tr.argument_of(source)
+        if argument is None:
             return True
+        names.add(argument[0])
     return bool(names & set(f.about))
 
 
@@ -418,7 +415,7 @@ def float_evidence(trace: tr.Trace) -> Dict[str, Evidence]:
     to follow where the source cannot show a float (``ctx.evidence``)."""
     found: Dict[str, Dict[int, Set[str]]] = {}
     for entry in trace.entries:
-        if tr._is_torch_file(entry.filename) or not entry.firstlineno:
+        if tr.is_library_file(entry.filename) or not entry.firstlineno:
             continue
         # `cfg.lr`: an attribute, not an argument; a value torch guarded as
         # computed from the float (`(1.0 - p) == 0.9`): an op needed a Python
@@ -651,7 +648,7 @@ def compare(before: tr.Trace, after: tr.Trace) -> List[Tuple[str, int, int]]:
         for e in t.entries:
             # torch's own code (an optimizer's step, a compiled nn.Sequential)
             # is shown at the user's file that reached it
-            internal = tr._is_torch_file(e.filename) and e.user_frame is not None
+            internal = tr.is_library_file(e.filename) and e.user_frame is not None
             key = (entry_file(e) or e.filename, tr.display_name(e)) if internal else (e.filename, e.name)
             out[key] = out.get(key, 0) + e.graphs
         return out
@@ -991,7 +988,7 @@ def guard_findings(
             if cause == "-":
                 detail = "cause unknown"
             else:
-                srcs = tr._sources(entry, cause)
+                srcs = entry.sources(cause)
                 label = cause if cause != tr.OTHER else f"other: {next(r.text for r in entry.reasons if r.cause == cause)}"
                 if srcs and cause != tr.OTHER:
                     label += " " + ", ".join(f"`{s}`" for s in srcs)
@@ -1232,7 +1229,7 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
     for entry in trace.entries:
         dims = tr.varying_dims(entry)
         path = entry_file(entry)
-        if not dims or path is None or tr._is_torch_file(entry.filename):
+        if not dims or path is None or tr.is_library_file(entry.filename):
             continue
         g = by_real.get(_real(path))
         if g is None or _shape_cured_statically(g, entry):
@@ -1286,7 +1283,7 @@ FLAG_CODE = "TRACE"
 def _module_int_sources(entry: tr.CodeEntry) -> List[str]:
     """The ``self.…`` int attributes the trace saw guarded (every one must be
     of ``self``: ``cfg.n`` of a plain object is not cured by the flag)."""
-    sources = tr._sources(entry, tr.MODULE_INT_ATTR)
+    sources = entry.sources(tr.MODULE_INT_ATTR)
     if not sources or not all(s.startswith("self.") for s in sources):
         return []
     return sources
@@ -1380,7 +1377,7 @@ def apply_flag_evidence(trace: tr.Trace, guided: Guided, settings: Settings) -> 
     for entry in trace.entries:
         sources = _module_int_sources(entry)
         path = entry_file(entry)
-        if not sources or path is None or tr._is_torch_file(entry.filename):
+        if not sources or path is None or tr.is_library_file(entry.filename):
             continue
         real = _real(path)
         if real in by_real:

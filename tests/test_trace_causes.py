@@ -73,7 +73,7 @@ def test_every_recorded_reason_shape_has_a_cause_and_a_cure(
         assert Path(entry.filename).name == f"{name}.py"
     assert entry.graphs == graphs
     assert entry.causes == [cause]
-    assert tr._sources(entry, cause) == sources
+    assert entry.sources(cause) == sources
     assert cure in tr.cure_label(entry, cause, CODES)
     if name == "int_range":
         assert "FR001" not in tr.cure_label(entry, cause, CODES)
@@ -266,7 +266,7 @@ def test_freed_object_invalidation():
     assert sum(1 for r in entry.reasons if r.cause == tr.TRUTH and r.stale) == 7 and entry.count(tr.TRUTH) == 1
     assert tr.cure_label(entry, tr.TRUTH, CODES) == "bounded (1 recompile): the limit came from cache invalidated"
     assert sum(1 for r in entry.reasons if r.cause == tr.INVALIDATED) == 7  # compiles 2..8
-    assert tr._sources(entry, tr.INVALIDATED) == ["list(dict.keys(self.state))[0].grad"]
+    assert entry.sources(tr.INVALIDATED) == ["list(dict.keys(self.state))[0].grad"]
     label = tr.cure_label(entry, tr.INVALIDATED, CODES)
     assert "is freed between calls" in label and "zero_grad(set_to_none=False)" in label
 
@@ -303,7 +303,7 @@ def test_per_block_float_attribute_that_reaches_an_op_needing_a_number():
     [entry] = [e for e in trace.entries if e.name == "forward"]
     assert entry.graphs == 8 and entry.limit_hit
     assert entry.causes == [tr.MODULE_FLOAT_ATTR, tr.REQUIRES_GRAD]
-    assert tr._sources(entry, tr.MODULE_FLOAT_ATTR) == ["self.drop_path.drop_prob"]
+    assert entry.sources(tr.MODULE_FLOAT_ATTR) == ["self.drop_path.drop_prob"]
     label = tr.cure_label(entry, tr.MODULE_FLOAT_ATTR, CODES)
     assert "needs a Python number" in label and "compile the model whole" in label and "recompile_limit" in label
     assert "FR003" not in label and "fill_" not in label
@@ -337,7 +337,7 @@ def test_param_group_step_counter_and_first_step_state_are_bounded():
     [entry] = trace.entries
     assert entry.graphs == 3 and not entry.limit_hit
     assert entry.causes == [tr.INT_ARG, tr.TRUTH]
-    assert tr._sources(entry, tr.INT_ARG) == ["args[0].param_groups[0]['step']"]
+    assert entry.sources(tr.INT_ARG) == ["args[0].param_groups[0]['step']"]
     label = tr.cure_label(entry, tr.INT_ARG, CODES)
     assert "FR004" not in label and "bounded in this run (1 recompile, then automatic dynamic" in label
     assert not any(r.specialized for r in entry.reasons)  # a plain access, not a computed value
@@ -420,6 +420,6 @@ def test_every_cache_entry_failure_is_read_from_the_artifacts():
     [entry] = trace.entries
     assert entry.graphs == 8 and entry.limit_hit
     assert entry.causes == [tr.RANK, tr.CONSTANT, tr.TENSOR_SHAPE]
-    assert tr._sources(entry, tr.CONSTANT) == ["self.with_scale"]
+    assert entry.sources(tr.CONSTANT) == ["self.with_scale"]
     assert entry.count(tr.RANK) == 8 and entry.count(tr.CONSTANT) == 7
     assert tr.cure_label(entry, tr.CONSTANT, CODES) == "bounded (7 recompiles): the limit came from tensor rank"

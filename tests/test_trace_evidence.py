@@ -333,7 +333,7 @@ def test_recompile_of_torch_code_matches_the_finding_on_the_users_call(copied):
     maybe_mark_dynamic on that call cures the ragged last batch."""
     script, trace = copied("sequential_ragged")
     [entry] = [e for e in trace.entries if e.reasons]
-    assert tr._is_torch_file(entry.filename) and entry.user_frame[1] == 17
+    assert tr.is_library_file(entry.filename) and entry.user_frame[1] == 17
     guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
     [m] = guided.matches
     assert (m.finding.code, m.finding.line, m.cause) == ("FR007", 17, tr.TENSOR_SHAPE)
