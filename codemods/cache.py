@@ -55,16 +55,16 @@ def _tool_fingerprint() -> str:
 
 
 def settings_key(settings) -> str:
-    return repr(
-        (
-            sorted(settings.select) if settings.select is not None else None,
-            sorted(settings.ignore),
-            settings.unsafe_fixes,
-            settings.dynamic_fix,
-            settings.target_torch,
-            settings.check_syntax,
-        )
-    )
+    """Every field of the settings, by name: a result holds for the settings
+    it was made with, and a field added later counts with no change here
+    (``unproven`` was once left out: ``check --unproven`` after ``check``
+    replayed the default findings)."""
+    from dataclasses import fields
+
+    def plain(value):
+        return sorted(value) if isinstance(value, (set, frozenset)) else value
+
+    return repr(tuple((f.name, plain(getattr(settings, f.name))) for f in fields(settings)))
 
 
 def content_hash(data: bytes) -> str:

@@ -328,6 +328,46 @@ def test_cache_hit_miss_invalidation(tmp_path, monkeypatch):
     assert run(["."], Settings(unsafe_fixes=True), cache_dir=cache_dir).stats.cached == 0
 
 
+def test_every_setting_is_part_of_the_cache_key():
+    """A result is cached for the settings it was made with: changing any
+    field of Settings must change the key (a field left out of the key
+    replays results made under other settings)."""
+    import dataclasses
+
+    from codemods.cache import settings_key
+
+    base = Settings()
+    changed = {
+        "select": frozenset({"FR001"}),
+        "ignore": frozenset({"FR003"}),
+        "unsafe_fixes": True,
+        "dynamic_fix": "true",
+        "target_torch": (2, 6),
+        "check_syntax": True,
+        "unproven": True,
+    }
+    names = [f.name for f in dataclasses.fields(Settings)]
+    assert sorted(changed) == sorted(names), "a new Settings field: add a changed value here"
+    for name, value in changed.items():
+        assert settings_key(dataclasses.replace(base, **{name: value})) != settings_key(base), name
+
+
+def test_unproven_after_a_default_run_is_not_served_from_the_cache(tmp_path, monkeypatch, capsys):
+    """`check` then `check --unproven` on the same file with the cache on: the
+    second run reports the unproven finding (it replayed the first's empty
+    result when the key left `unproven` out)."""
+    monkeypatch.delenv("FIX_RECOMPILES_NO_CACHE", raising=False)
+    monkeypatch.delenv("FIX_RECOMPILES_CACHE_DIR", raising=False)
+    write(tmp_path, {"a.py": "import torch\n\ndef f(x):\n    return x * 2\n\ng = torch.compile(f, dynamic=False)\ng(torch.ones(3))\n"})
+    monkeypatch.chdir(tmp_path)
+    first = run(["."], Settings(), cache_dir=str(tmp_path / ".fix_recompiles_cache"))
+    assert first.findings == []
+    second = run(["."], Settings(unproven=True), cache_dir=str(tmp_path / ".fix_recompiles_cache"))
+    assert [f.code for f in second.findings] == ["FR001"]
+    third = run(["."], Settings(), cache_dir=str(tmp_path / ".fix_recompiles_cache"))
+    assert third.findings == [] and third.stats.cached == 1
+
+
 def test_cache_cross_module_invalidation(tmp_path, monkeypatch):
     """A file's result depends on functions compiled in other modules: changing
     the defining module invalidates the user's cached result."""
