@@ -264,13 +264,20 @@ class CodeEntry:
 
     @property
     def causes(self) -> List[str]:
-        """Distinct causes, most frequent first (ties: table order; stale
-        reasons not counted: :attr:`Reason.stale`); an unclassified reason
-        (OTHER) after every classified one: a known cause says more."""
+        """Distinct causes, the one whose guards saw the most different
+        values first (distinct failure texts: ``beta2 == 0.42``, ``beta2 ==
+        0.58``, ...), then the most frequent (stale reasons not counted:
+        :attr:`Reason.stale`), then table order; an unclassified reason
+        (OTHER) after every classified one: a known cause says more.  A rank
+        that alternates fails in every compile a new float causes (the
+        entries of the other rank fail on it) but shows two values only."""
         counts: Dict[str, int] = {}
+        texts: Dict[str, Set[str]] = {}
         for r in self.reasons:
             counts[r.cause] = counts.get(r.cause, 0) + (0 if r.stale else 1)
-        return sorted(counts, key=lambda c: (c == OTHER, -counts[c], CAUSES.index(c)))
+            if not r.stale:
+                texts.setdefault(r.cause, set()).add(r.text)
+        return sorted(counts, key=lambda c: (c == OTHER, -len(texts.get(c, ())), -counts[c], CAUSES.index(c)))
 
     def count(self, cause: str) -> int:
         """Recompiles this cause explains (stale reasons left out)."""
@@ -290,6 +297,9 @@ class Trace:
     #: the largest recompile limit a compile ran under (``dynamo_config`` of
     #: its compilation_metrics), None when the trace does not say
     recompile_limit: Optional[int] = None
+    #: compiles that raised at the limit (``fullgraph=True``: torch 2.7+'s
+    #: ``FailOnRecompileLimitHit``): the program stopped there, on the storm
+    hard_limit_failures: int = 0
 
     @property
     def total_graphs(self) -> int:
@@ -518,6 +528,8 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                 entry.user_frame = _user_frame(info["stack"])
             if _is_limit_failure(metrics):
                 entry.limit_hit = True
+                if str(metrics.get("fail_type") or "").startswith("FailOn"):
+                    trace.hard_limit_failures += 1
             elif not metrics.get("fail_type"):
                 entry.compiles += 1
             reason = metrics.get("recompile_reason")
@@ -944,13 +956,20 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
             )
     elif cause in BOUNDED:
         top = entry.causes[0] if entry.causes else cause
+        top_named = f"{top} " + ", ".join(f"`{s}`" for s in entry.sources(top)) if entry.sources(top) else top
         if entry.limit_hit and top != cause and count < entry.count(top):
             # a few recompiles of a bounded cause next to the one that filled the cache
-            parts.append(f"bounded ({count} recompile{'s' if count != 1 else ''}): the limit came from {top}")
+            parts.append(f"bounded ({count} recompile{'s' if count != 1 else ''}): the limit came from {top_named}")
+        elif entry.limit_hit and top != cause and top not in BOUNDED:
+            # as many failures as the cause that filled the cache (the entries
+            # of its other values fail on it in the same compiles), few values
+            ways = len({r.text for r in entry.reasons if r.cause == cause and not r.stale})
+            parts.append(f"bounded ({ways} distinct guard failure{'s' if ways != 1 else ''}): the limit came from {top_named}")
         elif entry.limit_hit and cause in REMEDIES:
             parts.append(REMEDIES[cause].format(src=sources))
         elif entry.limit_hit:
-            parts.append(f"report: {count} recompiles on {cause} {sources} hit the limit")
+            on = f"{cause} {sources}" if entry.sources(cause) else cause
+            parts.append(f"report: {count} recompiles on {on} hit the limit")
         else:
             parts.append(
                 f"bounded, no fix needed ({count} recompile{'s' if count != 1 else ''})"

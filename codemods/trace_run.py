@@ -860,7 +860,9 @@ def _compare_after(
 ) -> int:
     """Run ``cmd`` again on the fixed files and print graphs before -> after;
     restore ``written`` (path, display path, bytes before) if its exit code
-    changed, or if the fixes compiled no fewer graphs in total."""
+    changed, or if the fixes compiled no fewer graphs in total; when the
+    first run failed at the recompile limit (``code_before`` != 0), keep them
+    only if the command now succeeds."""
     _err(f"fix-recompiles: running {' '.join(cmd)} again with the fixes")
     code_after, after = traced_run(cmd)
     _out("")
@@ -870,6 +872,14 @@ def _compare_after(
     for name, nb, na in rows:
         _out(f"  {name.ljust(width)}  {nb} -> {na}")
     _out(f"  {'total'.ljust(width)}  {before.total_graphs} -> {after.total_graphs}")
+    if code_before != 0:  # it failed at the recompile limit: the fixes must end that
+        if code_after == 0:
+            _out(f"Exit code {code_before} -> 0: the recompile limit is no longer hit.")
+            return code
+        for path, shown, original in written:
+            write_atomic(path, original, shown)
+        _err(f"error: the command still fails after the fixes (exit code {code_after}); the files were restored")
+        return EXIT_ERROR
     if code_after == code_before:
         _out(f"Exit code unchanged ({code_after}).")
         if written and after.total_graphs >= before.total_graphs:
@@ -907,11 +917,18 @@ def run(
     _err(f"fix-recompiles: running {' '.join(cmd)} with TORCH_TRACE")
     code_before, before = traced_run(cmd)
     _out("")
-    if code_before != 0:
+    if code_before != 0 and not before.hard_limit_failures:
         for line in report_lines(before, settings):
             _out(line)
         _err(f"error: the command failed with exit code {code_before}; nothing changed")
         return EXIT_ERROR
+    if code_before != 0:
+        # fullgraph=True raises at the recompile limit: the failure is the
+        # storm itself, and its trace is whole up to there
+        _err(
+            f"fix-recompiles: the command failed with exit code {code_before} at the recompile limit "
+            "(FailOnRecompileLimitHit under fullgraph=True): fixing what filled the cache"
+        )
     if interactive:
         code, written = review(before, settings, [os.getcwd()])
     else:

@@ -548,6 +548,24 @@ def test_run_failing_command_is_reported_and_nothing_changes(tmp_path):
     assert script.read_text() == (SCRIPTS / "fails.py").read_text()
 
 
+def test_run_fixes_a_command_that_fails_at_the_recompile_limit(tmp_path):
+    """fullgraph=True raises FailOnRecompileLimitHit at the limit: the failure
+    is the storm, so `run --fix` fixes it (it changed nothing: "the command
+    failed"), and keeps the fix because the command then succeeds."""
+    proc, script = run_cli(tmp_path, "fullgraph_float_storm", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 1, out  # FR003's unsafe fix stays a finding: FR001's cured it
+    assert "fixed: fullgraph_float_storm.py:9:33: FR001" in out and "1 implicated fix stays unsafe" in out
+    assert "failed with exit code 1 at the recompile limit" in out, out
+    assert re.search(r"^ema_\s+fullgraph_float_storm\.py:9\s+8\s+yes\s+float argument `beta2`", out, re.MULTILINE), out
+    assert "fixed: fullgraph_float_storm.py:" in out
+    before, after = graphs(out, "total")
+    assert after < before, out
+    assert "Exit code 1 -> 0: the recompile limit is no longer hit." in out
+    assert len(results(out)) == 1  # printed by the fixed run only: the first one raised
+    assert script.read_text() != (SCRIPTS / "fullgraph_float_storm.py").read_text()
+
+
 def test_run_without_command(tmp_path):
     proc = warm_python.cli_run(
         check=False,
