@@ -220,9 +220,13 @@ class Reason:
     #: 1``, ``x.size()[0]``)
     dims: Tuple[int, ...] = ()
     #: the guard was installed because Python control flow needed a symbolic
-    #: value (``# for _ in range(n): ... (…/tensor.py:… in evaluate_expr)``):
-    #: the value is specialised even under automatic dynamic shapes
+    #: value (``# for _ in range(n): ... (…/tensor.py:… in evaluate_expr)``)
+    #: or an op needed a Python number (``(…/utils.py:… in run_node)``): the
+    #: value is specialised even under automatic dynamic shapes
     specialized: bool = False
+    #: where an op needed the Python number: the user's code line and its
+    #: place (```torch.as_tensor(crop_box)` (sam.py:22)``), "" otherwise
+    op_site: str = ""
     #: the failure of a cache entry that survived a compile whose other
     #: entries a freed object invalidated (the recompile_reason names the
     #: first entry only): the invalidation is that compile's cause
@@ -861,6 +865,7 @@ def parse_reason(text: str) -> List[Reason]:
                 guard = guard[: -len(hint_m.group(0).strip())].strip()
             cause, source, dims, computed = classify(guard, hint_m.group("hint") if hint_m else "")
             text_out = guard if cause != OTHER else part.strip()
+            op_site = _op_site(part)
             out.append(
                 Reason(
                     cause=cause,
@@ -869,10 +874,25 @@ def parse_reason(text: str) -> List[Reason]:
                     line=line,
                     file=file,
                     dims=dims,
-                    specialized=" in evaluate_expr)" in part or computed,
+                    specialized=" in evaluate_expr)" in part or bool(op_site) or computed,
+                    op_site=op_site,
                 )
             )
     return out
+
+
+#: ``  # <code>  # <file>:<line> in <fn> (_dynamo/utils.py:4231 in run_node)``:
+#: the comment torch puts on a guard an op installed when it needed a number
+_RUN_NODE = re.compile(r"#\s+(?P<code>.+?)\s+#\s+(?P<file>\S+):(?P<line>\d+) in \S+ \([^()]*\bin run_node\)\s*$")
+
+
+def _op_site(guard: str) -> str:
+    """```<code>` (<file>:<line>)`` of a guard an op installed because it needed
+    a Python number (the value is specialised, whatever dynamic= says)."""
+    m = _RUN_NODE.search(guard)
+    if m is None:
+        return ""
+    return f"`{m.group('code').strip()}` ({os.path.basename(m.group('file'))}:{m.group('line')})"
 
 
 def _split_guards(text: str) -> List[str]:
@@ -884,12 +904,6 @@ def _split_guards(text: str) -> List[str]:
 
 
 # -- the table -----------------------------------------------------------------
-
-
-def cure_codes(cause: str, available: Iterable[str]) -> List[str]:
-    """Rule codes (present in ``available``) that cure ``cause``, best first."""
-    have = set(available)
-    return [c.code for c in CURES.get(cause, ()) if c.code in have]
 
 
 def argument_of(source: str) -> Optional[Tuple[str, bool]]:
@@ -933,11 +947,28 @@ def describe_shape_evidence(entry: "CodeEntry", name: str) -> str:
     return f"tensor shape `{name}` (dim {dims} changed {n} time{'s' if n != 1 else ''} in the trace)"
 
 
+def rule_cures(entry: "CodeEntry", cause: str) -> List[Cure]:
+    """The rules that can cure ``cause`` in ``entry``: those of the cause
+    (:data:`CURES`), but not FR001 for an int or float torch specialised
+    (control flow or an op needed the number: removing ``dynamic=False``
+    lifts nothing)."""
+    cures = list(CURES.get(cause, ()))
+    if cause in (INT_ARG, FLOAT_ARG) and any(r.specialized for r in entry.reasons if r.cause == cause):
+        cures = [c for c in cures if c.code != "FR001"]
+    return cures
+
+
+def rule_cure_codes(entry: "CodeEntry", cause: str, available: Iterable[str]) -> List[str]:
+    """The codes of :func:`rule_cures` present in ``available``, best first."""
+    have = set(available)
+    return [c.code for c in rule_cures(entry, cause) if c.code in have]
+
+
 def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
     """What cures ``cause`` for this code object: rule codes, and the advice
     the evidence supports (``maybe_mark_dynamic`` for the dims seen to vary,
     "bounded" with the count, "report: …"); "none" when nothing is known."""
-    parts = cure_codes(cause, available)
+    parts = rule_cure_codes(entry, cause, available)
     count = entry.count(cause)
     sources = ", ".join(f"`{s}`" for s in entry.sources(cause)) or "it"
     if cause == TENSOR_SHAPE:
@@ -974,15 +1005,18 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
             parts.append(
                 f"bounded, no fix needed ({count} recompile{'s' if count != 1 else ''})"
             )
+    elif cause in (INT_ARG, FLOAT_ARG) and any(r.op_site for r in entry.reasons if r.cause == cause):
+        # an op needed the number (torch.as_tensor(crop_box), bernoulli_(p)):
+        # specialised whatever `dynamic=` says, so FR001 is no cure
+        at = next(r.op_site for r in entry.reasons if r.cause == cause and r.op_site)
+        parts.append(f"report: {sources} reaches an op that needs a Python number at {at}: build that tensor outside the compiled code and pass it in, or keep the value fixed")
     elif cause == INT_ARG and any(r.specialized for r in entry.reasons if r.cause == cause):
         # control flow on the value (a range() bound, an if, a list index):
-        # dynamic shapes cannot lift it, so FR001 is no cure
-        parts = [c for c in parts if c != "FR001"]
+        # dynamic shapes cannot lift it (rule_cures: FR001 is no cure)
         parts.append(f"report: {sources} decides Python control flow (specialised even when dynamic): bucket its values or move the loop out (rule FR009)")
     elif cause == FLOAT_ARG and any(r.specialized for r in entry.reasons if r.cause == cause):
         # a value computed from the float reached an op that needs a Python
-        # number: specialised whatever `dynamic=` says, so FR001 is no cure
-        parts = [c for c in parts if c != "FR001"]
+        # number: specialised whatever `dynamic=` says (rule_cures: FR001 is no cure)
         parts.append(f"report: {sources} reaches an op that needs a Python number (torch guards a value computed from it): keep it fixed, or use it outside the compiled code")
     elif cause == MODULE_FLOAT_ATTR and any(r.specialized for r in entry.reasons if r.cause == cause):
         parts.append(SPECIALISED_MODULE_FLOAT.format(src=sources))
@@ -1063,7 +1097,7 @@ def table_rows(
                 continue
             here = found.get((id(entry), cause), set())
             cure = cure_label(entry, cause, [c for c in codes if c in here])
-            missed = [c for c in cure_codes(cause, codes) if c not in here]
+            missed = [c for c in rule_cure_codes(entry, cause, codes) if c not in here]
             if missed:
                 note = f"{', '.join(missed)} found nothing here"
                 cure = note if cure == "none" else f"{cure}; {note}"

@@ -298,7 +298,7 @@ def match_file(
             # a function compiled in another module, fed from this file
             if not tr.is_library_file(entry.filename):
                 for cause in _match_causes(entry):
-                    for cure in tr.CURES.get(cause, ()):
+                    for cure in tr.rule_cures(entry, cause):
                         for index, f in enumerate(findings):
                             if f.feeds_path and f.code == cure.code and index not in matched and entry.firstlineno in f.feeds and _real(f.feeds_path) == _real(path):
                                 matched[index] = Match(f, entry, cause)
@@ -310,7 +310,7 @@ def match_file(
             if entry.library_site is not None and s.node.lineno == entry.library_site[1] and _library_callable(model, s) is not None
         ]
         for cause in _match_causes(entry):
-            for cure in tr.CURES.get(cause, ()):
+            for cure in tr.rule_cures(entry, cause):
                 for index, f in enumerate(findings):
                     if f.code != cure.code or index in matched:
                         continue

@@ -253,10 +253,11 @@ def test_reason_user_stack_gives_file_and_line():
 
 
 def test_cure_table_follows_the_registry():
-    assert tr.cure_codes(tr.FLOAT_ARG, ["FR001", "FR003"]) == ["FR003", "FR001"]
-    assert tr.cure_codes(tr.FLOAT_ARG, ["FR001"]) == ["FR001"]
-    assert tr.cure_codes(tr.GLOBAL, list(BY_CODE)) == ["FR011"]  # int globals: passed as an argument
-    assert tr.cure_codes(tr.OTHER, list(BY_CODE)) == []
+    plain = tr.CodeEntry("f", "a.py", 1)
+    assert tr.rule_cure_codes(plain, tr.FLOAT_ARG, ["FR001", "FR003"]) == ["FR003", "FR001"]
+    assert tr.rule_cure_codes(plain, tr.FLOAT_ARG, ["FR001"]) == ["FR001"]
+    assert tr.rule_cure_codes(plain, tr.GLOBAL, list(BY_CODE)) == ["FR011"]  # int globals: passed as an argument
+    assert tr.rule_cure_codes(plain, tr.OTHER, list(BY_CODE)) == []
     assert set(tr.CURES) == set(tr.CAUSES)
     assert tr.BOUNDED <= set(tr.CAUSES) and set(tr.REMEDIES) <= set(tr.CAUSES)
 

@@ -227,6 +227,31 @@ def test_a_soft_limit_is_no_hard_failure():
     assert fixture("fullgraph_limit").hard_limit_failures == 1
 
 
+def test_an_int_an_op_needed_is_specialised_and_not_cured_by_fr001():
+    """ao's SAM2 mask generator before a52eb4b5d: crop boxes passed as int
+    lists to a compiled bound method that does `torch.as_tensor(crop_box)`.
+    The op needs the Python numbers, so torch guards each one whatever
+    dynamic= says (the guard's comment ends "in run_node)"): 8 graphs and
+    FailOnRecompileLimitHit, no dynamic=False anywhere.  The cure said
+    "FR001"; it is to build the tensor outside and pass it in."""
+    text = (
+        "0/4: crop_box[0] == 0  # crop_box_torch = torch.as_tensor(crop_box, dtype=torch.float, device=boxes.device)"
+        "  # mp/r5w/sam.py:22 in is_box_near_crop_edge (_dynamo/utils.py:4231 in run_node)"
+    )
+    [reason] = tr.parse_reason(text)
+    assert (reason.cause, reason.source, reason.specialized) == (tr.INT_ARG, "crop_box[0]", True)
+    assert reason.op_site == "`crop_box_torch = torch.as_tensor(crop_box, dtype=torch.float, device=boxes.device)` (sam.py:22)"
+    entry = tr.CodeEntry("_process_batch", "sam.py", 36, graphs=8, limit_hit=True, reasons=[reason] * 7)
+    assert tr.rule_cure_codes(entry, tr.INT_ARG, CODES) == []  # FR001 is the int's only rule: it lifts nothing here
+    label = tr.cure_label(entry, tr.INT_ARG, CODES)
+    assert "FR001" not in label and "needs a Python number at `crop_box_torch = torch.as_tensor(" in label and "pass it in" in label
+    [row] = tr.table_rows(tr.Trace(entries=[entry]), CODES, found={})
+    assert "FR001" not in row[5]  # not "FR001 found nothing here" either
+    # the same guard without the comment an op leaves: automatic dynamic can lift it
+    [plain] = tr.parse_reason("0/4: crop_box[0] == 0")
+    assert not plain.specialized and plain.op_site == ""
+
+
 # -- fixtures carry no machine paths ----------------------------------------------
 
 
