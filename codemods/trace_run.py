@@ -1045,7 +1045,9 @@ def guard(
 ) -> int:
     """``fix-recompiles run --max-recompiles N [--format F] -- CMD...``: run CMD
     under the trace; exit 1 when a compiled code object recompiled more than N
-    times, 2 when CMD failed (its exit code in the message), else 0.  With a
+    times (also when CMD failed because one hit the limit under
+    ``fullgraph=True``), 2 when CMD failed otherwise (its exit code in the
+    message), else 0.  With a
     machine format CMD's output goes to stderr, so stdout holds only the
     report."""
     if not cmd:
@@ -1091,6 +1093,13 @@ def guard(
             f" time{'s' if max_recompiles != 1 else ''} ({n_compiled} compiled,"
             f" {trace.total_graphs} graph{'s' if trace.total_graphs != 1 else ''})."
         )
+    if code != 0 and trace.hard_limit_failures and over:
+        # fullgraph=True raised at the recompile limit: the failure is the storm the check is about
+        _err(
+            f"fix-recompiles: the command failed with exit code {code} at the recompile limit"
+            " (FailOnRecompileLimitHit under fullgraph=True)"
+        )
+        return EXIT_FINDINGS
     if code != 0:
         _err(
             f"error: the command failed with exit code {code}; the recompile check"

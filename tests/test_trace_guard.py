@@ -150,6 +150,17 @@ def test_guard_on_a_failing_command_keeps_its_exit_code(tmp_path):
     assert re.search(r"^scale\s+fails\.py:7\s+4\s+no\s+tensor shape `x`", proc.stdout, re.MULTILINE), proc.stdout
 
 
+def test_guard_on_a_command_that_fails_at_the_recompile_limit_reports_the_storm(tmp_path):
+    """fullgraph=True raises FailOnRecompileLimitHit at the limit: the failure
+    is the storm the guard checks for, so it is over the limit (exit 1), not
+    "not conclusive" (exit 2)."""
+    proc = guard_cli(tmp_path, "fullgraph_float_storm", "--max-recompiles", "2")
+    out = proc.stdout
+    assert proc.returncode == 1, out
+    assert "failed with exit code 1 at the recompile limit" in out and "not conclusive" not in out
+    assert "  ema_ (fullgraph_float_storm.py:9): 8 recompiles, hit the recompile limit" in out
+
+
 @pytest.mark.parametrize(
     "flags,message",
     [
