@@ -355,22 +355,38 @@ def _read_out(model: CompileModel, value: ast.AST, loop: ast.AST, names: Set[str
         if bound is None or isinstance(bound, ast.Name):
             return None
         value = bound
+    return ast.unparse(value) if _reads_out(model, value, loop, names) else None
+
+
+#: builtins that keep a read-out number a number that varies with it:
+#: ``min(max_len, lengths.max().item())``, ``int(x.sum().item())``
+_NUMBER_WRAPPERS = {"min", "max", "int", "float", "round", "abs"}
+
+
+def _reads_out(model: CompileModel, value: ast.AST, loop: ast.AST, names: Set[str]) -> bool:
+    """Is ``value`` a read-out (see :func:`_read_out`), or one inside
+    ``min``/``max``/``int``/``float``/``round``/``abs``?  A ``min`` with a
+    literal cap no larger than the recompile limit keeps to a few values,
+    as a narrow ``randint`` does: no evidence."""
     if not isinstance(value, ast.Call) or value.keywords:
-        return None
+        return False
     func = value.func
     if isinstance(func, ast.Attribute) and func.attr == "item" and not value.args:
         tensor = func.value
-    elif isinstance(func, ast.Name) and func.id in ("int", "float") and len(value.args) == 1 and model.scopes.is_builtin(func):
-        inner = value.args[0]
-        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in _REDUCTIONS):
-            return None
-        tensor = inner
+    elif (
+        isinstance(func, ast.Name) and func.id in ("int", "float") and len(value.args) == 1 and model.scopes.is_builtin(func)
+        and isinstance(value.args[0], ast.Call) and isinstance(value.args[0].func, ast.Attribute) and value.args[0].func.attr in _REDUCTIONS
+    ):
+        tensor = value.args[0]
+    elif isinstance(func, ast.Name) and func.id in _NUMBER_WRAPPERS and value.args and model.scopes.is_builtin(func):
+        caps = [_literal_int(a) for a in value.args]
+        if func.id == "min" and any(cap is not None and cap <= DEFAULT_RECOMPILE_LIMIT for cap in caps):
+            return False
+        return any(_reads_out(model, a, loop, names) for a in value.args)
     else:
-        return None
+        return False
     varying = loop_assignments(loop, names | _drawn(model, loop))
-    if _names(tensor) & varying or any(_is_draw(model, n) for n in walk(tensor) if isinstance(n, ast.Call)):
-        return ast.unparse(value)
-    return None
+    return bool(_names(tensor) & varying) or any(_is_draw(model, n) for n in walk(tensor) if isinstance(n, ast.Call))
 
 
 def _drawn(model: CompileModel, loop: ast.AST) -> Set[str]:

@@ -106,6 +106,8 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
         "for i in range(len(x) // mbs):\n    model(x[i * mbs:(i + 1) * mbs])\n",
         # no varying call seen: quiet by default (reported with --unproven)
         "import torch\ndef g(x):\n    return x\nf = torch.compile(g, dynamic=False)\n",
+        # a read-out capped by min() at a few values: no more graphs than the limit
+        "import torch\n@torch.compile(dynamic=False)\ndef f(x, n):\n    return x[:n]\nfor lengths in batches:\n    f(x, min(lengths.max().item(), 4))\n",
     )
     invalid = (
         # a number read out of each batch's tensor (quack#150), or of a wide random draw
@@ -116,6 +118,13 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
         Example(
             "import torch\n@torch.compile(dynamic=False)\ndef f(x, n):\n    return x[:n]\nfor lengths in batches:\n    f(x, lengths.max().item())\n",
             "import torch\n@torch.compile()\ndef f(x, n):\n    return x[:n]\nfor lengths in batches:\n    f(x, lengths.max().item())\n",
+        ),
+        # ... also inside min/max/int (a cap larger than the limit keeps it varying)
+        Example(
+            "import torch\n@torch.compile(dynamic=False)\ndef f(x, n):\n    return x[:n]\nfor lengths in batches:\n"
+            "    n = min(max_len, max(1, int(lengths.max().item())))\n    f(x, n)\n",
+            "import torch\n@torch.compile()\ndef f(x, n):\n    return x[:n]\nfor lengths in batches:\n"
+            "    n = min(max_len, max(1, int(lengths.max().item())))\n    f(x, n)\n",
         ),
         Example(
             "import torch\n@torch.compile(dynamic=False)\ndef f(x):\n    return x\nfor n in range(3):\n    f(torch.ones(n))\n",
