@@ -927,7 +927,7 @@ def run(
         # storm itself, and its trace is whole up to there
         _err(
             f"fix-recompiles: the command failed with exit code {code_before} at the recompile limit "
-            "(FailOnRecompileLimitHit under fullgraph=True): fixing what filled the cache"
+            "(FailOnRecompileLimitHit under fullgraph=True): its trace is the storm to cure"
         )
     if interactive:
         code, written = review(before, settings, [os.getcwd()])
@@ -939,7 +939,8 @@ def run(
             (g.path, g.display_path, g.original) for g in guided.files if g.changed
         ] if fix else []
     if not written:
-        return code
+        # a command that failed at the limit and was not fixed still has its storm
+        return max(code, EXIT_FINDINGS) if code_before != 0 else code
     return _compare_after(cmd, before, code_before, written, code)
 
 

@@ -557,7 +557,7 @@ def test_run_fixes_a_command_that_fails_at_the_recompile_limit(tmp_path):
     out = proc.stdout
     assert proc.returncode == 1, out  # FR003's unsafe fix stays a finding: FR001's cured it
     assert "fixed: fullgraph_float_storm.py:9:33: FR001" in out and "1 implicated fix stays unsafe" in out
-    assert "failed with exit code 1 at the recompile limit" in out, out
+    assert "failed with exit code 1 at the recompile limit" in out and "its trace is the storm to cure" in out, out
     assert re.search(r"^ema_\s+fullgraph_float_storm\.py:9\s+8\s+yes\s+float argument `beta2`", out, re.MULTILINE), out
     assert "fixed: fullgraph_float_storm.py:" in out
     before, after = graphs(out, "total")
@@ -565,6 +565,17 @@ def test_run_fixes_a_command_that_fails_at_the_recompile_limit(tmp_path):
     assert "Exit code 1 -> 0: the recompile limit is no longer hit." in out
     assert len(results(out)) == 1  # printed by the fixed run only: the first one raised
     assert script.read_text() != (SCRIPTS / "fullgraph_float_storm.py").read_text()
+
+
+def test_run_diff_of_a_command_that_fails_at_the_recompile_limit(tmp_path):
+    """The same storm with --diff: the fix is shown, nothing is written, and
+    the exit code says the storm remains (1)."""
+    proc, script = run_cli(tmp_path, "fullgraph_float_storm", "--diff")
+    out = proc.stdout
+    assert proc.returncode == 1, out
+    assert "-@torch.compile(backend=\"eager\", dynamic=False, fullgraph=True)" in out
+    assert "+@torch.compile(backend=\"eager\", fullgraph=True)" in out
+    assert script.read_text() == (SCRIPTS / "fullgraph_float_storm.py").read_text()
 
 
 def test_run_without_command(tmp_path):
