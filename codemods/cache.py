@@ -82,8 +82,9 @@ def project_key(project) -> str:
         # differ with object sharing)
         try:
             proven = getattr(project, "lr_proven", {})
+            writers = getattr(project, "lr_writers", {})
             chains = getattr(project, "int_chains", {})
-            blob = repr((sorted((key, sorted(fns.items())) for key, fns in facts.items()), sorted(proven.items()), sorted(chains.items()))).encode()
+            blob = repr((sorted((key, sorted(fns.items())) for key, fns in facts.items()), sorted(proven.items()), sorted((key, sorted(fns)) for key, fns in writers.items()), sorted(chains.items()))).encode()
             return hashlib.blake2b(blob, digest_size=16).hexdigest()
         except TypeError:
             pass

@@ -55,6 +55,9 @@ class ProjectIndex:
     #: every file of the run, gets a tensor lr from plain --fix; callers are
     #: (module, line of the optimizer) pairs (:func:`prove_lr_writers`)
     lr_proven: Dict[ModuleKey, Dict[str, Tuple[Tuple[str, int], ...]]] = field(default_factory=dict)
+    #: (root, module) -> the names of all its lr writers, proven or not: an
+    #: optimizer passed to one has an lr that changes (FR004's evidence)
+    lr_writers: Dict[ModuleKey, Dict[str, bool]] = field(default_factory=dict)
     #: files the index concerns whatever names they mention (the modules of
     #: proven lr writers, the files of FR005's chains)
     always: Tuple[str, ...] = ()
@@ -101,7 +104,7 @@ class ProjectIndex:
             return ()
         if self._reach[0] is not self.names:
             entries = []
-            for table in (self.compiled, self.lr_proven):
+            for table in (self.compiled, self.lr_proven, self.lr_writers):
                 count: Dict[Tuple[str, str], int] = {}
                 for module, found in table.items():
                     for name in found:
@@ -158,6 +161,7 @@ class ProjectIndex:
             prove_int_chains(index, ints, class_facts_of or class_facts_of_file)
         names = {module_token(name, key) for key, fns in index.compiled.items() for name in fns}
         names |= {module_token(name, key) for key, fns in index.lr_proven.items() for name in fns}
+        names |= {module_token(name, key) for key, fns in index.lr_writers.items() for name in fns}
         index.names = tuple(sorted(names))
         return index
 
@@ -169,6 +173,13 @@ class ProjectIndex:
     def resolve_lr_writer(self, path: str, qualified: str) -> Optional[Tuple[str, str]]:
         """(callable, module) of the proven lr writer ``qualified`` names in ``path``."""
         hit = _resolve_in(self.modules, self.lr_proven, path, qualified)
+        return (qualified.rpartition(".")[2], hit[0][1]) if hit is not None else None
+
+    def writes_lr(self, path: str, qualified: str) -> Optional[Tuple[str, str]]:
+        """(callable, module) of the lr writer of another module, proven or
+        not, that ``qualified`` names in ``path``: what it is passed has an
+        lr that changes."""
+        hit = _resolve_in(self.modules, self.lr_writers, path, qualified)
         return (qualified.rpartition(".")[2], hit[0][1]) if hit is not None else None
 
     def resolve(self, path: str, qualified: str) -> Optional[Tuple[ModuleKey, FunctionSummary]]:
@@ -236,6 +247,7 @@ def prove_lr_writers(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Op
             writers[index.modules[path]] = facts["writers"]
     if not writers:
         return
+    index.lr_writers = {key: dict.fromkeys(sorted(found), True) for key, found in sorted(writers.items())}
     callers: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
     bad: set = set()
     for path, facts in sorted(lr.items()):
