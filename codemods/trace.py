@@ -158,6 +158,7 @@ CURES.update(
         MODULE_INT_ATTR: (Cure("FR005"),),
         OPTIMIZER_LR: (Cure("FR004"),),
         GLOBAL: (Cure("FR011"),),
+        LENGTH: (Cure("FR013"),),
     }
 )
 
@@ -175,7 +176,10 @@ REMEDIES: Dict[str, str] = {
         "set torch._dynamo.config.force_parameter_static_shapes = False before compiling, or pass a plain tensor "
         "(its .detach(), where no gradient must flow)"
     ),
-    LENGTH: "report: stack or pad {src}",
+    LENGTH: (
+        "report: {src} has a new length every call: a list the compiled code appends to (an attribute) "
+        "is kept outside it (rule FR013); a list passed in is stacked or padded to one length"
+    ),
     CLOSURE: "report: pass {src} as an argument (rule FR008 for a closure compiled in a loop)",
     RESUME_VALUE: "report: keep the value a tensor (or torch._dynamo.config.capture_scalar_outputs = True for .item())",
     BACKEND: "report: reuse one backend object (rule FR008)",

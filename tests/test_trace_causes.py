@@ -47,8 +47,8 @@ CASES = [
     # an int deciding a range() bound: specialised even when dynamic (evaluate_expr); FR001 is no cure
     ("int_range", "repeat_add", 8, 4, tr.INT_ARG, ["n"], "decides Python control flow (specialised even when dynamic): bucket its values or move the loop out (rule FR009)"),
     ("optimizer_lr", "step", None, 2, tr.OPTIMIZER_LR, ["self.param_groups[0]['lr']"], "FR004"),
-    ("python_values", "stack_sum", 6, 3, tr.LENGTH, ["xs"], "report: stack or pad `xs`"),
-    ("python_values", "by_name", 11, 3, tr.LENGTH, ["d"], "report: stack or pad `d`"),
+    ("python_values", "stack_sum", 6, 3, tr.LENGTH, ["xs"], "report: `xs` has a new length every call"),
+    ("python_values", "by_name", 11, 3, tr.LENGTH, ["d"], "report: `d` has a new length every call"),
     ("python_values", "apply", 16, 3, tr.IDENTITY, ["act"], "bounded, no fix needed (2 recompiles)"),
     ("python_values", "scaled", 29, 2, tr.TYPE, ["cfg"], "bounded, no fix needed (1 recompile)"),
     ("python_values", "call", 41, 2, tr.CLOSURE, ["scale"], "report: pass `scale` as an argument (rule FR008 for a closure compiled in a loop)"),

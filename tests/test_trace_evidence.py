@@ -471,3 +471,21 @@ def test_run_fix_cures_a_float_fed_across_modules(tmp_path):
     assert graphs(out, "scaled_add (kernels.py)") == (2, 1)
     printed = [ln for ln in out.splitlines() if ln.startswith("[")]
     assert len(printed) == 2 and printed[0] == printed[1], out
+
+
+# -- a list attribute grown by the compiled code: FR013 (report only) -------------------
+
+
+def test_a_length_storm_of_a_list_attribute_is_matched_to_fr013(copied):
+    """`len(self.hist) == 7`: the table's cure names FR013, whose finding sits
+    at the append inside forward (matched by forward's lines, not the compile
+    site); report only, nothing applied."""
+    script, trace = copied("list_attr_growth")
+    [entry] = [e for e in trace.entries if e.name == "forward"]
+    assert entry.graphs == 8 and entry.limit_hit and entry.causes[0] == tr.LENGTH
+    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [m] = [m for m in guided.matches if m.finding.code == "FR013"]
+    assert m.cause == tr.LENGTH and m.finding.line == 14 and m.finding.fix is None
+    rows = [r for r in trace_run.report_lines(trace, Settings(), guided) if r.startswith("forward")]
+    assert "length `self.hist`" in rows[0] and "FR013, report:" in rows[0] and "found nothing" not in rows[0]
+    assert not any(g.changed for g in guided.files)

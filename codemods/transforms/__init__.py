@@ -11,6 +11,7 @@ from typing import Dict, List
 
 from .base import Example, Rule
 from .compile_in_loop import CompileInLoop
+from .container_growth import ContainerGrowth
 from .dynamic_shapes import DynamicShapes
 from .global_rebound import GlobalRebound
 from .graph_break import GraphBreak
@@ -36,6 +37,7 @@ REGISTRY: List[Rule] = [
     MarkDynamicInside(),
     GlobalRebound(),
     HookAfterCompile(),
+    ContainerGrowth(),
 ]
 
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}

@@ -44,7 +44,7 @@ def _is_int_literal(node: Optional[ast.AST]) -> bool:
     return False
 
 
-def _self_attr(node: ast.AST) -> Optional[str]:
+def self_attr(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
         return node.attr
     return None
@@ -82,7 +82,7 @@ def _int_changes(node: ast.AST) -> List[ast.Attribute]:
     return out
 
 
-def _walk_body(fn: ast.AST) -> Iterator[ast.AST]:
+def walk_body(fn: ast.AST) -> Iterator[ast.AST]:
     """Every node of the statements of ``fn``'s body (nested defs included;
     not its decorators, parameters or annotations)."""
     for stmt in fn.body:  # type: ignore[attr-defined]
@@ -109,7 +109,7 @@ class _ClassFacts:
     methods: Dict[str, ast.AST] = field(default_factory=dict)
 
 
-def _class_chain(model: CompileModel, cls: ast.ClassDef) -> List[ast.ClassDef]:
+def class_chain(model: CompileModel, cls: ast.ClassDef) -> List[ast.ClassDef]:
     """``cls`` and its base classes defined in this module, nearest first."""
     chain: List[ast.ClassDef] = []
     todo = [cls]
@@ -125,7 +125,7 @@ def _class_chain(model: CompileModel, cls: ast.ClassDef) -> List[ast.ClassDef]:
     return chain
 
 
-def _init_assignments(init: ast.AST) -> Iterator[Tuple[ast.AST, ast.AST]]:
+def init_assignments(init: ast.AST) -> Iterator[Tuple[ast.AST, ast.AST]]:
     """(target, value) of the ``=`` and annotated ``=`` statements of
     ``__init__``, not those of functions nested in it."""
     stack: List[ast.AST] = list(init.body)  # type: ignore[attr-defined]
@@ -154,7 +154,7 @@ def _facts(model: CompileModel, cls: ast.ClassDef) -> _ClassFacts:
 def _class_facts(model: CompileModel, cls: ast.ClassDef) -> _ClassFacts:
     facts = _ClassFacts()
     # attributes are recorded from the farthest base first so nearer classes win
-    for c in reversed(_class_chain(model, cls)):
+    for c in reversed(class_chain(model, cls)):
         init = None
         for stmt in c.body:
             if isinstance(stmt, _DEFS):
@@ -167,8 +167,8 @@ def _class_facts(model: CompileModel, cls: ast.ClassDef) -> _ClassFacts:
                 _record(facts, stmt.target.id, stmt.value)
         if init is None:
             continue
-        for target, value in _init_assignments(init):
-            name = _self_attr(target)
+        for target, value in init_assignments(init):
+            name = self_attr(target)
             if name is not None:
                 _record(facts, name, value)
     return facts
@@ -199,14 +199,20 @@ def int_mutations_in_forward(model: CompileModel, cls: ast.ClassDef, start: str 
     is an int attribute of a module the compiled forward reaches, and guarded
     the same way.  Methods in the order they are reached, mutations in source
     order."""
-    facts_of: Dict[int, _ClassFacts] = {}
+    found: List[IntMutation] = []
+    for owner, name, fn in methods_reached(model, cls, start):
+        for attr, node in _method_mutations(_facts(model, owner), fn):
+            found.append(IntMutation(attr, node, name, owner.name))
+    return found
 
-    def facts(c: ast.ClassDef) -> _ClassFacts:
-        if id(c) not in facts_of:
-            facts_of[id(c)] = _facts(model, c)
-        return facts_of[id(c)]
 
-    if start not in facts(cls).methods:
+def methods_reached(model: CompileModel, cls: ast.ClassDef, start: str = "forward") -> List[Tuple[ast.ClassDef, str, ast.AST]]:
+    """(class, method name, def) of ``start`` and every method it reaches
+    through ``self.<method>()`` and ``self.<sub>.<method>()`` where
+    ``self.sub`` is an instance of a class of this module (up to three such
+    hops), in the order they are reached: the code a compiled forward (or a
+    compiled bound method) runs, whose attributes torch guards."""
+    if start not in _facts(model, cls).methods:
         return []
     # (class, method name, hops)
     order: List[Tuple[ast.ClassDef, str, int]] = [(cls, start, 0)]
@@ -215,7 +221,7 @@ def int_mutations_in_forward(model: CompileModel, cls: ast.ClassDef, start: str 
     while i < len(order):
         owner, method, hops = order[i]
         i += 1
-        for sub, name in _method_calls(facts(owner).methods[method]):
+        for sub, name in _method_calls(_facts(model, owner).methods[method]):
             target, next_hops = owner, hops
             if sub is not None:
                 if hops >= _MAX_HOPS:
@@ -224,29 +230,25 @@ def int_mutations_in_forward(model: CompileModel, cls: ast.ClassDef, start: str 
                 next_hops = hops + 1
                 if target is None:
                     continue
-            if name in facts(target).methods and (id(target), name) not in seen:
+            if name in _facts(model, target).methods and (id(target), name) not in seen:
                 seen.add((id(target), name))
                 order.append((target, name, next_hops))
-    found: List[IntMutation] = []
-    for owner, name, _ in order:
-        for attr, node in _method_mutations(facts(owner), facts(owner).methods[name]):
-            found.append(IntMutation(attr, node, name, owner.name))
-    return found
+    return [(owner, name, _facts(model, owner).methods[name]) for owner, name, _ in order]
 
 
 def _method_calls(fn: ast.AST) -> List[Tuple[Optional[str], str]]:
     """``self.<name>(...)`` → (None, name) and ``self.<sub>.<name>(...)`` →
     (sub, name) calls in ``fn``'s body, in source order."""
     calls: List[Tuple[Optional[str], str]] = []
-    for call in _in_order([n for n in _walk_body(fn) if isinstance(n, ast.Call)]):
+    for call in _in_order([n for n in walk_body(fn) if isinstance(n, ast.Call)]):
         func = call.func  # type: ignore[attr-defined]
         if not isinstance(func, ast.Attribute):
             continue
         key: Optional[Tuple[Optional[str], str]] = None
-        if _self_attr(func) is not None:
+        if self_attr(func) is not None:
             key = (None, func.attr)
-        elif _self_attr(func.value) is not None:
-            key = (_self_attr(func.value), func.attr)
+        elif self_attr(func.value) is not None:
+            key = (self_attr(func.value), func.attr)
         if key is not None and key not in calls:
             calls.append(key)
     return calls
@@ -256,7 +258,7 @@ def _submodule_class(model: CompileModel, owner: ast.ClassDef, attr: str) -> Opt
     """The class of this module that ``self.<attr>`` of ``owner`` holds an
     instance of, when every instance assigned to it is of that one class."""
     found: Optional[ast.ClassDef] = None
-    for c in _class_chain(model, owner):
+    for c in class_chain(model, owner):
         for value in model.self_attr_values(c, attr):
             value = _unwrap_module_call(value)  # type: ignore[assignment]
             if isinstance(value, ast.Constant) and value.value is None:
@@ -293,8 +295,8 @@ def _init_param_attrs(cls_facts: _ClassFacts) -> Dict[str, Tuple[str, int]]:
     positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
     names = set(positional) | {a.arg for a in args.kwonlyargs}
     out: Dict[str, Tuple[str, int]] = {}
-    for target, value in _init_assignments(init):
-        attr = _self_attr(target)
+    for target, value in init_assignments(init):
+        attr = self_attr(target)
         if attr is not None and isinstance(value, ast.Name) and value.id in names:
             out[attr] = (value.id, positional.index(value.id) if value.id in positional else -1)
     return out
@@ -321,14 +323,14 @@ def _tensor_attrs(model: CompileModel, cls: ast.ClassDef) -> Set[str]:
     """Attributes of ``cls`` that hold tensors: ``register_buffer("name", ...)``
     and ``self.name = nn.Parameter(...)`` (indexing them with a dynamic int is fine)."""
     out: Set[str] = set()
-    for c in _class_chain(model, cls):
+    for c in class_chain(model, cls):
         for node in walk(c):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 if node.func.attr == "register_buffer" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
                     out.add(node.args[0].value)
             elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 if any(q.endswith(".Parameter") and q.startswith("torch.") for q in model.qualified_names(node.value.func)):
-                    out.update(a for a in (_self_attr(t) for t in node.targets) if a is not None)
+                    out.update(a for a in (self_attr(t) for t in node.targets) if a is not None)
     return out
 
 
@@ -364,7 +366,7 @@ def _use_blocker(model: CompileModel, source: Source, read: ast.AST, fn: ast.AST
             return None  # a predicate: one graph per outcome
         return "it is compared with something other than an int constant"
     if isinstance(parent, ast.Subscript) and node is not parent.value:
-        container = _self_attr(parent.value)
+        container = self_attr(parent.value)
         if container is not None and container in tensors:
             return None
         return f"it indexes `{source.segment(parent.value)}`, a Python container: every index is a different constant"
@@ -375,7 +377,7 @@ def _use_blocker(model: CompileModel, source: Source, read: ast.AST, fn: ast.AST
         return f"it is passed to `{name}`, which the analysis does not follow"
     if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name) and depth < 2:
         local = parent.targets[0].id
-        uses = [n for n in _walk_body(fn) if isinstance(n, ast.Name) and n.id == local and isinstance(n.ctx, ast.Load)]
+        uses = [n for n in walk_body(fn) if isinstance(n, ast.Name) and n.id == local and isinstance(n.ctx, ast.Load)]
         for use in uses:
             why = _use_blocker(model, source, use, fn, tensors, depth + 1)
             if why is not None:
@@ -421,8 +423,8 @@ def per_instance_ints(model: CompileModel, cls: ast.ClassDef) -> List[PerInstanc
         reads = [
             (n, facts.methods[name])
             for name in order
-            for n in _walk_body(facts.methods[name])
-            if _self_attr(n) == attr and isinstance(n.ctx, ast.Load)  # type: ignore[attr-defined]
+            for n in walk_body(facts.methods[name])
+            if self_attr(n) == attr and isinstance(n.ctx, ast.Load)  # type: ignore[attr-defined]
         ]
         if not reads:
             continue
@@ -518,8 +520,8 @@ def outside_int_change(model: CompileModel, site: AstCompileSite, cls: ast.Class
     order = _own_methods_reached(facts, start)
     reads: Dict[str, List[Tuple[ast.AST, str]]] = {}
     for name in order:
-        for n in _walk_body(facts.methods[name]):
-            attr = _self_attr(n)
+        for n in walk_body(facts.methods[name]):
+            attr = self_attr(n)
             if attr in facts.int_attrs and isinstance(n.ctx, ast.Load):  # type: ignore[attr-defined]
                 reads.setdefault(attr, []).append((n, name))  # type: ignore[arg-type]
     if not reads:
@@ -561,7 +563,7 @@ def _instance_key(model: CompileModel, expr: ast.AST) -> Optional[tuple]:
         owner = model.scopes.lookup(model.scopes.scope_of(expr), expr.id)
         found = tuple(sorted(id(b) for b in owner.bindings.get(expr.id, []))) if owner is not None else ()
         return ("name",) + found if found else None
-    attr = _self_attr(expr)
+    attr = self_attr(expr)
     if attr is not None:
         cls = model.source.enclosing(expr, ast.ClassDef)
         return ("self", id(cls), attr) if cls is not None else None
@@ -1081,7 +1083,7 @@ def _submodule_ref(model: CompileModel, owner: ast.ClassDef, attr: str) -> Optio
     (an unannotated parameter, a factory's result, two classes)."""
     found: Optional[str] = None
     hinted = False
-    for c in _class_chain(model, owner):
+    for c in class_chain(model, owner):
         for value in model.self_attr_values(c, attr):
             value = _unwrap_module_call(value)  # type: ignore[assignment]
             if isinstance(value, ast.Constant) and value.value is None:
@@ -1112,9 +1114,9 @@ def _method_mutations(owner_facts: _ClassFacts, fn: ast.AST) -> List[Tuple[str, 
     out: List[Tuple[str, ast.stmt]] = []
     if not owner_facts.int_attrs:
         return out
-    for node in _in_order([n for n in _walk_body(fn) if isinstance(n, (ast.AugAssign, ast.Assign))]):
+    for node in _in_order([n for n in walk_body(fn) if isinstance(n, (ast.AugAssign, ast.Assign))]):
         for target in _int_changes(node):
-            attr = _self_attr(target)
+            attr = self_attr(target)
             if attr in owner_facts.int_attrs:
                 out.append((attr, node))  # type: ignore[arg-type]
     return out
