@@ -61,11 +61,6 @@ def _list_attrs(model, cls: ast.ClassDef) -> Set[str]:
     return {name for name, found in values.items() if all(_grows_unbounded(model, v) for v in found)}
 
 
-def _receiver_attr(node: ast.AST) -> Optional[str]:
-    """``x`` of ``self.x.append(...)`` / ``self.x += ...`` (``self.x`` itself)."""
-    return self_attr(node)
-
-
 def _changes_elsewhere(source, attr: str, inits: Set[ast.AST]) -> bool:
     """Does the module make ``<anything>.attr`` shorter or new anywhere but
     an ``__init__`` (``m.hist.clear()``, ``self.hist = []``, ``del
@@ -225,14 +220,14 @@ tensor buffer) is a design choice, and each changes what runs compiled.
         reset: Set[str] = set()
         for node in walk_body(fn):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                attr = _receiver_attr(node.func.value)
+                attr = self_attr(node.func.value)
                 if attr in lists:
                     if node.func.attr in _GROW:
                         grown.append((node, attr))
                     elif node.func.attr in _SHRINK:
                         reset.add(attr)  # type: ignore[arg-type]
             elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
-                attr = _receiver_attr(node.target)
+                attr = self_attr(node.target)
                 if attr in lists:
                     grown.append((node, attr))
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.Delete)):
@@ -240,7 +235,7 @@ tensor buffer) is a design choice, and each changes what runs compiled.
                 for target in targets:
                     # `self.hist = []` rebinds, `del self.hist[:]` shrinks; `self.hist[i] = v` keeps the length
                     base = target.value if isinstance(target, ast.Subscript) and isinstance(node, ast.Delete) else target
-                    attr = _receiver_attr(base)
+                    attr = self_attr(base)
                     if attr in lists:
                         reset.add(attr)  # type: ignore[arg-type]
         return sorted(((n, a) for n, a in grown if a not in reset), key=lambda p: (p[0].lineno, p[0].col_offset))  # type: ignore[attr-defined]
