@@ -475,6 +475,19 @@ def compiled_bound_method(model: CompileModel, site: AstCompileSite) -> Optional
     return cls, target.attr
 
 
+def decorated_method(model: CompileModel, site: AstCompileSite) -> Optional[Tuple[ast.ClassDef, str]]:
+    """(class, method) when ``site`` is ``@torch.compile`` on a method of an
+    nn.Module subclass of this module (unsloth's compiled norms): every
+    instance runs one code object, as blocks compiled one by one do."""
+    fn = site.target_def
+    if site.form != "decorator" or not isinstance(fn, _DEFS):
+        return None
+    cls = model.source.parent(fn)
+    if not isinstance(cls, ast.ClassDef) or not model.is_module_class(cls):
+        return None
+    return cls, fn.name  # type: ignore[attr-defined]
+
+
 @dataclass
 class OutsideChange:
     #: the statement outside the class that changes the attribute (in a loop)
@@ -797,6 +810,15 @@ all dynamo config is.
         "m = torch.compile(M())\n",
     )
     invalid = (
+        # `@torch.compile` on forward: every instance shares the code, as blocks compiled one by one do
+        Example(
+            "import torch\nclass B(torch.nn.Module):\n    def __init__(self, i):\n        super().__init__()\n        self.i = i\n"
+            "    @torch.compile\n    def forward(self, x):\n        return x * (self.i + 1)\n"
+            "blocks = [B(i) for i in range(12)]\n",
+            "import torch\nif hasattr(torch._dynamo.config, \"allow_unspec_int_on_nn_module\"):\n    torch._dynamo.config.allow_unspec_int_on_nn_module = True\nclass B(torch.nn.Module):\n    def __init__(self, i):\n        super().__init__()\n        self.i = i\n"
+            "    @torch.compile\n    def forward(self, x):\n        return x * (self.i + 1)\n"
+            "blocks = [B(i) for i in range(12)]\n",
+        ),
         Example(
             "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.n = 0\n"
             "    def forward(self, x):\n        self.n += 1\n        return x * self.n\nm = torch.compile(M())\n",
@@ -902,10 +924,13 @@ all dynamo config is.
         for site in model.compile_sites:
             cls = compiled_module_class(model, site)
             start = "forward"
+            #: the class's method compiled by a decorator: all instances share its code
+            decorated = False
             if cls is None:
-                bound = compiled_bound_method(model, site)  # torch.compile(metric.update)
+                bound = compiled_bound_method(model, site) or decorated_method(model, site)  # torch.compile(metric.update), @torch.compile def forward
                 if bound is not None:
                     cls, start = bound
+                    decorated = site.form == "decorator"
             if cls is None and chains and site.statement is not None:
                 # an imported class compiled one by one: the project index followed its forward
                 for q in imported_loop_classes(model, site):
@@ -927,7 +952,8 @@ all dynamo config is.
             if key not in mutations_of:
                 mutations_of[key] = int_mutations_in_forward(model, cls, start)
             mutations = mutations_of[key]
-            stmt = _insertion_statement(source, _compile_statement(model, site))
+            # a decorated method compiles at its first call: the flag goes before its class
+            stmt = _insertion_statement(source, cls if decorated else _compile_statement(model, site))
             if mutations:
                 mutation = mutations[0]
                 message = (
@@ -953,12 +979,13 @@ all dynamo config is.
                 why = (outside.blocker, "keep the value in a tensor buffer") if outside.blocker is not None else None
                 candidates.append((stmt, site, message, why, outside.proven))
                 continue
-            if start != "forward" or not _compiled_one_by_one(model, site):
+            if start != "forward" or not (decorated or _compiled_one_by_one(model, site)):
                 continue
+            shared = f"share the `forward` compiled by the decorator (line {site.node.lineno})" if decorated else "are compiled one by one"  # type: ignore[attr-defined]
             for found in per_instance_ints(model, cls):
                 message = (
                     f"`{cls.name}` instances get different `self.{found.attr}` values (line {found.construction.lineno}), "
-                    f"are compiled one by one and read it in forward (line {found.read.lineno}): "  # type: ignore[attr-defined]
+                    f"{shared} and read it in forward (line {found.read.lineno}): "  # type: ignore[attr-defined]
                     "torch specialises int attributes of compiled modules, so every instance recompiles the shared code"
                 )
                 why = (found.blocker, "keep per-instance values in a tensor buffer") if found.blocker is not None else None
