@@ -252,6 +252,23 @@ def test_an_int_an_op_needed_is_specialised_and_not_cured_by_fr001():
     assert not plain.specialized and plain.op_site == ""
 
 
+def test_an_int_field_of_a_plain_object_is_an_argument_not_a_module_attribute():
+    """torchtitan#2823's `meta.max_q`: an int of a dataclass passed in is
+    lifted by automatic dynamic like an int argument (measured: 2 graphs; 8
+    and the limit with dynamic=False), not kept static like a module's int,
+    whose guard torch marks with a HINT about nn.Module."""
+    [plain] = tr.parse_reason("0/4: meta.max_q == 1  # return x * model.n * meta.max_q  # mp/deco/n.py:11 in f")
+    assert (plain.cause, plain.source) == (tr.INT_ARG, "meta.max_q")
+    [module] = tr.parse_reason(
+        "0/0: model.n == 0  # return x * model.n * meta.max_q  # mp/deco/n.py:11 in f (HINT: torch.compile considers "
+        "integer attributes of the nn.Module to be static. If you are observing recompilation, you might want to make "
+        "this integer dynamic using torch._dynamo.config.allow_unspec_int_on_nn_module = True, or convert this integer into a tensor.)"
+    )
+    assert (module.cause, module.source) == (tr.MODULE_INT_ATTR, "model.n")
+    [own] = tr.parse_reason("0/1: self.calls == 3")
+    assert own.cause == tr.MODULE_INT_ATTR
+
+
 # -- fixtures carry no machine paths ----------------------------------------------
 
 
