@@ -144,6 +144,12 @@ class CompileSite:
         return None
 
     @property
+    def static(self) -> bool:
+        """Does the compile pass a literal ``dynamic=False``?"""
+        kw = self.option("dynamic")
+        return kw is not None and isinstance(kw.value, ast.Constant) and kw.value.value is False
+
+    @property
     def has_star_kwargs(self) -> bool:
         return self.options_call is not None and any(kw.arg is None for kw in self.options_call.keywords)
 

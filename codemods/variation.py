@@ -75,11 +75,11 @@ def loop_names(loop: ast.AST) -> Set[str]:
     return _names(loop.target)  # type: ignore[attr-defined]
 
 
-def _literal_int(node: ast.AST) -> Optional[int]:
+def literal_int(node: ast.AST) -> Optional[int]:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _literal_int(node.operand)
+        inner = literal_int(node.operand)
         return None if inner is None else -inner
     return None
 
@@ -93,7 +93,7 @@ def loop_variants(loop: ast.AST) -> Optional[int]:
     if isinstance(it, ast.Call) and dotted_name(it.func) == "range":
         if it.keywords or not it.args:
             return None
-        vals = [_literal_int(a) for a in it.args]
+        vals = [literal_int(a) for a in it.args]
         if any(v is None for v in vals):
             return None
         if len(vals) == 1:
@@ -210,9 +210,9 @@ def _literal_shape(model: CompileModel, expr: ast.AST) -> Optional[str]:
         if isinstance(arg, ast.Starred):
             return None
         if isinstance(value, (ast.Tuple, ast.List)):
-            ints = [_literal_int(e) for e in value.elts]
+            ints = [literal_int(e) for e in value.elts]
         else:
-            ints = [_literal_int(value)]
+            ints = [literal_int(value)]
         if any(i is None for i in ints):
             return None
         sizes.extend(ints)
@@ -379,7 +379,7 @@ def _reads_out(model: CompileModel, value: ast.AST, loop: ast.AST, names: Set[st
     ):
         tensor = value.args[0]
     elif isinstance(func, ast.Name) and func.id in _NUMBER_WRAPPERS and value.args and model.scopes.is_builtin(func):
-        caps = [_literal_int(a) for a in value.args]
+        caps = [literal_int(a) for a in value.args]
         if func.id == "min" and any(cap is not None and cap <= DEFAULT_RECOMPILE_LIMIT for cap in caps):
             return False
         return any(_reads_out(model, a, loop, names) for a in value.args)
@@ -414,7 +414,7 @@ def _narrow_randint(model: CompileModel, call: ast.Call) -> bool:
     args = call.args
     # randint(high, size) or randint(low, high, size): the size is a tuple or list
     two_bounds = len(args) >= 3 or (len(args) == 2 and not isinstance(args[1], (ast.Tuple, ast.List)))
-    low, high = (_literal_int(args[0]), _literal_int(args[1])) if two_bounds else (0, _literal_int(args[0]) if args else None)
+    low, high = (literal_int(args[0]), literal_int(args[1])) if two_bounds else (0, literal_int(args[0]) if args else None)
     return low is not None and high is not None and high - low <= DEFAULT_RECOMPILE_LIMIT
 
 

@@ -6,11 +6,12 @@ torch guards the list's length, so every call recompiles until the limit
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Set, Tuple
 
 from ..compile_sites import def_first_lines
 from ..context import DEFAULT_RECOMPILE_LIMIT
 from ..findings import Finding
+from ..variation import literal_int
 from .base import Example, Rule
 from .unspec_int_attrs import class_chain, compiled_bound_method, compiled_module_class, init_assignments, methods_reached, self_attr, walk_body
 
@@ -19,10 +20,6 @@ _GROW = {"append", "extend", "insert", "appendleft", "extendleft"}
 #: what makes it shorter or new again: a bound, or a reset between calls
 _SHRINK = {"clear", "pop", "popleft", "remove"}
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _literal_int(node: Optional[ast.AST]) -> Optional[int]:
-    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
 
 
 def _grows_unbounded(model, value: ast.AST) -> bool:
@@ -39,7 +36,7 @@ def _grows_unbounded(model, value: ast.AST) -> bool:
         maxlen = next((kw.value for kw in value.keywords if kw.arg == "maxlen"), value.args[1] if len(value.args) > 1 else None)
         if maxlen is None or (isinstance(maxlen, ast.Constant) and maxlen.value is None):
             return True
-        bound = _literal_int(maxlen)
+        bound = literal_int(maxlen)
         return bound is not None and bound > DEFAULT_RECOMPILE_LIMIT  # a variable bound may be small
     return False
 

@@ -1124,13 +1124,18 @@ step), while the step compiled by the default inductor backend is as fast
         for a parameter of a function also called from elsewhere, an optimizer
         not built here ...): the writes the fix turns into ``.fill_``, or with
         ``every`` the float branches of tensor-aware helpers too."""
-        key = "fr004_store_reach" if every else "fr004_write_reach"
-        found = ctx.cache.get(key)
+        if not every:  # the same reach, without the float branches: computed once
+            found = ctx.cache.get("fr004_write_reach")
+            if found is None:
+                fills = set(self._lr_assigns(ctx))
+                found = ctx.cache["fr004_write_reach"] = {n: r for n, r in self._write_reach(ctx, every=True).items() if n in fills}
+            return found
+        found = ctx.cache.get("fr004_store_reach")
         if found is not None:
             return found
         source = ctx.source
         found = {}
-        for node in self._lr_stores(ctx) if every else self._lr_assigns(ctx):
+        for node in self._lr_stores(ctx):
             holder = node.targets[0].value  # type: ignore[attr-defined]
             groups: Optional[ast.AST] = None
             if isinstance(holder, ast.Subscript):
@@ -1142,7 +1147,7 @@ step), while the step compiled by the default inductor backend is as fast
                         break
             if isinstance(groups, ast.Attribute) and groups.attr == "param_groups":
                 found[node] = self._reaching(ctx, groups.value, 0)
-        ctx.cache[key] = found
+        ctx.cache["fr004_store_reach"] = found
         return found
 
     def _reaching(self, ctx, expr: ast.AST, depth: int) -> Tuple[FrozenSet[_Built], bool]:

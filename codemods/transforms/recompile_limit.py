@@ -64,10 +64,6 @@ class _Need:
     others: List[CompileSite] = field(default_factory=list)
 
 
-def _is_false(kw: Optional[ast.keyword]) -> bool:
-    return kw is not None and isinstance(kw.value, ast.Constant) and kw.value.value is False
-
-
 class RecompileLimit(Rule):
     code = "FR006"
     name = "recompile-limit"
@@ -200,7 +196,7 @@ is the better (and safe) cure, so this fix is only applied with
         #: loop -> the name or attribute its `range()` bound reads, when not a literal
         bound_exprs: Dict[int, ast.AST] = {}
         for site in model.compile_sites:
-            if not _is_false(site.option("dynamic")) or site.option("recompile_limit") is not None:
+            if not site.static or site.option("recompile_limit") is not None:
                 continue
             counted = []
             for e in evidence_for(model, site):

@@ -484,12 +484,6 @@ _STATIC_BLOCKER = (
 )
 
 
-def _static_compile(site: AstCompileSite) -> bool:
-    """Does ``site`` pass ``dynamic=False``?"""
-    kw = site.option("dynamic")
-    return kw is not None and isinstance(kw.value, ast.Constant) and kw.value.value is False
-
-
 def decorated_method(model: CompileModel, site: AstCompileSite) -> Optional[Tuple[ast.ClassDef, str]]:
     """(class, method) when ``site`` is ``@torch.compile`` on a method of an
     nn.Module subclass of this module (unsloth's compiled norms): every
@@ -1015,7 +1009,7 @@ all dynamo config is.
             return []
         # `dynamic=False` keeps ints static whatever the flag says: the flag alone cures nothing there
         candidates = [
-            (stmt, site, message, blocker if blocker is not None or not _static_compile(site) else _STATIC_BLOCKER, proven)
+            (stmt, site, message, blocker if blocker is not None or not site.static else _STATIC_BLOCKER, proven)
             for stmt, site, message, blocker, proven in candidates
         ]
         candidates.sort(key=lambda c: placement.start_of(c[0]))
