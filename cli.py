@@ -12,36 +12,34 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib import import_module
 from typing import List, Optional
 
 import typer
 
-#: the engine's package: ``codemods`` in a checkout (cli.py beside codemods/),
-#: ``fix_recompiles.codemods`` when installed (pyproject.toml maps this layout
-#: into one package of our own).  Always imported by that name, never aliased
-#: in ``sys.modules``: another package called ``codemods`` may be imported in
-#: the same process, before or after this one.
-_ENGINE = f"{__package__}.codemods" if __package__ else "codemods"
+# The engine, imported by name so that an IDE, a type checker or an import
+# graph can follow the command line into it.  Installed, this module is
+# ``fix_recompiles.cli`` beside ``fix_recompiles.codemods`` (pyproject.toml
+# maps the layout into one package of our own); in a checkout it is the
+# top-level ``cli`` beside ``codemods/``.  Nothing named ``codemods`` is ever
+# aliased in ``sys.modules``: another package of that name may be imported in
+# the same process.
+if __package__:
+    from .codemods import transforms
+    from .codemods.analysis.context import Settings
+    from .codemods.modes import formats, guard, output, traced
+    from .codemods.modes import interactive as interactive_mode
+    from .codemods.pipeline import cache, config, discovery, engine, replay, runner, selection
+else:
+    from codemods import transforms
+    from codemods.analysis.context import Settings
+    from codemods.modes import formats, guard, output, traced
+    from codemods.modes import interactive as interactive_mode
+    from codemods.pipeline import cache, config, discovery, engine, replay, runner, selection
 
+BY_CODE, REGISTRY = transforms.BY_CODE, transforms.REGISTRY
+FORMATS = formats.FORMATS
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = output.EXIT_CLEAN, output.EXIT_FINDINGS, output.EXIT_ERROR
 
-def _engine(module: str):
-    """The engine's module ``module`` (``"runner"``, ``"transforms"``...)."""
-    return import_module(f"{_ENGINE}.{module}")
-
-
-def _names(module: str, *names: str) -> tuple:
-    """``from <engine>.<module> import <names>``, as a tuple."""
-    mod = _engine(module)
-    return tuple(getattr(mod, n) for n in names)
-
-
-(Settings,) = _names("context", "Settings")
-format_finding, statistics, summary, unified_diff_bytes = _names("output", "format_finding", "statistics", "summary", "unified_diff_bytes")
-CACHE_DIR, unlink_planted_links = _names("cache", "CACHE_DIR", "unlink_planted_links")
-FORMATS, to_github, to_json, to_sarif = _names("formats", "FORMATS", "to_github", "to_json", "to_sarif")
-run, run_summary, write_results = _names("runner", "run", "run_summary", "write_results")
-BY_CODE, REGISTRY = _names("transforms", "BY_CODE", "REGISTRY")
 
 app = typer.Typer(
     add_completion=False,
@@ -54,7 +52,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _err(message: str) -> None:
@@ -109,15 +106,13 @@ def resolve_settings(
     ``run``, stdin): ``[tool.fix-recompiles]`` from ``--config FILE`` or the
     closest ``pyproject.toml`` up from the first path, overridden by the
     command line.  Returns (Settings, Config); a bad value is one line, exit 2."""
-    ConfigError, config_for, installed_torch, parse_version = _names("config", "ConfigError", "config_for", "installed_torch", "parse_version")
-
     if dynamic_fix not in (None, "remove", "true"):
         _err(f"error: --dynamic-fix must be 'remove' or 'true', not {dynamic_fix!r}")
         raise typer.Exit(EXIT_ERROR)
     try:
-        cfg = config_for(paths, config_file)
-        target = parse_version(target_torch) if target_torch is not None else (cfg.target_torch or installed_torch())
-    except ConfigError as exc:
+        cfg = config.config_for(paths, config_file)
+        target = config.parse_version(target_torch) if target_torch is not None else (cfg.target_torch or config.installed_torch())
+    except config.ConfigError as exc:
         _err(f"error: {exc}")
         raise typer.Exit(EXIT_ERROR)
     cfg_select = _codes(list(cfg.select), "select (pyproject.toml)") if cfg.select is not None else None
@@ -136,6 +131,19 @@ def resolve_settings(
     return settings, cfg
 
 
+def file_selection(cfg, cli_excludes: Optional[tuple], force_exclude: bool = False):
+    """The files every mode of this run takes, from the configuration and the
+    command line (``--exclude`` replaces the configuration's ``exclude`` and
+    keeps its ``extend-exclude``), with its ``per-file-ignores``."""
+    return selection.FileSelection(
+        excludes=cli_excludes or (),
+        config_excludes=cfg.excludes if cli_excludes is None else cfg.extend_exclude,
+        config_root=cfg.root,
+        force_exclude=force_exclude,
+        per_file_ignores=config.PerFileIgnores(cfg.per_file_ignores, cfg.root) if cfg.per_file_ignores else None,
+    )
+
+
 def _patterns(values: Optional[List[str]]) -> Optional[tuple]:
     """``--exclude a,b --exclude c`` -> ("a", "b", "c"); None when not given."""
     if not values:
@@ -144,8 +152,7 @@ def _patterns(values: Optional[List[str]]) -> Optional[tuple]:
 
 
 def _version() -> str:
-    (dist_version,) = _names("config", "dist_version")
-    return dist_version("fix-recompiles") or "0"
+    return config.dist_version("fix-recompiles") or "0"
 
 
 def _progress():
@@ -232,46 +239,33 @@ def check(
         dynamic_fix=dynamic_fix, target_torch=target_torch, check_syntax=check_syntax, unproven=unproven,
     )
     unsafe_fixes = settings.unsafe_fixes
-    cli_excludes = _patterns(exclude)
-    config_excludes = cfg.excludes if cli_excludes is None else cfg.extend_exclude
-    if cli_excludes and force_exclude and paths:
+    chosen = file_selection(cfg, _patterns(exclude), force_exclude)
+    if chosen.excludes and force_exclude and paths:
         # --exclude patterns are relative to the current folder; with
         # --force-exclude they also drop files named on the command line
-        (_filter_excludes,) = _names("runner", "_filter_excludes")
-
         named = [p for p in paths if os.path.isfile(p)]
-        kept = set(_filter_excludes(named, cli_excludes, ".", named, True))
+        kept = set(selection.filter_excludes(named, chosen.excludes, ".", named, True))
         paths = [p for p in paths if p in kept or not os.path.isfile(p)]
         if not paths:
             if not quiet:
                 _err("All checks passed!" if output_format == "text" else "")
             raise typer.Exit(EXIT_CLEAN)
     if from_trace is not None:
-        trace_run = _engine("trace_run")
-
-        raise typer.Exit(trace_run.from_trace(from_trace, paths or ["."], settings, diff=diff, fix=fix, interactive=interactive))
+        raise typer.Exit(traced.from_trace(from_trace, paths or ["."], settings, selection=chosen, diff=diff, fix=fix, interactive=interactive))
     if interactive:
-        (run_interactive,) = _names("interactive", "run_interactive")
-
-        raise typer.Exit(run_interactive(paths or ["."], settings, sys.stdin, sys.stdout, sys.stderr))
-    (PerFileIgnores,) = _names("config", "PerFileIgnores")
-
-    cache_dir = None if no_cache or os.environ.get("FIX_RECOMPILES_NO_CACHE", "") not in ("", "0") else (os.environ.get("FIX_RECOMPILES_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR))
+        raise typer.Exit(interactive_mode.run_interactive(paths or ["."], settings, sys.stdin, sys.stdout, sys.stderr, selection=chosen))
+    cache_dir = None if no_cache or os.environ.get("FIX_RECOMPILES_NO_CACHE", "") not in ("", "0") else (os.environ.get("FIX_RECOMPILES_CACHE_DIR") or os.path.join(cfg.root, cache.CACHE_DIR))
     if cache_dir is not None and not os.environ.get("FIX_RECOMPILES_CACHE_DIR") and os.path.islink(cache_dir):
         cache_dir = None  # `.fix_recompiles_cache` is a link (a cloned tree can hold one): never read or written through
     if cache_dir is not None and not diff:
-        unlink_planted_links(cache_dir)  # the cache never writes through a link
-    result = run(
+        cache.unlink_planted_links(cache_dir)  # the cache never writes through a link
+    result = runner.run(
         paths or ["."],
         settings,
         jobs=jobs if jobs is not None else (os.cpu_count() or 1),
         cache_dir=cache_dir,
         cache_write=not diff,  # --diff writes nothing, not even the cache
-        excludes=cli_excludes or (),
-        config_excludes=config_excludes,
-        config_root=cfg.root,
-        force_exclude=force_exclude,
-        per_file_ignores=PerFileIgnores(cfg.per_file_ignores, cfg.root) if cfg.per_file_ignores else None,
+        selection=chosen,
         progress=_progress() if sys.stderr.isatty() else None,
         render=diff or fix or output_format in ("json", "sarif"),  # machine formats carry the edits
     )
@@ -286,7 +280,7 @@ def check(
         out = getattr(sys.stdout, "buffer", None)
         for r in result.results:
             if r.changed:
-                patch = unified_diff_bytes(r.display_path, r.original, r.new)  # type: ignore[arg-type]
+                patch = output.unified_diff_bytes(r.display_path, r.original, r.new)  # type: ignore[arg-type]
                 if out is not None:
                     out.write(patch)
                 else:  # a text-only stdout (embedding): best effort
@@ -298,33 +292,33 @@ def check(
         n_fixes = sum(1 for f in findings if f.applied)
         if n_changed and not quiet:
             _err(f"Would fix {n_fixes} finding{'s' if n_fixes != 1 else ''} in {n_changed} file{'s' if n_changed != 1 else ''}.")
-        for line in summary(findings, fixed=0, errors=len(result.errors), files_changed=0, fixing=False, unsafe_fixes=unsafe_fixes):
+        for line in output.summary(findings, fixed=0, errors=len(result.errors), files_changed=0, fixing=False, unsafe_fixes=unsafe_fixes):
             if not quiet and not line.startswith(("Found ", "All checks passed!")):  # "Would fix" says it
                 _err(line)
         code = EXIT_FINDINGS if n_changed else EXIT_CLEAN
     else:
-        written = write_results(result) if fix else 0
+        written = runner.write_results(result) if fix else 0
         for path, reason in result.errors[errors_before_write:]:
             _err(f"error: {path}: {reason}")
         fixed = sum(1 for f in findings if f.applied) if fix else 0
         machine = output_format != "text"
         if output_format == "json":
-            sys.stdout.write(to_json(result.results))
+            sys.stdout.write(formats.to_json(result.results))
         elif output_format == "sarif":
-            sys.stdout.write(to_sarif(result.results, [r for r in REGISTRY if settings.selects(r.code)], _version()))
+            sys.stdout.write(formats.to_sarif(result.results, [r for r in REGISTRY if settings.selects(r.code)], _version()))
         elif output_format == "github":
-            sys.stdout.write(to_github([f for f in findings if not (fix and f.applied)]))
+            sys.stdout.write(formats.to_github([f for f in findings if not (fix and f.applied)]))
         for f in findings if not machine else ():
             if fix and f.applied:
                 continue
-            typer.echo(format_finding(f))
+            typer.echo(output.format_finding(f))
         if show_statistics:
-            for line in statistics(findings) + run_summary(result.stats):
+            for line in output.statistics(findings) + runner.run_summary(result.stats):
                 typer.echo(line, err=machine)
-        for line in summary(findings, fixed=fixed, errors=len(result.errors), files_changed=written, fixing=fix, unsafe_fixes=unsafe_fixes) if not quiet else ():
+        for line in output.summary(findings, fixed=fixed, errors=len(result.errors), files_changed=written, fixing=fix, unsafe_fixes=unsafe_fixes) if not quiet else ():
             typer.echo(line, err=machine)
         if sys.stderr.isatty() and not show_statistics and not quiet:
-            for line in run_summary(result.stats):
+            for line in runner.run_summary(result.stats):
                 _err(line)
         remaining = len(findings) - fixed
         code = EXIT_FINDINGS if remaining else EXIT_CLEAN
@@ -334,8 +328,7 @@ def check(
         code = EXIT_ERROR
     elif not (diff or fix or files_from is not None or show_statistics or sys.stderr.isatty()):
         # a report that wrote nothing: the console script may replay it while
-        # none of what it read changes (codemods.replay)
-        replay = _engine("replay")
+        # none of what it read changes (codemods.pipeline.replay)
         replay.replayable(cache_dir, result.inputs + replay.config_inputs(paths[0] if paths else ".", cfg.path) + replay.interpreter_inputs())
     raise typer.Exit(code)
 
@@ -344,28 +337,19 @@ def _check_stdin(settings, cfg, stdin_filename, *, diff, fix, quiet, output_form
     """``fix-recompiles -``: the source on stdin, as ruff does: the report on
     stdout; with ``--fix`` the (fixed) source on stdout and what remains on
     stderr; with ``--diff`` the patch.  Nothing is written to disk."""
-    from dataclasses import replace
-
-    (PerFileIgnores,) = _names("config", "PerFileIgnores")
-    (display_path,) = _names("discovery", "display_path")
-    (process_source,) = _names("engine", "process_source")
-    (_filter_excludes,) = _names("runner", "_filter_excludes")
-
     data = sys.stdin.buffer.read()
     name = stdin_filename or "-"
-    shown = display_path(stdin_filename) if stdin_filename else "-"
+    shown = discovery.display_path(stdin_filename) if stdin_filename else "-"
     out = sys.stdout.buffer
     if stdin_filename and force_exclude:
         patterns = tuple(exclude or ()) + (cfg.excludes if exclude is None else cfg.extend_exclude)
-        if not _filter_excludes([stdin_filename], patterns, cfg.root if exclude is None else ".", [stdin_filename], True):
+        if not selection.filter_excludes([stdin_filename], patterns, cfg.root if exclude is None else ".", [stdin_filename], True):
             if fix:
                 out.write(data)
             return EXIT_CLEAN  # excluded: passed through untouched, as ruff does
-    if stdin_filename and cfg.per_file_ignores:
-        extra = PerFileIgnores(cfg.per_file_ignores, cfg.root).codes_for(stdin_filename)
-        if extra:
-            settings = replace(settings, ignore=frozenset(settings.ignore | extra))
-    result = process_source(name, shown, data, settings)
+    if stdin_filename:
+        settings = file_selection(cfg, None).settings_for(stdin_filename, settings)
+    result = engine.process_source(name, shown, data, settings)
     if result.error is not None:
         _err(f"error: {shown}: {result.error}")
         if fix:
@@ -374,7 +358,7 @@ def _check_stdin(settings, cfg, stdin_filename, *, diff, fix, quiet, output_form
     findings = result.findings
     if diff:
         if result.changed:
-            out.write(unified_diff_bytes(shown, data, result.new))  # type: ignore[arg-type]
+            out.write(output.unified_diff_bytes(shown, data, result.new))  # type: ignore[arg-type]
         out.flush()
         return EXIT_FINDINGS if result.changed else EXIT_CLEAN
     if fix:
@@ -382,15 +366,15 @@ def _check_stdin(settings, cfg, stdin_filename, *, diff, fix, quiet, output_form
         out.flush()
         remaining = [f for f in findings if not f.applied]
         for f in remaining:
-            _err(format_finding(f))
+            _err(output.format_finding(f))
         if not quiet:
-            for line in summary(findings, fixed=len(findings) - len(remaining), errors=0, files_changed=1 if result.changed else 0, fixing=True, unsafe_fixes=settings.unsafe_fixes):
+            for line in output.summary(findings, fixed=len(findings) - len(remaining), errors=0, files_changed=1 if result.changed else 0, fixing=True, unsafe_fixes=settings.unsafe_fixes):
                 _err(line)
         return EXIT_FINDINGS if remaining else EXIT_CLEAN
     for f in findings:
-        typer.echo(format_finding(f))
+        typer.echo(output.format_finding(f))
     if not quiet:
-        for line in summary(findings, fixed=0, errors=0, files_changed=0, fixing=False, unsafe_fixes=settings.unsafe_fixes):
+        for line in output.summary(findings, fixed=0, errors=0, files_changed=0, fixing=False, unsafe_fixes=settings.unsafe_fixes):
             typer.echo(line)
     return EXIT_FINDINGS if findings else EXIT_CLEAN
 
@@ -402,9 +386,7 @@ def rules(code: Optional[str] = typer.Argument(None, metavar="CODE", show_defaul
         for rule in REGISTRY:
             typer.echo(f"{rule.code}  {rule.name:<20} {rule.summary}")
         return
-    (BY_NAME,) = _names("transforms", "BY_NAME")
-
-    rule = BY_CODE.get(code.upper()) or BY_NAME.get(code)
+    rule = BY_CODE.get(code.upper()) or transforms.BY_NAME.get(code)
     if rule is None:
         _err(f"error: unknown rule {code!r} (see `fix-recompiles rules`)")
         raise typer.Exit(EXIT_ERROR)
@@ -446,13 +428,11 @@ def run_cmd(
         _err("error: --interactive needs a terminal on stdin; use --diff to preview the fixes or --fix to apply them")
         raise typer.Exit(EXIT_ERROR)
     # the same settings as `check .` in this folder (run only changes files under it)
-    settings, _cfg = resolve_settings(
+    settings, cfg = resolve_settings(
         ["."], config_file=config_file, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes,
         dynamic_fix=dynamic_fix, target_torch=target_torch,
     )
-    trace_run = _engine("trace_run")
-
-    raise typer.Exit(trace_run.run(list(ctx.args), settings, diff=diff, fix=fix, interactive=interactive))
+    raise typer.Exit(traced.run(list(ctx.args), settings, selection=file_selection(cfg, None), diff=diff, fix=fix, interactive=interactive))
 
 
 def _run_guard(ctx, max_recompiles, output_format, fixing, select, ignore, config_file=None, target_torch=None) -> None:
@@ -469,10 +449,8 @@ def _run_guard(ctx, max_recompiles, output_format, fixing, select, ignore, confi
     if output_format not in FORMATS:
         _err(f"error: --format must be one of {', '.join(FORMATS)}, not {output_format!r}")
         raise typer.Exit(EXIT_ERROR)
-    trace_run = _engine("trace_run")
-
     settings, _cfg = resolve_settings(["."], config_file=config_file, select=select, ignore=ignore, target_torch=target_torch)
-    raise typer.Exit(trace_run.guard(list(ctx.args), settings, max_recompiles, output_format, _version()))
+    raise typer.Exit(guard.guard(list(ctx.args), settings, max_recompiles, output_format, _version()))
 
 
 COMMANDS = ("check", "rules", "run")

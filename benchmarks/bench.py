@@ -22,7 +22,7 @@ corpus ``benchmarks/training``; a missing one is skipped with a message):
    with -j1 and -jN.  Peak RSS is that of the largest single process of each
    command's tree (the command and its pool workers), measured per command in
    a fresh wrapper process (``getrusage(RUSAGE_CHILDREN)``);
-2. times every file in this process with ``codemods.engine.process_file``
+2. times every file in this process with ``codemods.pipeline.engine.process_file``
    (default ``Settings()``, no project index: cross-file facts are left out),
    after a warm-up that imports and exercises every pass, and lists the five
    slowest files (a file under the lines/s goal is timed twice more and
@@ -185,10 +185,10 @@ def run_commands(paths, runs: int, jobs: int):
 def floor(paths, jobs: int, startup: float) -> dict:
     """What a cold run costs before any analysis (best of 3 in this process):
     see the module docstring."""
-    from codemods.discovery import discover
-    from codemods.prefilter import mentions_compile
-    from codemods.runner import _quiet_collector
-    from codemods.source import decode, parse
+    from codemods.pipeline.discovery import discover
+    from codemods.pipeline.prefilter import mentions_compile
+    from codemods.pipeline.runner import _quiet_collector
+    from codemods.analysis.source import decode, parse
 
     best = None
     with _quiet_collector():
@@ -236,8 +236,8 @@ def load_engine():
     """process_file and Settings, imported and warmed up on a small stress input."""
     import stress_input
 
-    from codemods.context import Settings
-    from codemods.engine import process_file
+    from codemods.analysis.context import Settings
+    from codemods.pipeline.engine import process_file
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "warmup.py")
@@ -258,7 +258,7 @@ def time_files(engine, paths, base: str):
     """Per file: (display path, lines, CPU s, wall s, error), with the cyclic
     collector set as a run sets it (``runner._quiet_collector``: at the
     default threshold a collection lands on whichever file is being timed)."""
-    from codemods.runner import _quiet_collector
+    from codemods.pipeline.runner import _quiet_collector
 
     process_file, Settings = engine
     settings = Settings()
@@ -291,7 +291,7 @@ def time_stress(engine, runs: int):
         source = stress_input.generate()
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(source)
-        from codemods.runner import _quiet_collector
+        from codemods.pipeline.runner import _quiet_collector
 
         best = None
         with _quiet_collector():  # as a run has it (see time_files)
@@ -428,7 +428,7 @@ def main() -> int:
     try:
         engine = load_engine()
     except Exception as exc:  # noqa: BLE001 - the engine is being rewritten: report, go on
-        print(f"in-process timing unavailable: cannot import or run codemods.engine.process_file ({type(exc).__name__}: {exc})")
+        print(f"in-process timing unavailable: cannot import or run codemods.pipeline.engine.process_file ({type(exc).__name__}: {exc})")
         engine = None
 
     corpora = []

@@ -27,7 +27,7 @@ class Safety(str, enum.Enum):
 @dataclass(frozen=True)
 class Edit:
     """Replace ``node`` by ``apply(updated_node)``.  ``node`` is a
-    :class:`~codemods.source.Target` (where an ``ast`` rule wants the edit; the
+    :class:`~codemods.analysis.source.Target` (where an ``ast`` rule wants the edit; the
     engine finds the libcst node at render time) or a node of the original
     libcst tree."""
 

@@ -28,8 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import libcst as cst  # noqa: E402
 
-from codemods.context import Settings  # noqa: E402
-from codemods.engine import analyze, render, should_apply  # noqa: E402
+from codemods.analysis.context import Settings  # noqa: E402
+from codemods.pipeline.engine import analyze, render, should_apply  # noqa: E402
 from codemods.findings import FileError  # noqa: E402
 
 
@@ -159,7 +159,7 @@ def check_file(path: str, settings: Settings, report: Report) -> None:
 
 def set_prefilter(enabled: bool) -> bool:
     """Turn the engine's byte prefilter on/off; returns the old state."""
-    from codemods import prefilter
+    from codemods.pipeline import prefilter
 
     old = prefilter.ENABLED
     prefilter.ENABLED = enabled

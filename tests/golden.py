@@ -38,8 +38,8 @@ except ImportError:  # not on Windows: no cache shared between workers there
 import typer.testing  # noqa: F401  (ensures typer is importable for the CLI parsing below)
 
 import warm_python
-from codemods.context import Settings
-from codemods.runner import run
+from codemods.analysis.context import Settings
+from codemods.pipeline.runner import run
 from codemods.transforms import REGISTRY
 
 HERE = os.path.dirname(os.path.abspath(__file__))

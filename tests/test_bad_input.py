@@ -20,7 +20,7 @@ import libcst as cst
 import pytest
 
 import cli
-from codemods import engine, runner, writer
+from codemods.pipeline import engine, runner, writer
 from codemods.findings import Edit, Safety
 from codemods.transforms import REGISTRY
 from codemods.transforms.base import Rule
@@ -144,14 +144,16 @@ def test_unreadable_file(tmp_path, monkeypatch, capsys):
 def test_file_vanishes_between_discovery_and_reading(tmp_path, monkeypatch, capsys):
     write(tmp_path, {"a_gone.py": SAFE, "good.py": SAFE})
     monkeypatch.chdir(tmp_path)
-    real_discover = runner.discover
+    from codemods.pipeline import selection
+
+    real_discover = selection.discover
 
     def discover_then_delete(paths, excludes):
         found = real_discover(paths, excludes)
         os.unlink("a_gone.py")
         return found
 
-    monkeypatch.setattr(runner, "discover", discover_then_delete)
+    monkeypatch.setattr(selection, "discover", discover_then_delete)
     code, out, err = run_main(["--fix", "."], capsys)
     assert code == 2
     [e] = error_lines(err)

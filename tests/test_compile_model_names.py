@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import ast
 
-from codemods.compile_sites import CompileModel
-from codemods.source import Source
+from codemods.analysis.compile_sites import CompileModel
+from codemods.analysis.source import Source
 
 
 def model_of(code: str) -> CompileModel:
@@ -34,8 +34,8 @@ def test_a_function_defined_twice_is_the_last_definition():
 def test_relative_imports_are_qualified_with_their_level():
     import ast as _ast
 
-    from codemods.compile_sites import CompileModel
-    from codemods.source import Source
+    from codemods.analysis.compile_sites import CompileModel
+    from codemods.analysis.source import Source
 
     data = b"from . import kernels\nfrom ..pkg import k2 as k\nfrom .m import f\nkernels, k, f\n"
     tree = _ast.parse(data)
@@ -203,7 +203,7 @@ def test_every_binding_or_the_bindings_seen_where_the_name_is():
 
 
 def test_the_number_analysis_and_fr004_ask_the_model():
-    from codemods.floats import CallSite
+    from codemods.analysis.floats import CallSite
 
     model = model_of(NAMES)
     at = _loads(model)

@@ -11,8 +11,8 @@ import types
 import libcst as cst
 import pytest
 
-from codemods.context import Settings
-from codemods.engine import process_source
+from codemods.analysis.context import Settings
+from codemods.pipeline.engine import process_source
 
 
 class OldConfig:
@@ -317,7 +317,7 @@ def test_fr005_and_fr006_together_with_fr001_compose():
 def test_dist_version_agrees_with_importlib_metadata(name):
     from importlib import metadata
 
-    from codemods.config import dist_version
+    from codemods.pipeline.config import dist_version
 
     try:
         expected = metadata.version(name)
@@ -330,7 +330,7 @@ def test_dist_version_reads_dist_info_folders_without_importlib_metadata():
     import subprocess
     import sys
 
-    code = "import sys; from codemods.config import dist_version; v = dist_version('torch'); print(v, 'importlib.metadata' in sys.modules)"
+    code = "import sys; from codemods.pipeline.config import dist_version; v = dist_version('torch'); print(v, 'importlib.metadata' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), timeout=60)
     version, imported = proc.stdout.split()
     assert version.startswith("2.13.0") and imported == "False", proc.stderr

@@ -1,4 +1,4 @@
-"""codemods.constants: the one int a bound visibly has, or None."""
+"""codemods.analysis.constants: the one int a bound visibly has, or None."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from codemods.compile_sites import model_of
-from codemods.constants import int_value
-from codemods.engine import parse_ast
+from codemods.analysis.compile_sites import model_of
+from codemods.analysis.constants import int_value
+from codemods.pipeline.engine import parse_ast
 
 
 def bound_of(src: str):

@@ -15,10 +15,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codemods.context import Settings
-from codemods.engine import process_source
-from codemods.project import build_project_index, module_key
-from codemods.runner import run
+from codemods.analysis.context import Settings
+from codemods.pipeline.engine import process_source
+from codemods.analysis.project import build_project_index, module_key
+from codemods.pipeline.runner import run
 from codemods.transforms import BY_CODE
 
 RULE = BY_CODE["FR003"]
@@ -495,7 +495,7 @@ def test_wrapping_changes_only_the_call():
 
 
 def test_prefilter_keeps_random_only_floats(monkeypatch):
-    from codemods import prefilter
+    from codemods.pipeline import prefilter
 
     src = (
         "import random\nimport torch\n@torch.compile\ndef f(x, c):\n    return x * c\n"
@@ -511,7 +511,7 @@ def test_cross_module_call_through_an_alias(tmp_path, monkeypatch):
     """`from kernels import smooth as sm; sm(x, 0.5)`: the index follows the
     import alias to the compiled function's name (same findings as without
     the byte prefilter)."""
-    from codemods import prefilter
+    from codemods.pipeline import prefilter
 
     _tree(
         str(tmp_path),

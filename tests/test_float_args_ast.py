@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 
-from codemods.context import Settings
-from codemods.engine import process_source
-from codemods.runner import run
+from codemods.analysis.context import Settings
+from codemods.pipeline.engine import process_source
+from codemods.pipeline.runner import run
 from codemods.transforms import BY_CODE
 
 UNSAFE = Settings(select=frozenset({"FR003"}), unsafe_fixes=True, unproven=True)  # small programs: one call, no evidence

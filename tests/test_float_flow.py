@@ -6,8 +6,8 @@ positive forms at runtime; these are the edges around them."""
 
 from __future__ import annotations
 
-from codemods.context import Settings
-from codemods.engine import process_source
+from codemods.analysis.context import Settings
+from codemods.pipeline.engine import process_source
 from codemods.findings import Safety
 
 DEFAULT = Settings(select=frozenset({"FR003"}))

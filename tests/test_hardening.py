@@ -19,8 +19,8 @@ import time
 import pytest
 
 import warm_python
-from codemods import runner, writer
-from codemods.context import Settings
+from codemods.pipeline import runner, writer
+from codemods.analysis.context import Settings
 from test_cli import MARKER, MARKER_FIXED, REPO, SAFE, SAFE_FIXED, err, fr, out, read, write
 
 
@@ -340,7 +340,7 @@ FORM_FEED = SAFE.replace("@torch.compile", "\f@torch.compile")
 
 
 def test_form_feed_at_the_start_of_a_code_line_is_fixed_and_kept(tmp_path):
-    from codemods.engine import process_source
+    from codemods.pipeline.engine import process_source
 
     data = FORM_FEED.encode()
     compile(data, "a.py", "exec")  # valid Python
@@ -383,7 +383,8 @@ PYPROJECT = '[tool.fix-recompiles]\nignore = ["FR003"]\ntarget-torch = "2.8"\ndy
 
 def test_run_resolves_settings_like_check(tmp_path, monkeypatch):
     import cli
-    from codemods import trace_run
+    from codemods.modes import traced as traced_mode
+
 
     write(tmp_path, {"pyproject.toml": PYPROJECT, "train.py": "print(1)\n"})
     monkeypatch.chdir(tmp_path)
@@ -393,7 +394,7 @@ def test_run_resolves_settings_like_check(tmp_path, monkeypatch):
         seen["cmd"], seen["settings"] = cmd, settings
         return 0
 
-    monkeypatch.setattr(trace_run, "run", fake_run)
+    monkeypatch.setattr(traced_mode, "run", fake_run)
     with pytest.raises(SystemExit) as exc:
         cli.main(["run", "--diff", "--", "python", "train.py"])
     assert exc.value.code == 0
@@ -605,8 +606,8 @@ def test_expression_under_the_depth_limit_is_analysed_and_fixed(tmp_path, expr):
 def test_discovery_and_per_file_ignores_use_no_deprecated_pattern(tmp_path):
     import warnings
 
-    from codemods.config import PerFileIgnores
-    from codemods.discovery import discover
+    from codemods.pipeline.config import PerFileIgnores
+    from codemods.pipeline.discovery import discover
 
     write(tmp_path, {".gitignore": "gen/\n*.tmp.py\n!keep.tmp.py\n", "a.py": "", "gen/b.py": "", "c.tmp.py": "", "keep.tmp.py": ""})
     with warnings.catch_warnings():
@@ -621,7 +622,7 @@ def test_discovery_and_per_file_ignores_use_no_deprecated_pattern(tmp_path):
 def test_exclude_patterns_use_no_deprecated_pattern(tmp_path):
     import warnings
 
-    from codemods.runner import _filter_excludes
+    from codemods.pipeline.selection import filter_excludes as _filter_excludes
 
     write(tmp_path, {"a.py": "", "gen/b.py": "", "c.tmp.py": "", "keep.tmp.py": ""})
     files = [str(tmp_path / n) for n in ("a.py", "gen/b.py", "c.tmp.py", "keep.tmp.py")]

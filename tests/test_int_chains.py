@@ -9,8 +9,8 @@ import os
 import textwrap
 from typing import Dict, List, Optional
 
-from codemods.context import Settings
-from codemods.runner import run
+from codemods.analysis.context import Settings
+from codemods.pipeline.runner import run
 
 COMPILE = """
 import torch
@@ -156,7 +156,7 @@ def test_warm_cache_gives_the_same_finding_and_sees_a_changed_chain(tmp_path):
 
 
 def test_warm_cache_reads_the_chain_files_class_facts_without_parsing(tmp_path, monkeypatch):
-    import codemods.project as project
+    import codemods.analysis.project as project
 
     folder = tmp_path / "p"
     folder.mkdir()
@@ -181,14 +181,15 @@ def test_warm_cache_reads_the_chain_files_class_facts_without_parsing(tmp_path, 
 
 
 def test_per_file_ignore_drops_the_facts(tmp_path):
-    from codemods.config import PerFileIgnores
+    from codemods.pipeline.config import PerFileIgnores
+    from codemods.pipeline.selection import FileSelection
 
     root = _project(tmp_path)
     cwd = os.getcwd()
     os.chdir(root)
     try:
         plain = run(["."], Settings())
-        ignored = run(["."], Settings(), per_file_ignores=PerFileIgnores([("_compile.py", ["FR005"])], root))
+        ignored = run(["."], Settings(), selection=FileSelection(per_file_ignores=PerFileIgnores([("_compile.py", ["FR005"])], root)))
     finally:
         os.chdir(cwd)
     assert plain.project.int_chains and not ignored.project.int_chains

@@ -11,9 +11,9 @@ import sys
 import pexpect
 import pytest
 
-from codemods.context import Settings
-from codemods.engine import process_source
-from codemods.interactive import (
+from codemods.analysis.context import Settings
+from codemods.pipeline.engine import process_source
+from codemods.modes.interactive import (
     Choice,
     Session,
     Verdict,
@@ -24,7 +24,7 @@ from codemods.interactive import (
     undecided,
 )
 from codemods.findings import Finding, Fix, Safety
-from codemods.runner import run
+from codemods.pipeline.runner import run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = os.path.join(REPO, "cli.py")
@@ -337,7 +337,7 @@ def test_filter_applies_to_files_left_after_quit(tmp_path):
 
 
 def test_run_interactive_files_restricts_the_review(tmp_path):
-    from codemods.interactive import run_interactive
+    from codemods.modes.interactive import run_interactive
 
     a = _write(tmp_path, "a.py", TWO)
     b = _write(tmp_path, "b.py", TWO)
@@ -527,7 +527,7 @@ def test_interactive_is_exclusive_with_diff_and_fix(tmp_path, other):
 
 
 def test_run_interactive_reviews_good_files_and_reports_bad_ones(tmp_path):
-    from codemods.interactive import run_interactive
+    from codemods.modes.interactive import run_interactive
 
     _write(tmp_path, "bad.py", "def f(:\n    # fix-recompiles: graph-break\n")
     good = _write(tmp_path, "good.py", TWO)
@@ -541,7 +541,7 @@ def test_run_interactive_reviews_good_files_and_reports_bad_ones(tmp_path):
 
 
 def test_run_interactive_exit_codes(tmp_path):
-    from codemods.interactive import run_interactive
+    from codemods.modes.interactive import run_interactive
 
     path = _write(tmp_path, "two.py", TWO)
     assert run_interactive([path], Settings(unproven=True), io.StringIO("y\nn\n"), io.StringIO(), io.StringIO()) == 1

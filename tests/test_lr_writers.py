@@ -13,9 +13,9 @@ import os
 import textwrap
 from typing import Dict
 
-from codemods.context import Settings
+from codemods.analysis.context import Settings
 from codemods.findings import Safety
-from codemods.runner import run
+from codemods.pipeline.runner import run
 
 MAIN = """
 import torch
@@ -169,14 +169,15 @@ def test_writer_alone_or_caller_alone_stays_unproven(tmp_path):
 
 def test_caller_with_fr004_ignored_per_file_is_not_proven(tmp_path):
     # main.py's constructor would not be fixed: `.fill_` in scheduler.py would meet its float lr
-    from codemods.config import PerFileIgnores
+    from codemods.pipeline.config import PerFileIgnores
+    from codemods.pipeline.selection import FileSelection
 
     for name, text in {"main.py": MAIN.format(extra=""), "scheduler.py": SCHEDULER.format(init="")}.items():
         (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        outcome = run(["."], Settings(), per_file_ignores=PerFileIgnores([("main.py", ["FR004"])], "."))
+        outcome = run(["."], Settings(), selection=FileSelection(per_file_ignores=PerFileIgnores([("main.py", ["FR004"])], ".")))
     finally:
         os.chdir(cwd)
     assert outcome.findings == [] and not any(r.new for r in outcome.results)
@@ -187,7 +188,7 @@ def test_a_writer_is_parsed_only_when_an_optimizer_is_passed_to_its_module(tmp_p
     parsed for its lr writers only when some file passes an optimizer to a
     callable of that module; its facts wait in the cache until then, and are
     kept there once computed."""
-    from codemods import project
+    from codemods.analysis import project
 
     parsed = []
     real = project._file_lr

@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch._dynamo
 
-from codemods.optim_table import OPTIMIZERS, SCHEDULERS, optimizer_row, scheduler_row
+from codemods.analysis.optim_table import OPTIMIZERS, SCHEDULERS, optimizer_row, scheduler_row
 
 S = torch.optim.lr_scheduler
 
@@ -159,7 +159,7 @@ def test_cycle_momentum_writes_python_floats(name):
 
 
 def test_weight_decay_and_eps_stay_numbers():
-    from codemods.optim_table import NEVER_TENSORIZE
+    from codemods.analysis.optim_table import NEVER_TENSORIZE
 
     assert set(NEVER_TENSORIZE) == {"weight_decay", "eps"}
 
@@ -240,8 +240,8 @@ def test_every_group_lr_becomes_a_tensor_or_no_fix(tmp_path):
     (`base_lr * 0.1`) gets a finding and no fix."""
     from golden import runtime_report
 
-    from codemods.context import Settings
-    from codemods.engine import process_source
+    from codemods.analysis.context import Settings
+    from codemods.pipeline.engine import process_source
 
     settings = Settings(select=frozenset({"FR004"}))
     literal = GROUPS.format(group_lr="0.005").encode()

@@ -30,10 +30,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from codemods import prefilter
-from codemods.context import Settings
-from codemods.engine import process_source
-from codemods.project import ProjectIndex, parse_for_index
+from codemods.pipeline import prefilter
+from codemods.analysis.context import Settings
+from codemods.pipeline.engine import process_source
+from codemods.analysis.project import ProjectIndex, parse_for_index
 
 SLOW = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
 ALL_SAFE = Settings(unproven=True)  # every finding, proven or not: these test the engine

@@ -57,10 +57,10 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 
-from codemods.context import Settings
-from codemods.engine import process_source
+from codemods.analysis.context import Settings
+from codemods.pipeline.engine import process_source
 from codemods.findings import Safety
-from codemods.runner import run
+from codemods.pipeline.runner import run
 from golden import probe, runtime_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))

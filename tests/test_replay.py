@@ -217,7 +217,7 @@ def test_a_linked_runs_folder_is_never_read(tree, tmp_path_factory):
 
 
 def test_snapshots_are_bounded(tmp_path):
-    from codemods import replay
+    from codemods.pipeline import replay
 
     for i in range(replay.KEEP + 3):
         path = tmp_path / f"{i:02d}.json"

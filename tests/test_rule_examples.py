@@ -19,8 +19,8 @@ import libcst as cst
 import pytest
 
 import cli
-from codemods.context import Settings
-from codemods.engine import process_source
+from codemods.analysis.context import Settings
+from codemods.pipeline.engine import process_source
 from codemods.transforms import REGISTRY
 
 VALID = [(rule, i, src) for rule in REGISTRY for i, src in enumerate(rule.valid)]

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemods import prefilter
-from codemods.context import Settings
-from codemods.engine import process_source
-from codemods.runner import run
+from codemods.pipeline import prefilter
+from codemods.analysis.context import Settings
+from codemods.pipeline.engine import process_source
+from codemods.pipeline.runner import run
 from codemods.transforms import REGISTRY
 from golden import discover_cases, read_inputs
 
@@ -168,7 +168,7 @@ def test_files_from_file_and_stdin(tmp_path, monkeypatch, capsys):
 
 
 def test_target_torch(tmp_path, monkeypatch, capsys):
-    from codemods.config import installed_torch, parse_version
+    from codemods.pipeline.config import installed_torch, parse_version
 
     assert parse_version("2.13.0+cpu") == (2, 13)
     assert installed_torch() == (2, 13)  # read from metadata; torch is not imported
@@ -334,7 +334,7 @@ def test_every_setting_is_part_of_the_cache_key():
     replays results made under other settings)."""
     import dataclasses
 
-    from codemods.cache import settings_key
+    from codemods.pipeline.cache import settings_key
 
     base = Settings()
     changed = {
@@ -549,8 +549,8 @@ def test_no_compile_site(source, no_site):
     can be a site answers True only when no compile site can exist."""
     assert prefilter.no_compile_site(source) is no_site
     if no_site:  # and the analysis agrees: no compile site
-        from codemods.compile_sites import CompileModel
-        from codemods.engine import parse_ast
+        from codemods.analysis.compile_sites import CompileModel
+        from codemods.pipeline.engine import parse_ast
 
         assert CompileModel(parse_ast("x.py", source)).compile_sites == []
 
@@ -584,7 +584,7 @@ def test_a_small_report_needs_no_pool_and_a_pool_gives_the_same(tmp_path, monkey
     """A report of less than runner.SERIAL_MAX_BYTES of source is looked at in
     this process even with -j2; above it the pool is used, first and second
     look alike, with the same findings (cross-module ones included)."""
-    from codemods import runner
+    from codemods.pipeline import runner
 
     files = dict(_corpus_files())
     files["kernels.py"] = "import torch\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n"
@@ -619,8 +619,8 @@ def test_a_reports_second_look_gives_what_one_analysis_gives(tmp_path, monkeypat
     inputs, rule examples and examples, with every file given a second look,
     the findings are those of a run whose second look analyses each file
     whole (what rendering fixes does)."""
-    from codemods import runner
-    from codemods.project import ProjectIndex
+    from codemods.pipeline import runner
+    from codemods.analysis.project import ProjectIndex
 
     files = dict(_corpus_files())
     files["kernels.py"] = "import torch\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n"
@@ -668,7 +668,7 @@ def test_project_index_cache_reuses_unchanged_files_only(tmp_path, monkeypatch):
     import ast
     import time
 
-    from codemods import project as project_mod
+    from codemods.analysis import project as project_mod
 
     kernels = tmp_path / "kernels.py"
     kernels.write_text("import torch\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n")
@@ -683,7 +683,7 @@ def test_project_index_cache_reuses_unchanged_files_only(tmp_path, monkeypatch):
         raise AssertionError("parsed a file whose size and mtime did not change")
 
     with monkeypatch.context() as m:
-        m.setattr(ast, "parse", no_parse)  # every parse goes through it (codemods.source.parse)
+        m.setattr(ast, "parse", no_parse)  # every parse goes through it (codemods.analysis.source.parse)
         warm = project_mod.build_project_index(files, Settings(), cache_dir=cache_dir)
     assert warm.compiled == first.compiled
     # same size, other content, other mtime: parsed again
@@ -767,7 +767,7 @@ def test_index_tokens_leave_out_the_files_own_names(tmp_path):
             "c/train.py": "from kernels import scale, shift\nscale(x, 0.5)\nshift(x, 0.5)\n",
         },
     )
-    from codemods import project as project_mod
+    from codemods.analysis import project as project_mod
 
     files = sorted(str(p) for p in tmp_path.rglob("*.py"))
     index = project_mod.build_project_index(files, Settings())
@@ -829,8 +829,8 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
 
 LIBCST_PROBE = """
 import sys
-from codemods.context import Settings
-from codemods.engine import process_source
+from codemods.analysis.context import Settings
+from codemods.pipeline.engine import process_source
 source = open(sys.argv[1], "rb").read()
 result = process_source("t.py", "t.py", source, Settings(unsafe_fixes=True), render_fixes=sys.argv[2] == "render")
 print(len(result.findings), sum(f.fix is not None for f in result.findings), "libcst" in sys.modules)
@@ -878,7 +878,7 @@ def test_no_word_compile_means_no_site(data):
 def test_module_keys_with_a_shared_folder_cache(tmp_path, monkeypatch):
     """One index climbs each folder once: the keys are those of one file at a
     time, whatever the spelling of the path (relative, ``./``, ``..``, bare)."""
-    from codemods.project import module_key
+    from codemods.analysis.project import module_key
 
     write(tmp_path, {"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/mod.py": "", "pkg/a.py": "", "top.py": "", "plain/x.py": ""})
     monkeypatch.chdir(tmp_path / "pkg")

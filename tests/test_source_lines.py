@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemods.engine import parse_ast
+from codemods.pipeline.engine import parse_ast
 
 
 def test_form_feed_and_other_separators_do_not_split_lines():
@@ -70,12 +70,12 @@ except* ValueError:
 def test_children_are_the_node_fields_in_order():
     """children() (a function made per node type) gives what
     ast.iter_child_nodes gives, without the context and operator singletons."""
-    import codemods.scopes
-    import codemods.source
-    from codemods.source import children
+    import codemods.analysis.scopes
+    import codemods.analysis.source
+    from codemods.analysis.source import children
 
     leaves = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
-    trees = [ast.parse(EVERY_FORM)] + [ast.parse(open(m.__file__, encoding="utf-8").read()) for m in (ast, codemods.source, codemods.scopes)]
+    trees = [ast.parse(EVERY_FORM)] + [ast.parse(open(m.__file__, encoding="utf-8").read()) for m in (ast, codemods.analysis.source, codemods.analysis.scopes)]
     kinds = set()
     for tree in trees:
         for node in ast.walk(tree):
@@ -88,7 +88,7 @@ def test_children_are_the_node_fields_in_order():
 def test_scopes_of_a_long_expression():
     """The scope walk is iterative over plain expressions: a 2,500-term sum
     (within the parser's limits, beyond Python's recursion limit) resolves."""
-    from codemods.scopes import Scopes
+    from codemods.analysis.scopes import Scopes
 
     tree = ast.parse("n = 1\ndef f():\n    return " + " + ".join(["n"] * 2500) + "\n")
     scopes = Scopes(tree)
@@ -105,7 +105,7 @@ def test_decode_fast_path_is_the_interpreters_decoding(lines, newline):
     import io
     import tokenize
 
-    from codemods.source import decode, plain_ascii
+    from codemods.analysis.source import decode, plain_ascii
 
     data = newline.join(lines).encode("utf-8")
     try:

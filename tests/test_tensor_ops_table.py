@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch._dynamo.testing import CompileCounter
 from torch._dynamo.utils import counters
 
-from codemods.tensor_ops_table import BUILTIN_NUMBER_ONLY, NUMBER_ONLY, REJECTED, TENSOR_OK, number_only_row, tensor_row
+from codemods.analysis.tensor_ops_table import BUILTIN_NUMBER_ONLY, NUMBER_ONLY, REJECTED, TENSOR_OK, number_only_row, tensor_row
 
 VALUES = [0.1, 1 / 3, 0.7 + 1e-9, 1e-3, 2.5, -0.37, 0.9]
 FULL = [torch.float32, torch.float64]

@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 
 import warm_python
-from codemods import trace as tr
-from codemods import trace_run
-from codemods.context import Settings
+from codemods.trace import read as tr
+from codemods.modes import traced as traced_mode
+from codemods.trace import guide as trace_guide
+from codemods.analysis.context import Settings
 from codemods.findings import Safety
 from codemods.transforms import BY_CODE
 
@@ -300,11 +301,11 @@ def copied(tmp_path, monkeypatch):
 
 def test_static_unsafe_fix_is_upgraded_by_the_trace(copied):
     script, trace = copied("loader_shapes")
-    from codemods.runner import run
+    from codemods.pipeline.runner import run
 
     [static] = [f for f in run([str(script)], Settings(unproven=True)).findings if f.code == "FR001"]
     assert static.fix.safety == Safety.UNSAFE  # no variation visible statically
-    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     [m] = guided.matches
     assert (
         m.upgraded and m.finding.code == "FR001" and m.finding.fix.safety == Safety.SAFE
@@ -320,7 +321,7 @@ def test_static_unsafe_fix_is_upgraded_by_the_trace(copied):
 
 def test_only_implicated_findings_are_applied(copied):
     script, trace = copied("growing_inputs")
-    guided = trace_run.guide(
+    guided = trace_guide.guide(
         trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True
     )
     assert [m.finding.code for m in guided.matches] == ["FR001"]
@@ -337,7 +338,7 @@ def test_a_trace_of_another_function_implicates_nothing(copied, tmp_path):
     _script, trace = copied("growing_inputs")
     for e in trace.entries:
         e.firstlineno += 100  # the traced code object is not this file's compiled def
-    guided = trace_run.guide(trace, Settings(), [str(tmp_path)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(tmp_path)], fixing=True)
     assert guided.matches == [] and not guided.files[0].changed
 
 
@@ -345,7 +346,7 @@ def test_files_outside_the_paths_are_left_alone(copied, tmp_path):
     _script, trace = copied("growing_inputs")
     other = tmp_path / "elsewhere"
     other.mkdir()
-    guided = trace_run.guide(trace, Settings(), [str(other)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(other)], fixing=True)
     assert guided.files == []
 
 
@@ -354,7 +355,7 @@ def test_files_outside_the_paths_are_left_alone(copied, tmp_path):
 )
 def test_module_counter_matches_forward_of_the_compiled_module(copied):
     script, trace = copied("module_counter")
-    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     assert [(m.finding.code, m.cause) for m in guided.matches] == [
         ("FR005", tr.MODULE_INT_ATTR)
     ]
@@ -365,7 +366,7 @@ def test_module_counter_matches_forward_of_the_compiled_module(copied):
 )
 def test_optimizer_lr_matches_fr004_in_the_calling_file(copied, tmp_path):
     _script, trace = copied("optimizer_lr")
-    guided = trace_run.guide(trace, Settings(), [str(tmp_path)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(tmp_path)], fixing=True)
     assert [(m.finding.code, m.cause) for m in guided.matches] == [
         ("FR004", tr.OPTIMIZER_LR)
     ]
@@ -623,7 +624,7 @@ def _finish(child):
 def test_check_from_trace_interactive_offers_the_upgraded_fix(copied, tmp_path):
     script, trace = copied("loader_shapes")
     original = script.read_bytes()
-    expected = trace_run.guide(trace, Settings(), [str(tmp_path)], fixing=True)
+    expected = trace_guide.guide(trace, Settings(), [str(tmp_path)], fixing=True)
     [g] = expected.files
     assert g.changed
     child = _spawn(["check", ".", "--from-trace", "trace", "-i"], tmp_path)
@@ -676,10 +677,10 @@ def test_check_from_trace_interactive_never_offers_findings_not_implicated(
 
 
 def test_trace_filter_follows_lines_moved_by_accepted_fixes(copied):
-    from codemods.engine import analyze
+    from codemods.pipeline.engine import analyze
 
     script, trace = copied("loader_shapes")
-    keep = trace_run.TraceFilter(trace)
+    keep = trace_guide.TraceFilter(trace)
     data = script.read_bytes()
     ctx, findings = analyze(str(script), script.name, data, Settings(unproven=True))
     [f] = keep(ctx, findings)
@@ -691,7 +692,7 @@ def test_trace_filter_follows_lines_moved_by_accepted_fixes(copied):
     [f2] = keep(ctx2, findings2)
     assert (f2.code, f2.line) == ("FR001", f.line + 3)
     # a filter that never saw the original cannot follow the move
-    assert trace_run.TraceFilter(trace)(ctx2, findings2) == []
+    assert trace_guide.TraceFilter(trace)(ctx2, findings2) == []
 
 
 def test_run_interactive_needs_a_terminal(tmp_path):
@@ -764,8 +765,8 @@ def test_run_fix_restores_files_when_graphs_do_not_go_down(copied, monkeypatch, 
     script, trace = copied("loader_shapes")
     original = script.read_bytes()
     script.write_bytes(original.replace(b"dynamic=False", b""))  # what a fix wrote
-    monkeypatch.setattr(trace_run, "traced_run", lambda cmd: (0, trace))
-    code = trace_run._compare_after(["python", script.name], trace, 0, [(str(script), script.name, original)], 0)
+    monkeypatch.setattr(traced_mode, "traced_run", lambda cmd: (0, trace))
+    code = traced_mode._compare_after(["python", script.name], trace, 0, [(str(script), script.name, original)], 0)
     assert code == 1
     assert script.read_bytes() == original
     assert "did not reduce the graphs compiled" in capsys.readouterr().err

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_trace import FIXTURES, SCRIPTS, fixture, fixture_text
 
-from codemods import trace as tr
+from codemods.trace import read as tr
 from codemods.transforms import BY_CODE
 
 CODES = list(BY_CODE)
@@ -377,7 +377,7 @@ def test_a_specialised_float_argument_gets_no_dynamic_shapes_cure():
     """``(1.0 - p) == 0.9``: the argument reached an op that needs a Python
     number; ``dynamic=`` cannot lift that (no FR001), and the trace gives FR003
     no evidence to wrap it (a tensor passed in is not shown to cure it)."""
-    from codemods.trace_run import float_evidence
+    from codemods.trace.guide import float_evidence
 
     reasons = tr.parse_reason("0/0: (1.0 - L['p']) == 0.9") + tr.parse_reason("0/1: (1.0 - L['p']) == 0.8")
     entry = tr.CodeEntry("f", str(SCRIPTS / "anneal_float.py"), 3, graphs=3, reasons=reasons)
@@ -455,7 +455,7 @@ def test_an_unproven_float_finding_is_implicated_only_for_its_own_value():
     implicated by the trace (it was listed under the trace's findings); a
     proven one, or a source the finding cannot be compared with, is."""
     from codemods.findings import Finding
-    from codemods.trace_run import _about_guarded
+    from codemods.trace.match import _about_guarded
 
     entry = tr.CodeEntry("compiled_step", "s.py", 11, graphs=2, reasons=tr.parse_reason("0/0: L['a'] == 0.01"))
 

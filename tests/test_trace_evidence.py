@@ -14,9 +14,13 @@ import pytest
 import warm_python
 from test_trace import CLI, PYTHON, SCRIPTS, _env, copied, graphs, results, run_cli  # noqa: F401  (copied: a fixture)
 
-from codemods import trace as tr
-from codemods import trace_run
-from codemods.context import Settings
+from codemods.trace import read as tr
+from codemods.modes import traced as traced_mode
+from codemods.trace import cures as trace_cures
+from codemods.trace import guide as trace_guide
+from codemods.trace import match as trace_match
+from codemods import transforms as transforms
+from codemods.analysis.context import Settings
 from codemods.findings import Safety
 
 FLAG = "torch._dynamo.config.allow_unspec_int_on_nn_module = True"
@@ -26,7 +30,7 @@ NEW = Settings(target_torch=(2, 13))
 
 def test_flag_from_the_trace_where_no_static_finding_covers_it(copied):
     script, trace = copied("module_attrs")
-    guided = trace_run.guide(trace, NEW, [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, NEW, [str(script.parent)], fixing=True)
     # FR005 sees neither the submodule's counter nor the blocks built in a comprehension
     assert not [m for m in guided.matches if m.finding.code == "FR005"]
     flagged = [m for m in guided.matches if m.finding.code == "TRACE"]
@@ -47,14 +51,14 @@ def test_flag_from_the_trace_where_no_static_finding_covers_it(copied):
 
 def test_one_class_gets_the_flag_before_its_compile():
     data = (SCRIPTS / "module_attrs.py").read_bytes()
-    new, line = trace_run.unspec_flag(data, [18], NEW)
+    new, line = trace_cures.unspec_flag(data, [18], NEW)
     assert line == 45  # decoder.compile(backend="eager"): FR005's placement
     lines = new.decode().splitlines()
     assert lines[44:46] == [FLAG, 'decoder.compile(backend="eager")']
     # a second run finds the flag set and adds nothing
-    assert trace_run.unspec_flag(new, [18], NEW) == (None, 0)
+    assert trace_cures.unspec_flag(new, [18], NEW) == (None, 0)
     # an older target torch: FR005's rendering, behind hasattr
-    old, _ = trace_run.unspec_flag(data, [18], Settings())
+    old, _ = trace_cures.unspec_flag(data, [18], Settings())
     assert old.decode().splitlines()[44:47] == [
         'if hasattr(torch._dynamo.config, "allow_unspec_int_on_nn_module"):',
         "    " + FLAG,
@@ -67,7 +71,7 @@ def test_no_flag_for_a_method_of_a_class_that_is_not_a_module():
         b"import torch\nclass Cfg:\n    def __init__(self):\n        self.n = 0\n"
         b"    def step(self, x):\n        return x + self.n\n"
     )
-    assert trace_run.unspec_flag(data, [5], Settings()) == (None, 0)
+    assert trace_cures.unspec_flag(data, [5], Settings()) == (None, 0)
 
 
 @pytest.mark.parametrize(
@@ -83,7 +87,7 @@ def test_no_flag_for_a_method_of_a_class_that_is_not_a_module():
 )
 def test_only_int_attributes_of_self_call_for_the_flag(reason, flagged):
     entry = tr.CodeEntry(name="forward", filename="m.py", firstlineno=1, reasons=tr.parse_reason(reason))
-    assert trace_run._module_int_sources(entry) == flagged
+    assert trace_cures._module_int_sources(entry) == flagged
 
 
 def test_run_fix_sets_the_flag_and_cures_recompiles(tmp_path):
@@ -126,16 +130,16 @@ def test_recorded_library_recompile_names_no_user_file():
     assert (entry.name, entry.firstlineno, entry.graphs) == ("inner", 67, 6)
     assert entry.filename.replace("\\", "/").endswith("torch/_dynamo/external_utils.py")
     assert entry.user_frame is None
-    assert trace_run.entry_file(entry) is None
+    assert trace_match.entry_file(entry) is None
 
 
 def test_library_recompile_is_mapped_to_the_users_compile_call(tmp_path, monkeypatch):
     script, trace = _library_trace(tmp_path, monkeypatch)
-    guided = trace_run.guide(trace, Settings(), [str(tmp_path)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(tmp_path)], fixing=True)
     [entry] = trace.entries
     assert entry.library_site == (str(script), 8)
     assert tr.display_name(entry) == "F.softmax"
-    [row] = tr.table_rows(trace, list(trace_run.BY_CODE), relative_to=str(tmp_path))
+    [row] = tr.table_rows(trace, list(transforms.BY_CODE), relative_to=str(tmp_path))
     assert row[:5] == ["F.softmax", "library_fn.py:8", "6", "no", "tensor shape `args[0]`"]
     assert "maybe_mark_dynamic" not in row[5]  # `args[0]` is the wrapper's, not a name of the user's
     [m] = guided.matches
@@ -149,7 +153,7 @@ def test_two_library_compiles_leave_the_recompile_unmapped(tmp_path, monkeypatch
         "\ntotal = 0.0", '\nrelu = torch.compile(F.relu, backend="eager", dynamic=False)\ntotal = 0.0'
     )
     _script, trace = _library_trace(tmp_path, monkeypatch, text)
-    guided = trace_run.guide(trace, Settings(), [str(tmp_path)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(tmp_path)], fixing=True)
     [entry] = trace.entries
     assert entry.library_site is None and entry.user_frame is None  # which one compiled it: unknown
     assert not guided.matches and not guided.files
@@ -158,7 +162,7 @@ def test_two_library_compiles_leave_the_recompile_unmapped(tmp_path, monkeypatch
 def test_a_users_own_function_is_no_library_candidate(tmp_path, monkeypatch):
     text = "import torch\n\ndef f(x):\n    return x\n\nsoftmax = torch.compile(f, dynamic=False)\n"
     _script, trace = _library_trace(tmp_path, monkeypatch, text)
-    trace_run.map_library_entries(trace, [str(tmp_path)], Settings())
+    trace_match.map_library_entries(trace, [str(tmp_path)], Settings())
     assert trace.entries[0].library_site is None
 
 
@@ -196,7 +200,7 @@ def _fr003(guided):
 
 def test_floats_passed_in_through_forwarders_match_the_compiled_function(copied):
     script, trace = copied("forwarded_float")
-    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     assert _fr003(guided) == [(39, "decode_one", Safety.SAFE), (41, "ema_update", Safety.SAFE)]
     new = guided.files[0].new.decode()
     assert "generate(weight, x, temperature=torch.tensor(temperature, dtype=torch.float64))" in new
@@ -204,12 +208,12 @@ def test_floats_passed_in_through_forwarders_match_the_compiled_function(copied)
 
 
 def test_floats_only_the_trace_shows_are_wrapped_where_passed(copied):
-    from codemods.runner import run
+    from codemods.pipeline.runner import run
 
     script, trace = copied("float_evidence")
     # the source alone shows no float (values read from JSON), even with --unproven
     assert not [f for f in run([str(script)], Settings(unproven=True)).findings if f.code == "FR003"]
-    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     # **kwargs key and *args index: the compiled body reads them other than by
     # a named parameter, so the wrap stays unsafe; the named parameter is safe
     assert _fr003(guided) == [(35, "generate", Safety.UNSAFE), (36, "blend", Safety.UNSAFE), (37, "scale", Safety.SAFE)]
@@ -226,7 +230,7 @@ def test_floats_only_the_trace_shows_are_wrapped_where_passed(copied):
 def test_float_evidence_maps_guard_sources_to_their_slots():
     from test_trace import fixture
 
-    evidence = trace_run.float_evidence(fixture("float_evidence"))
+    evidence = trace_guide.float_evidence(fixture("float_evidence"))
     [(path, found)] = evidence.items()
     assert path.endswith("float_evidence.py")
     assert dict(found.float_args) == {
@@ -244,7 +248,7 @@ def test_no_float_evidence_for_attributes_or_torch_code():
         entry("0/0: L['cfg'].lr == 0.1"),  # an attribute of an argument: not an argument FR003 can wrap
         entry("0/0: L['t'] == 0.5", filename="/x/site-packages/torch/optim/sgd.py"),
     ])
-    assert trace_run.float_evidence(trace) == {}
+    assert trace_guide.float_evidence(trace) == {}
 
 
 @pytest.mark.parametrize("name,fixed", [("forwarded_float", 2), ("float_evidence", 3)])
@@ -271,11 +275,11 @@ def test_run_fix_wraps_floats_where_they_are_passed_in(tmp_path, name, fixed):
 
 def test_global_rebound_is_matched_and_held_back_without_unsafe_fixes(copied):
     script, trace = copied("int_global")
-    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     [m] = [m for m in guided.matches if m.finding.code == "FR011"]
     assert m.cause == tr.GLOBAL and m.entry.name == "shifted"
     assert m.finding.fix.safety == Safety.UNSAFE and not m.finding.applied  # it changes a signature
-    unsafe = trace_run.guide(trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True)
+    unsafe = trace_guide.guide(trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True)
     new = unsafe.files[0].new.decode()
     assert "def shifted(x, *, SHIFT):" in new
     assert "float(shifted(x, SHIFT=SHIFT).sum())" in new
@@ -320,7 +324,7 @@ def test_no_flag_where_fr005_reports_that_it_cannot_cure(copied):
     fix; the trace's evidence must not set the flag anyway (measured on 2.13:
     4 -> 4 graphs with it)."""
     script, trace = copied("layer_list_index")
-    guided = trace_run.guide(trace, NEW, [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, NEW, [str(script.parent)], fixing=True)
     [m] = guided.matches
     assert m.finding.code == "FR005" and m.finding.fix is None
     assert not [m for m in guided.matches if m.finding.code == "TRACE"]
@@ -334,7 +338,7 @@ def test_recompile_of_torch_code_matches_the_finding_on_the_users_call(copied):
     script, trace = copied("sequential_ragged")
     [entry] = [e for e in trace.entries if e.reasons]
     assert tr.is_library_file(entry.filename) and entry.user_frame[1] == 17
-    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     [m] = guided.matches
     assert (m.finding.code, m.finding.line, m.cause) == ("FR007", 17, tr.TENSOR_SHAPE)
     assert "torch._dynamo.maybe_mark_dynamic(inputs, 0)\n" in guided.files[0].new.decode()
@@ -358,7 +362,7 @@ def test_optimizer_step_recompiling_on_identity_still_implicates_fr004(copied):
     script, trace = copied("two_optimizers")
     [step] = [e for e in trace.entries if e.name == "step"]
     assert step.causes == [tr.IDENTITY] and step.graphs == 4
-    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     codes = sorted({(m.finding.code, m.cause) for m in guided.matches})
     assert codes == [("FR004", tr.OPTIMIZER_LR)]
     new = guided.files[0].new.decode()
@@ -421,9 +425,9 @@ def test_no_lr_writer_edit_when_its_optimizer_is_not_fixed(tmp_path, monkeypatch
         graphs=2, recompiles=1, user_frame=(str(tmp_path / "main.py"), 26, "train_step"),
     )
     trace = tr.Trace(entries=[entry])
-    fixed = trace_run.guide(trace, Settings(), [str(tmp_path)], fixing=True)
+    fixed = trace_guide.guide(trace, Settings(), [str(tmp_path)], fixing=True)
     assert sorted(g.display_path.rsplit("/", 1)[-1] for g in fixed.files if g.changed) == ["main.py", "scheduler.py"]
-    held = trace_run.guide(trace, Settings(ignore=frozenset({"FR004"})), [str(tmp_path)], fixing=True)
+    held = trace_guide.guide(trace, Settings(ignore=frozenset({"FR004"})), [str(tmp_path)], fixing=True)
     assert not [g for g in held.files if g.changed]
 
 
@@ -450,7 +454,7 @@ def test_a_float_fed_to_a_function_compiled_in_another_module_is_matched(tmp_pat
         name="scaled_add", filename=str(kernels), firstlineno=4, graphs=2, recompiles=1,
         reasons=tr.parse_reason("0/0: alpha == 0.01"),
     )
-    guided = trace_run.guide(tr.Trace(entries=[entry]), Settings(), [str(tmp_path)], fixing=True)
+    guided = trace_guide.guide(tr.Trace(entries=[entry]), Settings(), [str(tmp_path)], fixing=True)
     [m] = guided.matches
     assert (m.finding.code, m.finding.path, m.finding.line) == ("FR003", "main.py", 21)
     assert m.finding.feeds_path == str(kernels) and 4 in m.finding.feeds
@@ -458,7 +462,7 @@ def test_a_float_fed_to_a_function_compiled_in_another_module_is_matched(tmp_pat
     assert g.path == str(main) and b"scaled_add(x, y, torch.tensor(alpha, dtype=torch.float64))" in g.new
     # another function of kernels.py (another first line) implicates nothing in main.py
     other = dataclasses.replace(entry, firstlineno=9)
-    assert not trace_run.guide(tr.Trace(entries=[other]), Settings(), [str(tmp_path)], fixing=True).matches
+    assert not trace_guide.guide(tr.Trace(entries=[other]), Settings(), [str(tmp_path)], fixing=True).matches
 
 
 def test_run_fix_cures_a_float_fed_across_modules(tmp_path):
@@ -483,9 +487,9 @@ def test_a_length_storm_of_a_list_attribute_is_matched_to_fr013(copied):
     script, trace = copied("list_attr_growth")
     [entry] = [e for e in trace.entries if e.name == "forward"]
     assert entry.graphs == 8 and entry.limit_hit and entry.causes[0] == tr.LENGTH
-    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     [m] = [m for m in guided.matches if m.finding.code == "FR013"]
     assert m.cause == tr.LENGTH and m.finding.line == 14 and m.finding.fix is None
-    rows = [r for r in trace_run.report_lines(trace, Settings(), guided) if r.startswith("forward")]
+    rows = [r for r in traced_mode.report_lines(trace, Settings(), guided) if r.startswith("forward")]
     assert "length `self.hist`" in rows[0] and "FR013, report:" in rows[0] and "found nothing" not in rows[0]
     assert not any(g.changed for g in guided.files)

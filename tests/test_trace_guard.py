@@ -13,8 +13,8 @@ import pytest
 import warm_python
 from test_trace import CLI, PYTHON, SCRIPTS, _env, fixture
 
-from codemods import trace_run
-from codemods.context import Settings
+from codemods.modes import guard as guard_mode
+from codemods.analysis.context import Settings
 
 # -- which code objects are over the limit ----------------------------------------
 
@@ -23,28 +23,28 @@ def test_max_recompiles_counts_recompiles_after_the_first_compile():
     trace = fixture("anneal_float")  # 2 graphs: compiled once, recompiled once
     [entry] = trace.entries
     assert entry.recompiles == 1
-    assert trace_run.over_limit(trace, 0) == [entry]
-    assert trace_run.over_limit(trace, 1) == []
+    assert guard_mode.over_limit(trace, 0) == [entry]
+    assert guard_mode.over_limit(trace, 1) == []
 
 
 def test_a_limit_hit_is_always_over():
     trace = fixture("growing_inputs")  # 8 graphs, 8 attempts, limit hit
     [entry] = [e for e in trace.entries if e.name == "normalize"]
     assert entry.limit_hit and entry.recompiles == 8
-    assert trace_run.over_limit(trace, 100) == [entry]
+    assert guard_mode.over_limit(trace, 100) == [entry]
 
 
 def test_functions_that_compiled_once_are_never_over():
     trace = fixture("python_values")
-    over = {e.name for e in trace_run.over_limit(trace, 0)}
+    over = {e.name for e in guard_mode.over_limit(trace, 0)}
     assert "maybe_bias" not in over
     assert {"stack_sum", "by_name", "apply", "scaled", "call"} <= over
-    assert {e.name for e in trace_run.over_limit(trace, 1)} == {"stack_sum", "by_name", "apply"}
+    assert {e.name for e in guard_mode.over_limit(trace, 1)} == {"stack_sum", "by_name", "apply"}
 
 
 def test_one_finding_per_cause_with_its_cure(monkeypatch):
     monkeypatch.chdir(SCRIPTS.parent.parent)
-    findings = trace_run.guard_findings(fixture("int_global"), 2, Settings())
+    findings = guard_mode.guard_findings(fixture("int_global"), 2, Settings())
     assert [(f.code, f.path, f.line) for f in findings] == [
         ("RECOMPILES", "tests/trace_scripts/int_global.py", 8),
         ("RECOMPILES", "tests/trace_scripts/int_global.py", 13),
@@ -59,10 +59,10 @@ def test_one_finding_per_cause_with_its_cure(monkeypatch):
 
 def test_machine_formats_reuse_the_check_formats(monkeypatch):
     monkeypatch.chdir(SCRIPTS.parent.parent)
-    findings = trace_run.guard_findings(fixture("growing_inputs"), 0, Settings())
+    findings = guard_mode.guard_findings(fixture("growing_inputs"), 0, Settings())
     [f] = findings
     assert "hit the recompile limit" in f.message and "maybe_mark_dynamic(x, 0)" in f.message
-    data = json.loads(trace_run._guard_output(findings, "json", "1.0"))
+    data = json.loads(guard_mode._guard_output(findings, "json", "1.0"))
     assert data == [
         {
             "path": "tests/trace_scripts/growing_inputs.py",
@@ -76,7 +76,7 @@ def test_machine_formats_reuse_the_check_formats(monkeypatch):
             "fix": None,
         }
     ]
-    sarif = json.loads(trace_run._guard_output(findings, "sarif", "1.0"))
+    sarif = json.loads(guard_mode._guard_output(findings, "sarif", "1.0"))
     run = sarif["runs"][0]
     assert sarif["version"] == "2.1.0"
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["RECOMPILES"]
@@ -85,7 +85,7 @@ def test_machine_formats_reuse_the_check_formats(monkeypatch):
     loc = result["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"]["uri"] == "tests/trace_scripts/growing_inputs.py"
     assert loc["region"]["startLine"] == 6
-    github = trace_run._guard_output(findings, "github", "1.0")
+    github = guard_mode._guard_output(findings, "github", "1.0")
     assert github.startswith(
         "::warning file=tests/trace_scripts/growing_inputs.py,line=6,col=1,endLine=6,endColumn=1,title=RECOMPILES::RECOMPILES `normalize` recompiled 8 times"
     )

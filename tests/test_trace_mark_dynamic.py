@@ -1,7 +1,7 @@
 """Issue 13: a fix made from evidence alone.  An observed shape recompile that
 no static finding cures -> ``torch._dynamo.maybe_mark_dynamic(arg, dim)``
 inserted before the calls, for the dims the trace saw vary (a libcst
-transformer in codemods/trace_run.py)."""
+transformer in codemods/trace/cures.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import textwrap
 
 from test_trace import copied, graphs, results, run_cli  # noqa: F401 (copied: a pytest fixture)
 
-from codemods import trace as tr
-from codemods import trace_run
-from codemods.context import Settings
+from codemods.trace import read as tr
+from codemods.trace import cures as trace_cures
+from codemods.trace import guide as trace_guide
+from codemods.analysis.context import Settings
 from codemods.findings import Safety
 
 DECORATED = textwrap.dedent(
@@ -36,7 +37,7 @@ DECORATED = textwrap.dedent(
 
 
 def mark(src: str, function="energy", first=4, dims=None):
-    new, sites = trace_run.mark_dynamic(src.encode(), function, first, dims or {"x": (0,)})
+    new, sites = trace_cures.mark_dynamic(src.encode(), function, first, dims or {"x": (0,)})
     return (new.decode() if new is not None else None), sites
 
 
@@ -101,7 +102,7 @@ def test_guide_applies_the_evidence_fix_when_no_static_finding_cures(copied):  #
     script, trace = copied("ragged_batches")
     [entry] = trace.entries
     assert entry.causes == [tr.TENSOR_SHAPE] and tr.varying_dims(entry) == {"x": (0,)}
-    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     [m] = guided.matches
     f = m.finding
     assert (f.code, f.fix.safety, f.applied) == ("TRACE", Safety.SAFE, True)
@@ -121,7 +122,7 @@ def test_guide_applies_the_evidence_fix_when_no_static_finding_cures(copied):  #
 def test_a_static_shape_fix_takes_precedence(copied):  # noqa: F811
     # loader_shapes: FR001 (upgraded by the trace) removes dynamic=False; no mark is added
     script, trace = copied("loader_shapes")
-    guided = trace_run.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     assert [m.finding.code for m in guided.matches] == ["FR001"]
     assert b"maybe_mark_dynamic" not in guided.files[0].new
 

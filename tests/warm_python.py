@@ -108,7 +108,7 @@ def _warm_cli() -> None:
 
     import cli  # noqa: F401
 
-    for name in ("codemods.config", "typer._adapters", "pydantic", "tomllib", "pathspec", "difflib",
+    for name in ("codemods.pipeline.config", "typer._adapters", "pydantic", "tomllib", "pathspec", "difflib",
                  "concurrent.futures", "concurrent.futures.process", "multiprocessing", "importlib.metadata"):
         try:
             importlib.import_module(name)

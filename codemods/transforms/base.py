@@ -2,7 +2,7 @@
 
 A pass is one class: a stable ``code``, a ``name``, the rule documentation
 (ruff's four headings) and a ``check`` method that turns the shared
-:class:`~codemods.context.FileContext` into findings.  Examples live beside the
+:class:`~codemods.analysis.context.FileContext` into findings.  Examples live beside the
 rule (Fixit style) and are run as tests.
 """
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import ast
 from typing import Iterable, List, Optional
 
-from ..compile_sites import CompileModel, CompileSite, dotted_name
+from ..analysis.compile_sites import CompileModel, CompileSite, dotted_name
 from ..findings import Finding
-from ..variation import assigned_names
-from ..source import walk
+from ..analysis.variation import assigned_names
+from ..analysis.source import walk
 from .base import Example, Rule
 
 

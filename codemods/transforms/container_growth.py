@@ -8,10 +8,10 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, List, Set, Tuple
 
-from ..compile_sites import def_first_lines
-from ..context import DEFAULT_RECOMPILE_LIMIT
+from ..analysis.compile_sites import def_first_lines
+from ..analysis.context import DEFAULT_RECOMPILE_LIMIT
 from ..findings import Finding
-from ..variation import literal_int
+from ..analysis.variation import literal_int
 from .base import Example, Rule
 from .unspec_int_attrs import class_chain, compiled_bound_method, compiled_module_class, init_assignments, methods_reached, self_attr, walk_body
 

@@ -8,9 +8,9 @@ from typing import Iterable, List, Optional, Tuple
 from .._lazy import cst
 
 from ..findings import Edit, Finding, Safety
-from ..intent import static_intent
-from ..variation import evidence_for
-from ._cst import remove_keyword
+from ..analysis.intent import static_intent
+from ..analysis.variation import evidence_for
+from ..cst_edits import remove_keyword
 from .base import Example, Rule
 
 

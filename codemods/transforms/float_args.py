@@ -11,10 +11,10 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tup
 
 from .._lazy import cst
 
-from ..compile_sites import def_first_lines, dotted_name
-from ..variation import number_varies
+from ..analysis.compile_sites import def_first_lines, dotted_name
+from ..analysis.variation import number_varies
 from ..findings import Edit, Finding, Safety
-from ..floats import (
+from ..analysis.floats import (
     CallSite,
     FloatFlow,
     FunctionSummary,
@@ -29,8 +29,8 @@ from ..floats import (
     tensor_width,
     torch_aliases,
 )
-from ..placement import torch_at_least, torch_expr
-from ..scopes import Binding
+from ..analysis.placement import torch_at_least, torch_expr
+from ..analysis.scopes import Binding
 from .base import Example, Rule
 
 

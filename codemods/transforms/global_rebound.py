@@ -9,9 +9,9 @@ import functools
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
-from ..compile_sites import CompileModel, CompileSite, def_first_lines
+from ..analysis.compile_sites import CompileModel, CompileSite, def_first_lines
 from ..findings import Edit, Finding, Safety
-from ..source import statement_target, walk
+from ..analysis.source import statement_target, walk
 from .base import Example, Rule
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)

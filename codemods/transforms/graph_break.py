@@ -9,7 +9,7 @@ from typing import Iterable, List, Optional, Sequence
 from .._lazy import cst
 
 from ..findings import Edit, Finding, Safety
-from ..placement import torch_expr
+from ..analysis.placement import torch_expr
 from .base import Example, Rule
 
 MARKER_RE = re.compile(r"^#\s*fix-recompiles:\s*graph-break\s*$")

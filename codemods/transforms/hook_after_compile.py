@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, List, Optional
 
-from ..compile_sites import CompileSite, dotted_name
+from ..analysis.compile_sites import CompileSite, dotted_name
 from ..findings import Finding
 from .base import Example, Rule
 

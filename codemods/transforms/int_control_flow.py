@@ -7,10 +7,10 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from ..compile_sites import CompileModel, CompileSite
+from ..analysis.compile_sites import CompileModel, CompileSite
 from ..findings import Finding
-from ..variation import loop_assignments, loop_names, varies_as_number, loop_variants
-from ..source import walk
+from ..analysis.variation import loop_assignments, loop_names, varies_as_number, loop_variants
+from ..analysis.source import walk
 from .base import Example, Rule
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)

@@ -7,7 +7,7 @@ import ast
 from typing import Iterable, List, Set
 
 from ..findings import Finding
-from ..source import walk
+from ..analysis.source import walk
 from .base import Example, Rule
 
 #: the marking functions torch forbids tracing (``@forbid_in_graph``)

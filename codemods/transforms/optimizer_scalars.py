@@ -16,9 +16,9 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 
-from ..compile_sites import dotted_name
+from ..analysis.compile_sites import dotted_name
 from ..findings import Edit, Finding, Safety
-from ..optim_table import (
+from ..analysis.optim_table import (
     NEVER_TENSORIZE,
     OPTIM_PREFIX,
     SCHED_PREFIX,
@@ -28,9 +28,9 @@ from ..optim_table import (
     optimizer_row,
     scheduler_row,
 )
-from ..placement import torch_expr
-from ..source import Source, children, walk
-from ._cst import remove_keyword
+from ..analysis.placement import torch_expr
+from ..analysis.source import Source, children, walk
+from ..cst_edits import remove_keyword
 from .base import Example, Rule
 
 _TENSOR_FACTORIES = {"torch.tensor", "torch.as_tensor", "torch.full", "torch.scalar_tensor", "torch.ones", "torch.zeros"}
@@ -1513,7 +1513,7 @@ step), while the step compiled by the default inductor backend is as fast
         results = ctx.cache.get("fr004_results", {})
         table = None
         if b"fix-recompiles:" in ctx.source.data:
-            from ..engine import is_suppressed, suppressions
+            from ..pipeline.engine import is_suppressed, suppressions
 
             table = suppressions(ctx.source.text)
         out: List[dict] = []
@@ -1652,7 +1652,7 @@ def index_facts(source) -> Optional[dict]:
     module's lr writers (:meth:`OptimizerScalars._writers`), and the
     optimizers it passes to code of other modules
     (:meth:`OptimizerScalars._passes_out`)."""
-    from ..context import FileContext, Settings
+    from ..analysis.context import FileContext, Settings
 
     data = source.data
     writers: Dict[str, dict] = {}

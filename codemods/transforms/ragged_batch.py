@@ -7,12 +7,12 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from ..compile_sites import CompileModel, dotted_name
-from ..constants import int_value
+from ..analysis.compile_sites import CompileModel, dotted_name
+from ..analysis.constants import int_value
 from ..findings import Finding, Safety
-from ..placement import block_of, existing_marks, function_of, insert_before, mark_statement
-from ..source import COMPOUND, walk
-from ..variation import loop_assignments, loop_names
+from ..analysis.placement import block_of, existing_marks, function_of, insert_before, mark_statement
+from ..analysis.source import COMPOUND, walk
+from ..analysis.variation import loop_assignments, loop_names
 from .base import Example, Rule
 
 _LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}

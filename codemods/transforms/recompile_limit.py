@@ -9,10 +9,10 @@ from typing import Dict, Iterable, List, Optional
 
 from .._lazy import cst
 
-from ..compile_sites import CompileSite, dotted_name
-from ..constants import int_value
+from ..analysis.compile_sites import CompileSite, dotted_name
+from ..analysis.constants import int_value
 from ..findings import Edit, Finding, Safety
-from ..placement import (
+from ..analysis.placement import (
     block_of,
     builtin_shadowed,
     config_mentions,
@@ -22,8 +22,8 @@ from ..placement import (
     torch_at_least,
     torch_expr,
 )
-from ..context import DEFAULT_RECOMPILE_LIMIT as DEFAULT_LIMIT
-from ..variation import Evidence, evidence_for
+from ..analysis.context import DEFAULT_RECOMPILE_LIMIT as DEFAULT_LIMIT
+from ..analysis.variation import Evidence, evidence_for
 from .base import Example, Rule
 
 #: above this many variants compiling each one is no cure: report, do not fix
@@ -307,7 +307,7 @@ is the better (and safe) cure, so this fix is only applied with
     @staticmethod
     def _resolve_bound(model, ev: Evidence, bound_exprs: Dict[int, ast.AST]) -> Evidence:
         """``range(self.n_layer)``, ``range(config.n_layer)``: the count when
-        the bound is an int the source makes visible (see codemods.constants)."""
+        the bound is an int the source makes visible (see codemods.analysis.constants)."""
         loop = ev.loop
         it = getattr(loop, "iter", None)
         if not (isinstance(it, ast.Call) and dotted_name(it.func) == "range" and model.scopes.is_builtin(it.func)):

@@ -2,7 +2,7 @@
 attribute gets ``torch._dynamo.config.allow_unspec_int_on_nn_module = True``.
 
 The rule reads the stdlib ``ast`` (``ctx.source``, ``ctx.model``) and places
-its statement with :mod:`codemods.placement`; only the inserted statement is
+its statement with :mod:`codemods.analysis.placement`; only the inserted statement is
 built with libcst.
 """
 
@@ -14,13 +14,13 @@ from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from .._lazy import cst
 
-from .. import placement
-from ..compile_sites import CompileModel
-from ..compile_sites import CompileSite as AstCompileSite
-from ..compile_sites import dotted_name as ast_dotted_name
-from ..compile_sites import import_target
+from ..analysis import placement
+from ..analysis.compile_sites import CompileModel
+from ..analysis.compile_sites import CompileSite as AstCompileSite
+from ..analysis.compile_sites import dotted_name as ast_dotted_name
+from ..analysis.compile_sites import import_target
 from ..findings import Finding, Safety
-from ..source import COMPOUND, Source, children, walk
+from ..analysis.source import COMPOUND, Source, children, walk
 from .base import Example, Rule
 
 FLAG = "allow_unspec_int_on_nn_module"
@@ -1089,7 +1089,7 @@ def index_facts(source: Source) -> Optional[dict]:
     """FR005's facts of a file for the project index (JSON-ready), or None:
     the imported classes it compiles one by one, as (qualified name as seen
     here, line of the compile)."""
-    from ..compile_sites import model_of
+    from ..analysis.compile_sites import model_of
 
     model = model_of(source)
     compiled: List[list] = []
@@ -1176,7 +1176,7 @@ def class_facts(source: Source) -> dict:
     the class each called submodule attribute holds (:func:`_submodule_ref`;
     ``hinted``: those known only from a parameter's annotation);
     and the names the module re-exports (``from .kv_cache import KVCache``)."""
-    from ..compile_sites import model_of
+    from ..analysis.compile_sites import model_of
 
     model = model_of(source)
     classes: Dict[str, dict] = {}

@@ -7,10 +7,10 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Sequence, Tuple
 
-from ._lazy import cst
+from .._lazy import cst
 
 from .compile_sites import CompileModel
-from .findings import Edit
+from ..findings import Edit
 from .source import Source, statement_target
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")
@@ -71,7 +71,7 @@ def dominates(source: Source, earlier: ast.stmt, later: ast.stmt) -> bool:
 def insert_before(source: Source, stmt: ast.stmt, new_stmt) -> Edit:
     """An edit inserting ``new_stmt`` (a statement or a list of them) before
     the libcst statement of ``stmt``."""
-    from .transforms._cst import insert_before_node
+    from ..cst_edits import insert_before_node
 
     return insert_before_node(statement_target(source, stmt), new_stmt)
 

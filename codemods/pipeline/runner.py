@@ -18,12 +18,12 @@ parsed as few times as possible:
 4. the project index is built from every file's compiled functions; a
    file that can hold no compile site but writes ``param_groups`` (FR004's
    lr writers) is parsed for them only now, and only when another file
-   passes an optimizer to its module (:func:`~codemods.project.settle_lr_facts`);
+   passes an optimizer to its module (:func:`~codemods.analysis.project.settle_lr_facts`);
 5. **second look**, only when the index lists compiled functions: the files
    that mention one of their names are processed again with the index (rare:
    they call a function compiled in another module; in a report only the
    rules that read the index run again, and their findings replace those
-   of the first look: :func:`~codemods.engine.merge_project_findings`),
+   of the first look: :func:`~codemods.pipeline.engine.merge_project_findings`),
    and cached files whose result was stored under other cross-module facts
    are processed afresh;
 6. results are merged sorted by display path, so ``-j1`` and ``-jN`` print the
@@ -42,15 +42,16 @@ import ast
 import contextlib
 import gc
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .cache import content_hash
-from .context import Settings
-from .discovery import DEFAULT_EXCLUDES, discover, display_path
+from ..analysis.context import Settings
+from .discovery import display_path
+from .selection import FileSelection
 from .engine import FileResult, merge_project_findings, process_source, read_file
-from .findings import FileError, Finding, Fix
-from .project import LR_LATER, FactsCache, ProjectIndex, int_facts, lr_facts, lr_later, parse_for_index, settle_lr_facts
+from ..findings import FileError, Finding, Fix
+from ..analysis.project import LR_LATER, FactsCache, ProjectIndex, int_facts, lr_facts, lr_later, parse_for_index, settle_lr_facts
 from .writer import write_changed
 
 GENERATED_MARKER = b"@generated"
@@ -92,7 +93,7 @@ class RunResult:
     stats: RunStats = field(default_factory=RunStats)
     #: the project index the run used (cross-module facts)
     project: Optional[ProjectIndex] = None
-    #: what discovery read (see :attr:`codemods.discovery.Discovered.inputs`)
+    #: what discovery read (see :attr:`codemods.pipeline.discovery.Discovered.inputs`)
     inputs: List[Tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -111,35 +112,6 @@ def _portable(result: FileResult) -> FileResult:
 
 def _is_generated(data: bytes) -> bool:
     return GENERATED_MARKER in data[:GENERATED_HEAD]
-
-
-def _excluded_by_default(path: str) -> bool:
-    parts = os.path.normpath(os.path.abspath(path)).split(os.sep)[:-1]
-    return any(p in DEFAULT_EXCLUDES for p in parts)
-
-
-def _filter_excludes(files: Sequence[str], patterns: Sequence[str], root: str, explicit: Sequence[str], force: bool) -> List[str]:
-    """Drop files matching ``patterns`` (gitignore-style, relative to ``root``).
-    Files named on the command line are kept unless ``force``."""
-    import pathspec
-
-    spec = pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
-    explicit_set = {os.path.abspath(p) for p in explicit}
-    root = os.path.abspath(root)
-    out = []
-    for path in files:
-        ab = os.path.abspath(path)
-        if ab in explicit_set and not force:
-            out.append(path)
-            continue
-        if force and ab in explicit_set and _excluded_by_default(path):
-            continue
-        if spec is not None:
-            rel = os.path.relpath(ab, root).replace(os.sep, "/")
-            if not rel.startswith("../") and spec.match_file(rel):
-                continue
-        out.append(path)
-    return out
 
 
 # -- the work on one file -----------------------------------------------------
@@ -167,7 +139,7 @@ class _Looked:
     stat: Optional[os.stat_result] = None
     content_hash: Optional[str] = None
     #: FR004's facts for the index (first look only), or LR_LATER (not
-    #: parsed for them: :func:`codemods.project.settle_lr_facts`)
+    #: parsed for them: :func:`codemods.analysis.project.settle_lr_facts`)
     lr: Optional[object] = None
     #: FR005's facts for the index (first look only)
     ints: Optional[dict] = None
@@ -278,7 +250,7 @@ def _deepest_expression(data: bytes, tree) -> int:
     nests at most ``n`` levels and a few more: allowed twice that and 16)."""
     from itertools import accumulate
 
-    from .source import _CHILDREN, SINGLETON_HOLDERS, children
+    from ..analysis.source import _CHILDREN, SINGLETON_HOLDERS, children
 
     limit = MAX_EXPRESSION_DEPTH
     #: where each line starts (lines split at b"\n" only)
@@ -581,35 +553,25 @@ def _run(
     paths: Sequence[str],
     settings: Settings,
     *,
-    excludes: Sequence[str] = (),
+    selection: FileSelection = FileSelection(),
     jobs: int = 1,
     cache_dir: Optional[str] = None,
     cache_write: bool = True,
-    config_excludes: Sequence[str] = (),
-    config_root: str = ".",
-    force_exclude: bool = False,
-    per_file_ignores=None,
     skip_generated: bool = True,
     progress: Optional[Callable[[int, int], None]] = None,
     render: bool = True,
 ) -> RunResult:
     """Every file of ``paths`` analysed; with ``render`` (the default) the
     fixed text of files with fixes too (``render=False``: a report)."""
-    found = discover(paths, excludes)
+    found = selection.discover(paths)
     out = RunResult(inputs=found.inputs)
     for path, reason in found.missing:
         out.errors.append((path, reason))
-    explicit = [p for p in paths if os.path.isfile(p)]
     files = found.files
-    if config_excludes or force_exclude:
-        files = _filter_excludes(files, config_excludes, config_root, explicit, force_exclude)
     stats = out.stats
     stats.seen = len(files)
     displays = {path: display_path(path) for path in files}
-    file_settings: Dict[str, Settings] = {}
-    for path in files:
-        extra = per_file_ignores.codes_for(path) if per_file_ignores else frozenset()
-        file_settings[path] = replace(settings, ignore=frozenset(settings.ignore | extra)) if extra else settings
+    file_settings: Dict[str, Settings] = {path: selection.settings_for(path, settings) for path in files}
     options = _Options(skip_generated=skip_generated, portable=jobs > 1 or cache_dir is not None, want_hash=cache_dir is not None, render=render)
     done = 0
 

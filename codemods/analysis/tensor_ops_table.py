@@ -2,7 +2,7 @@
 
 The one place FR003 (float-args) reads when it judges a use of a float
 parameter inside a compiled function that ends in a torch call
-(:mod:`codemods.floats`), and that its table tests
+(:mod:`codemods.analysis.floats`), and that its table tests
 (``tests/test_tensor_ops_table.py``) prove on the installed torch.  Three
 tables:
 

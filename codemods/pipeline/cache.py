@@ -31,7 +31,7 @@ import time
 from typing import Any, Dict, Optional, Tuple
 
 from ._jsonfile import write_json
-from .findings import Finding, Fix, Safety
+from ..findings import Finding, Fix, Safety
 
 CACHE_DIR = ".fix_recompiles_cache"
 FORMAT = 2
@@ -42,15 +42,14 @@ RACY_NS = 2_000_000_000
 def _tool_fingerprint() -> str:
     """Version + hash of this package's sources (edits to a pass change results)."""
     from .config import dist_version
+    from .replay import tool_sources
 
     version = dist_version("fix-recompiles") or "0"  # not installed: the source hash still counts
     h = hashlib.blake2b(version.encode(), digest_size=16)
-    here = os.path.dirname(os.path.abspath(__file__))
-    for folder in (here, os.path.join(here, "transforms")):
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".py"):
-                with open(os.path.join(folder, name), "rb") as fh:
-                    h.update(name.encode() + b"\0" + fh.read())
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for path in tool_sources():
+        with open(path, "rb") as fh:
+            h.update(os.path.relpath(path, package).encode() + b"\0" + fh.read())
     return h.hexdigest()
 
 
@@ -275,7 +274,7 @@ def unlink_planted_links(folder: str) -> int:
     its files (the ``.gitignore``, the version folder, the JSON files in it):
     the links themselves, never what they point to.  Called before a run that
     may write the cache, so neither this module nor the index-facts cache
-    (:class:`codemods.project.FactsCache`) writes through one.  Returns how
+    (:class:`codemods.analysis.project.FactsCache`) writes through one.  Returns how
     many were removed."""
     removed = 0
     version = os.path.join(folder, f"v{FORMAT}")

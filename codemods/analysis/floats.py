@@ -1116,7 +1116,7 @@ def resolve_ast(expr: ast.AST, aliases: Dict[str, str]) -> Optional[str]:
 
 #: builtins that take the value as a Python number and keep working on a 0-d
 #: tensor, but change what the code does (``round``, ``int``, ``float``,
-#: ``range`` and ``math.*`` are in :data:`codemods.tensor_ops_table.BUILTIN_NUMBER_ONLY`:
+#: ``range`` and ``math.*`` are in :data:`codemods.analysis.tensor_ops_table.BUILTIN_NUMBER_ONLY`:
 #: there a tensor crashes or cannot cure the recompiles)
 _PYTHON_USERS = {
     "str": "`str()` formats it",

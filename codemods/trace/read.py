@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from .context import DEFAULT_RECOMPILE_LIMIT
+from ..analysis.context import DEFAULT_RECOMPILE_LIMIT
 
 # -- causes ---------------------------------------------------------------
 
@@ -259,7 +259,7 @@ class CodeEntry:
     #: ``torch.compile(flex_attention, dynamic=False)``): torch's code object,
     #: often its ``wrap_inline`` wrapper ``inner``, with no user frame in the
     #: trace; (file, line) of the one user compile call of a library function
-    #: that can have compiled it (set by :func:`codemods.trace_run.map_library_entries`)
+    #: that can have compiled it (set by :func:`codemods.trace.match.map_library_entries`)
     library_site: Optional[Tuple[str, int]] = None
 
     def sources(self, cause: str) -> List[str]:

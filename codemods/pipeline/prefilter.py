@@ -7,7 +7,7 @@ compile site also skips a file where no spelling of ``compile`` can be one
 ``compile=True``, prose); a rule that reads the project index runs on
 a file that mentions one of the index's names (:func:`mentions_any`).
 Everything that passes is parsed once with the stdlib ``ast`` and analysed
-(:mod:`codemods.compile_sites`); there is no second, cheaper judgement of
+(:mod:`codemods.analysis.compile_sites`); there is no second, cheaper judgement of
 what a rule would find, so nothing here can drop a finding that the rules'
 own analysis would make, except by a byte test that the tests compare with
 and without (``FIX_RECOMPILES_NO_PREFILTER=1``: every selected rule on every
@@ -84,7 +84,7 @@ class _Code:
 
 def no_compile_site(data: bytes) -> bool:
     """Do the bytes show that the compile-site model
-    (:mod:`codemods.compile_sites`) can find no compile site -- and so no
+    (:mod:`codemods.analysis.compile_sites`) can find no compile site -- and so no
     compiled function -- in this file?  Then it need not be parsed for one,
     and the rules that need a site skip it.
 

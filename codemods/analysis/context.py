@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 
-from ._lazy import cst
+from .._lazy import cst
 
 #: torch's default recompile limit (``torch._dynamo.config.recompile_limit``;
 #: 2.2+, 64 on 2.1): the one number FR006, the variation evidence and the
@@ -82,7 +82,7 @@ class FileContext:
 
     @property
     def model(self):
-        """The compile-site model (:class:`codemods.compile_sites.CompileModel`)."""
+        """The compile-site model (:class:`codemods.analysis.compile_sites.CompileModel`)."""
         if self._model is None:
             from .compile_sites import model_of
 

@@ -47,7 +47,7 @@ class Discovered:
     #: (path, reason) for command-line paths that do not exist, and for paths
     #: that are not regular files (a FIFO, socket or device: never opened)
     missing: List[Tuple[str, str]]
-    #: what the answer depends on, for a replay (:mod:`codemods.replay`):
+    #: what the answer depends on, for a replay (:mod:`codemods.pipeline.replay`):
     #: (path, "stat") for the files taken, the folders listed and the
     #: ``.gitignore`` files read or looked for; (path, "exists") for the
     #: repository markers and the virtualenv markers of folders skipped

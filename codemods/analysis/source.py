@@ -24,7 +24,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from ._lazy import cst
+from .._lazy import cst
 
 Pos = Tuple[int, int]  # (line 1-based, column 0-based in code points)
 
@@ -129,7 +129,7 @@ class Source:
 
     def adopt_index(self, parents: Dict[ast.AST, ast.AST], by_type: Dict[type, List[ast.AST]]) -> None:
         """Take the parent map and the nodes by type from a walk that made
-        them anyway (:class:`codemods.scopes.Scopes`), unless already built."""
+        them anyway (:class:`codemods.analysis.scopes.Scopes`), unless already built."""
         if self._by_type is None:
             self._parents, self._by_type = parents, by_type
 

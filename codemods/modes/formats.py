@@ -1,5 +1,5 @@
 """Machine-readable output: ``--format json|sarif|github`` (``text`` is
-:mod:`codemods.output`).
+:mod:`codemods.modes.output`).
 
 A fix is given as text edits computed by diffing the file's original and fixed
 text (line ranges, 1-based, end exclusive, column 1): every finding whose fix
@@ -13,7 +13,7 @@ import difflib
 import json
 from typing import Any, Dict, List, Optional, Sequence
 
-from .findings import Finding
+from ..findings import Finding
 from .output import split_lines
 
 FORMATS = ("text", "json", "sarif", "github")

@@ -1,6 +1,6 @@
 """Variation evidence: do the inputs of a compiled callable vary between calls?
 
-Evidence comes from the calls :class:`~codemods.compile_sites.CompileModel` found:
+Evidence comes from the calls :class:`~codemods.analysis.compile_sites.CompileModel` found:
 
 * a call inside a ``for`` loop whose argument builds a tensor whose *shape*
   comes from the loop variable (``torch.ones(i)``, ``torch.randn(b, i)``,
@@ -488,7 +488,7 @@ def _stores(node: ast.AST) -> List[Tuple[str, ast.AST]]:
 
 
 #: how many functions out a parameter's values are followed to its callers
-#: (as far as :data:`codemods.floats._PARAM_DEPTH` follows its number)
+#: (as far as :data:`codemods.analysis.floats._PARAM_DEPTH` follows its number)
 _CALLER_DEPTH = 3
 
 
@@ -500,7 +500,7 @@ def number_varies(model: CompileModel, call: ast.Call, value: ast.AST, depth: in
     local assigned once (``w = min(1.0, step / self.warmup)``) -- and that
     function is called with values that change (in a loop, or different
     values at different calls).  ``calls(fn)`` lists the calls of a function
-    as (call, whether ``self`` is bound) (:func:`codemods.floats.calls_of`:
+    as (call, whether ``self`` is bound) (:func:`codemods.analysis.floats.calls_of`:
     also ``m(x)`` for ``forward``); without it, calls by name or attribute."""
     source = model.source
     fn = source.enclosing(call, _SCOPES)

@@ -41,11 +41,12 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 
 import typer
 
-from .context import Settings
-from .engine import FileResult, analyze, read_file, render
-from .findings import FileError, Finding, Safety
+from ..analysis.context import Settings
+from ..pipeline.engine import FileResult, analyze, read_file, render
+from ..findings import FileError, Finding, Safety
 from .output import unified_diff
-from .writer import write_atomic
+from ..pipeline.selection import FileSelection
+from ..pipeline.writer import write_atomic
 
 #: ``(ctx, findings) -> findings``: applied after every analysis of a file
 FindingFilter = Callable[[object, List[Finding]], List[Finding]]
@@ -292,7 +293,7 @@ class _FileState:
 
 
 class Session:
-    """One interactive review over the results of :func:`codemods.runner.run`."""
+    """One interactive review over the results of :func:`codemods.pipeline.runner.run`."""
 
     def __init__(
         self,
@@ -304,8 +305,10 @@ class Session:
         color: bool = False,
         project=None,
         finding_filter: Optional[FindingFilter] = None,
+        selection: FileSelection = FileSelection(),
     ) -> None:
         self.settings = settings
+        self.selection = selection
         self.finding_filter = finding_filter
         self.inp = inp
         self.out = out
@@ -413,7 +416,8 @@ class Session:
         try:
             observed = getattr(self.finding_filter, "evidence", None)  # a trace's (TraceFilter)
             evidence = observed(result.path, data) if observed is not None else None
-            ctx, findings = analyze(result.path, result.display_path, data, self.settings, self.project, evidence=evidence)
+            settings = self.selection.settings_for(result.path, self.settings)  # per-file-ignores
+            ctx, findings = analyze(result.path, result.display_path, data, settings, self.project, evidence=evidence)
         except FileError as exc:
             raise _Stop(exc.reason) from None
         except RecursionError:
@@ -560,7 +564,7 @@ def _fix_title(f: Finding) -> str:
 
 
 def _rule_doc(code: str) -> str:
-    from .transforms import BY_CODE
+    from ..transforms import BY_CODE
 
     rule = BY_CODE.get(code)
     return rule.doc() if rule is not None else f"{code}: no documentation\n"
@@ -581,6 +585,7 @@ def run_interactive(
     color: Optional[bool] = None,
     finding_filter: Optional[FindingFilter] = None,
     files: Optional[Sequence[str]] = None,
+    selection: FileSelection = FileSelection(),
 ) -> int:
     """Compute every file's findings up front, then review them; the exit code
     (0 nothing left, 1 findings remain, 2 an error occurred).  ``color=None``:
@@ -588,7 +593,7 @@ def run_interactive(
     ``finding_filter``: see the module docstring; ``files``: review exactly
     these files instead of discovering ``paths``."""
     return review_paths(
-        paths, settings, inp, out, err, color=color, finding_filter=finding_filter, files=files
+        paths, settings, inp, out, err, color=color, finding_filter=finding_filter, files=files, selection=selection
     )[0]
 
 
@@ -602,17 +607,18 @@ def review_paths(
     color: Optional[bool] = None,
     finding_filter: Optional[FindingFilter] = None,
     files: Optional[Sequence[str]] = None,
+    selection: FileSelection = FileSelection(),
 ) -> Tuple[int, Tally]:
     """:func:`run_interactive`, also returning the session's counts (which
     files were written, with their bytes before the review)."""
     if color is None:
         isatty = getattr(out, "isatty", None)
         color = bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
-    from .project import build_project_index
-    from .runner import run
+    from ..analysis.project import build_project_index
+    from ..pipeline.runner import run
 
     try:
-        result = run(list(files) if files is not None else paths, settings)
+        result = run(list(files) if files is not None else paths, settings, selection=selection)
     except KeyboardInterrupt:
         err.write("Interrupted before any fix was shown; nothing written.\n")
         return 1, Tally()
@@ -622,7 +628,7 @@ def review_paths(
     project = getattr(result, "project", None)
     if project is None:
         project = build_project_index([r.path for r in result.results], settings)
-    session = Session(settings, inp, out, err=err, color=color, project=project, finding_filter=finding_filter)
+    session = Session(settings, inp, out, err=err, color=color, project=project, finding_filter=finding_filter, selection=selection)
     tally = session.review(result.results)
     for line in session.summary():
         out.write(line + "\n")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._lazy import cst
+from ._lazy import cst
 
 
 def remove_keyword(call: cst.Call, keyword: str) -> cst.Call:
@@ -32,9 +32,9 @@ def split_leading_lines(lines) -> tuple:
 
 def insert_before_node(stmt, new_stmt):
     """An edit inserting ``new_stmt`` (a libcst statement, or a list of them)
-    before ``stmt`` (a libcst statement or a :class:`~codemods.source.Target`
+    before ``stmt`` (a libcst statement or a :class:`~codemods.analysis.source.Target`
     naming one), which stays last."""
-    from ..findings import Edit
+    from .findings import Edit
 
     new = list(new_stmt) if isinstance(new_stmt, (list, tuple)) else [new_stmt]
 

@@ -1,16 +1,16 @@
 """The engine, top to bottom for one file:
 
-read bytes → byte prefilter (:mod:`codemods.prefilter`) → one stdlib ``ast``
-parse (:class:`~codemods.source.Source`) → one analysis shared by every rule
-(:mod:`codemods.scopes`, :mod:`codemods.compile_sites`, the project index)
+read bytes → byte prefilter (:mod:`codemods.pipeline.prefilter`) → one stdlib ``ast``
+parse (:class:`~codemods.analysis.source.Source`) → one analysis shared by every rule
+(:mod:`codemods.analysis.scopes`, :mod:`codemods.analysis.compile_sites`, the project index)
 → every selected rule produces findings → drop suppressed and (without
 ``--unproven``) unproven ones → to show or write fixes only: libcst parses
-the file, each edit's :class:`~codemods.source.Target` is located, the chosen
+the file, each edit's :class:`~codemods.analysis.source.Target` is located, the chosen
 fixes are applied in one CST walk (nested edits compose), ``import torch`` is
 added if a fix needs it, and the result is re-parsed → the findings and the
 new bytes.
 
-Nothing here writes files; :mod:`codemods.writer` does, atomically.
+Nothing here writes files; :mod:`codemods.pipeline.writer` does, atomically.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ._lazy import cst
+from .._lazy import cst
 
 from . import prefilter
-from .context import FileContext, Settings
-from .findings import Edit, FileError, Finding, Safety
-from .source import NodeLocator, Source, Target, decode, plain_ascii
-from .source import parse as parse_text
-from .transforms import REGISTRY, Rule
+from ..analysis.context import FileContext, Settings
+from ..findings import Edit, FileError, Finding, Safety
+from ..analysis.source import NodeLocator, Source, Target, decode, plain_ascii
+from ..analysis.source import parse as parse_text
+from ..transforms import REGISTRY, Rule
 
 _SUPPRESS_RE = re.compile(r"#\s*fix-recompiles:\s*ignore(?:\[([A-Za-z0-9_,\s]+)\])?")
 
@@ -295,11 +295,11 @@ def analyze(
     ``evidence``: what a trace observed in this file (:class:`Evidence`).
 
     A rule runs when the byte prefilter keeps the file for it
-    (:mod:`codemods.prefilter`); the file is then parsed with ``ast`` once
-    and analysed once (:mod:`codemods.compile_sites`), and parsed with libcst
+    (:mod:`codemods.pipeline.prefilter`); the file is then parsed with ``ast`` once
+    and analysed once (:mod:`codemods.analysis.compile_sites`), and parsed with libcst
     only when a rule reads comments (FR002) or a fix is rendered."""
     rules = selected_rules(settings)
-    if project_rules_only:  # the rest of the file's findings are known (see codemods.runner)
+    if project_rules_only:  # the rest of the file's findings are known (see codemods.pipeline.runner)
         rules = [rule for rule in rules if rule.reads_project]
     extra = project.prefilter_tokens(path) if project is not None else ()
     always = project is not None and path in getattr(project, "always", ())  # a proven lr writer's module

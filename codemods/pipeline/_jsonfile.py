@@ -1,6 +1,6 @@
 """Writing a JSON file of the cache folder atomically (the per-file cache,
 the index facts, the replay snapshots).  Imports nothing of the engine: the
-replay (:mod:`codemods.replay`) runs before it is loaded."""
+replay (:mod:`codemods.pipeline.replay`) runs before it is loaded."""
 
 from __future__ import annotations
 

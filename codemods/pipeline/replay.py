@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # typing and hashlib cost milliseconds at import; a replay is
     from typing import List, Optional, Sequence, Tuple
 
 FORMAT = 1
-CACHE_DIR = ".fix_recompiles_cache"  # = codemods.cache.CACHE_DIR (not imported: this module stays light)
+CACHE_DIR = ".fix_recompiles_cache"  # = codemods.pipeline.cache.CACHE_DIR (not imported: this module stays light)
 RUNS = "runs"
 KEEP = 32
 #: an input modified less than this before the run makes it unrecordable
@@ -81,23 +81,28 @@ def _signature(path: str, kind: str):
     return [st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino]
 
 
-def _tool_stamp(here: str) -> List[object]:
-    """(path, size, mtime) of the tool's own source files."""
+def tool_sources() -> List[str]:
+    """The tool's own source files: every ``.py`` of the ``codemods`` package
+    (all its folders), sorted; the cache and the replay key on them."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out: List[str] = []
+    for folder, subfolders, names in os.walk(package):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        out.extend(os.path.join(folder, name) for name in sorted(names) if name.endswith(".py"))
+    return out
+
+
+def _tool_stamp() -> List[object]:
+    """(path, size, mtime) of the tool's own source files, ``cli.py`` and
+    ``__main__.py`` beside the package included."""
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out: List[object] = []
-    top = os.path.dirname(here)
-    for folder in (here, os.path.join(here, "transforms"), top):
+    for path in tool_sources() + [os.path.join(top, "cli.py"), os.path.join(top, "__main__.py")]:
         try:
-            names = sorted(os.listdir(folder))
+            st = os.stat(path)
         except OSError:
-            names = []
-        for name in names:
-            if name.endswith(".py") and (folder != top or name in ("cli.py", "__main__.py")):
-                path = os.path.join(folder, name)
-                try:
-                    st = os.stat(path)
-                except OSError:
-                    continue
-                out.append((path, st.st_size, st.st_mtime_ns))
+            continue
+        out.append((path, st.st_size, st.st_mtime_ns))
     return out
 
 
@@ -128,7 +133,7 @@ def run_key(args: Sequence[str]) -> Tuple[str, str]:
             sys.version,
             env,
             [_isatty(s) for s in (sys.stdin, sys.stdout, sys.stderr)],
-            _tool_stamp(os.path.dirname(os.path.abspath(__file__))),
+            _tool_stamp(),
         )
     )
     raw = key.encode("utf-8", "surrogateescape")

@@ -9,10 +9,10 @@ Per file: skip those without ``b"compile"`` and ``b"torch"``; parse the
 rest with the stdlib :mod:`ast` (much faster than libcst) and collect the
 module-level functions compiled by a decorator (``@torch.compile``,
 ``@torch.compile(...)``) or by ``name = torch.compile(fn, ...)`` at module
-level, each with a per-parameter summary (:func:`codemods.floats.summarize_function`).
+level, each with a per-parameter summary (:func:`codemods.analysis.floats.summarize_function`).
 Module names come from the file's path: the chain of folders holding an
 ``__init__.py`` plus the file's stem, rooted at the first folder without one.
-A whole run (:func:`codemods.runner.run`) does this inside each worker's
+A whole run (:func:`codemods.pipeline.runner.run`) does this inside each worker's
 first look at a file, so the same ``ast`` parse and compile-site model serve
 the rules too; :func:`build_project_index`
 does it alone, for callers that need only the index.
@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ._jsonfile import write_json
+from ..pipeline._jsonfile import write_json
 from .floats import FunctionSummary, ParamUse, summarize_function, torch_aliases
 
 ModuleKey = Tuple[str, str]  # (root folder, dotted module name)
@@ -35,7 +35,7 @@ ModuleKey = Tuple[str, str]  # (root folder, dotted module name)
 
 def module_token(name: str, key: ModuleKey) -> Tuple[bytes, bytes]:
     """(a function's name, the last part of its module's name), as bytes: what
-    a file that may call it must mention (:func:`codemods.prefilter.mentions_any`)."""
+    a file that may call it must mention (:func:`codemods.pipeline.prefilter.mentions_any`)."""
     return name.encode(), key[1].rpartition(".")[2].encode()
 
 
@@ -44,7 +44,7 @@ class ProjectIndex:
     #: (function name, last part of its module's name) of every compiled
     #: function, sorted, as bytes: a file of the run that contains no name
     #: together with its module's can never resolve one (see
-    #: :func:`codemods.prefilter.mentions_any`)
+    #: :func:`codemods.pipeline.prefilter.mentions_any`)
     names: Tuple[Tuple[bytes, bytes], ...] = ()
     #: path -> (root, dotted module name) for every file of the run
     modules: Dict[str, ModuleKey] = field(default_factory=dict)
@@ -130,7 +130,7 @@ class ProjectIndex:
     def concerns(self, path: str, data: bytes) -> bool:
         """Does the index matter for this file of the run (it may call a name
         of the index, or it holds a proven lr writer)?"""
-        from .prefilter import mentions_any
+        from ..pipeline.prefilter import mentions_any
 
         return path in self.always or mentions_any(data, self.prefilter_tokens(path))
 
@@ -267,7 +267,7 @@ def prove_lr_writers(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Op
     if proven:  # a file that mentions a writer and was not seen calling it
         tokens = {w: [module_token(w[1], w[0])] for w in proven}
         seen = {w: {p for p, _ in callers[w]} for w in proven}
-        from .prefilter import mentions_any
+        from ..pipeline.prefilter import mentions_any
 
         for path in files:
             todo = [w for w in proven if path not in seen[w] and index.path_of(w[0]) != path]
@@ -305,7 +305,7 @@ def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]], class
     most ``MAX_PROJECT_HOPS`` submodule hops) to the first change of an int
     attribute.  Only the files on a chain are read, here, once per run
     (:func:`codemods.transforms.unspec_int_attrs.class_facts`)."""
-    from .transforms.unspec_int_attrs import MAX_PROJECT_HOPS
+    from ..transforms.unspec_int_attrs import MAX_PROJECT_HOPS
 
     wanted = {path: facts["compiled"] for path, facts in sorted(ints.items()) if facts and facts.get("compiled") and path in index.modules}
     if not wanted:
@@ -403,7 +403,7 @@ def class_facts_of_file(path: str, data: Optional[bytes] = None) -> Optional[dic
     """FR005's class facts of one file (None: unreadable, unparsable, no
     class or import); ``data``: its bytes when already read."""
     from .source import Source, decode, parse
-    from .transforms.unspec_int_attrs import class_facts
+    from ..transforms.unspec_int_attrs import class_facts
 
     if data is None:
         data = _read_bytes(path)
@@ -422,7 +422,7 @@ def class_facts_of_file(path: str, data: Optional[bytes] = None) -> Optional[dic
 def int_facts(source) -> Optional[dict]:
     """FR005's per-file facts for the index (JSON-ready; None: nothing): the
     imported classes the file compiles one by one."""
-    from .transforms.unspec_int_attrs import index_facts
+    from ..transforms.unspec_int_attrs import index_facts
 
     if b"isinstance" not in source.data:
         return None
@@ -434,8 +434,8 @@ def int_facts(source) -> Optional[dict]:
 
 def lr_facts(source) -> Optional[dict]:
     """FR004's per-file facts for the index (JSON-ready; None: nothing),
-    from the file's parsed :class:`~codemods.source.Source`."""
-    from .transforms.optimizer_scalars import index_facts
+    from the file's parsed :class:`~codemods.analysis.source.Source`."""
+    from ..transforms.optimizer_scalars import index_facts
 
     try:
         return index_facts(source)
@@ -500,20 +500,20 @@ LR_LATER = "later"
 
 def lr_later(data: bytes) -> bool:
     """Is this a file whose FR004 facts wait (:data:`LR_LATER`): the bytes
-    rule a compile site out (:func:`codemods.prefilter.mentions_compile`) but
+    rule a compile site out (:func:`codemods.pipeline.prefilter.mentions_compile`) but
     it writes ``param_groups`` (an lr writer, maybe)?"""
-    from .prefilter import mentions_compile
+    from ..pipeline.prefilter import mentions_compile
 
     return b"param_groups" in data and not mentions_compile(data)
 
 
 def parse_for_index(data: bytes, display_path: str = "<file>", writers: bool = True):
-    """(the compiled functions, the parsed :class:`~codemods.source.Source`) of
+    """(the compiled functions, the parsed :class:`~codemods.analysis.source.Source`) of
     a file's bytes: ({}, None) when the bytes rule a compiled function out
     (``torch`` and a ``compile`` that can be a site:
-    :func:`codemods.prefilter.mentions_compile`) and, with ``writers``, an
+    :func:`codemods.pipeline.prefilter.mentions_compile`) and, with ``writers``, an
     lr writer too (:func:`lr_later`), or they do not parse."""
-    from .prefilter import mentions_compile
+    from ..pipeline.prefilter import mentions_compile
     from .source import Source, decode, parse
 
     compiled = mentions_compile(data)
@@ -549,7 +549,7 @@ def _file_functions(path: str) -> Tuple[Optional[Dict[str, FunctionSummary]], Op
 def _file_lr(path: str) -> Tuple[Optional[dict], Optional[str]]:
     """(FR004's facts of one file, the content hash of the bytes they come
     from (None: unreadable))."""
-    from .cache import content_hash
+    from ..pipeline.cache import content_hash
 
     try:
         with open(path, "rb") as fh:
@@ -646,7 +646,7 @@ class FactsCache:
     files.  JSON, not pickle: a cache folder must never run code."""
 
     def __init__(self, folder: str) -> None:
-        from .cache import FORMAT, RACY_NS, _has_symlink, _tool_fingerprint
+        from ..pipeline.cache import FORMAT, RACY_NS, _has_symlink, _tool_fingerprint
 
         self.racy_ns = RACY_NS
         self.file = os.path.join(folder, f"v{FORMAT}", f"index-{_tool_fingerprint()}.json")
@@ -683,7 +683,7 @@ class FactsCache:
         # size + mtime decide, unless the file changed close to when it was
         # cached ("racily clean") or its mtime changed: then the content hash
         if not (entry[1] == st.st_mtime_ns and st.st_mtime_ns + self.racy_ns < entry[2]):
-            from .cache import content_hash
+            from ..pipeline.cache import content_hash
 
             data = _read_bytes(path)
             if data is None or content_hash(data) != entry[4]:
@@ -724,7 +724,7 @@ class FactsCache:
         if functions is None or st is None:
             return
         if digest is None:
-            from .cache import content_hash
+            from ..pipeline.cache import content_hash
 
             try:
                 with open(path, "rb") as fh:
@@ -750,7 +750,7 @@ class FactsCache:
         under the key ``classes:<path>`` as [size, mtime_ns, stored_ns,
         content hash, facts]: a file on an FR005 chain is parsed again only
         when it changed (size + mtime, else its hash, as :meth:`lookup`)."""
-        from .cache import content_hash
+        from ..pipeline.cache import content_hash
 
         key = "classes:" + self._key(path)
         try:
@@ -812,7 +812,7 @@ def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str]
     here (the engine reports them).  With ``cache_dir``, per-file facts are
     reused for files whose size and mtime did not change.  The files to parse
     are parsed in a process pool when ``jobs > 1``.  (A whole run builds the
-    index as it goes instead: :func:`codemods.runner.run`.)"""
+    index as it goes instead: :func:`codemods.pipeline.runner.run`.)"""
     facts = FactsCache(cache_dir) if cache_dir is not None else None
     found: Dict[str, Optional[Dict[str, FunctionSummary]]] = {}
     lr: Dict[str, Optional[object]] = {}

@@ -1,12 +1,22 @@
-"""Text report and unified diffs, both made from the same findings."""
+"""What the modes print: the text report, unified diffs (both made from the
+same findings), the exit codes, and the table of a trace's recompiles."""
 
 from __future__ import annotations
 
 import difflib
+import os
+import sys
 from collections import Counter
-from typing import Iterable, List, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from .findings import Finding, Safety
+from ..analysis.context import Settings
+from ..findings import Finding, Safety
+from ..trace import read as tr
+from ..trace.cures import FLAG_CODE
+from ..transforms import BY_CODE
+
+#: ruff's exit codes: nothing found (or all fixed), findings remain, an error (2 wins)
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 
@@ -101,3 +111,42 @@ def statistics(findings: Iterable[Finding]) -> List[str]:
     counts = Counter(f.code for f in findings)
     names = {f.code: f.rule_name for f in findings}
     return [f"{n:>5}\t{code}\t{names[code]}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def out_line(line: str = "") -> None:
+    """A line on stdout, flushed (the trace modes interleave with a command's output)."""
+    print(line, flush=True)
+
+
+def err_line(line: str) -> None:
+    """A line on stderr, flushed."""
+    print(line, file=sys.stderr, flush=True)
+
+
+# -- the trace's table -------------------------------------------------------------------
+
+
+def available_codes(settings: Settings) -> List[str]:
+    return [code for code in BY_CODE if settings.selects(code)]
+
+
+def report_lines(trace: tr.Trace, settings: Settings, guided: Optional[object] = None) -> List[str]:
+    """The table; with ``guided`` (the analysis of the implicated files), each
+    cure names the rules whose findings match that recompile, and the rules
+    of its cause that found nothing there."""
+    found: Optional[Dict[Tuple[int, str], Set[str]]] = None
+    if guided is not None:
+        found = {}
+        for m in guided.matches:
+            # the flag the trace sets is FR005's fix; its other fixes (mark_dynamic, a wrapped float) are its own
+            code = "FR005" if m.finding.code == FLAG_CODE and m.cause == tr.MODULE_INT_ATTR else m.finding.code
+            found.setdefault((id(m.entry), m.cause), set()).add(code)
+    rows = tr.table_rows(trace, available_codes(settings), relative_to=os.getcwd(), found=found)
+    notice = tr.limit_notice(trace)
+    if not rows:
+        return [
+            "No compiled function recompiled (the trace holds no compile of user code)."
+            if not trace.entries
+            else "No compiled function recompiled."
+        ]
+    return tr.format_table(rows) + ([notice] if notice else [])

@@ -21,7 +21,7 @@ import tempfile
 import time
 from typing import Optional, Set
 
-from .findings import FileError
+from ..findings import FileError
 
 TMP_PREFIX = ".fix-recompiles-"
 TMP_SUFFIX = ".tmp"

@@ -66,7 +66,7 @@ class Scopes:
         #: spares a walk of every function body)
         self._declarations = declarations
         #: the node index this walk builds on the way (what
-        #: :meth:`codemods.source.Source._index` gives, every node once, in
+        #: :meth:`codemods.analysis.source.Source._index` gives, every node once, in
         #: this walk's order): child -> parent, and the nodes by type
         self.parents: Dict[ast.AST, ast.AST] = {}
         self.by_type: Dict[type, List[ast.AST]] = {}

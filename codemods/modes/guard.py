@@ -1,0 +1,186 @@
+"""The CI guard: ``fix-recompiles run --max-recompiles N -- CMD`` reports
+every compiled function that recompiled more than N times (text, json, sarif
+or github) and changes nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import List, Sequence
+
+
+from ..trace import read as tr
+from ..analysis.context import Settings
+from ..findings import Finding
+from .output import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, err_line, out_line, available_codes, report_lines
+from ..trace.match import map_library_entries
+from ..trace.command import run_traced
+
+
+# -- the CI guard: fix-recompiles run --max-recompiles N -- CMD ---------------------
+
+#: the pseudo rule the guard's annotations are reported under (json, sarif, github)
+GUARD_CODE = "RECOMPILES"
+
+
+class GuardRule:
+    """What ``to_sarif`` needs of a rule, for the guard's annotations."""
+
+    code = GUARD_CODE
+    name = "max-recompiles"
+    summary = "A compiled function recompiled more often than --max-recompiles allows."
+    what_it_does = (
+        "Runs a command under TORCH_TRACE and reports every compiled code object "
+        "that recompiled more than N times (or hit the recompile limit), with the "
+        "cause read from torch's recompile reason and its cure."
+    )
+
+    @classmethod
+    def doc(cls) -> str:
+        return f"{cls.code} ({cls.name})\n\n{cls.summary}\n\n{cls.what_it_does}\n"
+
+
+@dataclass
+class _GuardResult:
+    """The shape ``formats.to_json``/``to_sarif`` read (one per file)."""
+
+    findings: List[Finding]
+    changed: bool = False
+
+
+def over_limit(trace: tr.Trace, max_recompiles: int) -> List[tr.CodeEntry]:
+    """Code objects that recompiled more than ``max_recompiles`` times; one that
+    hit the recompile limit wanted more compiles than it got, so it is always
+    over."""
+    return [
+        e for e in trace.entries if e.recompiles > max_recompiles or e.limit_hit
+    ]
+
+
+def guard_findings(
+    trace: tr.Trace, max_recompiles: int, settings: Settings
+) -> List[Finding]:
+    """One finding per cause of every code object over the limit, at the
+    user line the table shows."""
+    codes = available_codes(settings)
+    cwd = os.getcwd()
+    out: List[Finding] = []
+    for entry in over_limit(trace, max_recompiles):
+        where = tr.display_location(entry, relative_to=cwd)
+        path, _, line = where.rpartition(":")
+        what = (
+            f"`{tr.display_name(entry)}` recompiled {entry.recompiles} time"
+            f"{'s' if entry.recompiles != 1 else ''} (allowed: {max_recompiles}),"
+            f" {entry.graphs} graph{'s' if entry.graphs != 1 else ''}"
+            + (", hit the recompile limit" if entry.limit_hit else "")
+        )
+        causes = entry.causes or ["-"]
+        for cause in causes:
+            if cause == "-":
+                detail = "cause unknown"
+            else:
+                srcs = entry.sources(cause)
+                label = cause if cause != tr.OTHER else f"other: {next(r.text for r in entry.reasons if r.cause == cause)}"
+                if srcs and cause != tr.OTHER:
+                    label += " " + ", ".join(f"`{s}`" for s in srcs)
+                detail = f"cause: {label}; cure: {tr.cure_label(entry, cause, codes)}"
+            line_no = int(line) if line.isdigit() else 1
+            out.append(
+                Finding(
+                    code=GUARD_CODE,
+                    message=f"{what}: {detail}",
+                    path=path,
+                    line=line_no,
+                    column=1,
+                    end_line=line_no,
+                    end_column=1,
+                    rule_name=GuardRule.name,
+                )
+            )
+    return out
+
+
+def _guard_output(findings: Sequence[Finding], output_format: str, version: str) -> str:
+    from . import formats
+
+    if output_format == "json":
+        return formats.to_json([_GuardResult(list(findings))])
+    if output_format == "sarif":
+        return formats.to_sarif([_GuardResult(list(findings))], [GuardRule], version)
+    return formats.to_github(findings)
+
+
+def guard(
+    cmd: Sequence[str],
+    settings: Settings,
+    max_recompiles: int,
+    output_format: str = "text",
+    version: str = "0",
+) -> int:
+    """``fix-recompiles run --max-recompiles N [--format F] -- CMD...``: run CMD
+    under the trace; exit 1 when a compiled code object recompiled more than N
+    times (also when CMD failed because one hit the limit under
+    ``fullgraph=True``), 2 when CMD failed otherwise (its exit code in the
+    message), else 0.  With a
+    machine format CMD's output goes to stderr, so stdout holds only the
+    report."""
+    if not cmd:
+        err_line(
+            "error: no command given: fix-recompiles run --max-recompiles N -- CMD ARGS..."
+        )
+        return EXIT_ERROR
+    machine = output_format != "text"
+    say = err_line if machine else out_line
+    err_line(f"fix-recompiles: running {' '.join(cmd)} with TORCH_TRACE")
+    folder = tempfile.mkdtemp(prefix="fix-recompiles-trace-")
+    try:
+        code = run_traced(cmd, folder, stdout=sys.stderr if machine else None)
+        trace = tr.read_trace(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    map_library_entries(trace, [os.getcwd()], settings)
+    say("")
+    for line in report_lines(trace, settings):
+        say(line)
+    findings = guard_findings(trace, max_recompiles, settings)
+    if machine:
+        sys.stdout.write(_guard_output(findings, output_format, version))
+        sys.stdout.flush()
+    over = over_limit(trace, max_recompiles)
+    n_compiled = sum(1 for e in trace.entries if e.graphs or e.recompiles)
+    say("")
+    if over:
+        say(
+            f"{len(over)} compiled function{'s' if len(over) != 1 else ''} recompiled"
+            f" more than {max_recompiles} time{'s' if max_recompiles != 1 else ''}"
+            " (--max-recompiles):"
+        )
+        for e in over:
+            say(
+                f"  {tr.display_name(e)} ({tr.display_location(e, os.getcwd())}):"
+                f" {e.recompiles} recompile{'s' if e.recompiles != 1 else ''}"
+                + (", hit the recompile limit" if e.limit_hit else "")
+            )
+    else:
+        say(
+            f"No compiled function recompiled more than {max_recompiles}"
+            f" time{'s' if max_recompiles != 1 else ''} ({n_compiled} compiled,"
+            f" {trace.total_graphs} graph{'s' if trace.total_graphs != 1 else ''})."
+        )
+    if code != 0 and trace.hard_limit_failures and over:
+        # fullgraph=True raised at the recompile limit: the failure is the storm the check is about
+        err_line(
+            f"fix-recompiles: the command failed with exit code {code} at the recompile limit"
+            " (FailOnRecompileLimitHit under fullgraph=True)"
+        )
+        return EXIT_FINDINGS
+    if code != 0:
+        err_line(
+            f"error: the command failed with exit code {code}; the recompile check"
+            " is not conclusive"
+        )
+        return EXIT_ERROR
+    return EXIT_FINDINGS if over else EXIT_CLEAN

@@ -1,0 +1,289 @@
+"""The trace-guided modes: ``fix-recompiles run [--diff | --fix | -i] -- CMD``
+and ``fix-recompiles check PATH --from-trace DIR``: print the trace's table
+and the implicated findings, then diff, write or review the guided plan;
+``run --fix`` re-runs the command and keeps the fixes only if they cure."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from typing import List, Optional, Sequence, Tuple
+
+
+from ..trace import read as tr
+from ..analysis.context import Settings
+from ..findings import Safety
+from ..pipeline.selection import FileSelection
+from ..pipeline.writer import write_atomic
+from ..trace.match import Guided, map_library_entries
+from ..trace.guide import TraceFilter, guide, write
+from ..trace.command import compare, traced_run
+from .output import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, err_line, out_line, report_lines
+
+
+# -- the two entry points (cli.py) -------------------------------------------------
+
+def _print_diff(guided: Guided) -> None:
+    from .output import unified_diff_bytes
+
+    sys.stdout.flush()
+    out = getattr(sys.stdout, "buffer", None)
+    for g in guided.files:
+        if g.changed:
+            patch = unified_diff_bytes(g.display_path, g.original, g.new)  # type: ignore[arg-type]
+            if out is not None:
+                out.write(patch)
+            else:
+                sys.stdout.write(patch.decode("utf-8", "replace"))
+    if out is not None:
+        out.flush()
+
+
+def _print_matches(guided: Guided, settings: Settings, *, fixing: bool) -> None:
+    from .output import format_finding
+
+    for g in guided.files:
+        for m in g.matches:
+            f = m.finding
+            if fixing and f.applied:
+                out_line(f"fixed: {format_finding(f, show_fix=False)}")
+            else:
+                out_line(format_finding(f))
+    n_other = sum(len(g.others) for g in guided.files)
+    if n_other:
+        out_line(
+            f"{n_other} other finding{'s' if n_other != 1 else ''} in these files not implicated by the trace (left alone; see `fix-recompiles check`)."
+        )
+    unsafe_left = [
+        m
+        for m in guided.matches
+        if not m.finding.applied
+        and m.finding.fix is not None
+        and m.finding.fix.safety == Safety.UNSAFE
+    ]
+    if unsafe_left and not settings.unsafe_fixes:
+        out_line(
+            f"{len(unsafe_left)} implicated fix{'es stay' if len(unsafe_left) != 1 else ' stays'} unsafe (a trace proves the recompile, not that the rewrite keeps results); apply with --unsafe-fixes."
+        )
+
+
+def report_and_apply(
+    trace: tr.Trace,
+    settings: Settings,
+    within: Optional[Sequence[str]],
+    *,
+    diff: bool,
+    fix: bool,
+    selection: FileSelection = FileSelection(),
+) -> Tuple[int, Guided, int]:
+    """Print the table, the implicated findings, and the diff or the writes.
+    (exit code, guided, files written)."""
+    map_library_entries(trace, within, settings)
+    guided = guide(trace, settings, within, fixing=fix, selection=selection)
+    for line in report_lines(trace, settings, guided):
+        out_line(line)
+    for path, reason in guided.errors:
+        err_line(f"error: {path}: {reason}")
+    if not guided.matches:
+        out_line(
+            "No finding of the passes matches a recompile in the trace: nothing to fix."
+        )
+    else:
+        out_line("")
+        out_line("Findings at the sites the trace implicates:")
+        _print_matches(guided, settings, fixing=fix)
+    written = 0
+    if diff:
+        _print_diff(guided)
+    elif fix:
+        written = write(guided)
+        for path, reason in guided.errors:
+            err_line(f"error: {path}: {reason}")
+        applied = sum(1 for m in guided.matches if m.finding.applied)
+        if applied:
+            out_line(
+                f"Fixed {applied} finding{'s' if applied != 1 else ''} in {written} file{'s' if written != 1 else ''}."
+            )
+    pending = any(
+        m.finding.fix is not None and not (fix and m.finding.applied)
+        for m in guided.matches
+    )
+    code = (
+        EXIT_FINDINGS
+        if pending or (diff and any(g.changed for g in guided.files))
+        else EXIT_CLEAN
+    )
+    if guided.errors:
+        code = EXIT_ERROR
+    return code, guided, written
+
+
+def review(
+    trace: tr.Trace, settings: Settings, within: Optional[Sequence[str]], selection: FileSelection = FileSelection()
+) -> Tuple[int, List[Tuple[str, str, bytes]]]:
+    """``-i``: print the table, then review only the implicated fixes one at a
+    time (``codemods.modes.interactive`` with a :class:`TraceFilter`).
+    (exit code, files written as (path, display path, bytes before))."""
+    from .interactive import review_paths
+
+    map_library_entries(trace, within, settings)
+    guided = guide(trace, settings, within, fixing=False, evidence=False, selection=selection)
+    for line in report_lines(trace, settings, guided):
+        out_line(line)
+    for path, reason in guided.errors:
+        err_line(f"error: {path}: {reason}")
+    files = [g for g in guided.files if g.matches]
+    if not files:
+        out_line(
+            "No finding of the passes matches a recompile in the trace: nothing to fix."
+        )
+        return (EXIT_ERROR if guided.errors else EXIT_CLEAN), []
+    n = len(guided.matches)
+    out_line("")
+    out_line(
+        f"Reviewing the {n} finding{'s' if n != 1 else ''} the trace implicates"
+        f" in {len(files)} file{'s' if len(files) != 1 else ''}:"
+    )
+    n_other = sum(len(g.others) for g in files)
+    if n_other:
+        out_line(
+            f"({n_other} other finding{'s' if n_other != 1 else ''} in these files"
+            f" {'are' if n_other != 1 else 'is'} not implicated by the trace and not offered;"
+            " see `fix-recompiles check -i`.)"
+        )
+    sys.stdout.flush()
+    code, tally = review_paths(
+        [g.path for g in files],
+        replace(settings, unproven=True),
+        sys.stdin,
+        sys.stdout,
+        sys.stderr,
+        finding_filter=TraceFilter(trace),
+        files=[g.path for g in files],
+        selection=selection,
+    )
+    if guided.errors:
+        code = EXIT_ERROR
+    return code, list(tally.written)
+
+
+def from_trace(
+    folder: str,
+    paths: Sequence[str],
+    settings: Settings,
+    *,
+    diff: bool,
+    fix: bool,
+    interactive: bool = False,
+    selection: FileSelection = FileSelection(),
+) -> int:
+    """``fix-recompiles check PATH --from-trace DIR [--diff | --fix | -i]``."""
+    if not os.path.exists(folder):
+        err_line(f"error: {folder}: no such trace folder")
+        return EXIT_ERROR
+    trace = tr.read_trace(folder)
+    if not trace.files:
+        err_line(f"error: {folder}: no trace files (expected TORCH_TRACE output)")
+        return EXIT_ERROR
+    within = list(paths) or ["."]
+    if interactive:
+        return review(trace, settings, within, selection)[0]
+    code, _guided, _written = report_and_apply(
+        trace, settings, within, diff=diff, fix=fix, selection=selection
+    )
+    return code
+
+
+def _compare_after(
+    cmd: Sequence[str],
+    before: tr.Trace,
+    code_before: int,
+    written: Sequence[Tuple[str, str, bytes]],
+    code: int,
+) -> int:
+    """Run ``cmd`` again on the fixed files and print graphs before -> after;
+    restore ``written`` (path, display path, bytes before) if its exit code
+    changed, or if the fixes compiled no fewer graphs in total; when the
+    first run failed at the recompile limit (``code_before`` != 0), keep them
+    only if the command now succeeds."""
+    err_line(f"fix-recompiles: running {' '.join(cmd)} again with the fixes")
+    code_after, after = traced_run(cmd)
+    out_line("")
+    out_line("Graphs compiled, before -> after:")
+    rows = compare(before, after)
+    width = max([len(r[0]) for r in rows] + [5])
+    for name, nb, na in rows:
+        out_line(f"  {name.ljust(width)}  {nb} -> {na}")
+    out_line(f"  {'total'.ljust(width)}  {before.total_graphs} -> {after.total_graphs}")
+    if code_before != 0:  # it failed at the recompile limit: the fixes must end that
+        if code_after == 0:
+            out_line(f"Exit code {code_before} -> 0: the recompile limit is no longer hit.")
+            return code
+        for path, shown, original in written:
+            write_atomic(path, original, shown)
+        err_line(f"error: the command still fails after the fixes (exit code {code_after}); the files were restored")
+        return EXIT_ERROR
+    if code_after == code_before:
+        out_line(f"Exit code unchanged ({code_after}).")
+        if written and after.total_graphs >= before.total_graphs:
+            # a fix must cure what it claims (issue 15, item 2): none did
+            for path, shown, original in written:
+                write_atomic(path, original, shown)
+            err_line(
+                f"fix-recompiles: the fixes did not reduce the graphs compiled ({before.total_graphs} -> "
+                f"{after.total_graphs}); the files were restored"
+            )
+            return EXIT_FINDINGS
+        return code
+    for path, shown, original in written:
+        write_atomic(path, original, shown)
+    err_line(
+        f"error: exit code changed {code_before} -> {code_after} after the fixes; the files were restored"
+    )
+    return EXIT_ERROR
+
+
+def run(
+    cmd: Sequence[str],
+    settings: Settings,
+    *,
+    diff: bool,
+    fix: bool,
+    interactive: bool = False,
+    selection: FileSelection = FileSelection(),
+) -> int:
+    """``fix-recompiles run [--diff | --fix | -i] -- CMD...``."""
+    if not cmd:
+        err_line(
+            "error: no command given: fix-recompiles run [--diff | --fix | -i] -- CMD ARGS..."
+        )
+        return EXIT_ERROR
+    err_line(f"fix-recompiles: running {' '.join(cmd)} with TORCH_TRACE")
+    code_before, before = traced_run(cmd)
+    out_line("")
+    if code_before != 0 and not before.hard_limit_failures:
+        for line in report_lines(before, settings):
+            out_line(line)
+        err_line(f"error: the command failed with exit code {code_before}; nothing changed")
+        return EXIT_ERROR
+    if code_before != 0:
+        # fullgraph=True raises at the recompile limit: the failure is the
+        # storm itself, and its trace is whole up to there
+        err_line(
+            f"fix-recompiles: the command failed with exit code {code_before} at the recompile limit "
+            "(FailOnRecompileLimitHit under fullgraph=True): its trace is the storm to cure"
+        )
+    if interactive:
+        code, written = review(before, settings, [os.getcwd()], selection)
+    else:
+        code, guided, _n = report_and_apply(
+            before, settings, [os.getcwd()], diff=diff, fix=fix, selection=selection
+        )
+        written = [
+            (g.path, g.display_path, g.original) for g in guided.files if g.changed
+        ] if fix else []
+    if not written:
+        # a command that failed at the limit and was not fixed still has its storm
+        return max(code, EXIT_FINDINGS) if code_before != 0 else code
+    return _compare_after(cmd, before, code_before, written, code)

@@ -1,0 +1,233 @@
+"""The plan narrowed by a trace: analyse the files a trace implicates (with
+the project index of the whole folder), keep the findings it matches, and
+render their fixes plus the fixes the trace supports on its own
+(:mod:`codemods.trace.cures`)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from dataclasses import replace
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+
+from . import read as tr
+from ..analysis.context import Evidence, FileContext, Settings
+from ..pipeline.engine import analyze, render, should_apply
+from ..findings import FileError, Finding
+from ..analysis.project import build_project_index
+from ..pipeline.selection import FileSelection
+from ..pipeline.writer import write_atomic, write_changed
+from .match import Guided, GuidedFile, Match, _real, entry_file, implicated_files, map_library_entries, match_file
+from .cures import apply_evidence, apply_flag_evidence
+
+
+class TraceFilter:
+    """The ``-i`` session's finding filter for a trace: keep only the findings
+    :func:`match_file` matches (upgraded as in ``--fix``).  The session calls it
+    again on the accepted code after every accepted fix; the trace's line
+    numbers are of the file as it ran, so they are first moved to the accepted
+    code (``interactive.line_map`` from the bytes first seen for that file)."""
+
+    def __init__(self, trace: tr.Trace) -> None:
+        self.trace = trace
+        self._original: Dict[str, bytes] = {}
+
+    def _entries(self, path: str, data: bytes) -> List[tr.CodeEntry]:
+        """The trace's entries, those of this file with their lines moved to ``data``."""
+        real = _real(path)
+        original = self._original.setdefault(real, data)
+        entries = self.trace.entries
+        if data != original:
+            from ..modes.interactive import line_map
+
+            moved = line_map(original, data)
+            entries = [
+                dataclasses.replace(e, firstlineno=moved(e.firstlineno))
+                if e.firstlineno and entry_file(e) and _real(entry_file(e)) == real
+                else e
+                for e in entries
+            ]
+        return entries
+
+    def evidence(self, path: str, data: bytes) -> Optional[Evidence]:
+        """What the trace observed in this file, at the lines of ``data`` (for
+        the analysis: :func:`float_evidence`)."""
+        return float_evidence(tr.Trace(entries=self._entries(path, data))).get(_real(path))
+
+    def __call__(self, ctx: FileContext, findings: Sequence[Finding]) -> List[Finding]:
+        matches, _others = match_file(ctx, findings, self._entries(ctx.path, ctx.source.data))
+        return [m.finding for m in matches]
+
+
+def float_evidence(trace: tr.Trace) -> Dict[str, Evidence]:
+    """By user file (real path): the arguments of its compiled functions the
+    trace saw guarded on a float's value (``temperature == 0.7``,
+    ``sampling_kwargs['temperature'] == 0.7``, ``args[1] == 0.7``), for FR003
+    to follow where the source cannot show a float (``ctx.evidence``)."""
+    found: Dict[str, Dict[int, Set[str]]] = {}
+    for entry in trace.entries:
+        if tr.is_library_file(entry.filename) or not entry.firstlineno:
+            continue
+        # `cfg.lr`: an attribute, not an argument; a value torch guarded as
+        # computed from the float (`(1.0 - p) == 0.9`): an op needed a Python
+        # number there, which a tensor passed in does not show to cure
+        sources = sorted({r.source for r in entry.reasons if r.cause == tr.FLOAT_ARG and r.source and "." not in r.source and not r.specialized})
+        if sources:
+            found.setdefault(_real(entry.filename), {}).setdefault(entry.firstlineno, set()).update(sources)
+    return {path: Evidence({line: frozenset(s) for line, s in lines.items()}) for path, lines in found.items()}
+
+
+def guide(
+    trace: tr.Trace,
+    settings: Settings,
+    within: Optional[Sequence[str]] = None,
+    *,
+    fixing: bool,
+    evidence: bool = True,
+    selection: FileSelection = FileSelection(),
+) -> Guided:
+    """Analyse the files the trace implicates; compute the new bytes with only
+    the matched findings' fixes (safe ones, or all with ``--unsafe-fixes``),
+    then (``evidence``) the fixes the trace supports on its own
+    (:func:`apply_evidence`).  ``selection``: the run's excludes and
+    per-file-ignores (a file the configuration excludes is neither analysed
+    nor fixed, though the trace names it)."""
+    from ..pipeline.discovery import display_path
+
+    out = Guided()
+    # the trace is the evidence the source lacks: unproven findings take part
+    # (only those it implicates are applied)
+    settings = replace(settings, unproven=True)
+    map_library_entries(trace, within, settings)
+    files = [path for path in implicated_files(trace, within) if selection.takes(path)]
+    # the project model of every file under the folder, not only the
+    # implicated ones: an lr writer in scheduler.py proves main.py's FR004 fix
+    indexed = sorted(set(selection.discover(within).files) | set(files)) if within else files
+    project = build_project_index(indexed, settings)
+    files = files + _feeding_files(project, files, indexed)
+    observed = float_evidence(trace)
+    #: (module, line of the construction) of optimizers whose FR004 fix is applied
+    optimizers: Dict[Tuple[str, int], Match] = {}
+    for path in files:
+        shown = display_path(path)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            ctx, findings = analyze(path, shown, data, selection.settings_for(path, settings), project, evidence=observed.get(_real(path)))
+        except FileError as exc:
+            out.errors.append((exc.path, exc.reason))
+            continue
+        except OSError as exc:
+            out.errors.append((shown, f"cannot read: {exc.strerror or exc}"))
+            continue
+        guided = GuidedFile(path, shown, data)
+        out.files.append(guided)
+        if ctx is None:
+            continue
+        guided.matches, guided.others = match_file(ctx, findings, trace.entries)
+        _apply(ctx, guided, data, settings, out)
+        optimizers.update(_fixed_optimizers(ctx, project, guided))
+    if optimizers:
+        apply_lr_writers(out, project, settings, optimizers)
+    if evidence:
+        apply_flag_evidence(trace, out, settings)
+        apply_evidence(trace, out)
+    return out
+
+
+def _feeding_files(project, implicated: Sequence[str], indexed: Sequence[str]) -> List[str]:
+    """Files of the run (not implicated themselves) that may call a function
+    compiled in an implicated file: a float passed there in is fixed where it
+    is passed (FR003 reports it in the caller's file)."""
+    from ..pipeline.prefilter import mentions_any
+
+    tokens = project.call_tokens({project.modules[p] for p in implicated if p in project.modules})
+    if not tokens:
+        return []
+    out: List[str] = []
+    for path in indexed:
+        if path in implicated:
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if mentions_any(data, tokens):
+            out.append(path)
+    return out
+
+
+def _apply(ctx: FileContext, guided: GuidedFile, data: bytes, settings: Settings, out: Guided) -> None:
+    """Render the matched findings that the settings apply into ``guided.new``."""
+    chosen = [m.finding for m in guided.matches if should_apply(m.finding, settings)]
+    for f in chosen:
+        f.applied = True
+    if chosen:
+        try:
+            guided.new = render(ctx, chosen, data)
+        except FileError as exc:
+            out.errors.append((exc.path, exc.reason))
+            for f in chosen:
+                f.applied = False
+
+
+def _fixed_optimizers(ctx: FileContext, project, guided: GuidedFile) -> Dict[Tuple[str, int], Match]:
+    """(module, line of the call) of the optimizer constructions whose FR004
+    fix this file applies (the calls that hold an applied FR004 finding)."""
+    key = project.modules.get(ctx.path) if project is not None else None
+    applied = [m for m in guided.matches if m.finding.code == "FR004" and m.finding.applied]
+    if key is None or not applied:
+        return {}
+    out: Dict[Tuple[str, int], Match] = {}
+    for call in ctx.source.nodes(ast.Call):
+        for m in applied:
+            f = m.finding
+            if (call.lineno, call.col_offset + 1) <= (f.line, f.column) and (f.end_line, f.end_column) <= (call.end_lineno, call.end_col_offset + 1):
+                out[(key[1], call.lineno)] = m
+    return out
+
+
+def apply_lr_writers(out: Guided, project, settings: Settings, optimizers: Dict[Tuple[str, int], Match]) -> None:
+    """FR004's fix of an optimizer whose lr a writer in another module sets (a
+    scheduler class, a ``set_lr`` helper) is whole only with that writer's
+    ``.fill_`` edits.  A module of proven lr writers (``project.lr_proven``)
+    all of whose optimizers had their FR004 fix applied here is analysed and
+    its FR004 findings applied with them; otherwise nothing is added (a
+    ``.fill_`` on a float lr would crash)."""
+    from ..pipeline.discovery import display_path
+
+    done = {_real(g.path) for g in out.files}
+    for key, writers in sorted(project.lr_proven.items()):
+        path = project.path_of(key)
+        callers = sorted({c for cs in writers.values() for c in cs})
+        if path is None or _real(path) in done or not callers or any(c not in optimizers for c in callers):
+            continue
+        shown = display_path(path)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            ctx, findings = analyze(path, shown, data, settings, project)
+        except (OSError, FileError):
+            continue
+        if ctx is None:
+            continue
+        cause = optimizers[callers[0]]
+        guided = GuidedFile(path, shown, data)
+        guided.matches = [Match(f, cause.entry, tr.OPTIMIZER_LR) for f in findings if f.code == "FR004" and f.fix is not None]
+        guided.others = [f for f in findings if not (f.code == "FR004" and f.fix is not None)]
+        _apply(ctx, guided, data, settings, out)
+        if guided.changed:
+            out.files.append(guided)
+
+
+def write(guided: Guided) -> int:
+    """Write the guided fixes atomically; returns how many files were written."""
+    return write_changed(guided.files, guided.errors, lambda g: [m.finding for m in g.matches])
+
+
+def restore(guided: Guided) -> None:
+    for g in guided.files:
+        if g.changed:
+            write_atomic(g.path, g.original, g.display_path)

@@ -1,0 +1,358 @@
+"""Matching a trace to the findings: which files and compile sites a
+``TORCH_TRACE`` implicates, and which findings there cure the recompiles it
+observed.
+
+A finding *matches* a traced code object when it is in the same file and
+
+- it lies on a compile site (the compile call, its options, or a call of the
+  compiled callable) whose compiled function -- the decorated or wrapped
+  ``def``, or ``forward`` of a compiled ``nn.Module`` -- starts at the code
+  object's ``co_firstlineno`` (on Python 3.11 the first decorator's line, or
+  the ``def`` line: both are accepted), and
+- its rule cures one of the causes observed for that code object (the rule's
+  ``cures``, read by :func:`codemods.trace.read.rule_cures`).
+
+Optimizer-lr recompiles happen in torch's own ``step``; they are mapped to the
+user file whose frame called it, and match every FR004 finding of that file.
+
+A matched unsafe fix whose rule is marked ``upgrade`` for the cause becomes
+safe: the trace is the evidence of variation it lacked.  The finding's message
+says so.  This module never imports torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+
+from . import read as tr
+from ..analysis.compile_sites import def_first_lines
+from ..analysis.context import FileContext, Settings
+from ..findings import FileError, Finding, Fix, Safety
+
+
+
+@dataclass
+class Match:
+    finding: Finding
+    entry: tr.CodeEntry
+    cause: str
+    upgraded: bool = False
+
+
+@dataclass
+class GuidedFile:
+    path: str
+    display_path: str
+    original: bytes
+    new: Optional[bytes] = None
+    matches: List[Match] = field(default_factory=list)
+    #: findings of this file the trace does not implicate (not applied)
+    others: List[Finding] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.new is not None and self.new != self.original
+
+
+@dataclass
+class Guided:
+    files: List[GuidedFile] = field(default_factory=list)
+    errors: List[Tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def matches(self) -> List[Match]:
+        return [m for f in self.files for m in f.matches]
+
+
+# -- files the trace names -----------------------------------------------------
+
+
+def _real(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+def entry_file(entry: tr.CodeEntry) -> Optional[str]:
+    """The user file a code object belongs to (torch-internal code objects: the
+    file of the user frame that reached them)."""
+    if entry.filename and not tr.is_library_file(entry.filename):
+        return entry.filename
+    if entry.user_frame is not None:
+        return entry.user_frame[0]
+    return None
+
+
+def implicated_files(
+    trace: tr.Trace, within: Optional[Sequence[str]] = None
+) -> List[str]:
+    """Existing user files named by recompiling code objects, in trace order;
+    with ``within``, only files under those paths."""
+    roots = [_real(p) for p in within] if within else None
+    out: List[str] = []
+    seen = set()
+    for entry in trace.entries:
+        if not entry.reasons and not entry.limit_hit:
+            continue
+        path = entry_file(entry)
+        if not path or not os.path.isfile(path):
+            continue
+        real = _real(path)
+        if real in seen:
+            continue
+        if roots is not None and not any(
+            real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots
+        ):
+            continue
+        seen.add(real)
+        out.append(path)
+    return out
+
+
+# -- matching ------------------------------------------------------------------
+
+
+def _forward(cls: ast.ClassDef) -> Optional[ast.AST]:
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward":
+            return stmt
+    return None
+
+
+def site_first_lines(model, site) -> List[int]:
+    """Lines a traced code object of this compile site can start on."""
+    lines: List[int] = []
+    if site.target_def is not None:
+        lines.extend(def_first_lines(site.target_def))
+    for fn in {id(f): f for f in site.call_defs.values() if f is not None}.values():  # compiled by a project decorator
+        lines.extend(def_first_lines(fn))
+    if site.target is not None and not isinstance(site.target, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        cls = model.module_class_of(site.target)
+        if cls is None and isinstance(site.target, ast.Attribute) and isinstance(site.target.value, ast.Name):
+            # model.compile() / torch.compile(model.forward)
+            cls = model.module_class_of(site.target.value)
+        if cls is not None:
+            fwd = _forward(cls)
+            if fwd is not None:
+                lines.extend(def_first_lines(fwd))
+    return lines
+
+
+def _span(source, node) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+    (l1, c1), (l2, c2) = source.start(node), source.end(node)
+    return (l1, c1 + 1), (l2, c2 + 1)
+
+
+def site_spans(source, site) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:
+    nodes = [site.node]
+    if site.options_call is not None:
+        nodes.append(site.options_call)
+    nodes.extend(site.calls)
+    return [_span(source, n) for n in nodes]
+
+
+def _inside(finding: Finding, span) -> bool:
+    start, end = span
+    return (
+        start <= (finding.line, finding.column)
+        and (finding.end_line, finding.end_column) <= end
+    )
+
+
+# -- library functions compiled in user code ------------------------------------------
+#
+# ``torch.compile(F.softmax, dynamic=False)``, ``torch.compile(flex_attention)``:
+# dynamo compiles torch's code (for a function its trace rules skip, a
+# ``wrap_inline`` wrapper named ``inner`` in torch/_dynamo/external_utils.py),
+# and the trace records no user frame for it (measured on 2.13: the
+# ``dynamo_start`` stack is that one frame).  The user's compile call of the
+# library function is found in the run's files: when exactly one compile call
+# of a library function can have compiled that code object, the entry is
+# mapped to it (shown there, its findings matched); otherwise it stays torch's.
+
+_WRAPPER = ("inner", "torch/_dynamo/external_utils.py")
+
+
+def _library_callable(model, site) -> Optional[str]:
+    """The dotted name of the library function ``site`` compiles (an imported
+    function: ``torch.nn.functional.softmax``), or None for user code."""
+    if site.form != "wrap" or site.target_def is not None or site.target is None:
+        return None
+    if not isinstance(site.target, (ast.Name, ast.Attribute)) or model.module_class_of(site.target) is not None:
+        return None
+    names = sorted(q for q in model.qualified_names(site.target) if "." in q and not q.startswith("builtins."))
+    return names[0] if names else None
+
+
+def _can_have_compiled(entry: tr.CodeEntry, qualified: str) -> bool:
+    if (entry.name, entry.filename.replace("\\", "/").endswith(_WRAPPER[1])) == (_WRAPPER[0], True):
+        return True  # torch's wrapper around a function its trace rules skip
+    return qualified.rsplit(".", 1)[-1] == entry.name
+
+
+def map_library_entries(trace: tr.Trace, within: Optional[Sequence[str]], settings: Settings) -> None:
+    """Map torch-internal code objects with no user frame that recompiled to
+    the one user compile call of a library function (under ``within``) that
+    can have compiled them: sets ``library_site`` and ``user_frame``."""
+    from ..analysis.compile_sites import model_of
+    from ..pipeline.discovery import discover
+    from ..pipeline.engine import parse_ast
+    from ..pipeline.prefilter import mentions_compile
+
+    todo = [
+        e for e in trace.entries
+        if tr.is_library_file(e.filename) and e.user_frame is None and (e.reasons or e.limit_hit)
+    ]
+    if not todo or not within:
+        return
+    found: List[Tuple[str, int, str, str]] = []  # (path, line, as written, qualified name)
+    for path in discover(within).files:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            if not mentions_compile(data):
+                continue
+            source = parse_ast(path, data)
+        except (OSError, FileError):
+            continue
+        model = model_of(source)
+        for site in model.compile_sites:
+            qualified = _library_callable(model, site)
+            if qualified is not None:
+                written = ast.get_source_segment(source.text, site.target) or qualified
+                found.append((path, site.node.lineno, written, qualified))
+    for entry in todo:
+        candidates = [c for c in found if _can_have_compiled(entry, c[3])]
+        if len(candidates) == 1:
+            path, line, written, _q = candidates[0]
+            entry.library_site = (path, line)
+            entry.user_frame = (path, line, written)
+
+
+def _evidence(entry: tr.CodeEntry, cause: str) -> str:
+    sources = []
+    for r in entry.reasons:
+        if r.cause == cause and r.source and r.source not in sources:
+            sources.append(r.source)
+    what = f"{cause} `{', '.join(sources)}`" if sources else cause
+    limit = ", hit the recompile limit" if entry.limit_hit else ""
+    return f"`{tr.display_name(entry)}` compiled {entry.graphs} graphs on {what}{limit}"
+
+
+def upgrade(finding: Finding, evidence: str) -> Finding:
+    """A copy of ``finding`` whose unsafe fix is safe, saying why."""
+    assert finding.fix is not None
+    fix: Fix = dataclasses.replace(finding.fix, safety=Safety.SAFE)
+    return dataclasses.replace(
+        finding,
+        fix=fix,
+        message=f"{finding.message} (safe: cures recompiles observed in trace: {evidence})",
+        applied=False,
+    )
+
+
+def _match_causes(entry: tr.CodeEntry) -> List[str]:
+    """The causes a finding may cure for this code object: those observed,
+    and for torch's own optimizer ``step`` that recompiled on anything (torch
+    names only the first failing guard: a second optimizer sharing the code
+    object shows as object identity `self`, hiding the lr guard behind it),
+    the optimizer lr too: FR004's own analysis proves the lr changes."""
+    causes = list(entry.causes)
+    optimizer_step = "/torch/optim/" in entry.filename.replace("\\", "/") and entry.name == "step"
+    if optimizer_step and entry.recompiles and tr.OPTIMIZER_LR not in causes:
+        causes.append(tr.OPTIMIZER_LR)
+    return causes
+
+
+def match_file(
+    ctx: FileContext, findings: Sequence[Finding], entries: Sequence[tr.CodeEntry]
+) -> Tuple[List[Match], List[Finding]]:
+    """(matches, findings not implicated) for one file's findings."""
+    model = ctx.model
+    real = _real(ctx.path)
+    sites = [
+        (site_first_lines(model, s), site_spans(ctx.source, s))
+        for s in model.compile_sites
+    ]
+    matched: Dict[int, Match] = {}
+    for entry in entries:
+        path = entry_file(entry)
+        if path is None:
+            continue
+        if _real(path) != real:
+            # a function compiled in another module, fed from this file
+            if not tr.is_library_file(entry.filename):
+                for cause in _match_causes(entry):
+                    for cure in tr.rule_cures(entry, cause):
+                        for index, f in enumerate(findings):
+                            if f.feeds_path and f.code == cure.code and index not in matched and entry.firstlineno in f.feeds and _real(f.feeds_path) == _real(path):
+                                matched[index] = Match(f, entry, cause)
+            continue
+        internal = tr.is_library_file(entry.filename)
+        library_spans = [
+            (s, site_spans(ctx.source, s))
+            for s in model.compile_sites
+            if entry.library_site is not None and s.node.lineno == entry.library_site[1] and _library_callable(model, s) is not None
+        ]
+        for cause in _match_causes(entry):
+            for cure in tr.rule_cures(entry, cause):
+                for index, f in enumerate(findings):
+                    if f.code != cure.code or index in matched:
+                        continue
+                    if internal and entry.library_site is not None:
+                        # a compiled library function: the user's compile call of it
+                        ok = any(
+                            any(_inside(f, sp) for sp in spans)
+                            for site, spans in library_spans
+                        )
+                    elif internal:
+                        # torch's own code compiled for the user's call (an
+                        # optimizer's step, nn.Sequential.forward): any FR004
+                        # of the file; others on the line of the user's call
+                        frame = entry.user_frame
+                        ok = cause == tr.OPTIMIZER_LR or (frame is not None and f.line <= frame[1] <= f.end_line)
+                    elif f.feeds:  # about a compiled function, placed where its value is passed in
+                        ok = entry.firstlineno in f.feeds
+                    else:
+                        ok = any(
+                            entry.firstlineno in lines
+                            and any(_inside(f, sp) for sp in spans)
+                            for lines, spans in sites
+                        )
+                    if not ok or not _about_guarded(f, entry, cause):
+                        continue
+                    if (
+                        cure.upgrade
+                        and f.fix is not None
+                        and f.fix.safety == Safety.UNSAFE
+                    ):
+                        matched[index] = Match(
+                            upgrade(f, _evidence(entry, cause)),
+                            entry,
+                            cause,
+                            upgraded=True,
+                        )
+                    else:
+                        matched[index] = Match(f, entry, cause)
+    matches = [matched[i] for i in sorted(matched)]
+    others = [f for i, f in enumerate(findings) if i not in matched]
+    return matches, others
+
+
+def _about_guarded(f: Finding, entry: tr.CodeEntry, cause: str) -> bool:
+    """May the trace implicate ``f`` for ``cause``?  An unproven finding about
+    a float (FR003 with --unproven) only when the trace guarded that float:
+    a recompile on `a` does not prove that `b`, which never changes, does.
+    Guarded sources the finding cannot be compared with (`args[1]`) allow it."""
+    if f.proven or not f.about or cause != tr.FLOAT_ARG:
+        return True
+    names = set()
+    for source in entry.sources(cause):
+        argument = tr.argument_of(source)
+        if argument is None:
+            return True
+        names.add(argument[0])
+    return bool(names & set(f.about))
