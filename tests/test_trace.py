@@ -798,3 +798,49 @@ def test_constant_value_at_the_limit_names_a_cure():
     assert tr.cure_label(hit, tr.CONSTANT, []).startswith("report: every new value of `text`")
     few = tr.CodeEntry("predict", "m.py", 22, graphs=3, limit_hit=False, reasons=reasons[:2])
     assert tr.cure_label(few, tr.CONSTANT, []) == "bounded, no fix needed (2 recompiles)"
+
+
+# -- the configuration reaches every mode (issue 26) ----------------------------------
+#
+# `exclude` and `per-file-ignores` reached only `check`'s plain run: `check -i`
+# offered, and `check --from-trace DIR --diff` printed, a fix in a file the
+# configuration excludes (or whose per-file-ignores drop the rule).
+
+CONFIG_DROPS = {
+    "exclude": '[tool.fix-recompiles]\nexclude = ["loader_shapes.py"]\n',
+    "per-file-ignores": '[tool.fix-recompiles]\nper-file-ignores = {"loader_shapes.py" = ["FR001"]}\n',
+}
+
+
+@pytest.mark.parametrize("setting", sorted(CONFIG_DROPS))
+def test_from_trace_diff_honours_the_configuration(copied, tmp_path, setting):
+    script, _trace = copied("loader_shapes")
+    (tmp_path / "pyproject.toml").write_text(CONFIG_DROPS[setting])
+    plain = warm_python.cli_run(check=False, args=CLI + ["check", "."], capture_output=True, text=True, cwd=tmp_path, env=_env())
+    assert "FR001" not in plain.stdout, plain.stdout
+    proc = warm_python.cli_run(
+        check=False,
+        args=CLI + ["check", ".", "--from-trace", "trace", "--diff"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(),
+    )
+    # FR001's fix (the removal of dynamic=False) is neither listed nor in the diff
+    assert '-@torch.compile(backend="eager", dynamic=False)' not in proc.stdout, proc.stdout
+    assert not re.search(r"^loader_shapes\.py:\d+:\d+: FR001", proc.stdout, re.MULTILINE), proc.stdout
+    if setting == "exclude":  # the file is not the run's: nothing in it is analysed or fixed
+        assert "+++ b/" not in proc.stdout and "nothing to fix" in proc.stdout, proc.stdout
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("setting", sorted(CONFIG_DROPS))
+def test_check_interactive_honours_the_configuration(copied, tmp_path, setting):
+    script, _trace = copied("loader_shapes")
+    original = script.read_bytes()
+    (tmp_path / "pyproject.toml").write_text(CONFIG_DROPS[setting])
+    child = _spawn(["check", "-i", "--unproven", "."], tmp_path)
+    tail, status = _finish(child)
+    assert "Apply this fix" not in tail and "FR001" not in tail, tail
+    assert status == 0, tail
+    assert script.read_bytes() == original
