@@ -449,8 +449,8 @@ def _run_guard(ctx, max_recompiles, output_format, fixing, select, ignore, confi
     if output_format not in FORMATS:
         _err(f"error: --format must be one of {', '.join(FORMATS)}, not {output_format!r}")
         raise typer.Exit(EXIT_ERROR)
-    settings, _cfg = resolve_settings(["."], config_file=config_file, select=select, ignore=ignore, target_torch=target_torch)
-    raise typer.Exit(guard.guard(list(ctx.args), settings, max_recompiles, output_format, _version()))
+    settings, cfg = resolve_settings(["."], config_file=config_file, select=select, ignore=ignore, target_torch=target_torch)
+    raise typer.Exit(guard.guard(list(ctx.args), settings, max_recompiles, output_format, _version(), selection=file_selection(cfg, None)))
 
 
 COMMANDS = ("check", "rules", "run")

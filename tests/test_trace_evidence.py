@@ -162,7 +162,9 @@ def test_two_library_compiles_leave_the_recompile_unmapped(tmp_path, monkeypatch
 def test_a_users_own_function_is_no_library_candidate(tmp_path, monkeypatch):
     text = "import torch\n\ndef f(x):\n    return x\n\nsoftmax = torch.compile(f, dynamic=False)\n"
     _script, trace = _library_trace(tmp_path, monkeypatch, text)
-    trace_match.map_library_entries(trace, [str(tmp_path)], Settings())
+    from codemods.pipeline.selection import FileSelection
+
+    trace_match.map_library_entries(trace, FileSelection().discover([str(tmp_path)]).files)
     assert trace.entries[0].library_site is None
 
 

@@ -16,6 +16,7 @@ from ..trace import read as tr
 from ..analysis.context import Settings
 from ..findings import Finding
 from .output import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, err_line, out_line, available_codes, report_lines
+from ..pipeline.selection import FileSelection
 from ..trace.match import map_library_entries
 from ..trace.command import run_traced
 
@@ -119,6 +120,7 @@ def guard(
     max_recompiles: int,
     output_format: str = "text",
     version: str = "0",
+    selection: FileSelection = FileSelection(),
 ) -> int:
     """``fix-recompiles run --max-recompiles N [--format F] -- CMD...``: run CMD
     under the trace; exit 1 when a compiled code object recompiled more than N
@@ -141,7 +143,7 @@ def guard(
         trace = tr.read_trace(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    map_library_entries(trace, [os.getcwd()], settings)
+    map_library_entries(trace, selection.discover([os.getcwd()]).files)
     say("")
     for line in report_lines(trace, settings):
         say(line)

@@ -317,6 +317,7 @@ class Session:
         self.project = project
         self.tally = Tally()
         self.quit = False
+        self.prepared: Dict[str, Tuple[object, List[Finding]]] = {}
 
     # output helpers -------------------------------------------------------
     def _style(self, text: str, **kw) -> str:
@@ -372,8 +373,12 @@ class Session:
                 return choice
 
     # the walk -------------------------------------------------------------
-    def review(self, results: Sequence[FileResult]) -> Tally:
-        """Walk every fix of every result; returns the counts."""
+    def review(self, results: Sequence[FileResult], prepared: Optional[Dict[str, Tuple[object, List[Finding]]]] = None) -> Tally:
+        """Walk every fix of every result; returns the counts.  ``prepared``:
+        by path, the analysis a file's findings come from (its context and
+        the findings as the filter left them), so the review starts from it
+        instead of analysing the file again."""
+        self.prepared = dict(prepared or {})
         # a filter with evidence (a trace's) may find what the plain analysis did not
         evidence = getattr(self.finding_filter, "evidence", None) is not None
         for index, result in enumerate(results):
@@ -437,11 +442,16 @@ class Session:
 
     def _walk(self, state: _FileState) -> None:
         result = state.result
-        try:
-            findings = self._analyze(state, state.data)
-        except _Stop as stop:
-            self._error(result.display_path, stop.reason)
-            return
+        prepared = self.prepared.get(result.path)
+        if prepared is not None and prepared[0] is not None:
+            state.ctx, findings = prepared[0], list(prepared[1])
+            state.encoding = state.ctx.module.encoding  # type: ignore[attr-defined]
+        else:
+            try:
+                findings = self._analyze(state, state.data)
+            except _Stop as stop:
+                self._error(result.display_path, stop.reason)
+                return
         self.tally.unfixable += sum(1 for f in findings if f.fix is None)
         decided: List[Key] = []
         decisions = FileDecisions()
@@ -610,32 +620,54 @@ def review_paths(
     selection: FileSelection = FileSelection(),
 ) -> Tuple[int, Tally]:
     """:func:`run_interactive`, also returning the session's counts (which
-    files were written, with their bytes before the review)."""
-    if color is None:
-        isatty = getattr(out, "isatty", None)
-        color = bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
-    from ..analysis.project import build_project_index
+    files were written, with their bytes before the review): the plan of
+    ``paths`` (:func:`codemods.pipeline.runner.run`), then :func:`review_plan`."""
     from ..pipeline.runner import run
 
     try:
-        result = run(list(files) if files is not None else paths, settings, selection=selection)
+        # a report's plan: the fixes are rendered one at a time in the review
+        result = run(list(files) if files is not None else paths, settings, selection=selection, render=False)
     except KeyboardInterrupt:
         err.write("Interrupted before any fix was shown; nothing written.\n")
         return 1, Tally()
-    for path, reason in result.errors:
+    return review_plan(
+        result.results, settings, inp, out, err, project=result.project, errors=result.errors,
+        color=color, finding_filter=finding_filter, selection=selection,
+    )
+
+
+def review_plan(
+    results: Sequence[FileResult],
+    settings: Settings,
+    inp: TextIO,
+    out: TextIO,
+    err: TextIO,
+    *,
+    project=None,
+    errors: Sequence[Tuple[str, str]] = (),
+    color: Optional[bool] = None,
+    finding_filter: Optional[FindingFilter] = None,
+    selection: FileSelection = FileSelection(),
+    prepared: Optional[Dict[str, Tuple[object, List[Finding]]]] = None,
+) -> Tuple[int, Tally]:
+    """The interactive mode over a plan (the files' results, the project index
+    they were analysed with, the errors met making it): review every fix, write
+    the accepted ones; (exit code, the session's counts).  ``prepared``: see
+    :meth:`Session.review`."""
+    if color is None:
+        isatty = getattr(out, "isatty", None)
+        color = bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+    for path, reason in errors:
         err.write(f"error: {path}: {reason}\n")
     err.flush()
-    project = getattr(result, "project", None)
-    if project is None:
-        project = build_project_index([r.path for r in result.results], settings)
     session = Session(settings, inp, out, err=err, color=color, project=project, finding_filter=finding_filter, selection=selection)
-    tally = session.review(result.results)
+    tally = session.review(results, prepared)
     for line in session.summary():
         out.write(line + "\n")
-    if result.errors or tally.errors:
-        n = len(result.errors) + len(tally.errors)
+    if errors or tally.errors:
+        n = len(errors) + len(tally.errors)
         out.write(f"{n} file{'s' if n != 1 else ''} could not be processed (see above).\n")
     out.flush()
-    if result.errors or tally.errors:
+    if errors or tally.errors:
         return 2, tally
     return (1 if (tally.rejected or tally.left or tally.unfixable) else 0), tally

@@ -16,9 +16,11 @@ from ..analysis.context import Settings
 from ..findings import Safety
 from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic
-from ..trace.match import Guided, map_library_entries
+from ..trace.match import Guided
 from ..trace.guide import TraceFilter, guide, write
 from ..trace.command import compare, traced_run
+from ..pipeline.engine import FileResult
+from .interactive import review_plan
 from .output import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, err_line, out_line, report_lines
 
 
@@ -79,7 +81,6 @@ def report_and_apply(
 ) -> Tuple[int, Guided, int]:
     """Print the table, the implicated findings, and the diff or the writes.
     (exit code, guided, files written)."""
-    map_library_entries(trace, within, settings)
     guided = guide(trace, settings, within, fixing=fix, selection=selection)
     for line in report_lines(trace, settings, guided):
         out_line(line)
@@ -125,9 +126,6 @@ def review(
     """``-i``: print the table, then review only the implicated fixes one at a
     time (``codemods.modes.interactive`` with a :class:`TraceFilter`).
     (exit code, files written as (path, display path, bytes before))."""
-    from .interactive import review_paths
-
-    map_library_entries(trace, within, settings)
     guided = guide(trace, settings, within, fixing=False, evidence=False, selection=selection)
     for line in report_lines(trace, settings, guided):
         out_line(line)
@@ -153,15 +151,20 @@ def review(
             " see `fix-recompiles check -i`.)"
         )
     sys.stdout.flush()
-    code, tally = review_paths(
-        [g.path for g in files],
+    # the review starts from the analysis the trace was matched against (no
+    # second run, no second index); after each accepted fix the filter
+    # matches the trace again on the accepted code
+    plan = [FileResult(path=g.path, display_path=g.display_path, original=g.original, findings=[m.finding for m in g.matches]) for g in files]
+    code, tally = review_plan(
+        plan,
         replace(settings, unproven=True),
         sys.stdin,
         sys.stdout,
         sys.stderr,
+        project=guided.project,
         finding_filter=TraceFilter(trace),
-        files=[g.path for g in files],
         selection=selection,
+        prepared={g.path: (g.ctx, [m.finding for m in g.matches]) for g in files},
     )
     if guided.errors:
         code = EXIT_ERROR

@@ -99,12 +99,15 @@ def guide(
     # the trace is the evidence the source lacks: unproven findings take part
     # (only those it implicates are applied)
     settings = replace(settings, unproven=True)
-    map_library_entries(trace, within, settings)
+    # the run's files under the folder, not only the implicated ones: an lr
+    # writer in scheduler.py proves main.py's FR004 fix; a compile of a
+    # library function there names the user's site of a torch-internal entry
+    taken = selection.discover(within).files if within else []
+    map_library_entries(trace, taken)
     files = [path for path in implicated_files(trace, within) if selection.takes(path)]
-    # the project model of every file under the folder, not only the
-    # implicated ones: an lr writer in scheduler.py proves main.py's FR004 fix
-    indexed = sorted(set(selection.discover(within).files) | set(files)) if within else files
+    indexed = sorted(set(taken) | set(files)) if within else files
     project = build_project_index(indexed, settings)
+    out.project = project
     files = files + _feeding_files(project, files, indexed)
     observed = float_evidence(trace)
     #: (module, line of the construction) of optimizers whose FR004 fix is applied
@@ -126,6 +129,7 @@ def guide(
         if ctx is None:
             continue
         guided.matches, guided.others = match_file(ctx, findings, trace.entries)
+        guided.ctx = ctx
         _apply(ctx, guided, data, settings, out)
         optimizers.update(_fixed_optimizers(ctx, project, guided))
     if optimizers:

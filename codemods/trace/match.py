@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import read as tr
 from ..analysis.compile_sites import def_first_lines
-from ..analysis.context import FileContext, Settings
+from ..analysis.context import FileContext
 from ..findings import FileError, Finding, Fix, Safety
 
 
@@ -53,6 +53,8 @@ class GuidedFile:
     matches: List[Match] = field(default_factory=list)
     #: findings of this file the trace does not implicate (not applied)
     others: List[Finding] = field(default_factory=list)
+    #: the analysis the matches come from (a review starts from it)
+    ctx: Optional[FileContext] = None
 
     @property
     def changed(self) -> bool:
@@ -63,6 +65,8 @@ class GuidedFile:
 class Guided:
     files: List[GuidedFile] = field(default_factory=list)
     errors: List[Tuple[str, str]] = field(default_factory=list)
+    #: the project index the files were analysed with (built once per run)
+    project: object = None
 
     @property
     def matches(self) -> List[Match]:
@@ -193,12 +197,11 @@ def _can_have_compiled(entry: tr.CodeEntry, qualified: str) -> bool:
     return qualified.rsplit(".", 1)[-1] == entry.name
 
 
-def map_library_entries(trace: tr.Trace, within: Optional[Sequence[str]], settings: Settings) -> None:
+def map_library_entries(trace: tr.Trace, files: Sequence[str]) -> None:
     """Map torch-internal code objects with no user frame that recompiled to
-    the one user compile call of a library function (under ``within``) that
-    can have compiled them: sets ``library_site`` and ``user_frame``."""
+    the one user compile call of a library function (in the run's ``files``)
+    that can have compiled them: sets ``library_site`` and ``user_frame``."""
     from ..analysis.compile_sites import model_of
-    from ..pipeline.discovery import discover
     from ..pipeline.engine import parse_ast
     from ..pipeline.prefilter import mentions_compile
 
@@ -206,10 +209,10 @@ def map_library_entries(trace: tr.Trace, within: Optional[Sequence[str]], settin
         e for e in trace.entries
         if tr.is_library_file(e.filename) and e.user_frame is None and (e.reasons or e.limit_hit)
     ]
-    if not todo or not within:
+    if not todo or not files:
         return
     found: List[Tuple[str, int, str, str]] = []  # (path, line, as written, qualified name)
-    for path in discover(within).files:
+    for path in files:
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
