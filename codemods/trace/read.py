@@ -34,47 +34,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 
 from ..analysis.context import DEFAULT_RECOMPILE_LIMIT
 
-# -- causes ---------------------------------------------------------------
-
-FLOAT_ARG = "float argument"
-INT_ARG = "int argument"
-TENSOR_SHAPE = "tensor shape"
-#: a tensor shape guard torch marks "Guard failed on a parameter": an
-#: nn.Parameter keeps static shapes under automatic dynamic
-#: (``force_parameter_static_shapes``), and ``maybe_mark_dynamic`` does not
-#: lift it (measured on 2.13: 8 -> 8 graphs)
-PARAMETER_SHAPE = "parameter shape"
-MODULE_INT_ATTR = "module int attribute"
-#: a param_groups entry: lr, or betas / momentum a scheduler writes (OneCycleLR)
-OPTIMIZER_LR = "optimizer hyperparameter"
-GLOBAL = "global"
-MODULE_FLOAT_ATTR = "module float attribute"
-LENGTH = "length"
-CLOSURE = "closure contents"
-RESUME_VALUE = "value after a graph break"
-BACKEND = "backend changed"
-IDENTITY = "object identity"
-TYPE = "type"
-NONE_CHECK = "None check"
-KEYS = "key or attribute presence"
-TRUTH = "truthiness"
-CONSTANT = "constant value"
-TRAIN_EVAL = "train/eval mode"
-GRAD_MODE = "grad mode"
-AUTOCAST = "autocast state"
-GLOBAL_STATE = "global state"
-REQUIRES_GRAD = "requires_grad"
-DTYPE = "dtype"
-DEVICE = "device"
-DISPATCH = "dispatch keys"
-RANK = "tensor rank"
-LAYOUT = "tensor strides"
-ALIASING = "aliasing"
-INVALIDATED = "cache invalidated"
-OTHER = "other"
-
-#: every cause, in the order the table lists them
-CAUSES = (
+from .causes import (  # noqa: F401  (the causes are read as tr.FLOAT_ARG ...)
     FLOAT_ARG,
     INT_ARG,
     TENSOR_SHAPE,
@@ -106,6 +66,7 @@ CAUSES = (
     ALIASING,
     INVALIDATED,
     OTHER,
+    CAUSES,
 )
 
 #: causes with one graph per value of something that takes few values (a
@@ -148,19 +109,23 @@ class Cure:
     upgrade: bool = False
 
 
-#: cause -> rules that cure it, keyed by rule code so passes can land later
-CURES: Dict[str, Tuple[Cure, ...]] = {cause: () for cause in CAUSES}
-CURES.update(
-    {
-        FLOAT_ARG: (Cure("FR003"), Cure("FR001", upgrade=True)),
-        INT_ARG: (Cure("FR001", upgrade=True),),
-        TENSOR_SHAPE: (Cure("FR001", upgrade=True), Cure("FR007")),
-        MODULE_INT_ATTR: (Cure("FR005"),),
-        OPTIMIZER_LR: (Cure("FR004"),),
-        GLOBAL: (Cure("FR011"),),
-        LENGTH: (Cure("FR013"),),
-    }
-)
+def cure_table() -> Dict[str, Tuple[Cure, ...]]:
+    """cause -> the rules that cure it, best first: each rule declares the
+    causes it cures (``Rule.cures``); a rule marked ``first`` leads, the
+    others follow in registry order."""
+    global _CURES
+    if _CURES is None:
+        from ..transforms import REGISTRY  # the rules import the causes: not at import time
+
+        table: Dict[str, List[Tuple[bool, Cure]]] = {cause: [] for cause in CAUSES}
+        for rule in REGISTRY:
+            for declared in rule.cures:
+                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade)))
+        _CURES = {cause: tuple(c for _, c in sorted(found, key=lambda item: item[0])) for cause, found in table.items()}
+    return _CURES
+
+
+_CURES: Optional[Dict[str, Tuple[Cure, ...]]] = None
 
 #: cause -> what to do when no rule (or not only a rule) cures it; ``{src}`` is
 #: the guarded source(s).  TENSOR_SHAPE's ``maybe_mark_dynamic`` advice is built
@@ -959,10 +924,10 @@ def describe_shape_evidence(entry: "CodeEntry", name: str) -> str:
 
 def rule_cures(entry: "CodeEntry", cause: str) -> List[Cure]:
     """The rules that can cure ``cause`` in ``entry``: those of the cause
-    (:data:`CURES`), but not FR001 for an int or float torch specialised
+    (:func:`cure_table`), but not FR001 for an int or float torch specialised
     (control flow or an op needed the number: removing ``dynamic=False``
     lifts nothing)."""
-    cures = list(CURES.get(cause, ()))
+    cures = list(cure_table().get(cause, ()))
     if cause in (INT_ARG, FLOAT_ARG) and any(r.specialized for r in entry.reasons if r.cause == cause):
         cures = [c for c in cures if c.code != "FR001"]
     return cures

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 from dataclasses import dataclass
-from typing import ClassVar, Iterable, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, ClassVar, Iterable, Optional, Sequence, Tuple
 
 
 from ..findings import Edit, Finding, Fix, Safety
@@ -27,6 +27,10 @@ class Example:
     unsafe: bool = False
     #: the finding is reported only with ``--unproven`` (no evidence of variation)
     unproven: bool = False
+
+
+if TYPE_CHECKING:
+    from ..trace.causes import CuresCause
 
 
 class Rule:
@@ -55,6 +59,10 @@ class Rule:
     #: the rule only reports: no rewrite is known to cure what it finds
     #: (its documentation says why); its examples carry no ``after``
     report_only: ClassVar[bool] = False
+    #: the trace causes (:mod:`codemods.trace.causes`) whose recompiles this
+    #: rule's fix cures: ``run`` and ``--from-trace`` match its findings to
+    #: them and the trace's table names it in the cure column
+    cures: ClassVar[Tuple["CuresCause", ...]] = ()
 
     def check(self, ctx) -> Iterable[Finding]:  # pragma: no cover - interface
         raise NotImplementedError

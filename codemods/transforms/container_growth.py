@@ -12,6 +12,7 @@ from ..analysis.compile_sites import def_first_lines
 from ..analysis.context import DEFAULT_RECOMPILE_LIMIT
 from ..findings import Finding
 from ..analysis.variation import literal_int
+from ..trace.causes import CuresCause, LENGTH
 from .base import Example, Rule
 from .unspec_int_attrs import class_chain, compiled_bound_method, compiled_module_class, init_assignments, methods_reached, self_attr, walk_body
 
@@ -83,6 +84,8 @@ def _changes_elsewhere(source, attr: str, inits: Set[ast.AST]) -> bool:
 
 class ContainerGrowth(Rule):
     code = "FR013"
+    #: the trace causes its fix cures (the trace's cure table is made from these)
+    cures = (CuresCause(LENGTH),)
     name = "container-growth"
     summary = "a list attribute the compiled code appends to on every call"
     what_it_does = """

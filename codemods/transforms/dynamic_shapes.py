@@ -11,6 +11,7 @@ from ..findings import Edit, Finding, Safety
 from ..analysis.intent import static_intent
 from ..analysis.variation import evidence_for
 from ..cst_edits import remove_keyword
+from ..trace.causes import CuresCause, FLOAT_ARG, INT_ARG, TENSOR_SHAPE
 from .base import Example, Rule
 
 
@@ -24,6 +25,8 @@ def _set_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst
 
 class DynamicShapes(Rule):
     code = "FR001"
+    #: the trace causes its fix cures (the trace's cure table is made from these)
+    cures = (CuresCause(FLOAT_ARG, upgrade=True), CuresCause(INT_ARG, upgrade=True), CuresCause(TENSOR_SHAPE, upgrade=True))
     name = "dynamic-shapes"
     summary = "`dynamic=False` on a compiled function whose input shapes vary"
     what_it_does = """

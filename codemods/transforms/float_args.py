@@ -31,6 +31,7 @@ from ..analysis.floats import (
 )
 from ..analysis.placement import torch_at_least, torch_expr
 from ..analysis.scopes import Binding
+from ..trace.causes import CuresCause, FLOAT_ARG
 from .base import Example, Rule
 
 
@@ -216,6 +217,8 @@ def _traced_source(route: _Route, traced: FrozenSet[str], param: Optional[str], 
 
 class FloatArgs(Rule):
     code = "FR003"
+    #: the trace causes its fix cures (the trace's cure table is made from these)
+    cures = (CuresCause(FLOAT_ARG, first=True),)
     name = "float-args"
     reads = "ast"
     reads_project = True

@@ -12,6 +12,7 @@ from .._lazy import cst
 from ..analysis.compile_sites import CompileModel, CompileSite, def_first_lines
 from ..findings import Edit, Finding, Safety
 from ..analysis.source import statement_target, walk
+from ..trace.causes import CuresCause, GLOBAL
 from .base import Example, Rule
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -88,6 +89,8 @@ def _range_variable(model: CompileModel, b) -> bool:
 
 class GlobalRebound(Rule):
     code = "FR011"
+    #: the trace causes its fix cures (the trace's cure table is made from these)
+    cures = (CuresCause(GLOBAL),)
     name = "global-rebound"
     summary = "a module-level int or float global read by compiled code is rebound between its calls"
     what_it_does = """

@@ -31,6 +31,7 @@ from ..analysis.optim_table import (
 from ..analysis.placement import torch_expr
 from ..analysis.source import Source, children, walk
 from ..cst_edits import remove_keyword
+from ..trace.causes import CuresCause, OPTIMIZER_LR
 from .base import Example, Rule
 
 _TENSOR_FACTORIES = {"torch.tensor", "torch.as_tensor", "torch.full", "torch.scalar_tensor", "torch.ones", "torch.zeros"}
@@ -307,6 +308,8 @@ def _fill(target: cst.CSTNode):
 
 class OptimizerScalars(Rule):
     code = "FR004"
+    #: the trace causes its fix cures (the trace's cure table is made from these)
+    cures = (CuresCause(OPTIMIZER_LR),)
     name = "optimizer-scalars"
     summary = "float `lr` of an optimizer stepped inside a compiled region"
     what_it_does = """

@@ -13,6 +13,7 @@ from ..findings import Finding, Safety
 from ..analysis.placement import block_of, existing_marks, function_of, insert_before, mark_statement
 from ..analysis.source import COMPOUND, walk
 from ..analysis.variation import loop_assignments, loop_names
+from ..trace.causes import CuresCause, TENSOR_SHAPE
 from .base import Example, Rule
 
 _LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -49,6 +50,8 @@ def _argument(call: ast.Call, name: str) -> Tuple[bool, Optional[ast.AST]]:
 
 class RaggedBatch(Rule):
     code = "FR007"
+    #: the trace causes its fix cures (the trace's cure table is made from these)
+    cures = (CuresCause(TENSOR_SHAPE),)
     name = "ragged-last-batch"
     summary = "a DataLoader without `drop_last=True` feeds a compiled callable: the smaller last batch is a new shape"
     what_it_does = """

@@ -21,6 +21,7 @@ from ..analysis.compile_sites import dotted_name as ast_dotted_name
 from ..analysis.compile_sites import import_target
 from ..findings import Finding, Safety
 from ..analysis.source import COMPOUND, Source, children, walk
+from ..trace.causes import CuresCause, MODULE_INT_ATTR
 from .base import Example, Rule
 
 FLAG = "allow_unspec_int_on_nn_module"
@@ -693,6 +694,8 @@ def _insertion_statement(source: Source, stmt: ast.stmt) -> ast.stmt:
 # -- the rule ---------------------------------------------------------------------
 class UnspecIntAttrs(Rule):
     code = "FR005"
+    #: the trace causes its fix cures (the trace's cure table is made from these)
+    cures = (CuresCause(MODULE_INT_ATTR),)
     name = "unspec-int-attrs"
     summary = "compiled nn.Module whose `forward` changes an int attribute"
     what_it_does = """
