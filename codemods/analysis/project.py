@@ -304,8 +304,8 @@ def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]], class
     from a class the analysis can see, imports and re-exports followed, at
     most ``MAX_PROJECT_HOPS`` submodule hops) to the first change of an int
     attribute.  Only the files on a chain are read, here, once per run
-    (:func:`codemods.transforms.unspec_int_attrs.class_facts`)."""
-    from ..transforms.unspec_int_attrs import MAX_PROJECT_HOPS
+    (:func:`codemods.analysis.modules.class_facts`)."""
+    from .modules import MAX_PROJECT_HOPS
 
     wanted = {path: facts["compiled"] for path, facts in sorted(ints.items()) if facts and facts.get("compiled") and path in index.modules}
     if not wanted:
@@ -403,7 +403,7 @@ def class_facts_of_file(path: str, data: Optional[bytes] = None) -> Optional[dic
     """FR005's class facts of one file (None: unreadable, unparsable, no
     class or import); ``data``: its bytes when already read."""
     from .source import Source, decode, parse
-    from ..transforms.unspec_int_attrs import class_facts
+    from .modules import class_facts
 
     if data is None:
         data = _read_bytes(path)
@@ -422,7 +422,7 @@ def class_facts_of_file(path: str, data: Optional[bytes] = None) -> Optional[dic
 def int_facts(source) -> Optional[dict]:
     """FR005's per-file facts for the index (JSON-ready; None: nothing): the
     imported classes the file compiles one by one."""
-    from ..transforms.unspec_int_attrs import index_facts
+    from .modules import index_facts
 
     if b"isinstance" not in source.data:
         return None

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 import io
 import os
-import re
 import symtable
 import sys
 import tokenize
@@ -31,11 +30,11 @@ from .._lazy import cst
 from . import prefilter
 from ..analysis.context import FileContext, Settings
 from ..findings import Edit, FileError, Finding, Safety
+from ..analysis.suppressions import is_suppressed, suppressions
 from ..analysis.source import NodeLocator, Source, Target, decode, plain_ascii
 from ..analysis.source import parse as parse_text
 from ..transforms import REGISTRY, Rule
 
-_SUPPRESS_RE = re.compile(r"#\s*fix-recompiles:\s*ignore(?:\[([A-Za-z0-9_,\s]+)\])?")
 
 
 @dataclass
@@ -151,35 +150,6 @@ def check_source(path: str, data: bytes, parse: bool = True) -> None:
         raise syntax_error(path, exc.lineno or 1, exc.offset or 1, exc.msg) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise FileError(path, f"cannot parse: {type(exc).__name__}") from None
-
-
-def suppressions(code: str) -> Dict[int, Optional[frozenset]]:
-    """line -> None (every code) or the set of codes silenced on that line."""
-    result: Dict[int, Optional[frozenset]] = {}
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return result
-    for tok in tokens:
-        if tok.type != tokenize.COMMENT:
-            continue
-        match = _SUPPRESS_RE.search(tok.string)
-        if not match:
-            continue
-        line = tok.start[0]
-        if match.group(1) is None:
-            result[line] = None
-        elif line not in result or result[line] is not None:
-            codes = frozenset(c.strip() for c in match.group(1).split(",") if c.strip())
-            result[line] = (result.get(line) or frozenset()) | codes
-    return result
-
-
-def is_suppressed(finding: Finding, table: Dict[int, Optional[frozenset]]) -> bool:
-    if finding.line not in table:
-        return False
-    codes = table[finding.line]
-    return codes is None or any(finding.code.startswith(c) for c in codes)
 
 
 def _apply_edits(edits: Iterable[Edit]) -> "cst.CSTTransformer":

@@ -262,13 +262,8 @@ def unspec_flag(data: bytes, firstlinenos: Sequence[int], settings: Settings) ->
     from ..pipeline.engine import parse_ast
     from ..analysis.placement import block_of, config_mentions, insert_before
     from ..analysis.source import statement_target
-    from ..transforms.unspec_int_attrs import (
-        FLAG,
-        UnspecIntAttrs,
-        _compile_statement,
-        _insertion_statement,
-        compiled_module_class,
-    )
+    from ..analysis.modules import _compile_statement, compiled_module_class
+    from ..transforms.unspec_int_attrs import FLAG, UnspecIntAttrs, _insertion_statement
 
     try:
         source = parse_ast("<trace>", data)

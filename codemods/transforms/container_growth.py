@@ -14,7 +14,7 @@ from ..findings import Finding
 from ..analysis.variation import literal_int
 from ..trace.causes import CuresCause, LENGTH
 from .base import Example, Rule
-from .unspec_int_attrs import class_chain, compiled_bound_method, compiled_module_class, init_assignments, methods_reached, self_attr, walk_body
+from ..analysis.modules import class_chain, compiled_bound_method, compiled_module_class, init_assignments, methods_reached, self_attr, walk_body
 
 #: methods that make a list or deque longer
 _GROW = {"append", "extend", "insert", "appendleft", "extendleft"}

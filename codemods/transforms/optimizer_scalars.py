@@ -1516,7 +1516,7 @@ step), while the step compiled by the default inductor backend is as fast
         results = ctx.cache.get("fr004_results", {})
         table = None
         if b"fix-recompiles:" in ctx.source.data:
-            from ..pipeline.engine import is_suppressed, suppressions
+            from ..analysis.suppressions import is_suppressed, suppressions
 
             table = suppressions(ctx.source.text)
         out: List[dict] = []

@@ -9,8 +9,8 @@ built with libcst.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 
@@ -18,80 +18,34 @@ from ..analysis import placement
 from ..analysis.compile_sites import CompileModel
 from ..analysis.compile_sites import CompileSite as AstCompileSite
 from ..analysis.compile_sites import dotted_name as ast_dotted_name
-from ..analysis.compile_sites import import_target
 from ..findings import Finding, Safety
-from ..analysis.source import COMPOUND, Source, children, walk
+from ..analysis.source import COMPOUND, Source, walk
+from ..analysis.modules import (
+    _ClassFacts,
+    _DEFS,
+    _compile_statement,
+    _compiled_one_by_one,
+    _facts,
+    _in_order,
+    _int_changes,
+    _is_int_literal,
+    _method_calls,
+    _method_mutations,
+    class_chain,
+    compiled_bound_method,
+    compiled_module_class,
+    imported_loop_classes,
+    init_assignments,
+    methods_reached,
+    self_attr,
+    walk_body,
+)
 from ..trace.causes import CuresCause, MODULE_INT_ATTR
 from .base import Example, Rule
 
 FLAG = "allow_unspec_int_on_nn_module"
 #: first release that has the flag (AttributeError when set before)
 FLAG_SINCE = (2, 7)
-
-
-# -- int attributes changed in forward -------------------------------------------
-_INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _is_int_literal(node: Optional[ast.AST]) -> bool:
-    """``3``, ``-1``, ``+2``, ``int(...)`` (``True`` is not an int literal)."""
-    if isinstance(node, ast.Constant):
-        return type(node.value) is int
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return _is_int_literal(node.operand)
-    if isinstance(node, ast.Call) and ast_dotted_name(node.func) == "int":
-        return True
-    return False
-
-
-def self_attr(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return node.attr
-    return None
-
-
-def _has_float_or_div(node: ast.AST) -> bool:
-    """A float literal or a true division ``/`` anywhere in ``node``."""
-    for sub in walk(node):
-        if isinstance(sub, ast.Constant) and type(sub.value) is float:
-            return True
-        if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Div):
-            return True
-    return False
-
-
-def _int_changes(node: ast.AST) -> List[ast.Attribute]:
-    """The attribute targets ``node`` changes as an int counter: ``x.n += 1``
-    (an int operator), ``x.n = x.n + 1`` (the same ``x.n`` in the value); no
-    float literal or true division in the value.  ``x`` is ``self`` in a
-    method, the module's variable outside the class."""
-    if isinstance(node, ast.AugAssign):
-        if isinstance(node.target, ast.Attribute) and isinstance(node.op, _INT_OPS) and not _has_float_or_div(node.value):
-            return [node.target]
-        return []
-    if not isinstance(node, ast.Assign) or _has_float_or_div(node.value):
-        return []
-    out = []
-    for target in node.targets:
-        if isinstance(target, ast.Attribute):
-            base = ast_dotted_name(target.value)
-            if base is not None and any(
-                isinstance(sub, ast.Attribute) and sub.attr == target.attr and ast_dotted_name(sub.value) == base for sub in walk(node.value)
-            ):
-                out.append(target)
-    return out
-
-
-def walk_body(fn: ast.AST) -> Iterator[ast.AST]:
-    """Every node of the statements of ``fn``'s body (nested defs included;
-    not its decorators, parameters or annotations)."""
-    for stmt in fn.body:  # type: ignore[attr-defined]
-        yield from walk(stmt)
-
-
-def _in_order(nodes: List[ast.AST]) -> List[ast.AST]:
-    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -101,93 +55,6 @@ class IntMutation:
     node: ast.stmt
     method: str
     cls_name: str = ""
-
-
-@dataclass
-class _ClassFacts:
-    int_attrs: Set[str] = field(default_factory=set)
-    non_int_attrs: Set[str] = field(default_factory=set)
-    methods: Dict[str, ast.AST] = field(default_factory=dict)
-
-
-def class_chain(model: CompileModel, cls: ast.ClassDef) -> List[ast.ClassDef]:
-    """``cls`` and its base classes defined in this module, nearest first."""
-    chain: List[ast.ClassDef] = []
-    todo = [cls]
-    while todo:
-        cur = todo.pop(0)
-        if any(c is cur for c in chain):
-            continue
-        chain.append(cur)
-        for base in cur.bases:
-            name = ast_dotted_name(base)
-            if name in model.classes:
-                todo.append(model.classes[name])  # type: ignore[index]
-    return chain
-
-
-def init_assignments(init: ast.AST) -> Iterator[Tuple[ast.AST, ast.AST]]:
-    """(target, value) of the ``=`` and annotated ``=`` statements of
-    ``__init__``, not those of functions nested in it."""
-    stack: List[ast.AST] = list(init.body)  # type: ignore[attr-defined]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, _DEFS):
-            continue
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                yield target, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            yield node.target, node.value
-        stack.extend(children(node))
-
-
-def _facts(model: CompileModel, cls: ast.ClassDef) -> _ClassFacts:
-    """The class's methods and int attributes, with those of its bases in this
-    module (computed once per class: the rule, the outside changes and the
-    index ask for the same class several times)."""
-    facts = getattr(cls, "_fr005_facts", None)
-    if facts is None:
-        facts = cls._fr005_facts = _class_facts(model, cls)  # type: ignore[attr-defined]
-    return facts
-
-
-def _class_facts(model: CompileModel, cls: ast.ClassDef) -> _ClassFacts:
-    facts = _ClassFacts()
-    # attributes are recorded from the farthest base first so nearer classes win
-    for c in reversed(class_chain(model, cls)):
-        init = None
-        for stmt in c.body:
-            if isinstance(stmt, _DEFS):
-                facts.methods[stmt.name] = stmt
-                if init is None and stmt.name == "__init__":
-                    init = stmt
-            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                _record(facts, stmt.targets[0].id, stmt.value)
-            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-                _record(facts, stmt.target.id, stmt.value)
-        if init is None:
-            continue
-        for target, value in init_assignments(init):
-            name = self_attr(target)
-            if name is not None:
-                _record(facts, name, value)
-    return facts
-
-
-def _record(facts: _ClassFacts, name: str, value: ast.AST) -> None:
-    # the outcome does not depend on the order values are recorded in: an
-    # attribute is an int when every value recorded for it is an int literal
-    if _is_int_literal(value) and name not in facts.non_int_attrs:
-        facts.int_attrs.add(name)
-    else:
-        # any non-int initial value (float, tensor, unknown) rules the attribute out
-        facts.int_attrs.discard(name)
-        facts.non_int_attrs.add(name)
-
-
-#: how many submodule hops (``self.kv_cache.update()`` → ``KVCache.update``) are followed
-_MAX_HOPS = 3
 
 
 def int_mutations_in_forward(model: CompileModel, cls: ast.ClassDef, start: str = "forward") -> List[IntMutation]:
@@ -204,70 +71,6 @@ def int_mutations_in_forward(model: CompileModel, cls: ast.ClassDef, start: str 
     for owner, name, fn in methods_reached(model, cls, start):
         for attr, node in _method_mutations(_facts(model, owner), fn):
             found.append(IntMutation(attr, node, name, owner.name))
-    return found
-
-
-def methods_reached(model: CompileModel, cls: ast.ClassDef, start: str = "forward") -> List[Tuple[ast.ClassDef, str, ast.AST]]:
-    """(class, method name, def) of ``start`` and every method it reaches
-    through ``self.<method>()`` and ``self.<sub>.<method>()`` where
-    ``self.sub`` is an instance of a class of this module (up to three such
-    hops), in the order they are reached: the code a compiled forward (or a
-    compiled bound method) runs, whose attributes torch guards."""
-    if start not in _facts(model, cls).methods:
-        return []
-    # (class, method name, hops)
-    order: List[Tuple[ast.ClassDef, str, int]] = [(cls, start, 0)]
-    seen = {(id(cls), start)}
-    i = 0
-    while i < len(order):
-        owner, method, hops = order[i]
-        i += 1
-        for sub, name in _method_calls(_facts(model, owner).methods[method]):
-            target, next_hops = owner, hops
-            if sub is not None:
-                if hops >= _MAX_HOPS:
-                    continue
-                target = _submodule_class(model, owner, sub)
-                next_hops = hops + 1
-                if target is None:
-                    continue
-            if name in _facts(model, target).methods and (id(target), name) not in seen:
-                seen.add((id(target), name))
-                order.append((target, name, next_hops))
-    return [(owner, name, _facts(model, owner).methods[name]) for owner, name, _ in order]
-
-
-def _method_calls(fn: ast.AST) -> List[Tuple[Optional[str], str]]:
-    """``self.<name>(...)`` → (None, name) and ``self.<sub>.<name>(...)`` →
-    (sub, name) calls in ``fn``'s body, in source order."""
-    calls: List[Tuple[Optional[str], str]] = []
-    for call in _in_order([n for n in walk_body(fn) if isinstance(n, ast.Call)]):
-        func = call.func  # type: ignore[attr-defined]
-        if not isinstance(func, ast.Attribute):
-            continue
-        key: Optional[Tuple[Optional[str], str]] = None
-        if self_attr(func) is not None:
-            key = (None, func.attr)
-        elif self_attr(func.value) is not None:
-            key = (self_attr(func.value), func.attr)
-        if key is not None and key not in calls:
-            calls.append(key)
-    return calls
-
-
-def _submodule_class(model: CompileModel, owner: ast.ClassDef, attr: str) -> Optional[ast.ClassDef]:
-    """The class of this module that ``self.<attr>`` of ``owner`` holds an
-    instance of, when every instance assigned to it is of that one class."""
-    found: Optional[ast.ClassDef] = None
-    for c in class_chain(model, owner):
-        for value in model.self_attr_values(c, attr):
-            value = _unwrap_module_call(value)  # type: ignore[assignment]
-            if isinstance(value, ast.Constant) and value.value is None:
-                continue  # `self.kv_cache = None` until caches are set up
-            cls = model.module_class_of(value) if isinstance(value, ast.Call) else None
-            if cls is None or (found is not None and cls is not found):
-                return None
-            found = cls
     return found
 
 
@@ -442,40 +245,6 @@ def per_instance_ints(model: CompileModel, cls: ast.ClassDef) -> List[PerInstanc
     return found
 
 
-def _compiled_one_by_one(model: CompileModel, site: AstCompileSite) -> bool:
-    """``site`` compiles each element of a loop (``for b in model.layers:
-    b.compile()``, ``torch.compile(b)``): many instances, one code object."""
-    return _compile_statement(model, site) is not site.statement
-
-
-def _unwrap_module_call(expr: Optional[ast.AST]) -> Optional[ast.AST]:
-    """``Model().to(device).eval()`` → ``Model()``."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and isinstance(expr.func.value, ast.Call):
-        expr = expr.func.value
-    return expr
-
-
-def compiled_module_class(model: CompileModel, site: AstCompileSite) -> Optional[ast.ClassDef]:
-    """The nn.Module subclass of this module an instance of which ``site`` compiles."""
-    if site.form not in ("wrap", "method") or site.target is None:
-        return None
-    return model.module_class_of(_unwrap_module_call(site.target))  # type: ignore[arg-type]
-
-
-def compiled_bound_method(model: CompileModel, site: AstCompileSite) -> Optional[Tuple[ast.ClassDef, str]]:
-    """(class, method) when ``site`` compiles a bound method of an instance of
-    an nn.Module subclass of this module (``torch.compile(metric.update)``):
-    torch treats ``self`` as a module there too, and specialises its int
-    attributes as in a compiled forward."""
-    target = site.target
-    if site.form != "wrap" or not isinstance(target, ast.Attribute):
-        return None
-    cls = model.module_class_of(_unwrap_module_call(target.value))  # type: ignore[arg-type]
-    if cls is None or target.attr not in _facts(model, cls).methods:
-        return None
-    return cls, target.attr
-
-
 #: why the flag alone cures nothing under ``dynamic=False``, and what does
 #: (measured on 2.13: a compiled forward doing ``self.n += 1``, 12 calls:
 #: 8 graphs with or without the flag; the flag without dynamic=False, 2)
@@ -644,20 +413,6 @@ def _loop_calls(model: CompileModel, loop: ast.AST, site: AstCompileSite) -> boo
             if any(model.resolve_function(node.func) is fn for fn in helpers):
                 return True
     return False
-
-
-def _compile_statement(model: CompileModel, site: AstCompileSite) -> ast.stmt:
-    """The statement the flag must precede: the compile's own, or for modules
-    compiled one by one in a loop (``for b in model.layers: b.compile()``) the
-    loop, so the flag is set once, before the first of them."""
-    target = site.target
-    if isinstance(target, ast.Name):
-        bindings = model.scopes.bindings_of(target)
-        if len(bindings) == 1 and bindings[0].kind == "for" and isinstance(bindings[0].value, (ast.For, ast.AsyncFor)):
-            loop = bindings[0].value
-            if any(a is loop for a in model.source.ancestors(site.node)):
-                return loop
-    return site.statement  # type: ignore[return-value]
 
 
 def _insertion_statement(source: Source, stmt: ast.stmt) -> ast.stmt:
@@ -1069,149 +824,3 @@ all dynamo config is.
         return cst.If(test=test, body=cst.IndentedBlock(body=[assign]))
 
 
-# -- across modules (the project index) -------------------------------------------------
-#: how many hops a chain may take across classes of other modules (the
-#: compiled layer -> its attention -> its cache)
-MAX_PROJECT_HOPS = 4
-
-
-def imported_loop_classes(model: CompileModel, site: AstCompileSite) -> List[str]:
-    """Qualified names of the imported classes an ``isinstance`` guard names
-    for a module compiled one by one in a loop (``for m in model.modules():
-    if isinstance(m, TransformerLayer): m.compile()``, the class imported from
-    another module of the project); [] when the compiled class is one of this
-    module or not named by such a guard."""
-    if site.form not in ("wrap", "method") or not isinstance(site.target, ast.Name) or not _compiled_one_by_one(model, site):
-        return []
-    if compiled_module_class(model, site) is not None:
-        return []
-    return model.loop_imported_classes(site.target)
-
-
-def index_facts(source: Source) -> Optional[dict]:
-    """FR005's facts of a file for the project index (JSON-ready), or None:
-    the imported classes it compiles one by one, as (qualified name as seen
-    here, line of the compile)."""
-    from ..analysis.compile_sites import model_of
-
-    model = model_of(source)
-    compiled: List[list] = []
-    for site in model.compile_sites:
-        for q in imported_loop_classes(model, site):
-            compiled.append([q, site.node.lineno])  # type: ignore[attr-defined]
-    return {"compiled": compiled} if compiled else None
-
-
-def _annotated_class(model: CompileModel, annotation: Optional[ast.AST]) -> Optional[str]:
-    """The class a parameter annotation names (``MultiHeadAttention``,
-    ``Optional[KVCache]``, ``KVCache | None``): a module class of this file
-    (its name) or an imported one (its qualified name); None otherwise."""
-    if isinstance(annotation, ast.Subscript) and any(q in ("typing.Optional", "Optional") for q in model.qualified_names(annotation.value)):
-        annotation = annotation.slice
-    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        sides = [annotation.left, annotation.right]
-        rest = [x for x in sides if not (isinstance(x, ast.Constant) and x.value is None)]
-        annotation = rest[0] if len(rest) == 1 else None
-    if not isinstance(annotation, (ast.Name, ast.Attribute)):
-        return None
-    name = ast_dotted_name(annotation) or ""
-    if name in model.classes:
-        return name if model.is_module_class(model.classes[name]) else None
-    names = model.qualified_names(annotation)
-    q = next(iter(names)) if len(names) == 1 else ""
-    return q if "." in q and not q.startswith(("torch.", "builtins.", "typing.")) else None
-
-
-def _submodule_ref(model: CompileModel, owner: ast.ClassDef, attr: str) -> Optional[Tuple[str, bool]]:
-    """What class ``self.<attr>`` of ``owner`` holds an instance of, when every
-    instance assigned to it is of one class: a class of this module (its
-    name) or an imported one (its qualified name as seen here), and whether
-    that is seen (every value a construction) or only hinted (a value is a
-    parameter annotated with the class: ``self.attn = attn``, ``attn:
-    MultiHeadAttention``; a subclass may be passed).  None for anything else
-    (an unannotated parameter, a factory's result, two classes)."""
-    found: Optional[str] = None
-    hinted = False
-    for c in class_chain(model, owner):
-        for value in model.self_attr_values(c, attr):
-            value = _unwrap_module_call(value)  # type: ignore[assignment]
-            if isinstance(value, ast.Constant) and value.value is None:
-                continue
-            ref: Optional[str] = None
-            if isinstance(value, ast.Name):
-                bindings = model.scopes.bindings_of(value)
-                if len(bindings) == 1 and bindings[0].kind == "param" and isinstance(bindings[0].node, ast.arg):
-                    ref = _annotated_class(model, bindings[0].node.annotation)
-                    hinted = True
-            elif isinstance(value, ast.Call):
-                local = model.module_class_of(value)
-                if local is not None:
-                    ref = local.name
-                else:
-                    names = model.qualified_names(value.func)
-                    q = next(iter(names)) if len(names) == 1 else ""
-                    ref = q if "." in q and not q.startswith(("torch.", "builtins.")) else None
-            if ref is None or (found is not None and ref != found):
-                return None
-            found = ref
-    return (found, hinted) if found is not None else None
-
-
-def _method_mutations(owner_facts: _ClassFacts, fn: ast.AST) -> List[Tuple[str, ast.stmt]]:
-    """(attribute, statement) for each change of an int attribute of the
-    class in ``fn`` (``self.n += 1``, ``self.n = self.n + 1``), in source order."""
-    out: List[Tuple[str, ast.stmt]] = []
-    if not owner_facts.int_attrs:
-        return out
-    for node in _in_order([n for n in walk_body(fn) if isinstance(n, (ast.AugAssign, ast.Assign))]):
-        for target in _int_changes(node):
-            attr = self_attr(target)
-            if attr in owner_facts.int_attrs:
-                out.append((attr, node))  # type: ignore[arg-type]
-    return out
-
-
-def class_facts(source: Source) -> dict:
-    """What a chain through this module's classes needs (JSON-ready): per
-    class, per method, the calls it makes on ``self`` (``[sub, method]``;
-    ``self.attn(x)`` on a submodule is ``["attn", "forward"]``, sub None for
-    ``self.method()``) and the int attributes it changes (``[attr, line]``);
-    the class each called submodule attribute holds (:func:`_submodule_ref`;
-    ``hinted``: those known only from a parameter's annotation);
-    and the names the module re-exports (``from .kv_cache import KVCache``)."""
-    from ..analysis.compile_sites import model_of
-
-    model = model_of(source)
-    classes: Dict[str, dict] = {}
-    for name, cls in model.classes.items():
-        if not model.is_module_class(cls):
-            continue
-        facts = _facts(model, cls)
-        methods: Dict[str, dict] = {}
-        subs: Dict[str, Optional[str]] = {}
-        for mname, fn in facts.methods.items():
-            if mname == "__init__":
-                continue
-            calls: List[list] = []
-            for sub, called in _method_calls(fn):
-                if sub is None and called not in facts.methods:
-                    sub, called = called, "forward"  # `self.attn(h)`: the submodule's forward
-                if sub is not None and sub not in subs:
-                    subs[sub] = _submodule_ref(model, cls, sub)
-                if sub is not None and subs[sub] is None:
-                    continue
-                calls.append([sub, called])
-            muts = [[attr, node.lineno] for attr, node in _method_mutations(facts, fn)]
-            methods[mname] = {"calls": calls, "muts": muts}
-        classes[name] = {
-            "methods": methods,
-            "subs": {k: v[0] for k, v in subs.items() if v is not None},
-            "hinted": sorted(k for k, v in subs.items() if v is not None and v[1]),
-        }
-    reexports: Dict[str, str] = {}
-    for stmt in source.tree.body:
-        if isinstance(stmt, ast.ImportFrom):
-            for alias in stmt.names:
-                if alias.name != "*":
-                    reexports[alias.asname or alias.name] = import_target(alias, stmt)  # type: ignore[assignment]
-    return {"classes": classes, "reexports": reexports}
