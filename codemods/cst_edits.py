@@ -1,4 +1,4 @@
-"""Small CST edits shared by several passes."""
+"""Small CST edits shared by several rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a pass produces: findings, each with an optional fix made of CST edits.
+"""What a rule produces: findings, each with an optional fix made of CST edits.
 
 A fix never edits text.  It is a list of :class:`Edit` objects, each naming a
 node of the *original* tree and a function that receives that node's *updated*

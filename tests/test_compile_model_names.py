@@ -203,11 +203,11 @@ def test_every_binding_or_the_bindings_seen_where_the_name_is():
 
 
 def test_the_number_analysis_and_fr004_ask_the_model():
-    from codemods.analysis.floats import CallSite
+    from codemods.analysis.floats import NameResolver
 
     model = model_of(NAMES)
     at = _loads(model)
-    site = CallSite(model)
+    site = NameResolver(model)
     for expr in at.values():
         assert site.qualified_names(expr) is model.qualified_names(expr, visible=True, local="<local>.")
     assert model.qualified_names(at[11], visible=True) is model.qualified_names(at[11], visible=True)  # cached per node

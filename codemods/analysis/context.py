@@ -1,4 +1,4 @@
-"""Run settings and the per-file context handed to every pass."""
+"""Run settings and the per-file context handed to every rule."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class Settings:
 
 
 @dataclass(frozen=True)
-class Evidence:
+class TraceEvidence:
     """What a run of the code showed (``fix-recompiles run``: the trace) that
     the source of one file cannot: for each compiled function of the file, by
     the first line of its code object, the arguments seen guarded on a Python
@@ -58,7 +58,7 @@ class FileContext:
     ``module`` (libcst) is parsed only on first use: to render fixes, or for
     the one rule that reads comments (FR002).  No rule analyses the CST."""
 
-    def __init__(self, path: str, display_path: str, settings: Settings, project=None, source=None, module: Optional[cst.Module] = None, evidence: Optional[Evidence] = None) -> None:
+    def __init__(self, path: str, display_path: str, settings: Settings, project=None, source=None, module: Optional[cst.Module] = None, evidence: Optional[TraceEvidence] = None) -> None:
         self.path = path
         self.display_path = display_path
         self.settings = settings

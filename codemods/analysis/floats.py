@@ -3,7 +3,7 @@
 Two halves, usable by any pass, both on the stdlib :mod:`ast`:
 
 * **call side** (the module being processed, through its scopes:
-  :class:`CallSite`): :func:`float_reason` says why an argument expression is a Python float (a
+  :class:`NameResolver`): :func:`float_reason` says why an argument expression is a Python float (a
   float literal, arithmetic with one or with true division, a float-returning
   call such as ``float()``, ``math.cos()``, ``random.random()`` or ``max`` of
   floats, a name bound in the enclosing scope to such a value -- also rebuilt
@@ -11,7 +11,7 @@ Two halves, usable by any pass, both on the stdlib :mod:`ast`:
   ``float`` or with a float default, an element of a list, comprehension or
   ``zip`` of floats, a param group's lr, ``getattr(p, "lr_mul", 1.0)``);
   :func:`float_flow` also tells what it flows from (param-group lrs, whose
-  variation evidence is :meth:`CallSite.group_lr_facts`);
+  variation evidence is :meth:`NameResolver.group_lr_facts`);
   :func:`tensor_width` says whether an expression is visibly a floating
   tensor (``torch.randn(...)``, ``x.float()``, ``p.grad``, a name,
   ``self.attr``, dict entry or parameter bound or passed one).
@@ -97,7 +97,7 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
-class CallSite:
+class NameResolver:
     """What the call side reads of one module: its scopes, and what a name or
     dotted name stands for.
 
@@ -400,7 +400,7 @@ def _all_floating(widths: List[Width]) -> Width:
     return "float" if "float" in widths else "full"
 
 
-def calls_of(site: "CallSite", fn: ast.AST) -> List[Tuple[ast.Call, bool]]:
+def calls_of(site: "NameResolver", fn: ast.AST) -> List[Tuple[ast.Call, bool]]:
     """(call, whether ``self`` is bound) of every call of ``fn`` in the
     module: by name for a function, ``x.name(...)`` for a method (not static
     or class methods)."""
@@ -523,7 +523,7 @@ class _CallSide:
     """Python-number and floating-tensor reasoning at one module, with a depth
     limit against self-referential bindings (``t = t * 0.9``)."""
 
-    def __init__(self, site: CallSite) -> None:
+    def __init__(self, site: NameResolver) -> None:
         self.site = site
         #: steps left for :meth:`number` (bounds pathological chains of names)
         self.budget = 5000
@@ -958,13 +958,13 @@ class FloatFlow:
 
     reason: str
     #: the param-group lrs (``group["lr"]``) it is computed from: such a float
-    #: changes only when something changes the lr (:meth:`CallSite.group_lr_facts`)
+    #: changes only when something changes the lr (:meth:`NameResolver.group_lr_facts`)
     group_lrs: Tuple[ast.AST, ...] = ()
     #: parameters known to be floats only by their default (``T=0.7``)
     defaults: Tuple[Binding, ...] = ()
 
 
-def float_flow(site: CallSite, expr: ast.AST) -> Optional[FloatFlow]:
+def float_flow(site: NameResolver, expr: ast.AST) -> Optional[FloatFlow]:
     """Why ``expr`` is a Python float and what it flows from, or None when
     it is not visibly one."""
     side = _CallSide(site)
@@ -976,13 +976,13 @@ def float_flow(site: CallSite, expr: ast.AST) -> Optional[FloatFlow]:
     return FloatFlow(reason, tuple(side.group_lrs), tuple(side.defaults))
 
 
-def float_reason(site: CallSite, expr: ast.AST) -> Optional[str]:
+def float_reason(site: NameResolver, expr: ast.AST) -> Optional[str]:
     """Why ``expr`` is a Python float, or None when it is not visibly one."""
     flow = float_flow(site, expr)
     return flow.reason if flow is not None else None
 
 
-def _reason(site: CallSite, expr: ast.AST) -> str:
+def _reason(site: NameResolver, expr: ast.AST) -> str:
     if isinstance(expr, ast.Constant):
         return "a float literal"
     if isinstance(expr, (ast.BinOp, ast.UnaryOp)):
@@ -1012,7 +1012,7 @@ def _reason(site: CallSite, expr: ast.AST) -> str:
     return "a float"
 
 
-def tensor_width(site: CallSite, expr: ast.AST) -> Width:
+def tensor_width(site: NameResolver, expr: ast.AST) -> Width:
     """Is ``expr`` visibly a floating tensor: "full" (float32/float64), "float"
     (floating, maybe half precision) or None."""
     return _CallSide(site).width(expr, set())

@@ -427,7 +427,7 @@ class Session:
             raise _Stop(exc.reason) from None
         except RecursionError:
             raise _Stop("file too deeply nested to analyse") from None
-        except Exception as exc:  # noqa: BLE001 - a pass crashed: our bug; keep what was accepted
+        except Exception as exc:  # noqa: BLE001 - a rule crashed: our bug; keep what was accepted
             raise _Stop(f"internal error: {type(exc).__name__}: {exc}") from None
         if ctx is None:
             return []

@@ -88,7 +88,7 @@ def report_and_apply(
         err_line(f"error: {path}: {reason}")
     if not guided.matches:
         out_line(
-            "No finding of the passes matches a recompile in the trace: nothing to fix."
+            "No finding of the rules matches a recompile in the trace: nothing to fix."
         )
     else:
         out_line("")
@@ -134,7 +134,7 @@ def review(
     files = [g for g in guided.files if g.matches]
     if not files:
         out_line(
-            "No finding of the passes matches a recompile in the trace: nothing to fix."
+            "No finding of the rules matches a recompile in the trace: nothing to fix."
         )
         return (EXIT_ERROR if guided.errors else EXIT_CLEAN), []
     n = len(guided.matches)

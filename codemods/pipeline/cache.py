@@ -40,7 +40,7 @@ RACY_NS = 2_000_000_000
 
 
 def _tool_fingerprint() -> str:
-    """Version + hash of this package's sources (edits to a pass change results)."""
+    """Version + hash of this package's sources (edits to a rule change results)."""
     from .config import dist_version
     from .replay import tool_sources
 

@@ -262,7 +262,7 @@ def analyze(
     """Run every selected rule that can apply; (None, []) when none can.
     ``tree``: the stdlib ``ast`` of exactly ``data`` when already parsed, or
     the :class:`Source` made from it (its compile-site model is reused).
-    ``evidence``: what a trace observed in this file (:class:`Evidence`).
+    ``evidence``: what a trace observed in this file (:class:`~codemods.analysis.context.TraceEvidence`).
 
     A rule runs when the byte prefilter keeps the file for it
     (:mod:`codemods.pipeline.prefilter`); the file is then parsed with ``ast`` once
@@ -396,7 +396,7 @@ def process_source(
         result.error = "file too deeply nested to analyse"
         result.findings = []
         result.new = None
-    except Exception as exc:  # noqa: BLE001 - a pass crashed: our bug; report it, go on
+    except Exception as exc:  # noqa: BLE001 - a rule crashed: our bug; report it, go on
         result.error = f"internal error: {type(exc).__name__}: {exc}; file left unchanged"
         result.findings = []
         result.new = None

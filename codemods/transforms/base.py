@@ -1,4 +1,4 @@
-"""The interface every pass implements.
+"""The interface every rule implements.
 
 A pass is one class: a stable ``code``, a ``name``, the rule documentation
 (ruff's four headings) and a ``check`` method that turns the shared

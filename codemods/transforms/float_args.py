@@ -15,7 +15,7 @@ from ..analysis.compile_sites import def_first_lines, dotted_name
 from ..analysis.variation import number_varies
 from ..findings import Edit, Finding, Safety
 from ..analysis.floats import (
-    CallSite,
+    NameResolver,
     FloatFlow,
     FunctionSummary,
     ParamUse,
@@ -128,7 +128,7 @@ def _var_params(fn: ast.AST) -> Tuple[Optional[str], Optional[str]]:
     return (args.vararg.arg if args.vararg else None, args.kwarg.arg if args.kwarg else None)
 
 
-def _forwarded_stars(site_model: CallSite, call: ast.Call, fn: ast.AST) -> Tuple[Optional[int], bool]:
+def _forwarded_stars(site_model: NameResolver, call: ast.Call, fn: ast.AST) -> Tuple[Optional[int], bool]:
     """(how many plain positional arguments come before ``*args`` when ``call``
     passes on ``fn``'s own ``*args``, else None; whether it passes on ``fn``'s
     own ``**kwargs``).  The names must not be rebound in ``fn``."""
@@ -163,7 +163,7 @@ def keyword_at(route: _Route, keyword: Optional[str], value: ast.AST) -> Optiona
     return keyword
 
 
-def _reads_forwarded(site_model: CallSite, fn: ast.AST) -> Optional[str]:
+def _reads_forwarded(site_model: NameResolver, fn: ast.AST) -> Optional[str]:
     """Why a forwarding function may treat what it forwards as a Python
     number: it reads its ``*args`` / ``**kwargs`` other than to pass them on."""
     for name in _var_params(fn):
@@ -407,7 +407,7 @@ gives `inf` with a tensor.
             return False
         return not any(dotted_name(d) == "staticmethod" for d in fn.decorator_list)  # type: ignore[attr-defined]
 
-    def _callees(self, ctx, site_model: CallSite) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST], object, object]]:
+    def _callees(self, ctx, site_model: NameResolver) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST], object, object]]:
         """(call, callee name, summary (computed on demand, None when unseen),
         skip self, the compiled function's def when it is in this module,
         compile site (None: compiled in another module), (path, first lines)
@@ -459,7 +459,7 @@ gives `inf` with a tensor.
         return out
 
     # -- forwarding -------------------------------------------------------------
-    def _forwarded(self, ctx, site_model: CallSite, direct: List[_Route]) -> List[_Route]:
+    def _forwarded(self, ctx, site_model: NameResolver, direct: List[_Route]) -> List[_Route]:
         """Calls whose floats reach a compiled function through functions that
         pass their ``*args`` / ``**kwargs`` on (``generate(x, temperature=t)``
         -> ``decode(x, **sampling_kwargs)`` compiled), or that call a compiled
@@ -539,7 +539,7 @@ gives `inf` with a tensor.
                 todo.append((outer, this, further, depth + 1, (name,) + via))
         return out
 
-    def _compiled_route(self, ctx, site_model: CallSite, compiled, given: Optional[ast.AST], inner: ast.Call) -> Optional[_Route]:
+    def _compiled_route(self, ctx, site_model: NameResolver, compiled, given: Optional[ast.AST], inner: ast.Call) -> Optional[_Route]:
         """The route for calling ``given`` at ``inner``, when ``given`` names a compiled function."""
         if not isinstance(given, ast.Name):
             return None
@@ -606,7 +606,7 @@ gives `inf` with a tensor.
     # -- the check ------------------------------------------------------------
     def check(self, ctx) -> Iterable[Finding]:
         model = ctx.model
-        site_model = CallSite(model)
+        site_model = NameResolver(model)
         findings: List[Finding] = []
         callees = self._callees(ctx, site_model)
         literal_values = _literal_values(callees)
@@ -712,7 +712,7 @@ gives `inf` with a tensor.
         return findings
 
     @staticmethod
-    def _varies(site_model: CallSite, call: ast.Call, value: ast.AST, flow) -> Optional[str]:
+    def _varies(site_model: NameResolver, call: ast.Call, value: ast.AST, flow) -> Optional[str]:
         """Evidence that the float changes between calls.  A float computed
         from a param group's lr changes when the lr does (written in a loop or
         a function, or an LR scheduler is built): being read again in the loop
@@ -733,7 +733,7 @@ gives `inf` with a tensor.
         value = kw.value
         return value.value if isinstance(value, ast.Constant) and isinstance(value.value, bool) else None
 
-    def _verdict(self, ctx, site_model: CallSite, route: _Route, summary: Optional[FunctionSummary], param: Optional[str], keyword: Optional[str], by_param) -> Tuple[str, str]:
+    def _verdict(self, ctx, site_model: NameResolver, route: _Route, summary: Optional[FunctionSummary], param: Optional[str], keyword: Optional[str], by_param) -> Tuple[str, str]:
         """("safe", "") | ("unsafe", why) | ("none", why and what to do instead)."""
         if summary is None:
             return "unsafe", "the compiled function's body cannot be seen"
