@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 
 from . import read as tr
-from ..analysis.context import Evidence, FileContext, Settings
+from ..analysis.context import TraceEvidence, FileContext, Settings
 from ..pipeline.engine import analyze, render, should_apply
 from ..findings import FileError, Finding
 from ..analysis.project import build_project_index
@@ -50,7 +50,7 @@ class TraceFilter:
             ]
         return entries
 
-    def evidence(self, path: str, data: bytes) -> Optional[Evidence]:
+    def evidence(self, path: str, data: bytes) -> Optional[TraceEvidence]:
         """What the trace observed in this file, at the lines of ``data`` (for
         the analysis: :func:`float_evidence`)."""
         return float_evidence(tr.Trace(entries=self._entries(path, data))).get(_real(path))
@@ -60,7 +60,7 @@ class TraceFilter:
         return [m.finding for m in matches]
 
 
-def float_evidence(trace: tr.Trace) -> Dict[str, Evidence]:
+def float_evidence(trace: tr.Trace) -> Dict[str, TraceEvidence]:
     """By user file (real path): the arguments of its compiled functions the
     trace saw guarded on a float's value (``temperature == 0.7``,
     ``sampling_kwargs['temperature'] == 0.7``, ``args[1] == 0.7``), for FR003
@@ -75,7 +75,7 @@ def float_evidence(trace: tr.Trace) -> Dict[str, Evidence]:
         sources = sorted({r.source for r in entry.reasons if r.cause == tr.FLOAT_ARG and r.source and "." not in r.source and not r.specialized})
         if sources:
             found.setdefault(_real(entry.filename), {}).setdefault(entry.firstlineno, set()).update(sources)
-    return {path: Evidence({line: frozenset(s) for line, s in lines.items()}) for path, lines in found.items()}
+    return {path: TraceEvidence({line: frozenset(s) for line, s in lines.items()}) for path, lines in found.items()}
 
 
 def guide(
