@@ -1,6 +1,7 @@
 """Fixes made from trace evidence alone, where no static finding cures what
 the trace shows: ``maybe_mark_dynamic`` before the call for a shape that
-varies, and FR005's flag for a module int attribute."""
+varies (``mark_unbacked`` for a size 0 or 1 compiled first), and FR005's flag
+for a module int attribute."""
 
 from __future__ import annotations
 
@@ -26,14 +27,32 @@ from ..findings import Edit, FileError, Finding, Fix, Safety
 # (never the 0/1 specialisation guard, never a dim the trace did not show
 # changing).  A hint: it changes no value, so the fix is safe; ``--fix`` then
 # runs the command again and compares graphs and exit code as for any fix.
+#
+# A dim the graphs show compiled at size 0 or 1 first and symbolic later (the
+# 0/1 specialisation, even under ``dynamic=True``: a first batch of 1, then 2;
+# :func:`codemods.trace.read.zero_one_sizes`) gets
+# ``torch._dynamo.decorators.mark_unbacked(<name>, <dim>)`` instead, on every
+# argument the graphs show so (vLLM's fix in PR #38933): ``maybe_mark_dynamic``
+# does not lift it (measured on 2.13, tests/trace_scripts/batch_one_first.py:
+# 2 -> 2 graphs; mark_unbacked on both inputs: 2 -> 1, same output).  Not
+# a pure hint: the size becomes data-dependent, and compiled code that
+# branches on it (``if x.shape[0] > 1``) graph-breaks there (measured: 2 -> 3
+# graphs) or, under ``fullgraph=True``, fails to compile (a data-dependent
+# guard error: the command fails); ``--fix`` restores the file in both cases
+# (no fewer graphs; another exit code).  Ops that only compute with the size
+# (views, ``arange``, slicing, ``int()``) compile (1 graph, same output).
 
 MARK_CODE = "TRACE"
+#: what marks a dim; the trace's mark for a size 0 or 1 compiled first
+MAYBE_MARK_DYNAMIC = "maybe_mark_dynamic"
+MARK_UNBACKED = "mark_unbacked"
 
 
 @dataclass
 class MarkSite:
     """One inserted mark: before the statement on ``line`` (of the bytes it
-    was computed on), ``<torch>._dynamo.maybe_mark_dynamic(arg, dim)``."""
+    was computed on), ``<torch>._dynamo.maybe_mark_dynamic(arg, dim)`` (or,
+    ``func`` MARK_UNBACKED, ``<torch>._dynamo.decorators.mark_unbacked(arg, dim)``)."""
 
     line: int
     column: int
@@ -41,10 +60,11 @@ class MarkSite:
     arg: str
     dim: int
     param: str
+    func: str = MAYBE_MARK_DYNAMIC
 
 
 # the statement and the marks already there: shared with FR007 (codemods/placement.py)
-from ..analysis.placement import existing_marks as _existing_marks, mark_statement as _mark_statement  # noqa: E402
+from ..analysis.placement import _BLOCK_FIELDS, mark_statement as _mark_statement  # noqa: E402
 from .match import Guided, GuidedFile, Match, _real, entry_file
 
 
@@ -59,12 +79,52 @@ def _insert_marks(target, marks: List[cst.SimpleStatementLine]) -> Edit:
     return Edit(target, apply)
 
 
+def _unbacked_statement(torch_name: str, arg: str, dim: int) -> cst.SimpleStatementLine:
+    """``<torch>._dynamo.decorators.mark_unbacked(arg, dim)`` as a statement
+    (2.13 has no ``torch._dynamo.mark_unbacked``)."""
+    target = cst.Attribute(
+        value=cst.Attribute(value=cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("_dynamo")), attr=cst.Name("decorators")),
+        attr=cst.Name(MARK_UNBACKED),
+    )
+    call = cst.Call(func=target, args=[cst.Arg(cst.Name(arg)), cst.Arg(cst.Integer(str(dim)))])
+    return cst.SimpleStatementLine(body=[cst.Expr(call)])
+
+
+def _marks_before(source, stmt: ast.stmt) -> set:
+    """(func, arg, dim) of the ``…maybe_mark_dynamic(arg, dim)`` /
+    ``…mark_unbacked(arg, dim)`` / ``…mark_dynamic(arg, dim)`` statements
+    right before ``stmt``, of any mix (a second run finds its own marks)."""
+    parent = source.parent(stmt)
+    body = next((getattr(parent, f) for f in _BLOCK_FIELDS if any(x is stmt for x in getattr(parent, f, None) or [])), [])
+    found = set()
+    k = next((i for i, x in enumerate(body) if x is stmt), 0) - 1
+    while k >= 0:
+        prev = body[k]
+        call = prev.value if isinstance(prev, ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in (MAYBE_MARK_DYNAMIC, MARK_UNBACKED, "mark_dynamic")
+            and len(call.args) == 2
+        ):
+            break
+        name, dim = call.args
+        if isinstance(name, ast.Name) and isinstance(dim, ast.Constant):
+            found.add((call.func.attr, name.id, dim.value))
+        k -= 1
+    return found
+
+
 def mark_dynamic(data: bytes, function: str, firstlineno: int,
-                 dims: Dict[str, Tuple[int, ...]]) -> Tuple[Optional[bytes], List[MarkSite]]:
+                 dims: Dict[str, Tuple[int, ...]],
+                 unbacked: Optional[Dict[str, Tuple[int, ...]]] = None) -> Tuple[Optional[bytes], List[MarkSite]]:
     """``data`` with ``maybe_mark_dynamic`` inserted before the calls of the
     compiled module-level function ``function`` (its code object starts at
     ``firstlineno``: a decorator or the ``def`` line), for the parameters and
-    dims in ``dims``; (None, []) when nothing can be marked.  The compile
+    dims in ``dims``, and ``mark_unbacked`` for the graph inputs and dims in
+    ``unbacked`` (keyed as the trace names them, ``l_x_``: see
+    :func:`codemods.trace.read.graph_input`; such a dim gets no
+    ``maybe_mark_dynamic``); (None, []) when nothing can be marked.  The compile
     sites and their calls are the compile-site model's
     (:mod:`codemods.analysis.compile_sites`): the function itself when a decorator
     compiles it, else a module-level ``name = torch.compile(function, ...)``."""
@@ -94,6 +154,18 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         return None, []
     fn = sites[0].target_def
     positional = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args)]  # type: ignore[union-attr]
+    params = positional + [a.arg for a in fn.args.kwonlyargs]  # type: ignore[union-attr]
+    # (param, dim, func): the dims seen to vary in the trace's order, then the
+    # other inputs compiled at size 0 or 1 first, in the signature's order
+    unbacked_of = {p: set((unbacked or {}).get(tr.graph_input(p), ())) for p in params}
+    wanted: List[Tuple[str, int, str]] = []
+    for param, param_dims in dims.items():
+        for dim in param_dims:
+            wanted.append((param, dim, MARK_UNBACKED if dim in unbacked_of.get(param, ()) else MAYBE_MARK_DYNAMIC))
+    for param in params:
+        for dim in sorted(unbacked_of[param]):
+            if (param, dim, MARK_UNBACKED) not in wanted:
+                wanted.append((param, dim, MARK_UNBACKED))
     by_stmt: Dict[ast.stmt, List[MarkSite]] = {}
     scopes = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
     for call in sorted({c for site in sites for c in site.calls}, key=lambda c: (c.lineno, c.col_offset)):
@@ -119,20 +191,23 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
                 bound[kw.arg] = kw.value
         line, column = source.start(call)
         have = by_stmt.setdefault(stmt, [])
-        for param, param_dims in dims.items():
+        for param, dim, func in wanted:
             value = bound.get(param)
             if not isinstance(value, ast.Name):
                 continue  # an expression: nothing to mark without binding it
-            for dim in param_dims:
-                if not any((m.arg, m.dim) == (value.id, dim) for m in have):
-                    have.append(MarkSite(line, column + 1, function, value.id, dim, param))
+            if not any((m.arg, m.dim) == (value.id, dim) for m in have):
+                have.append(MarkSite(line, column + 1, function, value.id, dim, param, func))
     edits: List[Edit] = []
     inserted: List[MarkSite] = []
     for stmt, marks in by_stmt.items():
-        existing = _existing_marks(source, stmt)
-        todo = [m for m in marks if (m.arg, m.dim) not in existing]
+        existing = _marks_before(source, stmt)
+        todo = [m for m in marks if (m.func, m.arg, m.dim) not in existing]
         if todo:
-            edits.append(_insert_marks(statement_target(source, stmt), [_mark_statement(model.torch_alias, m.arg, m.dim) for m in todo]))
+            statements = [
+                _unbacked_statement(model.torch_alias, m.arg, m.dim) if m.func == MARK_UNBACKED else _mark_statement(model.torch_alias, m.arg, m.dim)
+                for m in todo
+            ]
+            edits.append(_insert_marks(statement_target(source, stmt), statements))
             inserted.extend(todo)
     if not edits:
         return None, []
@@ -154,45 +229,59 @@ def _shape_cured_statically(guided_file: "GuidedFile", entry: tr.CodeEntry) -> b
 
 
 def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
-    """Add the trace's own fixes (``maybe_mark_dynamic``) to the guided files:
-    for every code object of a file with observed shape changes that no
-    applied static fix cures.  Each becomes a match whose finding (code
-    ``TRACE``, safe) is applied."""
+    """Add the trace's own fixes (``maybe_mark_dynamic``; ``mark_unbacked``
+    for a size 0 or 1 compiled first) to the guided files: for every code
+    object of a file with observed shape changes that no applied static fix
+    cures.  Each becomes a match whose finding (code ``TRACE``, safe) is
+    applied."""
     from ..modes.interactive import line_map
 
     by_real = {_real(g.path): g for g in guided.files}
     for entry in trace.entries:
         dims = tr.varying_dims(entry)
+        unbacked = {key: tuple(sorted(d)) for key, d in tr.zero_one_sizes(entry).items()}
         path = entry_file(entry)
-        if not dims or path is None or tr.is_library_file(entry.filename):
+        if not (dims or unbacked) or path is None or tr.is_library_file(entry.filename):
             continue
         g = by_real.get(_real(path))
         if g is None or _shape_cured_statically(g, entry):
             continue
         base = g.new if g.new is not None else g.original
         first = line_map(g.original, base)(entry.firstlineno) if base != g.original else entry.firstlineno
-        new, sites = mark_dynamic(base, entry.name, first, dims)
+        new, sites = mark_dynamic(base, entry.name, first, dims, unbacked)
         if new is None:
             continue
         g.new = new
         for site in sites:
-            evidence = tr.describe_shape_evidence(entry, site.param)
-            fix = Fix(edits=(), safety=Safety.SAFE,
-                      title=f"insert torch._dynamo.maybe_mark_dynamic({site.arg}, {site.dim}) before the call")
+            if site.func == MARK_UNBACKED:
+                shown = ", ".join(f"`{s}`" for s in entry.sources(tr.TENSOR_SHAPE))
+                evidence = tr.describe_zero_one_evidence(entry, tr.graph_input(site.param), site.dim)
+                call = f"{tr.MARK_UNBACKED}({site.arg}, {site.dim})"
+                message = (
+                    f"`{site.function}` recompiled on tensor shape {shown}: {evidence} (a size 0 or 1 is"
+                    f" specialised even under dynamic shapes, and maybe_mark_dynamic does not lift that):"
+                    f" mark dim {site.dim} of `{site.arg}` unbacked before the call (`{call}`, from the trace)"
+                )
+                rule_name = "mark-unbacked-from-trace"
+            else:
+                evidence = tr.describe_shape_evidence(entry, site.param)
+                call = f"torch._dynamo.maybe_mark_dynamic({site.arg}, {site.dim})"
+                message = (
+                    f"`{site.function}` recompiled on {evidence}: mark dim {site.dim} of"
+                    f" `{site.arg}` dynamic before the call (`{call}`, from the trace)"
+                )
+                rule_name = "mark-dynamic-from-trace"
+            fix = Fix(edits=(), safety=Safety.SAFE, title=f"insert {call} before the call")
             finding = Finding(
                 code=MARK_CODE,
-                message=(
-                    f"`{site.function}` recompiled on {evidence}: mark dim {site.dim} of"
-                    f" `{site.arg}` dynamic before the call"
-                    f" (`torch._dynamo.maybe_mark_dynamic({site.arg}, {site.dim})`, from the trace)"
-                ),
+                message=message,
                 path=g.display_path,
                 line=site.line,
                 column=site.column,
                 end_line=site.line,
                 end_column=site.column,
                 fix=fix,
-                rule_name="mark-dynamic-from-trace",
+                rule_name=rule_name,
                 applied=True,
             )
             g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))

@@ -11,7 +11,9 @@ starting with a tab.  The records used here:
 - ``{"str": [filename, index]}``: interns a filename for ``dynamo_start`` stacks;
 - ``{"dynamo_start": {"stack": [{"line", "name", "filename": index, ...}]}, "frame_id", ...}``:
   the Python stack when dynamo started compiling frame ``frame_id``;
-- ``{"dynamo_output_graph": ..., "frame_id", ...}``: one FX graph compiled;
+- ``{"dynamo_output_graph": {"sizes": {node: [size, ...]}}, "frame_id", ...}``:
+  one FX graph compiled, with the sizes of its tensors (ints, or strings for
+  symbolic sizes; the inputs named after their sources, ``l_x_``);
 - ``{"compilation_metrics": {"co_name", "co_filename", "co_firstlineno",
   "recompile_reason", "fail_type", "fail_reason", ...}, "frame_id", ...}``: one
   compile attempt.  When the recompile limit is hit, the attempt's record has
@@ -226,6 +228,11 @@ class CodeEntry:
     #: trace; (file, line) of the one user compile call of a library function
     #: that can have compiled it (set by :func:`codemods.trace.match.map_library_entries`)
     library_site: Optional[Tuple[str, int]] = None
+    #: per graph compiled, in order: the sizes of its tensors as the
+    #: ``dynamo_output_graph`` record gives them (node name -> sizes, an int
+    #: for a static size, a string for a symbolic one; the graph's inputs are
+    #: named after their sources: ``l_x_`` for ``L['x']``)
+    graph_sizes: List[Dict[str, List[object]]] = field(default_factory=list)
 
     def sources(self, cause: str) -> List[str]:
         """The distinct sources guarded for ``cause``, in the trace's order."""
@@ -450,7 +457,7 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
             continue
         if not isinstance(frame, int):
             continue
-        info = pending.setdefault(frame, {"graphs": 0, "stack": None})
+        info = pending.setdefault(frame, {"graphs": 0, "stack": None, "sizes": []})
         if "dynamo_start" in record:
             stack = (record["dynamo_start"] or {}).get("stack") or []
             frames = []
@@ -469,8 +476,13 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
             info["stack"] = frames
         elif "dynamo_output_graph" in record:
             info["graphs"] += 1
+            graph = record["dynamo_output_graph"]
+            sizes = graph.get("sizes") if isinstance(graph, dict) else None
+            sizes = sizes if isinstance(sizes, dict) else {}
+            info["sizes"].append(sizes)
             if frame in entries:
                 entries[frame].graphs += 1
+                entries[frame].graph_sizes.append(sizes)
         elif "compilation_metrics" in record:
             metrics = record["compilation_metrics"] or {}
             limit = _recompile_limit(metrics.get("dynamo_config"))
@@ -483,6 +495,7 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                     filename=str(metrics.get("co_filename") or ""),
                     firstlineno=int(metrics.get("co_firstlineno") or 0),
                     graphs=info["graphs"],
+                    graph_sizes=list(info["sizes"]),
                 )
                 entries[frame] = entry
                 order.append(frame)
@@ -493,7 +506,7 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                     continue
                 fname, line, name = stack[-1]
                 entry = CodeEntry(
-                    name=name, filename=fname, firstlineno=line, graphs=info["graphs"]
+                    name=name, filename=fname, firstlineno=line, graphs=info["graphs"], graph_sizes=list(info["sizes"])
                 )
                 entries[frame] = entry
                 order.append(frame)
@@ -922,6 +935,92 @@ def describe_shape_evidence(entry: "CodeEntry", name: str) -> str:
     return f"tensor shape `{name}` (dim {dims} changed {n} time{'s' if n != 1 else ''} in the trace)"
 
 
+# -- sizes 0 and 1 compiled first: mark_unbacked ---------------------------------
+#
+# Sizes 0 and 1 are specialised even under dynamic shapes (``dynamic=True``,
+# or automatic dynamic after a change): a compiled function first called with
+# a batch of 1 compiles for exactly 1 row, and the next batch of 2 recompiles
+# (``tensor 'x' size mismatch at index 0. expected 1, actual 2``).  The sizes
+# of the graphs show it: an input's dim is 1 (or 0) in one graph and symbolic
+# in a later one.  ``maybe_mark_dynamic`` does not lift it (measured on 2.13,
+# tests/trace_scripts/batch_one_first.py, vLLM before PR #38933: 2 -> 2
+# graphs); ``torch._dynamo.decorators.mark_unbacked(t, dim)`` before the call
+# on every input the graphs show so does (2 -> 1).  The recompile reason names
+# the first guard that failed (``x``); an input compiled at size 1 beside it
+# (``values``) shows only in the graphs, and marking ``x`` alone is no cure
+# (2 -> 2).  ``torch._dynamo.mark_unbacked`` does not exist on 2.13: the
+# function lives in ``torch._dynamo.decorators``.
+
+#: the call that lifts the 0/1 specialisation (as vLLM's fix writes it)
+MARK_UNBACKED = "torch._dynamo.decorators.mark_unbacked"
+
+
+def graph_input(source: str) -> str:
+    """The name dynamo gives the graph input of an argument: ``x`` ->
+    ``l_x_``, ``kwargs['cu']`` -> ``l_kwargs_cu_``, ``tokenIds`` ->
+    ``l_token_ids_`` (torch 2.13: the source name with every run of other
+    characters than letters and digits made ``_``, then fx's snake case)."""
+    m = re.match(r"^([A-Za-z_]\w*)(.*)$", source)
+    name = f"L['{m.group(1)}']{m.group(2)}" if m else source
+    name = re.sub(r"[^a-zA-Z0-9]+", "_", name)
+    return re.sub(r"(?<=[a-z])([A-Z])", r"_\1", name).lower()
+
+
+def _local_input(key: str) -> Optional[str]:
+    """``l_values_`` -> ``values``; None for a graph node that is no argument
+    of the user's (an intermediate, a module's parameter or buffer: ``l_self_…``)."""
+    if not (key.startswith("l_") and key.endswith("_")) or len(key) < 4:
+        return None
+    name = key[2:-1]
+    if name == "self" or name.startswith(("self_", "_")):
+        return None
+    return name
+
+
+def zero_one_sizes(entry: "CodeEntry") -> Dict[str, Dict[int, int]]:
+    """Graph input (``l_x_``) -> {dim: size} of the dims a graph of this code
+    object compiled at size 0 or 1 and a later graph compiled symbolic: the
+    0/1 specialisation of a size seen first.  Only for a code object that
+    recompiled on a tensor shape."""
+    if not any(r.cause == TENSOR_SHAPE and not r.stale for r in entry.reasons):
+        return {}
+    out: Dict[str, Dict[int, int]] = {}
+    graphs = entry.graph_sizes
+    for i, earlier in enumerate(graphs):
+        for key, sizes in earlier.items():
+            if _local_input(key) is None or not isinstance(sizes, list):
+                continue
+            for later in graphs[i + 1 :]:
+                other = later.get(key)
+                if not isinstance(other, list) or len(other) != len(sizes):
+                    continue  # another rank: not the same input's dims
+                for dim, (a, b) in enumerate(zip(sizes, other)):
+                    if type(a) is int and a in (0, 1) and isinstance(b, str):
+                        out.setdefault(key, {}).setdefault(dim, a)
+    return out
+
+
+def input_name(entry: "CodeEntry", key: str) -> str:
+    """The user's name of graph input ``key``: the guarded source that gives
+    it (``x``, ``kwargs['cu']``), else the name it was made from (``values``)."""
+    for source in entry.sources(TENSOR_SHAPE):
+        if graph_input(source) == key:
+            return source
+    return _local_input(key) or key
+
+
+def unbacked_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
+    """Tensor (the user's name) -> the dims to mark unbacked
+    (:func:`zero_one_sizes`)."""
+    return {input_name(entry, key): tuple(sorted(dims)) for key, dims in zero_one_sizes(entry).items()}
+
+
+def describe_zero_one_evidence(entry: "CodeEntry", key: str, dim: int) -> str:
+    """``dim 0 of `values` compiled at size 1, then symbolic`` for messages."""
+    size = zero_one_sizes(entry).get(key, {}).get(dim, 1)
+    return f"dim {dim} of `{input_name(entry, key)}` compiled at size {size}, then symbolic"
+
+
 def rule_cures(entry: "CodeEntry", cause: str) -> List[Cure]:
     """The rules that can cure ``cause`` in ``entry``: those of the cause
     (:func:`cure_table`), but not FR001 for an int or float torch specialised
@@ -942,19 +1041,33 @@ def rule_cure_codes(entry: "CodeEntry", cause: str, available: Iterable[str]) ->
 def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
     """What cures ``cause`` for this code object: rule codes, and the advice
     the evidence supports (``maybe_mark_dynamic`` for the dims seen to vary,
-    "bounded" with the count, "report: …"); "none" when nothing is known."""
+    ``mark_unbacked`` for those compiled at size 0 or 1 first, "bounded" with
+    the count, "report: …"); "none" when nothing is known."""
     parts = rule_cure_codes(entry, cause, available)
     count = entry.count(cause)
     sources = ", ".join(f"`{s}`" for s in entry.sources(cause)) or "it"
     if cause == TENSOR_SHAPE:
-        for name, dims in varying_dims(entry).items():
+        # sizes 0/1 compiled first (the graphs show them): mark_unbacked, which
+        # lifts the 0/1 specialisation; maybe_mark_dynamic for the other dims seen to vary
+        unbacked = unbacked_dims(entry)
+        marks = [(name, dim, MARK_UNBACKED) for name, dims in unbacked.items() for dim in dims]
+        marks += [
+            (name, dim, "torch._dynamo.maybe_mark_dynamic")
+            for name, dims in varying_dims(entry).items()
+            for dim in dims
+            if dim not in unbacked.get(name, ())
+        ]
+        for name, dim, call in marks:
             argument = argument_of(name)
             if argument is None:
                 continue  # `args[0]` of a wrapper: no name of the user's to mark
             if argument[1]:  # `kwargs['cu_doc_lens']`: the tensor the caller passes by that name
                 name = f"<the tensor passed as {argument[0]}>"
-            for dim in dims:
-                parts.append(f"torch._dynamo.maybe_mark_dynamic({name}, {dim})")
+            parts.append(f"{call}({name}, {dim})")
+        if unbacked:
+            seen = sorted({size for dims in zero_one_sizes(entry).values() for size in dims.values()})
+            what = f"size {seen[0]}" if len(seen) == 1 else "sizes 0 and 1"
+            parts.append(f"{what} specialised even when dynamic (maybe_mark_dynamic does not lift it)")
         zero_one = sum(1 for r in entry.reasons if is_zero_one(r))
         if zero_one:
             parts.append(

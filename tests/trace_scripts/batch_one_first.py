@@ -1,0 +1,57 @@
+"""Sizes 0 and 1 under dynamic shapes (vLLM before PR #38933, "Update
+`batched_count_greater_than` to handle batch size 1 without recompile"):
+vllm/v1/sample/ops/logprobs.py compiles batched_count_greater_than with
+dynamic=True and Sampler.gather_logprobs calls it with (num_reqs, vocab)
+logprobs.  A run whose first batch has 1 request compiles for exactly 1 row
+(size 1 is specialised even under dynamic=True); the next batch of 2
+recompiles: `tensor 'x' size mismatch at index 0. expected 1, actual 2`.
+maybe_mark_dynamic does not lift it (2 -> 2 graphs on torch 2.13);
+torch._dynamo.decorators.mark_unbacked on dim 0 of both inputs, before the
+call, does (2 -> 1, the PR's fix)."""
+from typing import NamedTuple
+
+import torch
+
+
+# backend="eager": dynamo guards (and recompiles) exactly as with inductor, in seconds
+@torch.compile(dynamic=True, backend="eager")
+def batched_count_greater_than(x: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """Counts elements in each row of x that are greater than the corresponding value in values."""
+    return (x >= values).sum(-1)
+
+
+class LogprobsTensors(NamedTuple):
+    logprob_token_ids: torch.Tensor
+    logprobs: torch.Tensor
+    selected_token_ranks: torch.Tensor
+
+
+class Sampler:
+    @staticmethod
+    def compute_logprobs(logits: torch.Tensor) -> torch.Tensor:
+        return logits.log_softmax(dim=-1, dtype=torch.float32)
+
+    @staticmethod
+    def gather_logprobs(logprobs: torch.Tensor, num_logprobs: int, token_ids: torch.Tensor) -> LogprobsTensors:
+        assert token_ids.dtype == torch.int64
+        # Find the topK values.
+        topk_logprobs, topk_indices = torch.topk(logprobs, num_logprobs, dim=-1)
+        # Get with the logprob of the prompt or sampled token.
+        token_ids = token_ids.unsqueeze(-1)
+        token_logprobs = logprobs.gather(-1, token_ids)
+        # Compute the ranks of the actual token.
+        token_ranks = batched_count_greater_than(logprobs, token_logprobs)
+        # Concatenate together with the topk.
+        indices = torch.cat((token_ids, topk_indices), dim=1)
+        logprobs = torch.cat((token_logprobs, topk_logprobs), dim=1)
+        indices = indices.to(torch.int32)
+        return LogprobsTensors(indices, logprobs, token_ranks)
+
+
+torch.manual_seed(0)
+vocab = 16
+for num_reqs in [1, 1, 2, 4, 3, 8]:  # warm-up / RL rollouts with batch size 1, then larger batches
+    logits = torch.randn(num_reqs, vocab)
+    sampled = torch.multinomial(logits.softmax(-1), 1).squeeze(-1)  # the sampled tokens
+    out = Sampler.gather_logprobs(Sampler.compute_logprobs(logits), 3, sampled)
+    print("result:", num_reqs, out.selected_token_ranks.tolist(), round(out.logprobs.sum().item(), 4))
