@@ -490,3 +490,16 @@ def test_every_cache_entry_failure_is_read_from_the_artifacts():
     assert entry.count(tr.RANK) == 8 and entry.count(tr.CONSTANT) == 7 and entry.count(tr.TENSOR_SHAPE) == 5
     assert tr.cure_label(entry, tr.CONSTANT, CODES) == "bounded (2 distinct guard failures): the limit came from tensor shape `x`"
     assert tr.cure_label(entry, tr.RANK, CODES) == "bounded (2 distinct guard failures): the limit came from tensor shape `x`"
+
+
+def test_a_submodule_of_a_module_list_is_named_whole():
+    """peft #2177 (benchmarks/recall/peft_hotswap_scaling_tensor): the guard on a
+    LoRA scaling of the first layer named `self.layers` and read as a value an op
+    needed (`.0` broke the access), so the cure said a tensor cannot stand in;
+    the project's fix is a 0-d tensor .fill_()ed by the hot-swap."""
+    guard = "self._modules['layers']._modules['0']._modules['q_proj'].scaling['default'] == 1.0"
+    cause, source, _dims, computed = tr.classify(guard)
+    assert (cause, source) == (tr.MODULE_FLOAT_ATTR, "self.layers[0].q_proj.scaling['default']")
+    assert not computed
+    [reason] = tr.parse_reason(f"0/0: {guard}  # result = result + lora_B(lora_A(dropout(x))) * scaling  # before.py:63 in forward")
+    assert not reason.specialized

@@ -673,11 +673,14 @@ def _computed_from(src: str) -> Optional[str]:
 
 def _user_source(src: str) -> Tuple[str, bool]:
     """``L['x'].attr`` -> ("x.attr", False); ``G['X']`` -> ("X", True);
-    ``self._modules['kv_cache'].size`` -> ("self.kv_cache.size", False)."""
+    ``self._modules['kv_cache'].size`` -> ("self.kv_cache.size", False);
+    ``self._modules['layers']._modules['0'].scaling['default']`` ->
+    ("self.layers[0].scaling['default']", False)."""
     src = src.strip()
     is_global = bool(_GLOBAL.match(src))
     src = _ANY_SCOPE.sub(lambda m: m.group("name"), src)
-    src = _MODULE_DICT.sub(lambda m: "." + m.group("name"), src)
+    # a submodule of a ModuleList or Sequential is named by its index: [0], as written
+    src = _MODULE_DICT.sub(lambda m: f"[{m.group('name')}]" if m.group("name").isdigit() else "." + m.group("name"), src)
     return src, is_global
 
 
