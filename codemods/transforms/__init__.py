@@ -23,6 +23,7 @@ from .optimizer_scalars import OptimizerScalars
 from .ragged_batch import RaggedBatch
 from .recompile_limit import RecompileLimit
 from .unspec_int_attrs import UnspecIntAttrs
+from .compiled_memo import CompiledMemo
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
@@ -38,6 +39,7 @@ REGISTRY: List[Rule] = [
     GlobalRebound(),
     HookAfterCompile(),
     ContainerGrowth(),
+    CompiledMemo(),
 ]
 
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}

@@ -1,0 +1,535 @@
+"""FR014 compiled-memo: a module method that the compiled code reaches
+memoises on an attribute of ``self`` (``self._cache = (key, value)``,
+``self.cache[key] = value``) and reads it back (``self._cache is not None``,
+``key in self.cache``).  torch guards what the compiled code read (the None
+check, the key's presence); the write inside the compiled call makes the
+next call fail that guard, so it recompiles (huggingface/diffusers#13792,
+d94ad81b87: AnyFlow's rope ``_freqs_cache``)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+from .._lazy import cst
+from ..analysis.compile_sites import def_first_lines
+from ..analysis.modules import _submodule_class, class_chain, compiled_bound_method, compiled_module_class, init_assignments, methods_reached, self_attr, walk_body
+from ..analysis.placement import block_of, torch_at_least, torch_expr
+from ..analysis.source import statement_target
+from ..findings import Edit, Finding, Safety
+from ..trace.causes import KEYS, NONE_CHECK, CuresCause
+from .base import Example, Rule
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+#: ``torch.compiler.is_compiling`` is public from torch 2.3; before it (and
+#: for "any release from 2.1") ``torch._dynamo.is_compiling``, present from
+#: 2.1 through 2.13 (deprecated in favour of the public one)
+IS_COMPILING_SINCE = (2, 3)
+#: how many submodule calls (``self.rope(...)`` -> the rope's forward) are followed
+_MAX_SUB_HOPS = 3
+
+NONE_KIND = "none"  # `self._cache is not None`, written `self._cache = ...`
+KEY_KIND = "key"  # `key in self.cache`, written `self.cache[key] = ...`
+
+
+# -- what the compiled code runs --------------------------------------------------
+
+
+def _method_names(model, cls: ast.ClassDef) -> Set[str]:
+    return {stmt.name for c in class_chain(model, cls) for stmt in c.body if isinstance(stmt, _DEFS)}
+
+
+def _reached(model, cls: ast.ClassDef, start: str) -> List[Tuple[ast.ClassDef, str, ast.AST]]:
+    """:func:`methods_reached` from ``start``, and also through calls of a
+    submodule (``self.rope(...)``: the submodule class's ``forward``), up to
+    three such hops: the rope module of a compiled transformer."""
+    out: List[Tuple[ast.ClassDef, str, ast.AST]] = []
+    seen: Set[Tuple[int, str]] = set()
+    todo: List[Tuple[ast.ClassDef, str, int]] = [(cls, start, 0)]
+    while todo:
+        owner, method, hops = todo.pop(0)
+        for c, name, fn in methods_reached(model, owner, method):
+            if (id(c), name) in seen:
+                continue
+            seen.add((id(c), name))
+            out.append((c, name, fn))
+            if hops >= _MAX_SUB_HOPS:
+                continue
+            names = _method_names(model, c)
+            for node in walk_body(fn):
+                if isinstance(node, ast.Call):
+                    sub = self_attr(node.func)
+                    if sub is not None and sub not in names:
+                        target = _submodule_class(model, c, sub)
+                        if target is not None and "forward" in _method_names(model, target):
+                            todo.append((target, "forward", hops + 1))
+    return out
+
+
+def _disabled(model, fn: ast.AST) -> bool:
+    """``@torch.compiler.disable`` / ``@torch._dynamo.disable``: runs eager."""
+    for dec in fn.decorator_list:  # type: ignore[attr-defined]
+        func = dec.func if isinstance(dec, ast.Call) else dec
+        if any(q.endswith(".disable") and q.startswith("torch.") for q in model.qualified_names(func)):
+            return True
+    return False
+
+
+# -- code that runs only when not compiling ----------------------------------------
+
+
+def _compiling_call(model, node: ast.AST) -> bool:
+    """``torch.compiler.is_compiling()``, ``torch._dynamo.is_compiling()``,
+    a project helper named ``is_..._compiling()`` (transformers'
+    ``is_torchdynamo_compiling``)."""
+    if not isinstance(node, ast.Call) or node.args or node.keywords:
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name.startswith("is_") and name.endswith("compiling")
+
+
+class _Shield:
+    """Where a method's code runs only outside compiled code: under
+    ``if not torch.compiler.is_compiling():``, after ``not is_compiling() and``,
+    after ``if is_compiling(): return ...`` (also through a local
+    ``is_compiling = torch.compiler.is_compiling()``)."""
+
+    def __init__(self, model, source, fn: ast.AST) -> None:
+        self.model, self.source, self.fn = model, source, fn
+        self.flags: Set[str] = set()
+        for node in walk_body(fn):
+            if isinstance(node, ast.Assign) and _compiling_call(model, node.value):
+                self.flags.update(t.id for t in node.targets if isinstance(t, ast.Name))
+
+    def compiling(self, test: ast.AST) -> bool:
+        """Is ``test`` true only while compiling?"""
+        if _compiling_call(self.model, test) or (isinstance(test, ast.Name) and test.id in self.flags):
+            return True
+        return isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(self.compiling(v) for v in test.values)
+
+    def not_compiling(self, test: ast.AST) -> bool:
+        """Is ``test`` true only outside compiled code?"""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and self.compiling(test.operand):
+            return True
+        return isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(self.not_compiling(v) for v in test.values)
+
+    def __call__(self, node: ast.AST) -> bool:
+        """Does ``node`` run only outside compiled code?"""
+        child = node
+        for anc in self.source.ancestors(node):
+            if isinstance(anc, (ast.If, ast.IfExp)):
+                if _within(child, anc.body) and self.not_compiling(anc.test):
+                    return True
+                if _within(child, anc.orelse) and self.compiling(anc.test):
+                    return True
+            elif isinstance(anc, ast.BoolOp) and child in anc.values:
+                before = anc.values[: anc.values.index(child)]
+                shield = self.not_compiling if isinstance(anc.op, ast.And) else self.compiling
+                if any(shield(v) for v in before):
+                    return True
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(anc, name, None)
+                if isinstance(block, list) and any(s is child for s in block):
+                    for stmt in block[: next(i for i, s in enumerate(block) if s is child)]:
+                        # `if is_compiling(): return f(x)` before: the rest runs eager only
+                        if isinstance(stmt, ast.If) and not stmt.orelse and self.compiling(stmt.test) and isinstance(stmt.body[-1], (ast.Return, ast.Raise)):
+                            return True
+            if anc is self.fn:
+                return False
+            child = anc
+        return False
+
+
+def _within(child: ast.AST, part) -> bool:
+    return any(child is s for s in part) if isinstance(part, list) else child is part
+
+
+# -- the memo ---------------------------------------------------------------------
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _empty_dict(model, node: ast.AST) -> bool:
+    if isinstance(node, ast.Dict):
+        return not node.keys
+    return isinstance(node, ast.Call) and not node.args and not node.keywords and "builtins.dict" in model.qualified_names(node.func)
+
+
+def _memo_attrs(model, cls: ast.ClassDef) -> Dict[str, str]:
+    """Attributes of ``cls`` every value given to which in ``__init__`` or
+    the class body is ``None`` (a memo filled on first use: NONE_KIND) or
+    an empty dict (a memo by key: KEY_KIND)."""
+    values: Dict[str, List[ast.AST]] = {}
+    for c in class_chain(model, cls):
+        for stmt in c.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                values.setdefault(stmt.targets[0].id, []).append(stmt.value)
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+                values.setdefault(stmt.target.id, []).append(stmt.value)
+            elif isinstance(stmt, _DEFS) and stmt.name == "__init__":
+                for target, value in init_assignments(stmt):
+                    name = self_attr(target)
+                    if name is not None:
+                        values.setdefault(name, []).append(value)
+    out: Dict[str, str] = {}
+    for name, found in values.items():
+        if all(_is_none(v) for v in found):
+            out[name] = NONE_KIND
+        elif all(_empty_dict(model, v) for v in found):
+            out[name] = KEY_KIND
+    return out
+
+
+def _check(test: ast.AST, attr: str, kind: str) -> Tuple[bool, bool]:
+    """(reads the memo, true only on a hit) for an ``if`` test: a None check
+    of ``self.<attr>`` (``is not None``: a hit), or a key's presence (``k in
+    self.<attr>``: a hit), alone or in an ``and`` chain."""
+    conjuncts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    reads = hit = False
+    for part in conjuncts:
+        for node in ast.walk(part):
+            if not (isinstance(node, ast.Compare) and len(node.ops) == 1):
+                continue
+            left, op, right = node.left, node.ops[0], node.comparators[0]
+            if kind == NONE_KIND and isinstance(op, (ast.Is, ast.IsNot)):
+                if (self_attr(left) == attr and _is_none(right)) or (self_attr(right) == attr and _is_none(left)):
+                    reads = True
+                    hit = hit or (node is part and isinstance(op, ast.IsNot))
+            elif kind == KEY_KIND and isinstance(op, (ast.In, ast.NotIn)) and self_attr(right) == attr:
+                reads = True
+                hit = hit or (node is part and isinstance(op, ast.In))
+    return reads, hit
+
+
+class _Memo:
+    """One memo attribute used by one reached method."""
+
+    def __init__(self, owner: ast.ClassDef, method: str, fn: ast.AST, attr: str, kind: str) -> None:
+        self.owner, self.method, self.fn, self.attr, self.kind = owner, method, fn, attr, kind
+        #: the `if` statements whose test checks the memo (unshielded)
+        self.checks: List[Tuple[ast.If, bool]] = []
+        #: the statements that write it (unshielded)
+        self.writes: List[ast.stmt] = []
+
+
+def _write_of(stmt: ast.AST, attr: str, kind: str) -> Optional[bool]:
+    """True: ``stmt`` writes the memo (``self.<attr> = v`` not None, or
+    ``self.<attr>[k] = v``); False: it changes it otherwise (``= None``,
+    ``del``, ``+=``, a store of the other form); None: neither."""
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete)):
+        targets = stmt.targets if isinstance(stmt, (ast.Assign, ast.Delete)) else [stmt.target]
+        value = getattr(stmt, "value", None)
+        for target in targets:
+            if self_attr(target) == attr:
+                whole = isinstance(stmt, (ast.Assign, ast.AnnAssign)) and value is not None and not _is_none(value)
+                return kind == NONE_KIND and whole and len(targets) == 1
+            if isinstance(target, ast.Subscript) and self_attr(target.value) == attr:
+                return kind == KEY_KIND and isinstance(stmt, ast.Assign) and len(targets) == 1
+    return None
+
+
+#: methods that change a container or tensor in place
+_MUTATORS = {"append", "extend", "insert", "update", "add", "setdefault", "pop", "popitem", "clear", "remove"}
+
+
+def _in_place(source, node: ast.AST, kind: str) -> bool:
+    """Does ``node`` (``self.<attr>``) change the object in place: an item
+    stored into a None-initialised attribute (``self.k_cache[:, pos] = k``),
+    an in-place tensor method (``.copy_()``, ``.index_copy_()``) or a
+    container method, an augmented item (``self.counts[k] += 1``)?"""
+    parent = source.parent(node)
+    if isinstance(parent, ast.Subscript) and parent.value is node:
+        grand = source.parent(parent)
+        if isinstance(grand, ast.AugAssign) and grand.target is parent:
+            return True
+        return kind == NONE_KIND and isinstance(parent.ctx, (ast.Store, ast.Del))
+    if isinstance(parent, ast.Attribute) and isinstance(source.parent(parent), ast.Call) and source.parent(parent).func is parent:
+        return parent.attr.endswith("_") and not parent.attr.startswith("_") or parent.attr in _MUTATORS
+    return False
+
+
+# -- the rule ---------------------------------------------------------------------------
+
+
+class CompiledMemo(Rule):
+    code = "FR014"
+    #: the trace causes its fix cures: the memo's None check, the key's presence
+    cures = (CuresCause(NONE_CHECK), CuresCause(KEYS))
+    name = "compiled-memo"
+    summary = "a memo attribute written inside compiled code"
+    what_it_does = """
+Finds a memo kept on an attribute of an `nn.Module` of the module that the
+compiled code both reads and writes: the attribute is `None` (or an empty
+dict) in `__init__` or the class body, and a method run by the compiled code
+checks it in an `if` (`self._cache is not None`, `key in self.cache`) and
+fills it (`self._cache = (key, value)`, `self.cache[key] = value`). The
+method is the `forward` of a compiled instance (`torch.compile(model)`,
+`model.compile()`), a compiled bound method, or a method they reach
+(`self.method()`, a submodule's method, a submodule's `forward` through
+`self.rope(...)`). Code under `not torch.compiler.is_compiling()` (or after
+`if torch.compiler.is_compiling(): return ...`) runs eager only and counts
+for nothing; nor does a method decorated with `@torch.compiler.disable`, nor
+a memo filled only outside the compiled code.
+
+Fixes the simple form: one `if` whose test is true on a hit and whose body
+returns, every read of the memo inside that `if`, every write after it on a
+line of its own. Every other form is reported with the cure.
+"""
+    why_it_recompiles = """
+dynamo guards what the compiled code read: `self._freqs_cache is None` (a
+None check), `not ___dict_contains('1_4_4', self.rope_cache)` (a key's
+absence). The compiled call then writes the memo, so the next call fails that
+guard and compiles the cache-hit branch: 2 graphs where 1 suffices, one more
+for each new key of a dict memo (one per shape). Measured on torch 2.13
+(CPU, counting backend): diffusers' AnyFlow rope (`_freqs_cache`, #13792)
+and QwenImage rope (`rope_cache[rope_key]`, #12061), 2 graphs each; with the
+memo skipped while compiling, 1.
+"""
+    example = """
+    class RotaryPosEmbed(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim = dim
+            self._freqs_cache = None
+
+        def _build_freqs(self, device):
+            key = (device.type, str(device))
+            if self._freqs_cache is not None and self._freqs_cache[0] == key:   # guarded
+                return self._freqs_cache[1]
+            freqs = make_freqs(self.dim, device)
+            self._freqs_cache = (key, freqs)                                     # written in the graph
+            return freqs
+
+Fixed (diffusers' own cure, d94ad81b87):
+
+            if not torch.compiler.is_compiling() and self._freqs_cache is not None and self._freqs_cache[0] == key:
+                return self._freqs_cache[1]
+            freqs = make_freqs(self.dim, device)
+            if not torch.compiler.is_compiling():
+                self._freqs_cache = (key, freqs)
+            return freqs
+"""
+    fix_safety = """
+Unsafe. Eager runs are unchanged (`torch.compiler.is_compiling()` is False
+there, and `not False and test` is `test`). Compiled calls no longer read or
+fill the memo: the value is computed inside the graph on every call, which
+returns the same values only if it is a pure function of the key, and code
+that reads the memo later (outside the compiled code) finds it unfilled. The
+tool cannot prove either. `torch.compiler.is_compiling()` is written for
+`--target-torch 2.3` and later; for older targets (and none given)
+`torch._dynamo.is_compiling()`, which exists from torch 2.1.
+"""
+    reads = "ast"
+    triggers = (b"None", b"{}", b"dict(")
+    valid = (
+        # the memo is filled only outside the compiled code: a precompute step
+        "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._cache = None\n"
+        "    def precompute(self, n):\n        self._cache = torch.arange(n)\n"
+        "    def forward(self, x):\n        if self._cache is not None:\n            return x + self._cache\n        return x\n"
+        "rope = Rope()\nrope.precompute(4)\nm = torch.compile(rope)\n",
+        # already skipped while compiling
+        "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.cache = {}\n"
+        "    def forward(self, x, n):\n        if not torch.compiler.is_compiling() and n in self.cache:\n            return x + self.cache[n]\n"
+        "        t = torch.arange(n)\n        if not torch.compiler.is_compiling():\n            self.cache[n] = t\n        return x + t\n"
+        "m = torch.compile(Rope())\n",
+        # the module is not compiled
+        "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._cache = None\n"
+        "    def forward(self, x):\n        if self._cache is not None:\n            return x + self._cache\n        self._cache = torch.ones(4)\n        return x + self._cache\nm = Rope()\n",
+        # written in a method that runs eager
+        "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._cache = None\n"
+        "    @torch.compiler.disable\n    def _table(self):\n        if self._cache is None:\n            self._cache = torch.ones(4)\n        return self._cache\n"
+        "    def forward(self, x):\n        return x + self._table()\nm = torch.compile(Rope())\n",
+        # a KV cache allocated on first use and updated in place: state, not a memo
+        "import torch\nclass Attn(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.k_cache = None\n"
+        "    def forward(self, k, pos):\n        if self.k_cache is None:\n            self.k_cache = torch.zeros(16, 8)\n"
+        "        self.k_cache[pos] = k\n        return self.k_cache\nm = torch.compile(Attn())\n",
+    )
+    invalid = (
+        # the tuple memo (diffusers' AnyFlow rope), in a method forward reaches
+        Example(
+            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._freqs_cache = None\n"
+            "    def _build_freqs(self, device):\n        key = str(device)\n"
+            "        if self._freqs_cache is not None and self._freqs_cache[0] == key:\n            return self._freqs_cache[1]\n"
+            "        freqs = torch.arange(4.0, device=device)\n        self._freqs_cache = (key, freqs)\n        return freqs\n"
+            "    def forward(self, x):\n        return x * self._build_freqs(x.device)\nm = torch.compile(Rope())\n",
+            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._freqs_cache = None\n"
+            "    def _build_freqs(self, device):\n        key = str(device)\n"
+            "        if not torch._dynamo.is_compiling() and self._freqs_cache is not None and self._freqs_cache[0] == key:\n            return self._freqs_cache[1]\n"
+            "        freqs = torch.arange(4.0, device=device)\n        if not torch._dynamo.is_compiling():\n            self._freqs_cache = (key, freqs)\n        return freqs\n"
+            "    def forward(self, x):\n        return x * self._build_freqs(x.device)\nm = torch.compile(Rope())\n",
+            unsafe=True,
+        ),
+        # the dict memo, keyed by a length; `import torch as T`
+        Example(
+            "import torch as T\nclass Pos(T.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.cache = {}\n"
+            "    def table(self, n):\n        if n in self.cache:\n            return self.cache[n]\n        t = T.arange(n)\n        self.cache[n] = t  # memo\n        return t\n"
+            "    def forward(self, x):\n        return x + self.table(x.shape[0])\nm = Pos()\nm.compile()\n",
+            "import torch as T\nclass Pos(T.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.cache = {}\n"
+            "    def table(self, n):\n        if not T._dynamo.is_compiling() and n in self.cache:\n            return self.cache[n]\n        t = T.arange(n)\n"
+            "        if not T._dynamo.is_compiling():\n            self.cache[n] = t  # memo\n        return t\n"
+            "    def forward(self, x):\n        return x + self.table(x.shape[0])\nm = Pos()\nm.compile()\n",
+            unsafe=True,
+        ),
+        # filled, then read after the `if` (QwenImage's rope): report only
+        Example(
+            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.rope_cache = {}\n"
+            "    def forward(self, x, n):\n        key = f'{n}'\n        if key not in self.rope_cache:\n            self.rope_cache[key] = torch.arange(n)\n"
+            "        return x + self.rope_cache[key]\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.pos = Rope()\n"
+            "    def forward(self, x):\n        return self.pos(x, 4)\nnet = torch.compile(Net())\n"
+        ),
+    )
+
+    def check(self, ctx) -> Iterable[Finding]:
+        model, source = ctx.model, ctx.source
+        findings: List[Finding] = []
+        seen: Set[Tuple[int, str]] = set()
+        for site in model.compile_sites:
+            cls = compiled_module_class(model, site)
+            start = "forward"
+            if cls is None:
+                bound = compiled_bound_method(model, site)
+                if bound is None:
+                    continue
+                cls, start = bound
+            reached = [r for r in _reached(model, cls, start) if not _disabled(model, r[2])]
+            if not reached:
+                continue
+            feeds = def_first_lines(reached[0][2])
+            for memo, others in self._memos(model, source, reached):
+                if (id(memo.owner), memo.attr) in seen:
+                    continue
+                seen.add((id(memo.owner), memo.attr))
+                findings.append(self._finding(ctx, site, cls, start, memo, others, feeds))
+        return findings
+
+    def _memos(self, model, source, reached) -> List[Tuple[_Memo, List[ast.AST]]]:
+        """Each memo a reached method both checks and writes outside any
+        shield, with the other unshielded uses of its attribute in reached
+        code (reads and changes beyond the check and the write)."""
+        by_class: Dict[int, Dict[str, str]] = {}
+        uses: Dict[Tuple[int, str], List[Tuple[ast.AST, ast.AST]]] = {}  # (class, attr) -> (node, method def)
+        memos: List[_Memo] = []
+        for owner, method, fn in reached:
+            attrs = by_class.setdefault(id(owner), _memo_attrs(model, owner))
+            if not attrs:
+                continue
+            shield = _Shield(model, source, fn)
+            found: Dict[str, _Memo] = {}
+            for node in walk_body(fn):
+                attr = self_attr(node)
+                if attr in attrs and source.enclosing(node, _SCOPES) is fn and not shield(node):
+                    uses.setdefault((id(owner), attr), []).append((node, fn))  # type: ignore[index]
+                if isinstance(node, ast.If) and source.enclosing(node, _SCOPES) is fn:
+                    for attr, kind in attrs.items():
+                        reads, hit = _check(node.test, attr, kind)
+                        if reads and not shield(node.test):
+                            found.setdefault(attr, _Memo(owner, method, fn, attr, kind)).checks.append((node, hit))
+                elif isinstance(node, ast.stmt) and source.enclosing(node, _SCOPES) is fn:
+                    for attr, kind in attrs.items():
+                        if _write_of(node, attr, kind) and not shield(node):
+                            found.setdefault(attr, _Memo(owner, method, fn, attr, kind)).writes.append(node)
+            memos.extend(m for m in found.values() if m.checks and m.writes)
+        out = []
+        for memo in memos:
+            if any(_in_place(source, n, memo.kind) for n, _ in uses.get((id(memo.owner), memo.attr), [])):
+                continue  # state updated in place (a KV cache allocated on first use), not a memo
+            accounted = set()
+            for check, _ in memo.checks:
+                accounted.update(id(n) for n in ast.walk(check))
+            for write in memo.writes:
+                accounted.update(id(n) for n in ast.walk(write))
+            others = [n for n, fn in uses.get((id(memo.owner), memo.attr), []) if id(n) not in accounted]
+            out.append((memo, others))
+        return out
+
+    def _finding(self, ctx, site, cls, start, memo: _Memo, others: List[ast.AST], feeds) -> Finding:
+        source = ctx.source
+        write = memo.writes[0]
+        where = (
+            f"the compiled `{start}` of `{cls.name}`"
+            if memo.method == start and memo.owner is cls
+            else f"`{memo.owner.name}.{memo.method}`, which the compiled `{start}` of `{cls.name}` reaches"
+        )
+        guard = f"`self.{memo.attr} is None`" if memo.kind == NONE_KIND else f"the key's presence in `self.{memo.attr}`"
+        message = (
+            f"`self.{memo.attr}` is a memo read and written inside compiled code ({where}, compiled on line {site.node.lineno}): "  # type: ignore[attr-defined]
+            f"torch guards {guard}, and the write makes the next call fail that guard and recompile"
+            + (" (once per new key)" if memo.kind == KEY_KIND else "")
+        )
+        why_not = self._not_simple(source, memo, others)
+        if why_not is not None:
+            return self.finding(
+                ctx,
+                write,
+                message + f"; skip the memo while compiling: read and write it only under `not torch.compiler.is_compiling()` "
+                f"and compute the value directly otherwise (no automatic fix: {why_not})",
+                feeds=feeds,
+            )
+        check = memo.checks[0][0]
+        public = torch_at_least(ctx.settings, IS_COMPILING_SINCE)
+        attrs = ("compiler", "is_compiling") if public else ("_dynamo", "is_compiling")
+        spelled = "torch." + ".".join(attrs) + "()"
+        edits = [Edit(source.target(check.test, "BaseExpression"), functools.partial(_guard_test, ctx.model, attrs))]
+        edits += [Edit(statement_target(source, w), functools.partial(_guard_statement, ctx.model, attrs)) for w in memo.writes]
+        return self.finding(
+            ctx,
+            write,
+            message + f"; skip the memo while compiling (`not {spelled}` on its check and its write; unsafe: "
+            "the value is then computed in the graph on every compiled call, the same only if it is a pure function of the key)",
+            edits=edits,
+            safety=Safety.UNSAFE,
+            needs_torch=True,
+            title=f"skip `self.{memo.attr}` while compiling",
+            feeds=feeds,
+        )
+
+    @staticmethod
+    def _not_simple(source, memo: _Memo, others: List[ast.AST]) -> Optional[str]:
+        """Why the memo's form is not the one the fix proves equivalent, or
+        None: one `if` true only on a hit whose body returns, every other
+        use inside it, every write after it on a line of its own."""
+        if len(memo.checks) != 1:
+            return "the memo is checked in more than one `if`"
+        check, hit = memo.checks[0]
+        for node in others:
+            if not any(a is check for a in source.ancestors(node)):
+                return f"`self.{memo.attr}` is also used outside its check, on line {node.lineno}"  # type: ignore[attr-defined]
+        if not hit or check.orelse or not isinstance(check.body[-1], ast.Return):
+            return "its check is not an `if` taken on a hit that returns"
+        if any(isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)) for n in ast.walk(check.test)):
+            return "its check binds or awaits"
+        for write in memo.writes:
+            if write.lineno <= check.end_lineno or any(a is check for a in source.ancestors(write)):  # type: ignore[attr-defined,operator]
+                return "a write is not after its check"
+            block = block_of(source, write)
+            if block is None or any(s is not write and s.lineno == write.lineno for s in getattr(block[0], block[1])):
+                return "a write shares its line with another statement"
+        return None
+
+
+def _not_compiling(model, attrs: Tuple[str, ...]) -> "cst.BaseExpression":
+    return cst.UnaryOperation(operator=cst.Not(), expression=cst.Call(func=torch_expr(model, *attrs)))
+
+
+def _guard_test(model, attrs: Tuple[str, ...], node: "cst.BaseExpression") -> "cst.BaseExpression":
+    """``test`` -> ``not torch.compiler.is_compiling() and test`` (parenthesised
+    when it binds looser than ``and``)."""
+    right = node
+    if isinstance(node, (cst.BooleanOperation, cst.IfExp, cst.Lambda)) and not node.lpar:
+        if not (isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And)):
+            right = node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.BooleanOperation(left=_not_compiling(model, attrs), operator=cst.And(), right=right)
+
+
+def _guard_statement(model, attrs: Tuple[str, ...], node: "cst.SimpleStatementLine") -> "cst.If":
+    """``self._cache = v`` -> ``if not torch.compiler.is_compiling(): self._cache = v``."""
+    return cst.If(
+        test=_not_compiling(model, attrs),
+        body=cst.IndentedBlock(body=[node.with_changes(leading_lines=())]),
+        leading_lines=node.leading_lines,
+    )
