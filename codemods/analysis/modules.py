@@ -431,3 +431,12 @@ def class_facts(source: Source) -> dict:
                 if alias.name != "*":
                     reexports[alias.asname or alias.name] = import_target(alias, stmt)  # type: ignore[assignment]
     return {"classes": classes, "reexports": reexports}
+
+
+def compiled_class_method(model: CompileModel, site: AstCompileSite) -> Optional[Tuple[ast.ClassDef, str]]:
+    """The ``nn.Module`` class and the method a compile site compiles: the
+    class's ``forward`` for a compiled module, else the bound method's."""
+    cls = compiled_module_class(model, site)
+    if cls is not None:
+        return cls, "forward"
+    return compiled_bound_method(model, site)

@@ -143,9 +143,14 @@ def mark_statement(torch_name: str, arg: str, dim: int, func: str = "maybe_mark_
     return cst.SimpleStatementLine(body=[cst.Expr(call)])
 
 
-def existing_marks(source: Source, stmt: ast.stmt, func: str = "maybe_mark_dynamic") -> set:
-    """(arg, dim) of the ``…_dynamo.maybe_mark_dynamic(arg, dim)`` statements
-    right before ``stmt`` (a second run finds its own marks)."""
+#: the ``torch._dynamo`` hints a statement before a call can mark a tensor's dim with
+MARKS = ("maybe_mark_dynamic", "mark_unbacked", "mark_dynamic")
+
+
+def marks_before(source: Source, stmt: ast.stmt) -> set:
+    """(func, arg, dim) of the ``…maybe_mark_dynamic(arg, dim)`` /
+    ``…mark_unbacked(arg, dim)`` / ``…mark_dynamic(arg, dim)`` statements
+    right before ``stmt``, of any mix (a second run finds its own marks)."""
     parent = source.parent(stmt)
     body = next((getattr(parent, f) for f in _BLOCK_FIELDS if any(x is stmt for x in getattr(parent, f, None) or [])), [])
     found = set()
@@ -153,10 +158,15 @@ def existing_marks(source: Source, stmt: ast.stmt, func: str = "maybe_mark_dynam
     while k >= 0:
         prev = body[k]
         call = prev.value if isinstance(prev, ast.Expr) else None
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == func and len(call.args) == 2):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in MARKS and len(call.args) == 2):
             break
         name, dim = call.args
         if isinstance(name, ast.Name) and isinstance(dim, ast.Constant):
-            found.add((name.id, dim.value))
+            found.add((call.func.attr, name.id, dim.value))
         k -= 1
     return found
+
+
+def existing_marks(source: Source, stmt: ast.stmt, func: str = "maybe_mark_dynamic") -> set:
+    """(arg, dim) of the ``func`` marks among :func:`marks_before`."""
+    return {(arg, dim) for kind, arg, dim in marks_before(source, stmt) if kind == func}

@@ -64,7 +64,7 @@ class MarkSite:
 
 
 # the statement and the marks already there: shared with FR007 (codemods/placement.py)
-from ..analysis.placement import _BLOCK_FIELDS, mark_statement as _mark_statement  # noqa: E402
+from ..analysis.placement import mark_statement as _mark_statement, marks_before  # noqa: E402
 from .match import Guided, GuidedFile, Match, _real, entry_file
 
 
@@ -88,31 +88,6 @@ def _unbacked_statement(torch_name: str, arg: str, dim: int) -> cst.SimpleStatem
     )
     call = cst.Call(func=target, args=[cst.Arg(cst.Name(arg)), cst.Arg(cst.Integer(str(dim)))])
     return cst.SimpleStatementLine(body=[cst.Expr(call)])
-
-
-def _marks_before(source, stmt: ast.stmt) -> set:
-    """(func, arg, dim) of the ``…maybe_mark_dynamic(arg, dim)`` /
-    ``…mark_unbacked(arg, dim)`` / ``…mark_dynamic(arg, dim)`` statements
-    right before ``stmt``, of any mix (a second run finds its own marks)."""
-    parent = source.parent(stmt)
-    body = next((getattr(parent, f) for f in _BLOCK_FIELDS if any(x is stmt for x in getattr(parent, f, None) or [])), [])
-    found = set()
-    k = next((i for i, x in enumerate(body) if x is stmt), 0) - 1
-    while k >= 0:
-        prev = body[k]
-        call = prev.value if isinstance(prev, ast.Expr) else None
-        if not (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and call.func.attr in (MAYBE_MARK_DYNAMIC, MARK_UNBACKED, "mark_dynamic")
-            and len(call.args) == 2
-        ):
-            break
-        name, dim = call.args
-        if isinstance(name, ast.Name) and isinstance(dim, ast.Constant):
-            found.add((call.func.attr, name.id, dim.value))
-        k -= 1
-    return found
 
 
 def mark_dynamic(data: bytes, function: str, firstlineno: int,
@@ -200,7 +175,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     edits: List[Edit] = []
     inserted: List[MarkSite] = []
     for stmt, marks in by_stmt.items():
-        existing = _marks_before(source, stmt)
+        existing = marks_before(source, stmt)
         todo = [m for m in marks if (m.func, m.arg, m.dim) not in existing]
         if todo:
             statements = [

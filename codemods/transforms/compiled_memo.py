@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
-from ..analysis.modules import _submodule_class, class_chain, compiled_bound_method, compiled_module_class, init_assignments, methods_reached, self_attr, walk_body
+from ..analysis.modules import _submodule_class, class_chain, compiled_class_method, init_assignments, methods_reached, self_attr, walk_body
 from ..analysis.placement import block_of, torch_at_least, torch_expr
 from ..analysis.source import statement_target
 from ..findings import Edit, Finding, Safety
@@ -389,13 +389,10 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
         findings: List[Finding] = []
         seen: Set[Tuple[int, str]] = set()
         for site in model.compile_sites:
-            cls = compiled_module_class(model, site)
-            start = "forward"
-            if cls is None:
-                bound = compiled_bound_method(model, site)
-                if bound is None:
-                    continue
-                cls, start = bound
+            compiled = compiled_class_method(model, site)
+            if compiled is None:
+                continue
+            cls, start = compiled
             reached = [r for r in _reached(model, cls, start) if not _disabled(model, r[2])]
             if not reached:
                 continue

@@ -14,7 +14,7 @@ from ..findings import Finding
 from ..analysis.variation import literal_int
 from ..trace.causes import CuresCause, LENGTH
 from .base import Example, Rule
-from ..analysis.modules import class_chain, compiled_bound_method, compiled_module_class, init_assignments, methods_reached, self_attr, walk_body
+from ..analysis.modules import class_chain, compiled_class_method, init_assignments, methods_reached, self_attr, walk_body
 
 #: methods that make a list or deque longer
 _GROW = {"append", "extend", "insert", "appendleft", "extendleft"}
@@ -177,13 +177,10 @@ tensor buffer) is a design choice, and each changes what runs compiled.
         findings: List[Finding] = []
         seen: Set[Tuple[int, str]] = set()
         for site in model.compile_sites:
-            cls = compiled_module_class(model, site)
-            start = "forward"
-            if cls is None:
-                bound = compiled_bound_method(model, site)
-                if bound is None:
-                    continue
-                cls, start = bound
+            compiled = compiled_class_method(model, site)
+            if compiled is None:
+                continue
+            cls, start = compiled
             reached = methods_reached(model, cls, start)
             # the code object a trace shows is the compiled method's: match the finding by its lines
             feeds = def_first_lines(reached[0][2]) if reached else ()
