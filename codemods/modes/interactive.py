@@ -31,7 +31,6 @@ the source cannot show).
 from __future__ import annotations
 
 import contextlib
-import difflib
 import enum
 import os
 import signal
@@ -45,6 +44,7 @@ from ..analysis.context import Settings
 from ..pipeline.engine import FileResult, analyze, read_file, render
 from ..findings import FileError, Finding, Safety
 from .output import unified_diff
+from ..analysis.lines import line_map  # noqa: F401  (interactive.line_map: the review's own use and the trace's)
 from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic
 
@@ -187,29 +187,6 @@ def decide(files: Sequence[Sequence[bool]], answers: Iterable[Optional[str]]) ->
 # --------------------------------------------------------------------------
 # following findings across re-analysis (pure)
 # --------------------------------------------------------------------------
-
-
-def line_map(before: bytes, after: bytes) -> Callable[[int], int]:
-    """Where each (1-based) line of ``before`` lands in ``after``.
-
-    Unchanged lines follow their shift; a line inside a rewritten block maps to
-    the line at the same offset in the new block (or its last line); a deleted
-    line maps to the line that now follows the deletion.
-    """
-    a = before.splitlines()
-    b = after.splitlines()
-    mapping: Dict[int, int] = {}
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        for k in range(i2 - i1):
-            if tag == "equal":
-                target = j1 + k
-            elif tag == "replace":
-                target = j1 + min(k, j2 - j1 - 1)
-            else:  # delete
-                target = j1
-            mapping[i1 + k + 1] = target + 1
-    return lambda line: mapping.get(line, line)
 
 
 Key = Tuple[str, int]

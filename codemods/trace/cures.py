@@ -209,7 +209,7 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
     object of a file with observed shape changes that no applied static fix
     cures.  Each becomes a match whose finding (code ``TRACE``, safe) is
     applied."""
-    from ..modes.interactive import line_map
+    from ..analysis.lines import line_map
 
     by_real = {_real(g.path): g for g in guided.files}
     for entry in trace.entries:
@@ -363,7 +363,7 @@ def apply_flag_evidence(trace: tr.Trace, guided: Guided, settings: Settings) -> 
     """Add FR005's flag where the trace shows nn.Module methods recompiling on
     int attributes of ``self`` and no applied FR005 finding of that file sets
     it: one flag per file, one finding per code object it cures."""
-    from ..modes.interactive import line_map
+    from ..analysis.lines import line_map
     from ..transforms.unspec_int_attrs import FLAG
 
     by_real = {_real(g.path): g for g in guided.files}

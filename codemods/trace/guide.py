@@ -27,7 +27,7 @@ class TraceFilter:
     :func:`match_file` matches (upgraded as in ``--fix``).  The session calls it
     again on the accepted code after every accepted fix; the trace's line
     numbers are of the file as it ran, so they are first moved to the accepted
-    code (``interactive.line_map`` from the bytes first seen for that file)."""
+    code (``analysis.lines.line_map`` from the bytes first seen for that file)."""
 
     def __init__(self, trace: tr.Trace) -> None:
         self.trace = trace
@@ -39,7 +39,7 @@ class TraceFilter:
         original = self._original.setdefault(real, data)
         entries = self.trace.entries
         if data != original:
-            from ..modes.interactive import line_map
+            from ..analysis.lines import line_map
 
             moved = line_map(original, data)
             entries = [
