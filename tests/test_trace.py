@@ -844,3 +844,29 @@ def test_check_interactive_honours_the_configuration(copied, tmp_path, setting):
     assert "Apply this fix" not in tail and "FR001" not in tail, tail
     assert status == 0, tail
     assert script.read_bytes() == original
+
+
+# -- a restore never overwrites the user's edit (issue 29, item 1) --------------------
+
+
+@pytest.mark.parametrize("user_saves", [True, False])
+def test_run_fix_restore_keeps_an_edit_saved_during_the_rerun(copied, capsys, user_saves):
+    """The rerun is a real child process; with ``user_saves`` it saves the
+    fixed file (as an editor would) while it runs, then exits with another
+    code, so the fixes are rolled back: the user's save is kept, not
+    overwritten with the bytes from before the fixes."""
+    script, trace = copied("loader_shapes")
+    original = script.read_bytes()
+    fixed = original.replace(b"dynamic=False", b"")  # what a fix wrote
+    script.write_bytes(fixed)
+    edit = f"open({str(script)!r}, 'a').write('# saved by the user\\n'); " if user_saves else ""
+    cmd = [PYTHON, "-c", edit + "raise SystemExit(3)"]
+    code = traced_mode._compare_after(cmd, trace, 0, [(str(script), script.name, original)], 0)
+    err = capsys.readouterr().err
+    assert code == 2 and "exit code changed 0 -> 3" in err
+    if user_saves:
+        assert script.read_bytes() == fixed + b"# saved by the user\n"
+        assert f"warning: {script.name}: changed while the command ran again; not restored" in err
+    else:
+        assert script.read_bytes() == original
+        assert "warning" not in err

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import replace
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 
 from ..trace import read as tr
@@ -198,6 +198,27 @@ def from_trace(
     return code
 
 
+def _read_bytes(path: str) -> Optional[bytes]:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _restore(written: Sequence[Tuple[str, str, bytes]], fixed: Dict[str, Optional[bytes]]) -> None:
+    """Put back the bytes each written file had before the fixes, but only
+    where the file still holds what the fixes wrote: one saved by the user
+    while the command ran again (minutes, for a training run) keeps the
+    user's edit, and says so."""
+    for path, shown, original in written:
+        now = _read_bytes(path)
+        if now is not None and now == fixed.get(path):
+            write_atomic(path, original, shown)
+        elif now != original:
+            err_line(f"warning: {shown}: changed while the command ran again; not restored (the fix is still in it unless you removed it)")
+
+
 def _compare_after(
     cmd: Sequence[str],
     before: tr.Trace,
@@ -209,7 +230,9 @@ def _compare_after(
     restore ``written`` (path, display path, bytes before) if its exit code
     changed, or if the fixes compiled no fewer graphs in total; when the
     first run failed at the recompile limit (``code_before`` != 0), keep them
-    only if the command now succeeds."""
+    only if the command now succeeds.  A file edited while the command ran
+    again is not restored (:func:`_restore`)."""
+    fixed = {path: _read_bytes(path) for path, _shown, _original in written}
     err_line(f"fix-recompiles: running {' '.join(cmd)} again with the fixes")
     code_after, after = traced_run(cmd)
     out_line("")
@@ -223,24 +246,21 @@ def _compare_after(
         if code_after == 0:
             out_line(f"Exit code {code_before} -> 0: the recompile limit is no longer hit.")
             return code
-        for path, shown, original in written:
-            write_atomic(path, original, shown)
+        _restore(written, fixed)
         err_line(f"error: the command still fails after the fixes (exit code {code_after}); the files were restored")
         return EXIT_ERROR
     if code_after == code_before:
         out_line(f"Exit code unchanged ({code_after}).")
         if written and after.total_graphs >= before.total_graphs:
             # a fix must cure what it claims (issue 15, item 2): none did
-            for path, shown, original in written:
-                write_atomic(path, original, shown)
+            _restore(written, fixed)
             err_line(
                 f"fix-recompiles: the fixes did not reduce the graphs compiled ({before.total_graphs} -> "
                 f"{after.total_graphs}); the files were restored"
             )
             return EXIT_FINDINGS
         return code
-    for path, shown, original in written:
-        write_atomic(path, original, shown)
+    _restore(written, fixed)
     err_line(
         f"error: exit code changed {code_before} -> {code_after} after the fixes; the files were restored"
     )
