@@ -135,6 +135,13 @@ def file_selection(cfg, cli_excludes: Optional[tuple], force_exclude: bool = Fal
     """The files every mode of this run takes, from the configuration and the
     command line (``--exclude`` replaces the configuration's ``exclude`` and
     keeps its ``extend-exclude``), with its ``per-file-ignores``."""
+    checks = [("--exclude", cli_excludes or ()), ("exclude (pyproject.toml)", cfg.exclude), ("extend-exclude (pyproject.toml)", cfg.extend_exclude),
+              ("per-file-ignores (pyproject.toml)", [pattern for pattern, _codes in cfg.per_file_ignores])]
+    for origin, patterns in checks:
+        why = selection.pattern_error(patterns)
+        if why is not None:
+            _err(f"error: {origin}: {why}")
+            raise typer.Exit(EXIT_ERROR)
     return selection.FileSelection(
         excludes=cli_excludes or (),
         config_excludes=cfg.excludes if cli_excludes is None else cfg.extend_exclude,
@@ -347,8 +354,9 @@ def _check_stdin(settings, cfg, stdin_filename, *, diff, fix, quiet, output_form
             if fix:
                 out.write(data)
             return EXIT_CLEAN  # excluded: passed through untouched, as ruff does
+    chosen = file_selection(cfg, exclude)  # refuses a bad pattern, whether used or not
     if stdin_filename:
-        settings = file_selection(cfg, None).settings_for(stdin_filename, settings)
+        settings = chosen.settings_for(stdin_filename, settings)
     result = engine.process_source(name, shown, data, settings)
     if result.error is not None:
         _err(f"error: {shown}: {result.error}")

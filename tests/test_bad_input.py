@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+import io
 import os
 import re
 import stat
@@ -354,3 +355,35 @@ def test_syntax_error_names_the_python_that_read_it_and_a_newer_requirement(tmp_
         f"(as {running} reads it; pyproject.toml requires Python >= 99.1, <100: run fix-recompiles with that Python)"
     ), e["reason"]
     assert read(tmp_path, "pkg/m.py") == broken
+
+
+# -- bad configuration input: one line, exit 2 (issue 29, item 3) --------------------
+
+DEEP = "[tool.fix-recompiles]\nexclude = " + "[" * 5000 + "]" * 5000 + "\n"
+BAD_CONFIG = {
+    # (pyproject.toml bytes or None, extra args, what the one line says)
+    "exclude flag": (None, ["--exclude", "[z-a]"], "error: --exclude: invalid pattern '[z-a]'"),
+    "exclude key": (b'[tool.fix-recompiles]\nexclude = ["[z-a]"]\n', [], "error: exclude (pyproject.toml): invalid pattern '[z-a]'"),
+    "per-file-ignores key": (b'[tool.fix-recompiles]\nper-file-ignores = {"[z-a]" = ["FR001"]}\n', [], "error: per-file-ignores (pyproject.toml): invalid pattern '[z-a]'"),
+    "long pattern": (None, ["--exclude", "a" * 5000], "is longer than 4096 characters"),
+    "deep array": (DEEP.encode(), [], "pyproject.toml: invalid TOML: nested too deeply"),
+    "utf-16": ('[tool.fix-recompiles]\nignore = ["FR001"]\n'.encode("utf-16"), [], "pyproject.toml: not UTF-8 (TOML files are UTF-8)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIG))
+def test_bad_configuration_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, case):
+    pyproject, extra, said = BAD_CONFIG[case]
+    files = {"good.py": SAFE}
+    write(tmp_path, files)
+    if pyproject is not None:
+        (tmp_path / "pyproject.toml").write_bytes(pyproject)
+    monkeypatch.chdir(tmp_path)
+    for command in (["check", "."], ["check", "-", "--stdin-filename", "good.py"]):
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(SAFE.encode())))
+        code, out, err = run_main(command + extra, capsys)
+        assert code == 2, (command, err)
+        assert "Traceback" not in err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and said in lines[0], (command, err)
+    assert read(tmp_path, "good.py") == SAFE.encode()

@@ -134,15 +134,44 @@ def _pyprojects_up(start: str) -> Iterator[Tuple[str, bytes]]:
         cur = parent
 
 
+def _toml(path: str, data: bytes) -> dict:
+    """The TOML document of ``data`` (the bytes of ``path``); every way it can
+    be bad is one :class:`ConfigError` line: invalid TOML, not UTF-8 (TOML
+    files are UTF-8: a UTF-16 file is not ignored but refused), nested too
+    deeply for the parser."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 (TOML files are UTF-8): {exc.reason} at byte {exc.start}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+
+
+def _names_the_tool(data: bytes) -> bool:
+    """Does a ``pyproject.toml`` mention the tool, in UTF-8 or (to refuse it
+    with a reason, not skip it) in UTF-16/32?"""
+    if b"fix-recompiles" in data:
+        return True
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in data[:4096]:
+        for encoding in ("utf-16", "utf-32"):
+            try:
+                if "fix-recompiles" in data.decode(encoding):
+                    return True
+            except UnicodeDecodeError:
+                continue
+    return False
+
+
 def find_pyproject(start: str) -> Optional[str]:
     """The closest ``pyproject.toml`` with a ``[tool.fix-recompiles]`` table,
     from ``start`` (a file or folder) up to the filesystem root."""
     for candidate, data in _pyprojects_up(start):
-        if b"fix-recompiles" in data:
-            try:
-                doc = tomllib.loads(data.decode("utf-8", "replace"))
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
+        if _names_the_tool(data):
+            doc = _toml(candidate, data)
             if TABLE in doc.get("tool", {}):
                 return candidate
     return None
@@ -164,7 +193,7 @@ def python_required(start: str) -> Optional[Tuple[str, str, Tuple[int, int]]]:
             continue
         try:
             spec = tomllib.loads(data.decode("utf-8", "replace")).get("project", {}).get("requires-python")
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):
             continue
         found = _LOWEST_PYTHON.search(spec) if isinstance(spec, str) else None
         if found is not None:
@@ -187,11 +216,10 @@ def load_config(path: Optional[str]) -> Config:
         return Config(root=os.getcwd())
     try:
         with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+            data = fh.read()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    doc = _toml(path, data)
     table = doc.get("tool", {}).get(TABLE, {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
@@ -244,11 +272,10 @@ def config_for(paths: Sequence[str], config_file: Optional[str] = None) -> Confi
             raise ConfigError(f"--config: {config_file}: {'not a regular file' if os.path.exists(config_file) else 'no such file'}")
         try:
             with open(config_file, "rb") as fh:
-                doc = tomllib.load(fh)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{config_file}: invalid TOML: {exc}") from None
+                data = fh.read()
         except OSError as exc:
             raise ConfigError(f"--config: {config_file}: cannot read: {exc.strerror or exc}") from None
+        doc = _toml(config_file, data)
         if not isinstance(doc.get("tool"), dict) or TABLE not in doc["tool"]:
             raise ConfigError(f"--config: {config_file}: no [tool.{TABLE}] table")
         return load_config(config_file)

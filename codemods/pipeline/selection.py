@@ -14,6 +14,26 @@ from .config import PerFileIgnores
 from .discovery import DEFAULT_EXCLUDES, Discovered, discover
 
 
+#: a longer gitignore-style pattern is refused: pathspec's regex for a
+#: 50 MB pattern ran for over 15 minutes
+MAX_PATTERN = 4096
+
+
+def pattern_error(patterns: Sequence[str]) -> Optional[str]:
+    """Why one of ``patterns`` (gitignore-style) cannot be used, or None."""
+    import pathspec
+
+    for pattern in patterns:
+        shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
+        if len(pattern) > MAX_PATTERN:
+            return f"pattern {shown!r} is longer than {MAX_PATTERN} characters"
+        try:
+            pathspec.GitIgnoreSpec.from_lines([pattern])
+        except Exception as exc:  # noqa: BLE001 - re.error, ValueError ...: a bad pattern, one line
+            return f"invalid pattern {shown!r}: {exc}"
+    return None
+
+
 def _excluded_by_default(path: str) -> bool:
     parts = os.path.normpath(os.path.abspath(path)).split(os.sep)[:-1]
     return any(p in DEFAULT_EXCLUDES for p in parts)
