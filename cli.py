@@ -209,11 +209,15 @@ def check(
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when findings remain (errors still exit 2)."),
     exclude: Optional[List[str]] = typer.Option(None, "--exclude", metavar="PATTERNS", help="Gitignore-style patterns to skip (comma-separated, relative to the current folder); replaces the configuration's `exclude`."),
     config_file: Optional[str] = typer.Option(None, "--config", metavar="PATH", help="Read [tool.fix-recompiles] from this TOML file instead of the closest pyproject.toml."),
+    version: bool = typer.Option(False, "-V", "--version", is_eager=True, help="Print the version and exit."),
 ) -> None:
     """Report (default), diff or fix recompile causes in PATHs.
 
     PATH: files or folders (default: the current folder); '-' reads the source
     from stdin (name it with --stdin-filename)."""
+    if version:  # `check --version`, as `ruff check --version`
+        typer.echo(f"fix-recompiles {_version()}")
+        raise typer.Exit(EXIT_CLEAN)
     if diff and fix:
         _err("error: --diff and --fix are exclusive (--diff writes nothing)")
         raise typer.Exit(EXIT_ERROR)

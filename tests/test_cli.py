@@ -610,3 +610,18 @@ def test_version(tmp_path):
     proc = fr(tmp_path, "--version")
     assert proc.returncode == 0
     assert proc.stdout.decode().strip() == f"fix-recompiles {version}"
+
+
+def test_check_version_as_ruff_check_version(tmp_path, capsys):
+    """`fix-recompiles check --version` (issue 29, item 7) printed 'No such
+    option' and exited 2; like `ruff check --version` it prints the version."""
+    import cli
+
+    cli.main(["--version"])
+    expected = capsys.readouterr().out
+    assert re.fullmatch(r"fix-recompiles \S+\n", expected)
+    for args in (["check", "--version"], ["check", "-V"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(args)
+        assert exc.value.code == 0, args
+        assert capsys.readouterr().out == expected, args
