@@ -29,12 +29,14 @@ if __package__:
     from .codemods.modes import formats, guard, output, traced
     from .codemods.modes import interactive as interactive_mode
     from .codemods.pipeline import cache, config, discovery, engine, replay, runner, selection
+    from .codemods.trace import cures as trace_cures
 else:
     from codemods import transforms
     from codemods.analysis.context import Settings
     from codemods.modes import formats, guard, output, traced
     from codemods.modes import interactive as interactive_mode
     from codemods.pipeline import cache, config, discovery, engine, replay, runner, selection
+    from codemods.trace import cures as trace_cures
 
 BY_CODE, REGISTRY = transforms.BY_CODE, transforms.REGISTRY
 FORMATS = formats.FORMATS
@@ -67,10 +69,10 @@ def _codes(values: Optional[List[str]], option: str) -> Optional[frozenset]:
             part = part.strip().upper()
             if not part:
                 continue
-            if part != "ALL" and not any(code.startswith(part) for code in BY_CODE):
+            if part != "ALL" and not any(code.startswith(part) for code in (*BY_CODE, trace_cures.MARK_CODE)):
                 _err(f"error: {option}: unknown rule code {part!r} (see `fix-recompiles rules`)")
                 raise typer.Exit(EXIT_ERROR)
-            codes.add("FR" if part == "ALL" else part)
+            codes.update(("FR", trace_cures.MARK_CODE) if part == "ALL" else (part,))
     return frozenset(codes)
 
 

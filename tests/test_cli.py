@@ -625,3 +625,17 @@ def test_check_version_as_ruff_check_version(tmp_path, capsys):
             cli.main(args)
         assert exc.value.code == 0, args
         assert capsys.readouterr().out == expected, args
+
+
+def test_trace_is_a_code_select_and_ignore_accept(tmp_path, capsys, monkeypatch):
+    """`--ignore TRACE` turns the trace's own fixes off (issue 29, item 4); it
+    was refused as an unknown rule code, so they could not be turned off."""
+    import cli
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    for args in (["check", "--ignore", "TRACE", "."], ["check", "--select", "FR001,TRACE", "."]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(args)
+        assert exc.value.code == 0, capsys.readouterr().err
+    capsys.readouterr()

@@ -13,6 +13,8 @@ from test_trace import copied, graphs, results, run_cli  # noqa: F401 (copied: a
 from codemods.trace import read as tr
 from codemods.trace import cures as trace_cures
 from codemods.trace import guide as trace_guide
+import pytest
+
 from codemods.analysis.context import Settings
 from codemods.findings import Safety
 
@@ -144,3 +146,26 @@ def test_run_fix_marks_dynamic_fewer_graphs_same_output(tmp_path):
     first, second = results(out)
     assert first == second
     assert "        torch._dynamo.maybe_mark_dynamic(batch, 0)\n        total += float(energy(batch))" in script.read_text()
+
+
+# -- the trace's own fixes obey --select / --ignore (issue 29, item 4) -----------------
+
+
+@pytest.mark.parametrize("settings", [Settings(ignore=frozenset({"TRACE"})), Settings(select=frozenset({"FR001"}))])
+def test_the_marks_are_not_applied_when_trace_is_not_selected(copied, settings):  # noqa: F811
+    script, trace = copied("ragged_batches")
+    guided = trace_guide.guide(trace, settings, [str(script.parent)], fixing=True)
+    assert not [m for m in guided.matches if m.finding.code == "TRACE"]
+    assert not any(g.changed for g in guided.files)
+
+
+@pytest.mark.parametrize("settings", [Settings(ignore=frozenset({"FR005"})), Settings(select=frozenset({"FR001"}))])
+def test_fr005s_flag_is_not_set_from_the_trace_when_fr005_is_not_selected(copied, settings):  # noqa: F811
+    script, trace = copied("module_attrs")
+    selected = trace_guide.guide(trace, Settings(target_torch=(2, 13)), [str(script.parent)], fixing=True)
+    assert [m for m in selected.matches if m.finding.code == "TRACE"]  # the flag, when FR005 is selected
+    from dataclasses import replace
+
+    guided = trace_guide.guide(trace, replace(settings, target_torch=(2, 13)), [str(script.parent)], fixing=True)
+    assert not [m for m in guided.matches if m.finding.code == "TRACE"]
+    assert "allow_unspec_int_on_nn_module" not in b"".join(g.new or b"" for g in guided.files).decode()

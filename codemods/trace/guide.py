@@ -19,7 +19,7 @@ from ..analysis.project import build_project_index
 from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic, write_changed
 from .match import Guided, GuidedFile, Match, _real, entry_file, implicated_files, map_library_entries, match_file
-from .cures import apply_evidence, apply_flag_evidence
+from .cures import MARK_CODE, apply_evidence, apply_flag_evidence
 
 
 class TraceFilter:
@@ -135,8 +135,12 @@ def guide(
     if optimizers:
         apply_lr_writers(out, project, settings, optimizers)
     if evidence:
-        apply_flag_evidence(trace, out, settings)
-        apply_evidence(trace, out)
+        # the trace's own fixes obey --select / --ignore / the configuration:
+        # the flag is FR005's cure, the marks are the code TRACE's
+        if settings.selects("FR005"):
+            apply_flag_evidence(trace, out, settings)
+        if settings.selects(MARK_CODE):
+            apply_evidence(trace, out)
     return out
 
 
