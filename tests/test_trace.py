@@ -870,3 +870,41 @@ def test_run_fix_restore_keeps_an_edit_saved_during_the_rerun(copied, capsys, us
     else:
         assert script.read_bytes() == original
         assert "warning" not in err
+
+
+# -- SIGTERM stops the traced command too (issue 29, item 6) --------------------------
+
+
+def test_sigterm_stops_the_command_and_leaves_no_trace_folder(tmp_path):
+    """`timeout` (CI) sends SIGTERM to `fix-recompiles run`: the command it runs
+    is stopped with it and its trace folder removed (both were left behind)."""
+    import signal as sig
+    import time
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    started = tmp_path / "started"
+    child = f"import os, time; open({str(started)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    env = _env()
+    env["TMPDIR"] = str(scratch)
+    proc = subprocess.Popen([PYTHON, "-c", "from cli import main; main()", "run", "--", PYTHON, "-c", child],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not started.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    assert started.exists(), proc.stderr.read1() if proc.poll() is not None else "the command did not start"
+    while not started.read_text() and time.time() < deadline:
+        time.sleep(0.05)
+    pid = int(started.read_text())
+    assert list(scratch.glob("fix-recompiles-trace-*"))  # the trace folder, while it runs
+    proc.send_signal(sig.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err.decode()
+    assert "terminated (SIGTERM)" in err.decode()
+    assert not list(scratch.glob("fix-recompiles-trace-*"))
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the traced command is still running"

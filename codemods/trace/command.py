@@ -4,10 +4,12 @@ the graphs two traces compiled."""
 from __future__ import annotations
 
 import os
+import signal
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import Dict, List, Sequence, Tuple
 
 
@@ -21,19 +23,43 @@ from .match import entry_file
 def run_traced(cmd: Sequence[str], trace_dir: str, stdout=None) -> int:
     """Run ``cmd`` with ``TORCH_TRACE=trace_dir``, its output streaming through
     (its stdout to ``stdout`` when given); its exit code (127 when it cannot
-    start)."""
+    start).  A SIGTERM to this process (what ``timeout`` and CI send) is
+    passed on to the command, which is waited for; then this process exits
+    143 through ``SystemExit``, so the caller's ``finally`` removes the trace
+    folder: nothing keeps running, nothing is left behind."""
     env = dict(os.environ)
     env["TORCH_TRACE"] = trace_dir
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        return subprocess.call(list(cmd), env=env, stdout=stdout)
+        child = subprocess.Popen(list(cmd), env=env, stdout=stdout)
     except FileNotFoundError:
         print(f"error: command not found: {cmd[0]}", file=sys.stderr)
         return 127
     except PermissionError:
         print(f"error: cannot execute: {cmd[0]}", file=sys.stderr)
         return 126
+    terminated = []
+
+    def on_term(signum, _frame) -> None:
+        terminated.append(signum)
+        child.send_signal(signal.SIGTERM)
+
+    in_main = threading.current_thread() is threading.main_thread()  # signal handlers: main thread only
+    previous = signal.signal(signal.SIGTERM, on_term) if in_main else None
+    try:
+        code = child.wait()
+    except BaseException:
+        child.terminate()
+        child.wait()
+        raise
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+    if terminated:
+        print("fix-recompiles: terminated (SIGTERM): the command was stopped and waited for", file=sys.stderr)
+        raise SystemExit(128 + signal.SIGTERM)
+    return code
 
 
 def traced_run(cmd: Sequence[str]) -> Tuple[int, tr.Trace]:
