@@ -387,3 +387,24 @@ def test_bad_configuration_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys,
         lines = [line for line in err.splitlines() if line.strip()]
         assert len(lines) == 1 and said in lines[0], (command, err)
     assert read(tmp_path, "good.py") == SAFE.encode()
+
+
+def test_diff_quotes_file_names_as_git_does(tmp_path, monkeypatch, capsys):
+    """A tab or a newline in a file name broke the whole `--diff` (issue 29,
+    item 7): the names are quoted with C escapes as git writes them, and
+    `git apply` takes the patch for every file."""
+    import subprocess
+
+    names = ["tab\there.py", "new\nline.py", 'quote"d.py', "plain.py"]
+    write(tmp_path, {name: SAFE for name in names})
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(["--diff", "."], capsys)
+    assert code == 1, err
+    assert '--- "a/tab\\there.py"' in out and '+++ "b/new\\nline.py"' in out and '"a/quote\\"d.py"' in out
+    assert "--- a/plain.py" in out
+    subprocess.run(["git", "init", "-q", "."], check=True)
+    (tmp_path / "fix.patch").write_text(out)
+    proc = subprocess.run(["git", "apply", "fix.patch"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    for name in names:
+        assert read(tmp_path, name) == SAFE_FIXED.encode(), name

@@ -32,6 +32,19 @@ def split_lines(text: str) -> List[str]:
     return lines
 
 
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def git_path(prefix: str, path: str) -> str:
+    """``prefix + path`` as git writes it in a patch header: quoted, with C
+    escapes, when it holds a control character, a quote or a backslash (a
+    tab or newline in a file name would otherwise break the whole patch)."""
+    name = prefix + path
+    if not any(c in _C_ESCAPES or ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        return name
+    return '"' + "".join(_C_ESCAPES.get(c) or (f"\\{ord(c):03o}" if ord(c) < 0x20 or ord(c) == 0x7F else c) for c in name) + '"'
+
+
 def unified_diff(display_path: str, before: str, after: str, context: int = 3) -> str:
     """A patch ``git apply`` accepts: a/ b/ paths, 3 lines of context, and the
     "No newline at end of file" marker where a side lacks a final newline."""
@@ -43,8 +56,8 @@ def unified_diff(display_path: str, before: str, after: str, context: int = 3) -
     for line in difflib.unified_diff(
         split_lines(before),
         split_lines(after),
-        fromfile=f"a/{header}",
-        tofile=f"b/{header}",
+        fromfile=git_path("a/", header),
+        tofile=git_path("b/", header),
         n=context,
     ):
         if line.endswith("\n"):
