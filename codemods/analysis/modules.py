@@ -203,6 +203,41 @@ def methods_reached(model: CompileModel, cls: ast.ClassDef, start: str = "forwar
     return [(owner, name, _facts(model, owner).methods[name]) for owner, name, _ in order]
 
 
+#: how many submodule calls (``self.rope(...)`` -> the rope's forward) are followed
+_MAX_SUB_HOPS = 3
+
+
+def _method_names(model: CompileModel, cls: ast.ClassDef) -> Set[str]:
+    return {stmt.name for c in class_chain(model, cls) for stmt in c.body if isinstance(stmt, _DEFS)}
+
+
+def methods_reached_through_submodules(model: CompileModel, cls: ast.ClassDef, start: str) -> List[Tuple[ast.ClassDef, str, ast.AST]]:
+    """:func:`methods_reached` from ``start``, and also through calls of a
+    submodule (``self.rope(...)``: the submodule class's ``forward``), up to
+    three such hops: the rope module of a compiled transformer (FR014)."""
+    out: List[Tuple[ast.ClassDef, str, ast.AST]] = []
+    seen: Set[Tuple[int, str]] = set()
+    todo: List[Tuple[ast.ClassDef, str, int]] = [(cls, start, 0)]
+    while todo:
+        owner, method, hops = todo.pop(0)
+        for c, name, fn in methods_reached(model, owner, method):
+            if (id(c), name) in seen:
+                continue
+            seen.add((id(c), name))
+            out.append((c, name, fn))
+            if hops >= _MAX_SUB_HOPS:
+                continue
+            names = _method_names(model, c)
+            for node in walk_body(fn):
+                if isinstance(node, ast.Call):
+                    sub = self_attr(node.func)
+                    if sub is not None and sub not in names:
+                        target = _submodule_class(model, c, sub)
+                        if target is not None and "forward" in _method_names(model, target):
+                            todo.append((target, "forward", hops + 1))
+    return out
+
+
 def _method_calls(fn: ast.AST) -> List[Tuple[Optional[str], str]]:
     """``self.<name>(...)`` → (None, name) and ``self.<sub>.<name>(...)`` →
     (sub, name) calls in ``fn``'s body, in source order."""

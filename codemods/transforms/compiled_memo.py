@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
-from ..analysis.modules import _submodule_class, class_chain, compiled_class_method, init_assignments, methods_reached, self_attr, walk_body
+from ..analysis.modules import class_chain, compiled_class_method, init_assignments, methods_reached_through_submodules, self_attr, walk_body
 from ..analysis.placement import block_of, torch_at_least, torch_expr
 from ..analysis.source import statement_target
 from ..findings import Edit, Finding, Safety
@@ -27,45 +27,12 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 #: for "any release from 2.1") ``torch._dynamo.is_compiling``, present from
 #: 2.1 through 2.13 (deprecated in favour of the public one)
 IS_COMPILING_SINCE = (2, 3)
-#: how many submodule calls (``self.rope(...)`` -> the rope's forward) are followed
-_MAX_SUB_HOPS = 3
 
 NONE_KIND = "none"  # `self._cache is not None`, written `self._cache = ...`
 KEY_KIND = "key"  # `key in self.cache`, written `self.cache[key] = ...`
 
 
 # -- what the compiled code runs --------------------------------------------------
-
-
-def _method_names(model, cls: ast.ClassDef) -> Set[str]:
-    return {stmt.name for c in class_chain(model, cls) for stmt in c.body if isinstance(stmt, _DEFS)}
-
-
-def _reached(model, cls: ast.ClassDef, start: str) -> List[Tuple[ast.ClassDef, str, ast.AST]]:
-    """:func:`methods_reached` from ``start``, and also through calls of a
-    submodule (``self.rope(...)``: the submodule class's ``forward``), up to
-    three such hops: the rope module of a compiled transformer."""
-    out: List[Tuple[ast.ClassDef, str, ast.AST]] = []
-    seen: Set[Tuple[int, str]] = set()
-    todo: List[Tuple[ast.ClassDef, str, int]] = [(cls, start, 0)]
-    while todo:
-        owner, method, hops = todo.pop(0)
-        for c, name, fn in methods_reached(model, owner, method):
-            if (id(c), name) in seen:
-                continue
-            seen.add((id(c), name))
-            out.append((c, name, fn))
-            if hops >= _MAX_SUB_HOPS:
-                continue
-            names = _method_names(model, c)
-            for node in walk_body(fn):
-                if isinstance(node, ast.Call):
-                    sub = self_attr(node.func)
-                    if sub is not None and sub not in names:
-                        target = _submodule_class(model, c, sub)
-                        if target is not None and "forward" in _method_names(model, target):
-                            todo.append((target, "forward", hops + 1))
-    return out
 
 
 def _disabled(model, fn: ast.AST) -> bool:
@@ -393,7 +360,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             if compiled is None:
                 continue
             cls, start = compiled
-            reached = [r for r in _reached(model, cls, start) if not _disabled(model, r[2])]
+            reached = [r for r in methods_reached_through_submodules(model, cls, start) if not _disabled(model, r[2])]
             if not reached:
                 continue
             feeds = def_first_lines(reached[0][2])
