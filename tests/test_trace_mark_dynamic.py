@@ -169,3 +169,148 @@ def test_fr005s_flag_is_not_set_from_the_trace_when_fr005_is_not_selected(copied
     guided = trace_guide.guide(trace, replace(settings, target_torch=(2, 13)), [str(script.parent)], fixing=True)
     assert not [m for m in guided.matches if m.finding.code == "TRACE"]
     assert "allow_unspec_int_on_nn_module" not in b"".join(g.new or b"" for g in guided.files).decode()
+
+
+# -- calls the compile-site model does not see as calls of the compile (issue 27, forms 6 and 8) --
+
+
+def test_a_function_compiled_elsewhere_is_marked_at_its_calls_by_name_and_alias():
+    """torchtitan's form: another module rebinds the function compiled, a
+    local alias calls it; the trace proves the compile."""
+    src = textwrap.dedent(
+        """\
+        import torch
+
+
+        def run(x, counts):
+            return x * counts.sum()
+
+
+        class Experts(torch.nn.Module):
+            def forward(self, x, counts):
+                fn = run
+                return fn(x, counts)
+
+
+        def direct(x, c):
+            return run(x, c)
+
+
+        @torch.compile
+        def inside(x, c):
+            return run(x, c)
+
+
+        run(torch.ones(2), torch.ones(2))
+        """
+    )
+    new, sites = mark(src, function="run", first=4, dims={"x": (0,)})
+    # the alias's call and the direct call; not at module level (runs once), not inside compiled code
+    assert [(s.line, s.arg) for s in sites] == [(11, "x"), (15, "x")]
+    assert "        fn = run\n        torch._dynamo.maybe_mark_dynamic(x, 0)\n        return fn(x, counts)\n" in new
+    assert "    torch._dynamo.maybe_mark_dynamic(x, 0)\n    return run(x, c)\n\n\n@torch.compile" in new
+    # with the trace showing `direct` compiled too, its call is left alone
+    _new, sites = trace_cures.mark_dynamic(src.encode(), "run", 4, {"x": (0,)}, traced=[("direct", 14)])
+    assert [s.line for s in sites] == [11]
+
+
+def test_an_alias_bound_twice_is_not_followed():
+    src = textwrap.dedent(
+        """\
+        import torch
+
+
+        def run(x):
+            return x * 2
+
+
+        def step(x, other):
+            fn = run
+            if other is not None:
+                fn = other
+            return fn(x)
+        """
+    )
+    assert mark(src, function="run", first=4) == (None, [])
+
+
+def test_a_function_compiled_here_under_another_name_is_not_marked_at_its_eager_calls():
+    src = "import torch\n\n\ndef run(x):\n    return x * 2\n\n\nfast = torch.compile(run)\n\n\ndef step(x):\n    return run(x)\n"
+    assert mark(src, function="run", first=4) == (None, [])
+
+
+DICT_CALLS = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Model(torch.nn.Module):
+        def forward(self, hidden_states, scale, mask=None):
+            return hidden_states * scale
+
+
+    model = torch.compile(Model())
+
+
+    def step(gen, batch, extra):
+        out = model(**make(gen))
+        out = out + model(**batch)
+        out = out + model(**batch, **extra)
+        out = helper() + model(**make(gen))
+        out = model(**make(gen)) if gen else None
+        return out
+    """
+)
+
+
+def test_a_forward_fed_a_dict_is_marked_at_the_dict_entry():
+    new, sites = mark(DICT_CALLS, function="forward", first=5, dims={"hidden_states": (1,)})
+    assert [(s.line, s.arg) for s in sites] == [(13, 'inputs["hidden_states"]'), (14, 'batch["hidden_states"]')]
+    assert (
+        '    inputs = make(gen)\n    torch._dynamo.maybe_mark_dynamic(inputs["hidden_states"], 1)\n    out = model(**inputs)\n'
+        '    torch._dynamo.maybe_mark_dynamic(batch["hidden_states"], 1)\n    out = out + model(**batch)\n'
+    ) in new
+    # two ** dicts (which one passes it?), a call evaluated before the dict
+    # (helper() would run after make(gen)), a conditional call: left alone
+    assert new.count("maybe_mark_dynamic") == 2
+    again, sites = mark(new, function="forward", first=5, dims={"hidden_states": (1,)})
+    assert again is None and sites == []  # a second run finds its marks
+
+
+def test_a_parameter_with_a_default_is_not_read_out_of_the_dict():
+    """`mask` may be absent from the dict (its default then): `batch["mask"]` could raise."""
+    assert mark(DICT_CALLS, function="forward", first=5, dims={"mask": (0,)}) == (None, [])
+
+
+def test_the_fresh_name_avoids_every_name_of_the_file():
+    src = DICT_CALLS.replace("def step(gen, batch, extra):", "def step(gen, batch, extra, inputs=None):")
+    new, _ = mark(src, function="forward", first=5, dims={"hidden_states": (1,)})
+    assert "    inputs_1 = make(gen)\n" in new
+
+
+@pytest.mark.parametrize(
+    "name,function,line,marked",
+    [
+        # torchtitan #2007's form: compiled by rebinding in other setup code, called through an alias
+        ("rebound_elsewhere", "_run_experts", 33, "        torch._dynamo.maybe_mark_dynamic(x, 0)\n        return run_experts_fn(self.w1, x, counts)"),
+        # diffusers #14297's form: duck sizing under dynamic=True, inputs passed as **dict
+        ("dict_inputs", "forward", 30, '        inputs = get_dummy_inputs(gen, tokens)\n        torch._dynamo.maybe_mark_dynamic(inputs["hidden_states"], 1)\n        total += float(model(**inputs).sum())'),
+    ],
+)
+def test_run_fix_marks_calls_the_model_did_not_see(tmp_path, name, function, line, marked):
+    """Under torch 2.13: 2 graphs -> 1, the same printed result."""
+    proc, script = run_cli(tmp_path, name, "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert f"fixed: {name}.py:{line}:" in out
+    assert graphs(out, f"{function} ({name}.py)") == (2, 1)
+    first, second = results(out)
+    assert first == second
+    assert marked in script.read_text()
+
+
+@pytest.mark.parametrize("name", ["rebound_elsewhere", "dict_inputs"])
+def test_the_recorded_trace_gives_the_same_marks(copied, name):  # noqa: F811
+    script, trace = copied(name)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert [m.finding.code for m in guided.matches if m.finding.applied] == ["TRACE"] * (1 if name == "rebound_elsewhere" else 2)

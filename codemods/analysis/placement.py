@@ -134,17 +134,36 @@ def torch_expr(model: CompileModel, *attrs: str) -> cst.BaseExpression:
     return expr
 
 
-
-def mark_statement(torch_name: str, arg: str, dim: int, func: str = "maybe_mark_dynamic") -> cst.SimpleStatementLine:
-    """``<torch>._dynamo.maybe_mark_dynamic(arg, dim)`` as a statement (the
-    trace mode's fix and FR007's)."""
-    target = cst.Attribute(value=cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("_dynamo")), attr=cst.Name(func))
-    call = cst.Call(func=target, args=[cst.Arg(cst.Name(arg)), cst.Arg(cst.Integer(str(dim)))])
+def mark_statement(torch_name: str, arg, dim: int, func: str = "maybe_mark_dynamic") -> cst.SimpleStatementLine:
+    """``<torch>._dynamo.<func>(arg, dim)`` as a statement (the trace mode's
+    fix and FR007's): ``arg`` a name or a libcst expression, ``func`` a name
+    under ``torch._dynamo`` (``"decorators.mark_unbacked"``: 2.13 has no
+    ``torch._dynamo.mark_unbacked``)."""
+    target = cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("_dynamo"))
+    for part in func.split("."):
+        target = cst.Attribute(value=target, attr=cst.Name(part))
+    value = cst.Name(arg) if isinstance(arg, str) else arg
+    call = cst.Call(func=target, args=[cst.Arg(value), cst.Arg(cst.Integer(str(dim)))])
     return cst.SimpleStatementLine(body=[cst.Expr(call)])
 
 
 #: the ``torch._dynamo`` hints a statement before a call can mark a tensor's dim with
 MARKS = ("maybe_mark_dynamic", "mark_unbacked", "mark_dynamic")
+
+
+def mark_arg(node: ast.AST) -> Optional[str]:
+    """How a mark's tensor argument is named: ``x``, or ``d["key"]`` for an
+    entry of a dict passed as ``**d``; None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return f"{node.value.id}[{quoted(node.slice.value)}]"
+    return None
+
+
+def quoted(key: str) -> str:
+    """``key`` as a double-quoted Python string literal."""
+    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def marks_before(source: Source, stmt: ast.stmt) -> set:
@@ -160,9 +179,10 @@ def marks_before(source: Source, stmt: ast.stmt) -> set:
         call = prev.value if isinstance(prev, ast.Expr) else None
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in MARKS and len(call.args) == 2):
             break
-        name, dim = call.args
-        if isinstance(name, ast.Name) and isinstance(dim, ast.Constant):
-            found.add((call.func.attr, name.id, dim.value))
+        arg, dim = call.args
+        shown = mark_arg(arg)
+        if shown is not None and isinstance(dim, ast.Constant):
+            found.add((call.func.attr, shown, dim.value))
         k -= 1
     return found
 

@@ -52,7 +52,9 @@ MARK_UNBACKED = "mark_unbacked"
 class MarkSite:
     """One inserted mark: before the statement on ``line`` (of the bytes it
     was computed on), ``<torch>._dynamo.maybe_mark_dynamic(arg, dim)`` (or,
-    ``func`` MARK_UNBACKED, ``<torch>._dynamo.decorators.mark_unbacked(arg, dim)``)."""
+    ``func`` MARK_UNBACKED, ``<torch>._dynamo.decorators.mark_unbacked(arg, dim)``).
+    ``arg`` is a name, or ``name["key"]`` for a tensor passed in a ``**name``
+    dict (``key`` then holds the key)."""
 
     line: int
     column: int
@@ -61,48 +63,221 @@ class MarkSite:
     dim: int
     param: str
     func: str = MAYBE_MARK_DYNAMIC
+    key: Optional[str] = None
 
 
 # the statement and the marks already there: shared with FR007 (codemods/placement.py)
-from ..analysis.placement import mark_statement as _mark_statement, marks_before  # noqa: E402
+from ..analysis.placement import mark_statement as _mark_statement, marks_before, quoted  # noqa: E402
 from .match import Guided, GuidedFile, Match, _real, entry_file
 
 
-def _insert_marks(target, marks: List[cst.SimpleStatementLine]) -> Edit:
+def _insert_marks(target, marks: List[cst.SimpleStatementLine], bind: Optional[Tuple[str, dict]] = None) -> Edit:
     """Insert ``marks`` before the statement; the lines above it (comments
-    included) go above the marks."""
+    included) go above the marks.  With ``bind`` (name, holder), first
+    ``name = <the expression the hoist edit took out>`` (the holder's
+    ``"expr"``: edits apply bottom-up, so the inner one has run)."""
 
     def apply(updated: cst.CSTNode):
-        first = marks[0].with_changes(leading_lines=updated.leading_lines)
-        return cst.FlattenSentinel([first, *marks[1:], updated.with_changes(leading_lines=())])
+        statements = list(marks)
+        if bind is not None:
+            name, holder = bind
+            assign = cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=holder["expr"])
+            statements.insert(0, cst.SimpleStatementLine(body=[assign]))
+        first = statements[0].with_changes(leading_lines=updated.leading_lines)
+        return cst.FlattenSentinel([first, *statements[1:], updated.with_changes(leading_lines=())])
 
     return Edit(target, apply)
 
 
-def _unbacked_statement(torch_name: str, arg: str, dim: int) -> cst.SimpleStatementLine:
-    """``<torch>._dynamo.decorators.mark_unbacked(arg, dim)`` as a statement
-    (2.13 has no ``torch._dynamo.mark_unbacked``)."""
-    target = cst.Attribute(
-        value=cst.Attribute(value=cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("_dynamo")), attr=cst.Name("decorators")),
-        attr=cst.Name(MARK_UNBACKED),
-    )
-    call = cst.Call(func=target, args=[cst.Arg(cst.Name(arg)), cst.Arg(cst.Integer(str(dim)))])
-    return cst.SimpleStatementLine(body=[cst.Expr(call)])
+def _mark_call_statement(torch_name: str, site: MarkSite) -> cst.SimpleStatementLine:
+    """The mark of ``site`` as a statement: its tensor is ``name`` or ``name["key"]``."""
+    arg: object = site.arg
+    if site.key is not None:
+        arg = cst.Subscript(value=cst.Name(site.arg.split("[", 1)[0]), slice=[cst.SubscriptElement(cst.Index(cst.SimpleString(quoted(site.key))))])
+    return _mark_statement(torch_name, arg, site.dim, "decorators." + MARK_UNBACKED if site.func == MARK_UNBACKED else site.func)
+
+
+@dataclass
+class _Compiled:
+    """The compiled function a trace entry names, as this file shows it: its
+    ``def``, the calls that run it compiled, and whether it is a method
+    (its first parameter, ``self``, is not passed at the call)."""
+
+    fn: ast.AST
+    calls: List[ast.Call]
+    method: bool
+
+
+def _module_function(source, function: str, firstlineno: int) -> Optional[ast.AST]:
+    for stmt in source.tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == function and firstlineno in def_first_lines(stmt):
+            return stmt
+    return None
+
+
+def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[Tuple[str, int]]) -> Optional[_Compiled]:
+    """Where the traced code object ``function`` (starting at ``firstlineno``)
+    is called compiled, in the compile-site model's terms
+    (:mod:`codemods.analysis.compile_sites`):
+
+    - a module-level function compiled here: by its decorator, or bound at
+      module level by ``name = torch.compile(function, ...)``: that binding's calls;
+    - the ``forward`` of an nn.Module class an instance of which is compiled
+      here (``model = torch.compile(model)``): the calls of that instance;
+    - a module-level function the model sees compiled nowhere here, which the
+      trace proves compiled (another module rebinds it, as torchtitan's
+      ``apply_compile`` rebinds ``moe._run_experts_grouped_mm``): its calls by
+      name, also through a local alias bound to it once (``run_experts_fn =
+      _run_experts_grouped_mm``), outside code the trace shows compiled
+      (``traced``: (name, first line) of this file's code objects), where a
+      mark would be traced and refused."""
+    from ..analysis.modules import compiled_module_class
+
+    tree = source.tree
+    sites = [
+        site
+        for site in model.compile_sites
+        if isinstance(site.target_def, ast.FunctionDef)
+        and site.target_def.name == function
+        and source.parent(site.target_def) is tree
+        and firstlineno in def_first_lines(site.target_def)
+        and (site.form == "decorator" or (site.form == "wrap" and site.binding and "." not in site.binding and source.parent(site.statement) is tree))
+    ]
+    if sites:
+        calls = sorted({c for site in sites for c in site.calls}, key=lambda c: (c.lineno, c.col_offset))
+        return _Compiled(sites[0].target_def, calls, False)
+    cls = _method_class(source, model, firstlineno)
+    if cls is not None:
+        fn = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and firstlineno in def_first_lines(s)), None)
+        if fn is None or fn.name != "forward":
+            return None
+        calls = sorted(
+            {c for site in model.compile_sites if compiled_module_class(model, site) is cls for c in site.calls},
+            key=lambda c: (c.lineno, c.col_offset),
+        )
+        return _Compiled(fn, calls, True) if calls else None
+    fn = _module_function(source, function, firstlineno)
+    if fn is None:
+        return None
+    if any(isinstance(site.target, ast.Name) and site.target.id == function for site in model.compile_sites):
+        return None  # compiled here under another name: calls by its own name run eagerly
+    compiled_defs = {id(d) for site in model.compile_sites for d in (site.target_def, *site.call_defs.values()) if d is not None}
+    return _Compiled(fn, _calls_by_name(source, fn, traced, compiled_defs), False)
+
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _calls_by_name(source, fn: ast.AST, traced: Sequence[Tuple[str, int]], compiled_defs: set) -> List[ast.Call]:
+    """The calls of the module-level function ``fn`` by its name, or by a
+    local name bound once, in the same function, to that name; not inside
+    ``fn`` itself nor inside a function the trace shows compiled or the
+    compile-site model sees compiled (ids in ``compiled_defs``)."""
+    name = fn.name  # type: ignore[attr-defined]
+    aliases: Dict[Tuple[int, str], int] = {}  # (id of the enclosing function, alias) -> assignments
+    for node in source.nodes(ast.Assign):
+        if isinstance(node.value, ast.Name) and node.value.id == name and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            owner = source.enclosing(node, _FUNCS)
+            if owner is not None:
+                key = (id(owner), node.targets[0].id)
+                aliases[key] = aliases.get(key, 0) + 1
+    stores: Dict[Tuple[int, str], int] = {}
+    if aliases:
+        for node in source.nodes(ast.Name):
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                owner = source.enclosing(node, _FUNCS)
+                key = (id(owner), node.id)
+                if key in aliases:
+                    stores[key] = stores.get(key, 0) + 1
+    traced_set = set(traced)
+    calls = []
+    for call in source.nodes(ast.Call):
+        if not isinstance(call.func, ast.Name):
+            continue
+        owner = source.enclosing(call, _FUNCS)
+        if call.func.id != name:
+            key = (id(owner), call.func.id)
+            if aliases.get(key) != 1 or stores.get(key) != 1:
+                continue
+        if owner is None or owner is fn or any(a is fn for a in source.ancestors(owner)):
+            continue  # module level (runs at import, once) or inside the function itself
+        if id(owner) in compiled_defs or (
+            isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)) and any((owner.name, line) in traced_set for line in def_first_lines(owner))
+        ):
+            continue  # runs compiled: a mark there is refused
+        calls.append(call)
+    return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+
+
+def _defaults(fn: ast.AST) -> set:
+    """The parameters of ``fn`` that have a default."""
+    args = fn.args  # type: ignore[attr-defined]
+    positional = list(args.posonlyargs) + list(args.args)
+    out = {a.arg for a in positional[len(positional) - len(args.defaults):]} if args.defaults else set()
+    out |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
+    return out
+
+
+#: statements whose one expression a ``**`` dict can be bound out of, before them
+_HOISTABLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)
+#: expressions that evaluate a part of them conditionally, later, or in their own scope
+_DEFERRED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.IfExp, ast.BoolOp)
+
+
+def _hoistable(source, stmt: ast.stmt, expr: ast.AST) -> bool:
+    """May ``expr`` (a ``**`` argument inside ``stmt``) be evaluated into a
+    name just before ``stmt``?  Only when nothing evaluated before it in the
+    statement can have an effect (names, attributes, constants), and it is
+    evaluated exactly once, unconditionally."""
+    if not isinstance(stmt, _HOISTABLE) or isinstance(expr, ast.Name):
+        return False
+    if any(isinstance(a, _DEFERRED) for a in _ancestors_until(source, expr, stmt)):
+        return False
+    start = (expr.lineno, expr.col_offset)  # type: ignore[attr-defined]
+    for node in ast.walk(stmt):
+        if node is stmt or not hasattr(node, "end_lineno"):
+            continue
+        if (node.end_lineno, node.end_col_offset) > start:  # type: ignore[attr-defined]
+            continue  # evaluated after it, or contains it
+        if isinstance(node, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Subscript)):
+            return False
+    return True
+
+
+def _fresh_name(source, stem: str = "inputs") -> str:
+    used = {n.id for n in source.nodes(ast.Name)} | {a.arg for a in source.nodes(ast.arg)}
+    name, k = stem, 1
+    while name in used:
+        name, k = f"{stem}_{k}", k + 1
+    return name
+
+
+def _hoist_edit(source, expr: ast.AST, name: str, holder: dict) -> Edit:
+    """Replace the ``**`` argument ``expr`` by ``name``, keeping the
+    expression in ``holder`` for the binding statement."""
+
+    def apply(updated: cst.CSTNode):
+        holder["expr"] = updated
+        return cst.Name(name)
+
+    return Edit(source.target(expr, "BaseExpression"), apply)
 
 
 def mark_dynamic(data: bytes, function: str, firstlineno: int,
                  dims: Dict[str, Tuple[int, ...]],
-                 unbacked: Optional[Dict[str, Tuple[int, ...]]] = None) -> Tuple[Optional[bytes], List[MarkSite]]:
+                 unbacked: Optional[Dict[str, Tuple[int, ...]]] = None,
+                 traced: Sequence[Tuple[str, int]] = ()) -> Tuple[Optional[bytes], List[MarkSite]]:
     """``data`` with ``maybe_mark_dynamic`` inserted before the calls of the
-    compiled module-level function ``function`` (its code object starts at
-    ``firstlineno``: a decorator or the ``def`` line), for the parameters and
-    dims in ``dims``, and ``mark_unbacked`` for the graph inputs and dims in
-    ``unbacked`` (keyed as the trace names them, ``l_x_``: see
-    :func:`codemods.trace.read.graph_input`; such a dim gets no
-    ``maybe_mark_dynamic``); (None, []) when nothing can be marked.  The compile
-    sites and their calls are the compile-site model's
-    (:mod:`codemods.analysis.compile_sites`): the function itself when a decorator
-    compiles it, else a module-level ``name = torch.compile(function, ...)``."""
+    compiled function ``function`` (its code object starts at ``firstlineno``:
+    a decorator or the ``def`` line; where it is called compiled:
+    :func:`_compiled`), for the parameters and dims in ``dims``, and
+    ``mark_unbacked`` for the graph inputs and dims in ``unbacked`` (keyed as
+    the trace names them, ``l_x_``: see :func:`codemods.trace.read.graph_input`;
+    such a dim gets no ``maybe_mark_dynamic``); (None, []) when nothing can be
+    marked.  A parameter passed as a plain name is marked by that name; one
+    with no default that only a ``**d`` argument can pass, as ``d["param"]``
+    (a ``**`` argument that is not a name is first bound to a fresh name before
+    the statement, when that keeps the order of evaluation: :func:`_hoistable`)."""
     from ..analysis.compile_sites import model_of
     from ..pipeline.engine import parse_ast, render
     from ..analysis.placement import block_of
@@ -115,21 +290,16 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     model = model_of(source)
     if model.torch_alias is None:
         return None, []
-    tree = source.tree
-    sites = [
-        site
-        for site in model.compile_sites
-        if isinstance(site.target_def, ast.FunctionDef)
-        and site.target_def.name == function
-        and source.parent(site.target_def) is tree
-        and firstlineno in def_first_lines(site.target_def)
-        and (site.form == "decorator" or (site.form == "wrap" and site.binding and "." not in site.binding and source.parent(site.statement) is tree))
-    ]
-    if not sites:
+    compiled = _compiled(source, model, function, firstlineno, traced)
+    if compiled is None or not compiled.calls:
         return None, []
-    fn = sites[0].target_def
+    fn = compiled.fn
     positional = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args)]  # type: ignore[union-attr]
+    if compiled.method:
+        positional = positional[1:]
     params = positional + [a.arg for a in fn.args.kwonlyargs]  # type: ignore[union-attr]
+    keyword_ok = set(params) - {a.arg for a in fn.args.posonlyargs}  # type: ignore[union-attr]
+    defaults = _defaults(fn)
     # (param, dim, func): the dims seen to vary in the trace's order, then the
     # other inputs compiled at size 0 or 1 first, in the signature's order
     unbacked_of = {p: set((unbacked or {}).get(tr.graph_input(p), ())) for p in params}
@@ -142,10 +312,10 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
             if (param, dim, MARK_UNBACKED) not in wanted:
                 wanted.append((param, dim, MARK_UNBACKED))
     by_stmt: Dict[ast.stmt, List[MarkSite]] = {}
+    hoisted: Dict[ast.stmt, Tuple[ast.AST, str]] = {}
     scopes = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-    for call in sorted({c for site in sites for c in site.calls}, key=lambda c: (c.lineno, c.col_offset)):
-        if not isinstance(call.func, ast.Name):
-            continue
+    fresh: Optional[str] = None
+    for call in compiled.calls:
         stmt = source.statement_of(call)
         if stmt is None or isinstance(stmt, COMPOUND) or block_of(source, stmt) is None:
             continue  # a call in a compound statement's header, or in a one-line suite
@@ -153,6 +323,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
             continue  # runs later (lambda) or binds its own names (comprehension)
         bound: Dict[str, ast.AST] = {}
         starred = False
+        double_star: Optional[ast.AST] = None
         for i, arg in enumerate(call.args):
             if isinstance(arg, ast.Starred):
                 starred = True
@@ -162,28 +333,49 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         if not starred:
             for kw in call.keywords:
                 if kw.arg is None:
-                    break
-                bound[kw.arg] = kw.value
+                    double_star = kw.value if double_star is None else None
+                    if double_star is None:
+                        break  # two ** dicts: which one passes it is unknown
+                else:
+                    bound[kw.arg] = kw.value
         line, column = source.start(call)
         have = by_stmt.setdefault(stmt, [])
         for param, dim, func in wanted:
             value = bound.get(param)
+            key = None
+            if value is None and double_star is not None and param in keyword_ok and param not in defaults:
+                # only the ** dict can pass it (no default): mark its entry
+                if not isinstance(double_star, ast.Name):
+                    if stmt in hoisted or not _hoistable(source, stmt, double_star):
+                        if stmt not in hoisted:
+                            continue
+                    else:
+                        fresh = fresh or _fresh_name(source)
+                        hoisted[stmt] = (double_star, fresh)
+                    dict_name = hoisted[stmt][1]
+                else:
+                    dict_name = double_star.id
+                value, key = ast.Name(id=f'{dict_name}[{quoted(param)}]'), param
             if not isinstance(value, ast.Name):
                 continue  # an expression: nothing to mark without binding it
             if not any((m.arg, m.dim) == (value.id, dim) for m in have):
-                have.append(MarkSite(line, column + 1, function, value.id, dim, param, func))
+                have.append(MarkSite(line, column + 1, function, value.id, dim, param, func, key))
     edits: List[Edit] = []
     inserted: List[MarkSite] = []
     for stmt, marks in by_stmt.items():
         existing = marks_before(source, stmt)
         todo = [m for m in marks if (m.func, m.arg, m.dim) not in existing]
-        if todo:
-            statements = [
-                _unbacked_statement(model.torch_alias, m.arg, m.dim) if m.func == MARK_UNBACKED else _mark_statement(model.torch_alias, m.arg, m.dim)
-                for m in todo
-            ]
-            edits.append(_insert_marks(statement_target(source, stmt), statements))
-            inserted.extend(todo)
+        if not todo:
+            continue
+        statements = [_mark_call_statement(model.torch_alias, m) for m in todo]
+        bind = None
+        if stmt in hoisted:
+            expr, name = hoisted[stmt]
+            holder: dict = {}
+            edits.append(_hoist_edit(source, expr, name, holder))
+            bind = (name, holder)
+        edits.append(_insert_marks(statement_target(source, stmt), statements, bind))
+        inserted.extend(todo)
     if not edits:
         return None, []
     finding = Finding(code=MARK_CODE, message="", path="<trace>", line=1, column=1, end_line=1, end_column=1, fix=Fix(edits=tuple(edits), safety=Safety.SAFE))
@@ -223,7 +415,9 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
             continue
         base = g.new if g.new is not None else g.original
         first = line_map(g.original, base)(entry.firstlineno) if base != g.original else entry.firstlineno
-        new, sites = mark_dynamic(base, entry.name, first, dims, unbacked)
+        moved = line_map(g.original, base) if base != g.original else (lambda n: n)
+        traced = [(e.name, moved(e.firstlineno)) for e in trace.entries if entry_file(e) is not None and _real(entry_file(e)) == _real(path)]
+        new, sites = mark_dynamic(base, entry.name, first, dims, unbacked, traced)
         if new is None:
             continue
         g.new = new
