@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
@@ -245,7 +246,11 @@ a memo filled only outside the compiled code.
 
 Fixes the simple form: one `if` whose test is true on a hit and whose body
 returns, every read of the memo inside that `if`, every write after it on a
-line of its own. Every other form is reported with the cure.
+line of its own. A dict memo in any other form (filled in the `if`, read
+after it, as QwenImage's rope) whose every use is in that one method and is a
+dict use (an item, `in`, `.get()`...) is read through a local dict instead:
+`cache = {} if torch.compiler.is_compiling() else self.cache`. Every other
+form is reported with the cure.
 """
     why_it_recompiles = """
 dynamo guards what the compiled code read: `self._freqs_cache is None` (a
@@ -342,12 +347,25 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             "    def forward(self, x):\n        return x + self.table(x.shape[0])\nm = Pos()\nm.compile()\n",
             unsafe=True,
         ),
-        # filled, then read after the `if` (QwenImage's rope): report only
+        # filled, then read after the `if` (QwenImage's rope): a local dict stands in
         Example(
             "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.rope_cache = {}\n"
             "    def forward(self, x, n):\n        key = f'{n}'\n        if key not in self.rope_cache:\n            self.rope_cache[key] = torch.arange(n)\n"
             "        return x + self.rope_cache[key]\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.pos = Rope()\n"
-            "    def forward(self, x):\n        return self.pos(x, 4)\nnet = torch.compile(Net())\n"
+            "    def forward(self, x):\n        return self.pos(x, 4)\nnet = torch.compile(Net())\n",
+            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.rope_cache = {}\n"
+            "    def forward(self, x, n):\n        key = f'{n}'\n        rope_cache = {} if torch._dynamo.is_compiling() else self.rope_cache\n"
+            "        if key not in rope_cache:\n            rope_cache[key] = torch.arange(n)\n"
+            "        return x + rope_cache[key]\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.pos = Rope()\n"
+            "    def forward(self, x):\n        return self.pos(x, 4)\nnet = torch.compile(Net())\n",
+            unsafe=True,
+        ),
+        # the dict is also read by another method the compiled code runs: report only
+        Example(
+            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.rope_cache = {}\n"
+            "    def fill(self, key, n):\n        if key not in self.rope_cache:\n            self.rope_cache[key] = torch.arange(n)\n"
+            "    def forward(self, x, n):\n        key = f'{n}'\n        self.fill(key, n)\n        return x + self.rope_cache[key]\n"
+            "net = torch.compile(Rope())\n"
         ),
     )
 
@@ -426,6 +444,9 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             + (" (once per new key)" if memo.kind == KEY_KIND else "")
         )
         why_not = self._not_simple(source, memo, others)
+        local = _local_dict_form(source, memo, others) if why_not is not None else None
+        if local is not None:
+            return self._local_dict_finding(ctx, site, memo, message, local, feeds)
         if why_not is not None:
             return self.finding(
                 ctx,
@@ -445,6 +466,29 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             write,
             message + f"; skip the memo while compiling (`not {spelled}` on its check and its write; unsafe: "
             "the value is then computed in the graph on every compiled call, the same only if it is a pure function of the key)",
+            edits=edits,
+            safety=Safety.UNSAFE,
+            needs_torch=True,
+            title=f"skip `self.{memo.attr}` while compiling",
+            feeds=feeds,
+        )
+
+    def _local_dict_finding(self, ctx, site, memo: _Memo, message: str, local: "_LocalDict", feeds) -> Finding:
+        """A dict memo in any other form (QwenImage's: filled in the ``if``,
+        read after it): a local dict stands in for it, fresh while compiling."""
+        source = ctx.source
+        public = torch_at_least(ctx.settings, IS_COMPILING_SINCE)
+        attrs = ("compiler", "is_compiling") if public else ("_dynamo", "is_compiling")
+        spelled = "torch." + ".".join(attrs) + "()"
+        binding = functools.partial(_local_binding, ctx.model, attrs, local.name, memo.attr)
+        edits = [Edit(statement_target(source, local.before), binding)]
+        edits += [Edit(source.target(use, "Attribute"), functools.partial(_to_name, local.name)) for use in local.uses]
+        return self.finding(
+            ctx,
+            memo.writes[0],
+            message + f"; skip the memo while compiling (`{local.name} = {{}} if {spelled} else self.{memo.attr}` stands in for it "
+            "in this method; unsafe: the value is then computed in the graph on every compiled call, the same only if it is a "
+            "pure function of the key)",
             edits=edits,
             safety=Safety.UNSAFE,
             needs_torch=True,
@@ -497,3 +541,82 @@ def _guard_statement(model, attrs: Tuple[str, ...], node: "cst.SimpleStatementLi
         body=cst.IndentedBlock(body=[node.with_changes(leading_lines=())]),
         leading_lines=node.leading_lines,
     )
+
+
+# -- a dict memo in any form: a local dict that is fresh while compiling ----------------
+#
+# ``cache = {} if torch.compiler.is_compiling() else self.cache`` before the
+# method's first use of ``self.cache``, and every use read through ``cache``:
+# eager runs use the very same dict (every read, fill and hit as before);
+# compiled calls start from an empty dict dynamo makes inside the graph, so
+# they read no attribute (no guard on its keys) and write none (nothing for
+# the next call to fail).  Measured on QwenImage's rope (diffusers #12061,
+# benchmarks/recall/qwenimage_rope_cache_dict): 2 graphs -> 1, the same output.
+
+
+@dataclass
+class _LocalDict:
+    name: str
+    #: the statement of the method's body the binding goes before
+    before: ast.stmt
+    #: every ``self.<attr>`` of the method, each read through ``name`` instead
+    uses: List[ast.Attribute]
+
+
+#: methods of a dict that neither rebind nor let it escape
+_DICT_METHODS = {"get", "keys", "values", "items", "setdefault", "pop", "update", "clear", "__contains__"}
+
+
+def _dict_use(source, node: ast.Attribute) -> bool:
+    """Is ``node`` (``self.<attr>``) used only as a dict in place: an item
+    read, stored or deleted, a membership test, a dict method called?"""
+    parent = source.parent(node)
+    if isinstance(parent, ast.Subscript) and parent.value is node:
+        return True
+    if isinstance(parent, ast.Compare) and node in parent.comparators:
+        i = parent.comparators.index(node)
+        return isinstance(parent.ops[i], (ast.In, ast.NotIn))
+    if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in _DICT_METHODS:
+        call = source.parent(parent)
+        return isinstance(call, ast.Call) and call.func is parent
+    return False
+
+
+def _local_dict_form(source, memo: _Memo, others: List[ast.AST]) -> Optional[_LocalDict]:
+    """The local-dict rewrite of a dict memo, when every use of the attribute
+    the compiled code makes is in the memo's own method, in its body (no
+    nested function), and a dict use (:func:`_dict_use`)."""
+    if memo.kind != KEY_KIND:
+        return None
+    fn = memo.fn
+    if any(source.enclosing(n, _DEFS) is not fn for n in others):
+        return None  # used by another method the compiled code runs
+    uses = [n for n in walk_body(fn) if isinstance(n, ast.Attribute) and self_attr(n) == memo.attr]
+    if not uses or any(source.enclosing(n, _SCOPES) is not fn or not _dict_use(source, n) for n in uses):
+        return None
+    body = fn.body  # type: ignore[attr-defined]
+    first = min(uses, key=lambda n: (n.lineno, n.col_offset))
+    before = next((s for s in body if s.lineno <= first.lineno <= s.end_lineno), None)  # type: ignore[operator]
+    if before is None or block_of(source, before) is None:
+        return None
+    used = {n.id for n in walk_body(fn) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}  # type: ignore[attr-defined]
+    name = memo.attr.lstrip("_") or "memo"
+    k = 1
+    while name in used or name == "self":
+        name, k = f"{memo.attr.lstrip('_') or 'memo'}_{k}", k + 1
+    return _LocalDict(name, before, sorted(uses, key=lambda n: (n.lineno, n.col_offset)))
+
+
+def _local_binding(model, attrs: Tuple[str, ...], name: str, attr: str, node: "cst.CSTNode"):
+    """Insert ``name = {} if torch.compiler.is_compiling() else self.<attr>`` before ``node``."""
+    value = cst.IfExp(
+        test=cst.Call(func=torch_expr(model, *attrs)),
+        body=cst.Dict([]),
+        orelse=cst.Attribute(value=cst.Name("self"), attr=cst.Name(attr)),
+    )
+    binding = cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value)])
+    return cst.FlattenSentinel([binding.with_changes(leading_lines=node.leading_lines), node.with_changes(leading_lines=())])
+
+
+def _to_name(name: str, _node: "cst.CSTNode") -> "cst.Name":
+    return cst.Name(name)

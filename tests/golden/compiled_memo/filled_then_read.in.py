@@ -1,9 +1,10 @@
-# Reported, no fix (FR014): diffusers' QwenImage rope before 4a9dbd56f6
-# (#12061). The miss branch fills `self.rope_cache[rope_key]` and the value is
-# read back after the `if`: skipping the write while compiling would break
-# that read, so no automatic fix (by hand: read and write the cache only
-# under `not torch.compiler.is_compiling()`, compute directly otherwise).
-# Measured (torch 2.13 CPU): 2 graphs over 3 calls of one shape.
+# golden: --unsafe-fixes runtime
+# Unsafe fix (FR014): diffusers' QwenImage rope before 4a9dbd56f6 (#12061).
+# The miss branch fills `self.rope_cache[rope_key]` and the value is read
+# back after the `if`. A local dict stands in for the memo: the attribute
+# itself in eager runs, a fresh `{}` while compiling (nothing guarded, nothing
+# written). Measured (torch 2.13 CPU): 2 graphs over 3 calls of one shape; 1
+# after the fix, the same output.
 import torch
 
 
