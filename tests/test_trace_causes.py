@@ -38,7 +38,7 @@ CASES = [
     ("growing_inputs", "normalize", 6, 8, tr.TENSOR_SHAPE, ["x"], "torch._dynamo.maybe_mark_dynamic(x, 0)"),
     ("shape_guards", "energy", 6, 4, tr.TENSOR_SHAPE, ["x"], "torch._dynamo.maybe_mark_dynamic(x, 0)"),
     ("shape_guards", "flat", 11, 2, tr.RANK, ["x"], "bounded, no fix needed (1 recompile)"),
-    ("shape_guards", "rowsum", 16, 2, tr.LAYOUT, ["x"], "bounded, no fix needed (1 recompile)"),
+    ("shape_guards", "rowsum", 16, 2, tr.LAYOUT, ["x"], "x.contiguous() at the calls"),
     ("module_counter", "forward", 11, 8, tr.MODULE_INT_ATTR, ["self.calls"], "FR005"),
     ("module_attrs", "forward", 18, 3, tr.MODULE_INT_ATTR, ["self.kv_cache.size"], "FR005"),
     ("module_attrs", "forward", 28, 4, tr.MODULE_INT_ATTR, ["self.layer_idx"], "FR005"),

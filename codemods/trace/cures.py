@@ -146,6 +146,7 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
     if sites:
         calls = sorted({c for site in sites for c in site.calls}, key=lambda c: (c.lineno, c.col_offset))
         return _Compiled(sites[0].target_def, calls, False)
+    compiled_defs = {id(d) for site in model.compile_sites for d in (site.target_def, *site.call_defs.values()) if d is not None}
     cls = _method_class(source, model, firstlineno)
     if cls is not None:
         fn = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and firstlineno in def_first_lines(s)), None)
@@ -155,17 +156,46 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
             {c for site in model.compile_sites if compiled_module_class(model, site) is cls for c in site.calls},
             key=lambda c: (c.lineno, c.col_offset),
         )
+        if not calls:
+            # compiled out of the model's sight (diffusers' compile_repeated_blocks:
+            # `submod.compile()` for the modules whose class name is listed): the
+            # calls of its instances, outside compiled code
+            calls = [
+                c
+                for c in _calls_outside_compiled(source, traced, compiled_defs)
+                if model.module_class_of(c.func) is cls
+            ]
         return _Compiled(fn, calls, True) if calls else None
     fn = _module_function(source, function, firstlineno)
     if fn is None:
         return None
     if any(isinstance(site.target, ast.Name) and site.target.id == function for site in model.compile_sites):
         return None  # compiled here under another name: calls by its own name run eagerly
-    compiled_defs = {id(d) for site in model.compile_sites for d in (site.target_def, *site.call_defs.values()) if d is not None}
     return _Compiled(fn, _calls_by_name(source, fn, traced, compiled_defs), False)
 
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _runs_compiled(owner: Optional[ast.AST], traced_set: set, compiled_defs: set) -> bool:
+    """Is the function ``owner`` compiled: seen so by the model (ids in
+    ``compiled_defs``) or a code object of the trace ((name, first line))?"""
+    if owner is None:
+        return False
+    return id(owner) in compiled_defs or (
+        isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)) and any((owner.name, line) in traced_set for line in def_first_lines(owner))
+    )
+
+
+def _calls_outside_compiled(source, traced: Sequence[Tuple[str, int]], compiled_defs: set) -> List[ast.Call]:
+    """Every call inside a function that does not run compiled, in source order."""
+    traced_set = set(traced)
+    calls = []
+    for call in source.nodes(ast.Call):
+        owner = source.enclosing(call, _FUNCS)
+        if owner is not None and not _runs_compiled(owner, traced_set, compiled_defs):
+            calls.append(call)
+    return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
 
 
 def _calls_by_name(source, fn: ast.AST, traced: Sequence[Tuple[str, int]], compiled_defs: set) -> List[ast.Call]:
@@ -201,9 +231,7 @@ def _calls_by_name(source, fn: ast.AST, traced: Sequence[Tuple[str, int]], compi
                 continue
         if owner is None or owner is fn or any(a is fn for a in source.ancestors(owner)):
             continue  # module level (runs at import, once) or inside the function itself
-        if id(owner) in compiled_defs or (
-            isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)) and any((owner.name, line) in traced_set for line in def_first_lines(owner))
-        ):
+        if _runs_compiled(owner, traced_set, compiled_defs):
             continue  # runs compiled: a mark there is refused
         calls.append(call)
     return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
@@ -454,6 +482,142 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
                 applied=True,
             )
             g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))
+
+
+# -- fixes made from evidence: one layout for every caller (.contiguous()) ---------------
+#
+# A stride recompile the trace shows (``tensor 'hidden_states' stride mismatch
+# at index 1``): callers of one compiled code object pass tensors of different
+# layouts (diffusers' WanAnimate before dd680ee627: ``x.flatten(2).transpose(1,
+# 2)`` reaches the first of the blocks compiled one by one, the contiguous
+# output of each block the next).  At each call of the compiled function (as
+# :func:`_compiled` finds them) that passes the guarded parameter, the argument
+# becomes ``arg.contiguous()``: the same values, a copy only where it is not
+# contiguous (a no-op, the same tensor, where it is), so every call sees one
+# layout.  Not where the compiled function changes that parameter in place
+# (the caller would no longer see the change): then nothing.  Safe; ``--fix``
+# runs the command again and keeps it only if fewer graphs compile with the
+# same output and exit code.
+
+LAYOUT_CODE = "TRACE"
+#: expressions ``.contiguous()`` can follow without parentheses
+_ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+
+
+def _changed_in_place(fn: ast.AST, param: str) -> bool:
+    """Does ``fn`` change its parameter ``param`` in place (``p[i] = v``,
+    ``p += v``, ``p.add_(v)``) or rebind it before such a change?"""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == param:
+            return True
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == param:
+                    return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            if node.func.value.id == param and node.func.attr.endswith("_") and not node.func.attr.startswith("_"):
+                return True
+    return False
+
+
+def _already_contiguous(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "contiguous" and not node.args
+
+
+def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Sequence[str],
+                        traced: Sequence[Tuple[str, int]] = ()) -> Tuple[Optional[bytes], List[MarkSite]]:
+    """``data`` with ``.contiguous()`` on the arguments passed for ``params``
+    at the calls of the compiled ``function`` (starting at ``firstlineno``);
+    (None, []) when there is none to change."""
+    from ..analysis.compile_sites import model_of
+    from ..pipeline.engine import parse_ast, render
+
+    try:
+        source = parse_ast("<trace>", data)
+    except FileError:
+        return None, []
+    model = model_of(source)
+    compiled = _compiled(source, model, function, firstlineno, traced)
+    if compiled is None:
+        return None, []
+    fn = compiled.fn
+    positional = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args)]  # type: ignore[union-attr]
+    if compiled.method:
+        positional = positional[1:]
+    wanted = [p for p in params if not _changed_in_place(fn, p)]
+    edits: List[Edit] = []
+    sites: List[MarkSite] = []
+    done: set = set()
+    for call in compiled.calls:
+        bound: Dict[str, ast.AST] = {}
+        for i, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if i < len(positional):
+                bound[positional[i]] = arg
+        for kw in call.keywords:
+            if kw.arg is not None:
+                bound[kw.arg] = kw.value
+        for param in wanted:
+            value = bound.get(param)
+            if value is None or not isinstance(value, _ATOMS) or _already_contiguous(value) or id(value) in done:
+                continue
+            done.add(id(value))
+            edits.append(Edit(source.target(value, "BaseExpression"), _contiguous))
+            line, column = source.start(value)
+            sites.append(MarkSite(line, column + 1, function, source.segment(value), -1, param, "contiguous"))
+    if not edits:
+        return None, []
+    finding = Finding(code=LAYOUT_CODE, message="", path="<trace>", line=1, column=1, end_line=1, end_column=1, fix=Fix(edits=tuple(edits), safety=Safety.SAFE))
+    ctx = FileContext("<trace>", "<trace>", Settings(), None, source)
+    return render(ctx, [finding], data), sites
+
+
+def _contiguous(node: cst.CSTNode) -> cst.CSTNode:
+    return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("contiguous")))
+
+
+def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
+    """Add ``.contiguous()`` at the calls of every code object of a guided
+    file that recompiled on a parameter's strides (one finding, code
+    ``TRACE``, safe, applied, per argument changed)."""
+    from ..analysis.lines import line_map
+
+    by_real = {_real(g.path): g for g in guided.files}
+    for entry in trace.entries:
+        path = entry_file(entry)
+        if path is None or tr.is_library_file(entry.filename):
+            continue
+        params = [a[0] for a in (tr.argument_of(s) for s in entry.sources(tr.LAYOUT)) if a is not None and not a[1]]
+        g = by_real.get(_real(path))
+        if not params or g is None:
+            continue
+        base = g.new if g.new is not None else g.original
+        moved = line_map(g.original, base) if base != g.original else (lambda n: n)
+        traced = [(e.name, moved(e.firstlineno)) for e in trace.entries if entry_file(e) is not None and _real(entry_file(e)) == _real(path)]
+        new, sites = contiguous_at_calls(base, entry.name, moved(entry.firstlineno), params, traced)
+        if new is None:
+            continue
+        g.new = new
+        for site in sites:
+            fix = Fix(edits=(), safety=Safety.SAFE, title=f"pass `{site.arg}.contiguous()`")
+            finding = Finding(
+                code=LAYOUT_CODE,
+                message=(
+                    f"`{site.function}` recompiled on the strides of `{site.param}` (from the trace): its callers pass"
+                    f" tensors of different layouts; pass `{site.arg}.contiguous()` here (the same values, one layout for every call)"
+                ),
+                path=g.display_path,
+                line=site.line,
+                column=site.column,
+                end_line=site.line,
+                end_column=site.column,
+                fix=fix,
+                rule_name="contiguous-from-trace",
+                applied=True,
+            )
+            g.matches.append(Match(finding, entry, tr.LAYOUT))
 
 
 # -- fixes made from evidence: the unspec flag for module int attributes ----------------

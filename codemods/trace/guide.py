@@ -19,7 +19,7 @@ from ..analysis.project import build_project_index
 from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic, write_changed
 from .match import Guided, GuidedFile, Match, _real, entry_file, implicated_files, map_library_entries, match_file
-from .cures import MARK_CODE, apply_evidence, apply_flag_evidence
+from .cures import MARK_CODE, apply_evidence, apply_flag_evidence, apply_layout_evidence
 
 
 class TraceFilter:
@@ -141,6 +141,7 @@ def guide(
             apply_flag_evidence(trace, out, settings)
         if settings.selects(MARK_CODE):
             apply_evidence(trace, out)
+            apply_layout_evidence(trace, out)
     return out
 
 

@@ -1076,6 +1076,11 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
             parts.append(
                 f"sizes 0/1 specialise: bounded ({zero_one} recompile{'s' if zero_one != 1 else ''})"
             )
+    elif cause == LAYOUT and any(argument_of(s) for s in entry.sources(cause)):
+        # callers pass different layouts of one tensor: one layout for all
+        # (codemods/trace/cures.py: .contiguous() at the calls)
+        names = [a[0] for a in (argument_of(s) for s in entry.sources(cause)) if a is not None]
+        parts.append(", ".join(f"{n}.contiguous() at the calls" for n in names))
     elif cause in BOUNDED:
         top = entry.causes[0] if entry.causes else cause
         top_named = f"{top} " + ", ".join(f"`{s}`" for s in entry.sources(top)) if entry.sources(top) else top

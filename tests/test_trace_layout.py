@@ -1,0 +1,87 @@
+"""Issue 27, form 4: a stride recompile (callers of one compiled code object
+pass different layouts) -> ``arg.contiguous()`` at the calls, made from the
+trace alone (codemods/trace/cures.py, ``contiguous_at_calls``)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from test_trace import copied, graphs, results, run_cli  # noqa: F401 (copied: a pytest fixture)
+
+from codemods.analysis.context import Settings
+from codemods.trace import cures as trace_cures
+from codemods.trace import guide as trace_guide
+from codemods.trace import read as tr
+
+BLOCKS = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Block(torch.nn.Module):
+        def forward(self, hidden_states, scale):
+            return hidden_states * scale
+
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = torch.nn.ModuleList([Block() for _ in range(3)])
+
+        def forward(self, x, scale):
+            hidden_states = x.flatten(2).transpose(1, 2)
+            for block in self.blocks:
+                hidden_states = block(hidden_states, scale=scale)
+            first = self.blocks[0](x.transpose(1, 2).contiguous(), scale)
+            return hidden_states, first
+    """
+)
+
+
+def contiguous(src: str, params=("hidden_states",), traced=()):
+    new, sites = trace_cures.contiguous_at_calls(src.encode(), "forward", 5, list(params), traced)
+    return (new.decode() if new is not None else None), sites
+
+
+def test_each_call_of_the_compiled_blocks_passes_one_layout():
+    new, sites = contiguous(BLOCKS)
+    assert "            hidden_states = block(hidden_states.contiguous(), scale=scale)\n" in new
+    # an argument made contiguous already is left alone
+    assert "self.blocks[0](x.transpose(1, 2).contiguous(), scale)" in new
+    assert [(s.line, s.arg) for s in sites] == [(17, "hidden_states")]
+    again, sites = contiguous(new)
+    assert again is None and sites == []  # a second run changes nothing
+
+
+def test_not_when_the_compiled_function_changes_its_input_in_place():
+    src = BLOCKS.replace("        return hidden_states * scale\n", "        hidden_states.mul_(scale)\n        return hidden_states\n")
+    assert "mul_" in src
+    assert contiguous(src) == (None, [])
+
+
+def test_not_at_calls_inside_compiled_code():
+    # the model's forward is compiled too (a code object of the trace): its calls run traced
+    assert contiguous(BLOCKS, traced=[("forward", 14)]) == (None, [])
+
+
+def test_run_fix_makes_the_layout_one(tmp_path):
+    """Under torch 2.13: 2 graphs -> 1, the same printed result."""
+    proc, script = run_cli(tmp_path, "layout_blocks", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "tensor strides `hidden_states`  hidden_states.contiguous() at the calls" in out
+    assert "fixed: layout_blocks.py:36:35: TRACE " in out
+    assert graphs(out, "forward (layout_blocks.py)") == (2, 1)
+    first, second = results(out)
+    assert first == second
+    assert "            hidden_states = block(hidden_states.contiguous(), scale)\n" in script.read_text()
+
+
+def test_the_recorded_trace_gives_the_same_fix(copied):  # noqa: F811
+    script, trace = copied("layout_blocks")
+    [entry] = trace.entries
+    assert tr.cure_label(entry, tr.LAYOUT, []) == "hidden_states.contiguous() at the calls"
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert [(m.finding.code, m.finding.rule_name, m.cause) for m in guided.matches] == [("TRACE", "contiguous-from-trace", tr.LAYOUT)]
+    off = trace_guide.guide(trace, Settings(ignore=frozenset({"TRACE"})), [str(script.parent)], fixing=True)
+    assert not off.matches
