@@ -765,7 +765,7 @@ def test_run_fix_restores_files_when_graphs_do_not_go_down(copied, monkeypatch, 
     script, trace = copied("loader_shapes")
     original = script.read_bytes()
     script.write_bytes(original.replace(b"dynamic=False", b""))  # what a fix wrote
-    monkeypatch.setattr(traced_mode, "traced_run", lambda cmd: (0, trace))
+    monkeypatch.setattr(traced_mode, "traced_run", lambda cmd: (0, trace, b""))
     code = traced_mode._compare_after(["python", script.name], trace, 0, [(str(script), script.name, original)], 0)
     assert code == 1
     assert script.read_bytes() == original

@@ -18,7 +18,7 @@ from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic
 from ..trace.match import Guided
 from ..trace.guide import TraceFilter, guide, write
-from ..trace.command import compare, traced_run
+from ..trace.command import compare, output_change, traced_run
 from ..pipeline.engine import FileResult
 from .interactive import review_plan
 from .output import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, err_line, out_line, report_lines
@@ -225,16 +225,18 @@ def _compare_after(
     code_before: int,
     written: Sequence[Tuple[str, str, bytes]],
     code: int,
+    output_before: bytes = b"",
 ) -> int:
     """Run ``cmd`` again on the fixed files and print graphs before -> after;
     restore ``written`` (path, display path, bytes before) if its exit code
-    changed, or if the fixes compiled no fewer graphs in total; when the
-    first run failed at the recompile limit (``code_before`` != 0), keep them
-    only if the command now succeeds.  A file edited while the command ran
-    again is not restored (:func:`_restore`)."""
+    changed, if it printed other results than ``output_before``
+    (:func:`codemods.trace.command.output_change`), or if the fixes compiled
+    no fewer graphs in total; when the first run failed at the recompile
+    limit (``code_before`` != 0), keep them only if the command now succeeds.
+    A file edited while the command ran again is not restored (:func:`_restore`)."""
     fixed = {path: _read_bytes(path) for path, _shown, _original in written}
     err_line(f"fix-recompiles: running {' '.join(cmd)} again with the fixes")
-    code_after, after = traced_run(cmd)
+    code_after, after, output_after = traced_run(cmd)
     out_line("")
     out_line("Graphs compiled, before -> after:")
     rows = compare(before, after)
@@ -242,6 +244,12 @@ def _compare_after(
     for name, nb, na in rows:
         out_line(f"  {name.ljust(width)}  {nb} -> {na}")
     out_line(f"  {'total'.ljust(width)}  {before.total_graphs} -> {after.total_graphs}")
+    changed = output_change(output_before, output_after, prefix=code_before != 0)
+    if changed is not None and (code_after == code_before or code_after == 0):
+        # a fix must keep the program's results, whatever the graphs say
+        _restore(written, fixed)
+        err_line(f"error: the command's output changed after the fixes ({changed}); the files were restored")
+        return EXIT_ERROR
     if code_before != 0:  # it failed at the recompile limit: the fixes must end that
         if code_after == 0:
             out_line(f"Exit code {code_before} -> 0: the recompile limit is no longer hit.")
@@ -283,7 +291,7 @@ def run(
         )
         return EXIT_ERROR
     err_line(f"fix-recompiles: running {' '.join(cmd)} with TORCH_TRACE")
-    code_before, before = traced_run(cmd)
+    code_before, before, output_before = traced_run(cmd)
     out_line("")
     if code_before != 0 and not before.hard_limit_failures:
         for line in report_lines(before, settings):
@@ -309,4 +317,4 @@ def run(
     if not written:
         # a command that failed at the limit and was not fixed still has its storm
         return max(code, EXIT_FINDINGS) if code_before != 0 else code
-    return _compare_after(cmd, before, code_before, written, code)
+    return _compare_after(cmd, before, code_before, written, code, output_before)

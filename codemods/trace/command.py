@@ -4,13 +4,14 @@ the graphs two traces compiled."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 
 from . import read as tr
@@ -20,9 +21,10 @@ from .match import entry_file
 # -- running the command ---------------------------------------------------------
 
 
-def run_traced(cmd: Sequence[str], trace_dir: str, stdout=None) -> int:
+def run_traced(cmd: Sequence[str], trace_dir: str, stdout=None, captured: Optional[List[bytes]] = None) -> int:
     """Run ``cmd`` with ``TORCH_TRACE=trace_dir``, its output streaming through
-    (its stdout to ``stdout`` when given); its exit code (127 when it cannot
+    (its stdout to ``stdout`` when given; with ``captured``, its stdout is
+    also kept there, chunk by chunk); its exit code (127 when it cannot
     start).  A SIGTERM to this process (what ``timeout`` and CI send) is
     passed on to the command, which is waited for; then this process exits
     143 through ``SystemExit``, so the caller's ``finally`` removes the trace
@@ -32,7 +34,7 @@ def run_traced(cmd: Sequence[str], trace_dir: str, stdout=None) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        child = subprocess.Popen(list(cmd), env=env, stdout=stdout)
+        child = subprocess.Popen(list(cmd), env=env, stdout=subprocess.PIPE if captured is not None else stdout)
     except FileNotFoundError:
         print(f"error: command not found: {cmd[0]}", file=sys.stderr)
         return 127
@@ -45,10 +47,16 @@ def run_traced(cmd: Sequence[str], trace_dir: str, stdout=None) -> int:
         terminated.append(signum)
         child.send_signal(signal.SIGTERM)
 
+    tee = None
+    if captured is not None:
+        tee = threading.Thread(target=_tee, args=(child.stdout, stdout if stdout is not None else sys.stdout, captured), daemon=True)
+        tee.start()
     in_main = threading.current_thread() is threading.main_thread()  # signal handlers: main thread only
     previous = signal.signal(signal.SIGTERM, on_term) if in_main else None
     try:
         code = child.wait()
+        if tee is not None:
+            tee.join()
     except BaseException:
         child.terminate()
         child.wait()
@@ -62,13 +70,85 @@ def run_traced(cmd: Sequence[str], trace_dir: str, stdout=None) -> int:
     return code
 
 
-def traced_run(cmd: Sequence[str]) -> Tuple[int, tr.Trace]:
+def _tee(pipe, out, captured: List[bytes]) -> None:
+    """Copy the child's stdout to ``out`` as it comes, keeping every chunk."""
+    sink = getattr(out, "buffer", None)
+    for chunk in iter(lambda: pipe.read1(65536), b""):
+        captured.append(chunk)
+        if sink is not None:
+            sink.write(chunk)
+            sink.flush()
+        else:
+            out.write(chunk.decode("utf-8", "replace"))
+            out.flush()
+    pipe.close()
+
+
+def traced_run(cmd: Sequence[str]) -> Tuple[int, tr.Trace, bytes]:
+    """(exit code, trace, stdout) of ``cmd`` run under ``TORCH_TRACE``."""
     folder = tempfile.mkdtemp(prefix="fix-recompiles-trace-")
+    captured: List[bytes] = []
     try:
-        code = run_traced(cmd, folder)
-        return code, tr.read_trace(folder)
+        code = run_traced(cmd, folder, captured=captured)
+        return code, tr.read_trace(folder), b"".join(captured)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- comparing what the command printed before and after the fixes -------------------
+#
+# A fix must keep the program's results.  What the command printed to stdout
+# is compared line by line: the text must be the same and every number
+# within a relative 1e-4 (compiled graphs of another shape may round the
+# last digits differently), except what changes by design or by the clock: a
+# line that counts graphs, compiles or recompiles (the fix is meant to change
+# it) is skipped, and a timing or a rate within a line (``12.3 ms``, ``1.5
+# it/s``, ``took 3.1``, ``dt: 80``, ``mfu 41.2``) is not compared.
+
+_NUM = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
+#: lines that count what the fix changes
+_COMPILE_LINE = re.compile(r"graph|recompil|compil", re.IGNORECASE)
+#: a number that is a duration or a rate: with a unit, or after a timing word
+_TIMING = re.compile(
+    rf"{_NUM}\s*(?:ms|us|µs|s|sec|secs|seconds|min|mins|h|hours)\b"
+    rf"|{_NUM}\s*(?:it|its|tok|toks|tokens|samples|img|imgs|images|steps|batches)/s\b"
+    rf"|{_NUM}\s*s/it\b"
+    rf"|\b(?:time|timing|elapsed|took|duration|throughput|speed|mfu|eta|dt|tps|fps|lat|latency)\b\W{{0,3}}{_NUM}",
+    re.IGNORECASE,
+)
+
+_NUMBER = re.compile(_NUM)
+
+
+def _kept_lines(output: bytes) -> List[str]:
+    text = output.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    return [_TIMING.sub("<time>", ln.rstrip()) for ln in text.split("\n") if ln.strip() and not _COMPILE_LINE.search(ln)]
+
+
+def _same_line(a: str, b: str) -> bool:
+    if _NUMBER.sub("#", a) != _NUMBER.sub("#", b):
+        return False
+    for x, y in zip(_NUMBER.findall(a), _NUMBER.findall(b)):
+        fx, fy = float(x), float(y)
+        if fx != fy and abs(fx - fy) > 1e-4 * max(abs(fx), abs(fy)):
+            return False
+    return True
+
+
+def output_change(before: bytes, after: bytes, *, prefix: bool = False) -> Optional[str]:
+    """None when the command printed the same results before and after the
+    fixes (as above); else the first difference, for a message.  With
+    ``prefix`` (the first run stopped at the recompile limit) the second run
+    may print more after what the first printed."""
+    a, b = _kept_lines(before), _kept_lines(after)
+    for x, y in zip(a, b):
+        if not _same_line(x, y):
+            return f"`{x.strip()[:120]}` became `{y.strip()[:120]}`"
+    if len(a) != len(b) and not (prefix and len(b) > len(a)):
+        extra = a[len(b)] if len(a) > len(b) else b[len(a)]
+        which = "is no longer printed" if len(a) > len(b) else "is printed in addition"
+        return f"`{extra.strip()[:120]}` {which}"
+    return None
 
 
 
