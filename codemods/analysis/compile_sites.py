@@ -144,10 +144,18 @@ class CompileSite:
         return None
 
     @property
+    def dynamic_literal(self) -> Optional[bool]:
+        """The compile's literal ``dynamic=True`` / ``dynamic=False``; None
+        when it passes none or not a literal."""
+        kw = self.option("dynamic")
+        if kw is not None and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool):
+            return kw.value.value
+        return None
+
+    @property
     def static(self) -> bool:
         """Does the compile pass a literal ``dynamic=False``?"""
-        kw = self.option("dynamic")
-        return kw is not None and isinstance(kw.value, ast.Constant) and kw.value.value is False
+        return self.dynamic_literal is False
 
     @property
     def has_star_kwargs(self) -> bool:

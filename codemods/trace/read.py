@@ -909,6 +909,9 @@ def argument_of(source: str) -> Optional[Tuple[str, bool]]:
 
 #: causes that automatic dynamic shapes lift after one change (``dynamic=None``)
 AUTOMATIC_DYNAMIC = frozenset({FLOAT_ARG, INT_ARG, TENSOR_SHAPE})
+#: the source torch names for a loop's iterator: a comprehension's ``.0``, a
+#: value on the stack of a frame resumed after a graph break (``___stack1``)
+_LOOP_ITERATOR = re.compile(r"^(?:\.\d+|___stack\d+)$")
 #: a keyword argument of a compiled function taking ``**kwargs``
 _KWARG = re.compile(r"""^kwargs\[['"](?P<key>[A-Za-z_]\w*)['"]\]$""")
 
@@ -1076,6 +1079,13 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
             parts.append(
                 f"sizes 0/1 specialise: bounded ({zero_one} recompile{'s' if zero_one != 1 else ''})"
             )
+    elif cause == LENGTH and entry.sources(cause) and all(_LOOP_ITERATOR.match(s) for s in entry.sources(cause)):
+        # the iterator of a comprehension (`.0`) or of a loop resumed after a
+        # graph break (`___stack1`): a Python loop over values whose count changes
+        parts.append(
+            f"report: the iterator of a Python loop ({sources}) has a new length every call: "
+            "a loop over tensor data (.unbind(), .tolist()) is vectorised or run outside the compiled code"
+        )
     elif cause == LAYOUT and any(argument_of(s) for s in entry.sources(cause)):
         # callers pass different layouts of one tensor: one layout for all
         # (codemods/trace/cures.py: .contiguous() at the calls)

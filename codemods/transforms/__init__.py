@@ -24,6 +24,7 @@ from .ragged_batch import RaggedBatch
 from .recompile_limit import RecompileLimit
 from .unspec_int_attrs import UnspecIntAttrs
 from .compiled_memo import CompiledMemo
+from .data_driven_loop import DataDrivenLoop
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
@@ -40,6 +41,7 @@ REGISTRY: List[Rule] = [
     HookAfterCompile(),
     ContainerGrowth(),
     CompiledMemo(),
+    DataDrivenLoop(),
 ]
 
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}
