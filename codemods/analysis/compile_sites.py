@@ -105,6 +105,10 @@ def visible_from(binding: Binding) -> Tuple[int, int]:
     return node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
 
 
+#: a value the source does not spell out (:meth:`CompileModel.literal`)
+UNKNOWN = object()
+
+
 @dataclass(eq=False)
 class CompileSite:
     """One place where something is compiled."""
@@ -130,6 +134,8 @@ class CompileSite:
     #: calls (of ``calls``) that run another function than ``target_def``: the
     #: function a project decorator compiling its argument was applied to
     call_defs: Dict[ast.Call, ast.AST] = field(default_factory=dict)
+    #: keyword -> its value as the model read it (:meth:`CompileModel.literal`)
+    literals: Dict[str, object] = field(default_factory=dict)
 
     def def_of(self, call: ast.Call) -> Optional[ast.AST]:
         """The function ``call`` runs compiled, when it can be seen."""
@@ -143,14 +149,21 @@ class CompileSite:
                 return kw
         return None
 
+    def option_value(self, name: str) -> object:
+        """The value of the compile option ``name=`` as the model read it
+        (:meth:`CompileModel.literal`: a literal, or a module-level name bound
+        once to one); None when it is not passed, :data:`UNKNOWN` when it
+        cannot be read (a variable, ``**opts``)."""
+        if name in self.literals:
+            return self.literals[name]
+        return UNKNOWN if self.has_star_kwargs else None
+
     @property
     def dynamic_literal(self) -> Optional[bool]:
-        """The compile's literal ``dynamic=True`` / ``dynamic=False``; None
-        when it passes none or not a literal."""
-        kw = self.option("dynamic")
-        if kw is not None and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool):
-            return kw.value.value
-        return None
+        """The compile's ``dynamic=True`` / ``dynamic=False`` (a literal or a
+        module constant); None when it passes neither."""
+        value = self.option_value("dynamic")
+        return value if isinstance(value, bool) else None
 
     @property
     def static(self) -> bool:
@@ -186,6 +199,8 @@ class CompileModel:
         self._collect_compile_sites()
         for site in self.compile_sites:
             site.calls = sorted(set(self._find_calls(site)), key=lambda c: (c.lineno, c.col_offset))
+            if site.options_call is not None:
+                site.literals = {kw.arg: self.literal(kw.value) for kw in site.options_call.keywords if kw.arg is not None}
         #: module-level names bound to a compiled function through a flow (name -> def)
         self._flow_module_names: Dict[str, ast.AST] = {}
         if self.compile_sites:
@@ -495,6 +510,29 @@ class CompileModel:
             if found is not None:
                 return found
         return None
+
+    # -- values the source spells out ----------------------------------------------------------
+    def literal(self, expr: ast.AST) -> object:
+        """The value of ``expr`` when it is a literal (``False``, ``0.5``,
+        ``-1``, ``None``), or a name of this module bound exactly once, at
+        module level, to one (``dynamic = False`` at the top of the file,
+        then ``torch.compile(fn, dynamic=dynamic)``); :data:`UNKNOWN`
+        otherwise (a name bound twice, in a function, through ``global``,
+        to anything else)."""
+        if isinstance(expr, ast.Name):
+            bindings = self.scopes.bindings_of(expr)
+            if len(bindings) != 1:
+                return UNKNOWN
+            binding = bindings[0]
+            if binding.kind not in ("assign", "annassign") or binding.scope is not self.scopes.module or binding.value is None:
+                return UNKNOWN
+            expr = binding.value
+        if isinstance(expr, ast.Constant):
+            return expr.value
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub) and isinstance(expr.operand, ast.Constant):
+            if type(expr.operand.value) in (int, float):
+                return -expr.operand.value
+        return UNKNOWN
 
     # -- modules compiled one by one in a loop (regional compilation) -------------------------
     def loop_module_class(self, name: ast.Name) -> Optional[ast.ClassDef]:

@@ -163,9 +163,10 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
             if kw is None or site.options_call is None:
                 continue
             value = kw.value
-            if isinstance(value, ast.Constant) and value.value in (True, None) and type(value.value) is not int:
+            known = site.option_value("dynamic")  # a literal, or a module constant bound once to one
+            if known is True or known is None:
                 continue
-            if not (isinstance(value, ast.Constant) and value.value is False):
+            if known is not False:
                 findings.append(
                     self.finding(
                         ctx,
@@ -175,6 +176,7 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
                     )
                 )
                 continue
+            spelled = "`dynamic=False`" if isinstance(value, ast.Constant) else f"`dynamic={source.segment(value)}` (False)"
             evidence = evidence_for(model, site)
             intent = static_intent(model, site) if evidence else None
             target = source.target(site.options_call, "Call")
@@ -186,16 +188,16 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
                 title = "remove `dynamic=False`"
             if evidence and intent is None:
                 ev = evidence[0]
-                lead = f"`dynamic=False` but inputs vary (line {ev.call.lineno}: {ev.detail})"
+                lead = f"{spelled} but inputs vary (line {ev.call.lineno}: {ev.detail})"
                 message = f"{lead}; every variant recompiles"
                 safety = Safety.SAFE
             elif evidence:
                 ev = evidence[0]
-                lead = f"`dynamic=False` but inputs vary (line {ev.call.lineno}: {ev.detail})"
+                lead = f"{spelled} but inputs vary (line {ev.call.lineno}: {ev.detail})"
                 message = f"{lead}; the static compile looks deliberate ({intent}), so the fix is unsafe"
                 safety = Safety.UNSAFE
             else:
-                lead = "`dynamic=False` turns off automatic dynamic shapes: every new shape or number recompiles"
+                lead = f"{spelled} turns off automatic dynamic shapes: every new shape or number recompiles"
                 message = f"{lead} (no varying call seen here; fix is unsafe as it may be deliberate)"
                 safety = Safety.UNSAFE
             proven = bool(evidence) and intent is None

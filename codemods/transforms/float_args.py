@@ -727,11 +727,10 @@ gives `inf` with a tensor.
         be read (a variable, ``**opts``, a site in another module)."""
         if site is None or site.has_star_kwargs:
             return None
-        kw = site.option(name)
-        if kw is None:
+        value = site.option_value(name)  # a literal or a module constant
+        if value is None and site.option(name) is None:
             return False
-        value = kw.value
-        return value.value if isinstance(value, ast.Constant) and isinstance(value.value, bool) else None
+        return value if isinstance(value, bool) else None
 
     def _verdict(self, ctx, site_model: NameResolver, route: _Route, summary: Optional[FunctionSummary], param: Optional[str], keyword: Optional[str], by_param) -> Tuple[str, str]:
         """("safe", "") | ("unsafe", why) | ("none", why and what to do instead)."""

@@ -157,8 +157,8 @@ it is only mentioned.
             return []
         calls: Dict[ast.Call, str] = {}  # compiled call -> the compiled callable's name
         for site in model.compile_sites:
-            dyn = site.option("dynamic")
-            if dyn is not None and not (isinstance(dyn.value, ast.Constant) and dyn.value.value in (None, False)):
+            dyn = site.option_value("dynamic")
+            if site.option("dynamic") is not None and not (dyn is None or dyn is False):
                 continue  # dynamic=True (or not readable): nothing to mark
             if site.has_star_kwargs:
                 continue
