@@ -132,7 +132,7 @@ def test_dtype_recompiles_are_bounded():
             "3",
             "no",
             "dtype `x`",
-            "bounded, no fix needed (2 recompiles)",
+            "bounded, no fix needed (2 recompiles: one graph per dtype)",
         ]
     ]
 
@@ -532,7 +532,7 @@ def test_run_bounded_cause_is_reported_and_nothing_changes(tmp_path):
     proc, script = run_cli(tmp_path, "dtype_other", "--fix")
     assert proc.returncode == 0, proc.stdout
     assert re.search(
-        r"^plus_one\s+dtype_other\.py:5\s+3\s+no\s+dtype `x`\s+bounded, no fix needed \(2 recompiles\)$",
+        r"^plus_one\s+dtype_other\.py:5\s+3\s+no\s+dtype `x`\s+bounded, no fix needed \(2 recompiles: one graph per dtype\)$",
         proc.stdout,
         re.MULTILINE,
     ), proc.stdout
@@ -797,7 +797,7 @@ def test_constant_value_at_the_limit_names_a_cure():
     hit = tr.CodeEntry("predict", "m.py", 22, graphs=8, limit_hit=True, reasons=reasons)
     assert tr.cure_label(hit, tr.CONSTANT, []).startswith("report: every new value of `text`")
     few = tr.CodeEntry("predict", "m.py", 22, graphs=3, limit_hit=False, reasons=reasons[:2])
-    assert tr.cure_label(few, tr.CONSTANT, []) == "bounded, no fix needed (2 recompiles)"
+    assert tr.cure_label(few, tr.CONSTANT, []) == "bounded, no fix needed (2 recompiles: one graph per value)"
 
 
 # -- the configuration reaches every mode (issue 26) ----------------------------------

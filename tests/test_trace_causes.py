@@ -37,25 +37,25 @@ CASES = [
     ("int_global", "add_n", 8, 4, tr.INT_ARG, ["n"], "FR001"),
     ("growing_inputs", "normalize", 6, 8, tr.TENSOR_SHAPE, ["x"], "torch._dynamo.maybe_mark_dynamic(x, 0)"),
     ("shape_guards", "energy", 6, 4, tr.TENSOR_SHAPE, ["x"], "torch._dynamo.maybe_mark_dynamic(x, 0)"),
-    ("shape_guards", "flat", 11, 2, tr.RANK, ["x"], "bounded, no fix needed (1 recompile)"),
+    ("shape_guards", "flat", 11, 2, tr.RANK, ["x"], "bounded, no fix needed (1 recompile: one graph per number of dims)"),
     ("shape_guards", "rowsum", 16, 2, tr.LAYOUT, ["x"], "x.contiguous() at the calls"),
     ("module_counter", "forward", 11, 8, tr.MODULE_INT_ATTR, ["self.calls"], "FR005"),
     ("module_attrs", "forward", 18, 3, tr.MODULE_INT_ATTR, ["self.kv_cache.size"], "FR005"),
     ("module_attrs", "forward", 28, 4, tr.MODULE_INT_ATTR, ["self.layer_idx"], "FR005"),
-    ("module_attrs", "forward", 37, 2, tr.TRAIN_EVAL, ["self.drop.training"], "bounded, no fix needed (1 recompile)"),
+    ("module_attrs", "forward", 37, 2, tr.TRAIN_EVAL, ["self.drop.training"], "bounded, no fix needed (1 recompile: one graph for train, one for eval)"),
     ("int_global", "shifted", 13, 4, tr.GLOBAL, ["SHIFT"], "FR011, pass `SHIFT` as an argument (an int: FR011's fix, unsafe), or keep it in a tensor updated with .fill_()"),
     # an int deciding a range() bound: specialised even when dynamic (evaluate_expr); FR001 is no cure
     ("int_range", "repeat_add", 8, 4, tr.INT_ARG, ["n"], "decides Python control flow (specialised even when dynamic): bucket its values or move the loop out (rule FR009)"),
     ("optimizer_lr", "step", None, 2, tr.OPTIMIZER_LR, ["self.param_groups[0]['lr']"], "FR004"),
     ("python_values", "stack_sum", 6, 3, tr.LENGTH, ["xs"], "report: `xs` has a new length every call"),
     ("python_values", "by_name", 11, 3, tr.LENGTH, ["d"], "report: `d` has a new length every call"),
-    ("python_values", "apply", 16, 3, tr.IDENTITY, ["act"], "bounded, no fix needed (2 recompiles)"),
-    ("python_values", "scaled", 29, 2, tr.TYPE, ["cfg"], "bounded, no fix needed (1 recompile)"),
+    ("python_values", "apply", 16, 3, tr.IDENTITY, ["act"], "bounded, no fix needed (2 recompiles: one graph per object passed (a few functions or modules))"),
+    ("python_values", "scaled", 29, 2, tr.TYPE, ["cfg"], "bounded, no fix needed (1 recompile: one graph per type)"),
     ("python_values", "call", 41, 2, tr.CLOSURE, ["scale"], "report: pass `scale` as an argument (rule FR008 for a closure compiled in a loop)"),
-    ("global_state", "under_grad_mode", 6, 2, tr.GRAD_MODE, [], "bounded, no fix needed (1 recompile)"),
-    ("global_state", "under_autocast", 11, 2, tr.AUTOCAST, [], "bounded, no fix needed (1 recompile)"),
-    ("global_state", "maybe_grad", 16, 2, tr.REQUIRES_GRAD, ["x"], "bounded, no fix needed (1 recompile)"),
-    ("dtype_other", "plus_one", 5, 3, tr.DTYPE, ["x"], "bounded, no fix needed (2 recompiles)"),
+    ("global_state", "under_grad_mode", 6, 2, tr.GRAD_MODE, [], "bounded, no fix needed (1 recompile: one graph with grad, one without (no_grad, inference_mode))"),
+    ("global_state", "under_autocast", 11, 2, tr.AUTOCAST, [], "bounded, no fix needed (1 recompile: one graph per autocast state)"),
+    ("global_state", "maybe_grad", 16, 2, tr.REQUIRES_GRAD, ["x"], "bounded, no fix needed (1 recompile: one graph per requires_grad)"),
+    ("dtype_other", "plus_one", 5, 3, tr.DTYPE, ["x"], "bounded, no fix needed (2 recompiles: one graph per dtype)"),
     ("item_resume", "torch_dynamo_resume_in_normalize_at_8", 8, 2, tr.RESUME_VALUE, ["___stack0"], "capture_scalar_outputs"),
     ("fullgraph_limit", "normalize", 6, 8, tr.TENSOR_SHAPE, ["x"], "maybe_mark_dynamic(x, 0)"),
 ]
@@ -155,6 +155,8 @@ def test_an_optional_argument_did_not_recompile_on_2_13():
         ("0/0: L['bias'] is not None", tr.NONE_CHECK, "bias"),
         ("0/0: hasattr(L['m'], 'w')", tr.KEYS, "m.w"),
         ("0/0: not ___dict_contains('k', L['d'])", tr.KEYS, "d['k']"),
+        # a tuple key (its comma splits nothing), a global read through its module (mujoco-torch before f234fb3)
+        ("0/0: not ___dict_contains((torch.int64, 'cpu'), G['__import___main__']._TRI_ID._cache)", tr.KEYS, "_TRI_ID._cache[(torch.int64, 'cpu')]"),
         ("0/0: L['a'] is L['b']", tr.ALIASING, "a"),
         ("0/0: Duplicate tensors found: x, y", tr.ALIASING, ""),
         ("0/0: tensor 'x' device mismatch. expected cpu, actual cuda:0", tr.DEVICE, "x"),
@@ -404,7 +406,7 @@ def test_param_group_step_counter_and_first_step_state_are_bounded():
     label = tr.cure_label(entry, tr.INT_ARG, CODES)
     assert "FR004" not in label and "bounded in this run (1 recompile, then automatic dynamic" in label
     assert not any(r.specialized for r in entry.reasons)  # a plain access, not a computed value
-    assert tr.cure_label(entry, tr.TRUTH, CODES) == "bounded, no fix needed (1 recompile)"
+    assert tr.cure_label(entry, tr.TRUTH, CODES) == "bounded, no fix needed (1 recompile: one graph per truth value)"
 
 
 def test_a_keyword_tensor_gets_mark_dynamic_advice_by_its_keyword():

@@ -121,6 +121,8 @@ def test_guard_fails_on_a_recompiling_script(tmp_path):
     ), out
     assert "1 compiled function recompiled more than 0 times (--max-recompiles):" in out
     assert "  normalize (growing_inputs.py:6): 8 recompiles, hit the recompile limit" in out
+    # each recompile's cure, or why there is none (issue 27)
+    assert "    cause: tensor shape `x`; cure: FR001, FR007, torch._dynamo.maybe_mark_dynamic(x, 0)\n" in out
     assert "result:" in out  # the command's output streamed through
     assert (tmp_path / "growing_inputs.py").read_text() == (SCRIPTS / "growing_inputs.py").read_text()
 

@@ -61,6 +61,21 @@ def over_limit(trace: tr.Trace, max_recompiles: int) -> List[tr.CodeEntry]:
     ]
 
 
+def cause_details(entry: tr.CodeEntry, codes) -> List[str]:
+    """``cause: <cause> `<sources>`; cure: <cure or why there is none>``, one
+    per cause of ``entry`` (the table's cure column, :func:`codemods.trace.read.cure_label`)."""
+    if not entry.causes:
+        return ["cause unknown"]
+    out = []
+    for cause in entry.causes:
+        srcs = entry.sources(cause)
+        label = cause if cause != tr.OTHER else f"other: {next(r.text for r in entry.reasons if r.cause == cause)}"
+        if srcs and cause != tr.OTHER:
+            label += " " + ", ".join(f"`{s}`" for s in srcs)
+        out.append(f"cause: {label}; cure: {tr.cure_label(entry, cause, codes)}")
+    return out
+
+
 def guard_findings(
     trace: tr.Trace, max_recompiles: int, settings: Settings
 ) -> List[Finding]:
@@ -78,16 +93,7 @@ def guard_findings(
             f" {entry.graphs} graph{'s' if entry.graphs != 1 else ''}"
             + (", hit the recompile limit" if entry.limit_hit else "")
         )
-        causes = entry.causes or ["-"]
-        for cause in causes:
-            if cause == "-":
-                detail = "cause unknown"
-            else:
-                srcs = entry.sources(cause)
-                label = cause if cause != tr.OTHER else f"other: {next(r.text for r in entry.reasons if r.cause == cause)}"
-                if srcs and cause != tr.OTHER:
-                    label += " " + ", ".join(f"`{s}`" for s in srcs)
-                detail = f"cause: {label}; cure: {tr.cure_label(entry, cause, codes)}"
+        for detail in cause_details(entry, codes):
             line_no = int(line) if line.isdigit() else 1
             out.append(
                 Finding(
@@ -160,12 +166,15 @@ def guard(
             f" more than {max_recompiles} time{'s' if max_recompiles != 1 else ''}"
             " (--max-recompiles):"
         )
+        codes = available_codes(settings)
         for e in over:
             say(
                 f"  {tr.display_name(e)} ({tr.display_location(e, os.getcwd())}):"
                 f" {e.recompiles} recompile{'s' if e.recompiles != 1 else ''}"
                 + (", hit the recompile limit" if e.limit_hit else "")
             )
+            for detail in cause_details(e, codes):
+                say(f"    {detail}")
     else:
         say(
             f"No compiled function recompiled more than {max_recompiles}"

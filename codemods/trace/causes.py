@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 # -- causes ---------------------------------------------------------------
 
@@ -91,3 +92,6 @@ class CuresCause:
     cause: str
     upgrade: bool = False
     first: bool = False
+    #: for a length guard: only (True) or never (False) when the guarded
+    #: source is a loop's iterator (``.0``, ``___stack1``); None: either
+    loop_iterator: Optional[bool] = None

@@ -98,6 +98,28 @@ BOUNDED = frozenset(
 )
 
 
+#: why a bounded cause needs no fix: what its few graphs are one of each
+BOUNDED_WHY: Dict[str, str] = {
+    IDENTITY: "one graph per object passed (a few functions or modules)",
+    TYPE: "one graph per type",
+    NONE_CHECK: "one graph for None, one for a value",
+    KEYS: "one graph per set of keys or attributes",
+    TRUTH: "one graph per truth value",
+    CONSTANT: "one graph per value",
+    TRAIN_EVAL: "one graph for train, one for eval",
+    GRAD_MODE: "one graph with grad, one without (no_grad, inference_mode)",
+    AUTOCAST: "one graph per autocast state",
+    GLOBAL_STATE: "one graph per global state",
+    REQUIRES_GRAD: "one graph per requires_grad",
+    DTYPE: "one graph per dtype",
+    DEVICE: "one graph per device",
+    DISPATCH: "one graph per set of dispatch keys",
+    RANK: "one graph per number of dims",
+    ALIASING: "one graph per way the inputs alias",
+    INVALIDATED: "one graph each time the cache is thrown away",
+}
+
+
 @dataclass(frozen=True)
 class Cure:
     """A rule that cures a cause.  ``upgrade``: an observed recompile of this
@@ -109,6 +131,8 @@ class Cure:
 
     code: str
     upgrade: bool = False
+    #: see :class:`~codemods.trace.causes.CuresCause`
+    loop_iterator: Optional[bool] = None
 
 
 def cure_table() -> Dict[str, Tuple[Cure, ...]]:
@@ -122,7 +146,7 @@ def cure_table() -> Dict[str, Tuple[Cure, ...]]:
         table: Dict[str, List[Tuple[bool, Cure]]] = {cause: [] for cause in CAUSES}
         for rule in REGISTRY:
             for declared in rule.cures:
-                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade)))
+                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade, loop_iterator=declared.loop_iterator)))
         _CURES = {cause: tuple(c for _, c in sorted(found, key=lambda item: item[0])) for cause, found in table.items()}
     return _CURES
 
@@ -632,11 +656,40 @@ _PRESENCE = re.compile(
     r"^(?:not\s+)?(?:hasattr\((?P<obj>.+?),\s*(?P<attr>'[^']*')\)|___dict_contains\((?P<key>.+?),\s*(?P<d>.+?)\)|set\.__contains__\((?P<set>.+?),)"
 )
 _CLOSURE = re.compile(r"\.__closure__\[\d+\]\.cell_contents")
+
+
+def _call_args(text: str, start: int) -> List[str]:
+    """The top-level arguments of the call whose ``(`` ends right before
+    ``start``: commas inside brackets or quotes do not split (a tuple key,
+    ``(torch.int64, 'cpu')``)."""
+    args, depth, quote, current = [], 0, "", []
+    for ch in text[start:]:
+        if quote:
+            current.append(ch)
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                args.append("".join(current).strip())
+                return args
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append("".join(current).strip())
+            current = []
+            continue
+        current.append(ch)
+    return []
 #: the truth of a plain access (``not L['self'].state``, ``L['cache']``)
 _TRUTHY = re.compile(r"""^(?:not\s+)?(?P<src>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[(?:\d+|'[^']*'|"[^"]*")\])*)$""")
 _LOCAL = re.compile(r"""^L\[['"](?P<name>[^'"]+)['"]\]""")
 _GLOBAL = re.compile(r"""^G\[['"](?P<name>[^'"]+)['"]\]""")
 _ANY_SCOPE = re.compile(r"""\b[LG]\[['"](?P<name>[^'"]+)['"]\]""")
+_MODULE_GLOBAL = re.compile(r"""\bG\[['"]__import_[^'"]+['"]\]\.""")
 _MODULE_DICT = re.compile(r"""\._(?:modules|parameters|buffers)\[['"](?P<name>[^'"]+)['"]\]""")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
 #: ``kwargs['temperature']``, ``args[1]``: an argument reached through a
@@ -678,6 +731,9 @@ def _user_source(src: str) -> Tuple[str, bool]:
     ("self.layers[0].scaling['default']", False)."""
     src = src.strip()
     is_global = bool(_GLOBAL.match(src))
+    # a global read through its module (``G['__import___main__']._TRI_ID``):
+    # the name as the module's code spells it
+    src = _MODULE_GLOBAL.sub("", src)
     src = _ANY_SCOPE.sub(lambda m: m.group("name"), src)
     # a submodule of a ModuleList or Sequential is named by its index: [0], as written
     src = _MODULE_DICT.sub(lambda m: f"[{m.group('name')}]" if m.group("name").isdigit() else "." + m.group("name"), src)
@@ -762,7 +818,9 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...], boo
         if m.group("obj"):
             src = f"{_user_source(m.group('obj'))[0]}.{m.group('attr').strip(chr(39))}"
         elif m.group("d"):
-            src = f"{_user_source(m.group('d'))[0]}[{m.group('key')}]"
+            args = _call_args(guard, guard.index("___dict_contains(") + len("___dict_contains("))
+            key, d = args if len(args) == 2 else (m.group("key"), m.group("d"))
+            src = f"{_user_source(d)[0]}[{key}]"
         else:
             src = _user_source(m.group("set"))[0]
         return KEYS, src, (), False
@@ -1033,6 +1091,9 @@ def rule_cures(entry: "CodeEntry", cause: str) -> List[Cure]:
     (control flow or an op needed the number: removing ``dynamic=False``
     lifts nothing)."""
     cures = list(cure_table().get(cause, ()))
+    if any(c.loop_iterator is not None for c in cures):
+        iterator = bool(entry.sources(cause)) and all(_LOOP_ITERATOR.match(s) for s in entry.sources(cause))
+        cures = [c for c in cures if c.loop_iterator is None or c.loop_iterator == iterator]
     if cause in (INT_ARG, FLOAT_ARG) and any(r.specialized for r in entry.reasons if r.cause == cause):
         cures = [c for c in cures if c.code != "FR001"]
     return cures
@@ -1108,8 +1169,9 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
             on = f"{cause} {sources}" if entry.sources(cause) else cause
             parts.append(f"report: {count} recompiles on {on} hit the limit")
         else:
+            why = BOUNDED_WHY.get(cause)
             parts.append(
-                f"bounded, no fix needed ({count} recompile{'s' if count != 1 else ''})"
+                f"bounded, no fix needed ({count} recompile{'s' if count != 1 else ''}{': ' + why if why else ''})"
             )
     elif cause in (INT_ARG, FLOAT_ARG) and any(r.op_site for r in entry.reasons if r.cause == cause):
         # an op needed the number (torch.as_tensor(crop_box), bernoulli_(p)):

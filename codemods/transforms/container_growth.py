@@ -85,7 +85,7 @@ def _changes_elsewhere(source, attr: str, inits: Set[ast.AST]) -> bool:
 class ContainerGrowth(Rule):
     code = "FR013"
     #: the trace causes its fix cures (the trace's cure table is made from these)
-    cures = (CuresCause(LENGTH),)
+    cures = (CuresCause(LENGTH, loop_iterator=False),)
     name = "container-growth"
     summary = "a list attribute the compiled code appends to on every call"
     what_it_does = """

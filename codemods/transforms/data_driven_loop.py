@@ -62,7 +62,7 @@ def _from_inputs(fn: ast.AST, expr: ast.AST) -> bool:
 class DataDrivenLoop(Rule):
     code = "FR015"
     #: the trace's length guard on the loop's iterator (`len(.0) == 3` of a comprehension)
-    cures = (CuresCause(LENGTH),)
+    cures = (CuresCause(LENGTH, loop_iterator=True),)
     name = "data-driven-loop"
     summary = "a Python loop whose trip count comes from tensor data, inside compiled code"
     what_it_does = """
