@@ -257,6 +257,9 @@ class CodeEntry:
     #: for a static size, a string for a symbolic one; the graph's inputs are
     #: named after their sources: ``l_x_`` for ``L['x']``)
     graph_sizes: List[Dict[str, List[object]]] = field(default_factory=list)
+    #: the distributed ranks whose processes compiled this code object (the
+    #: records' ``rank``, or the file's ``rank_N``); empty for one process
+    ranks: Tuple[int, ...] = ()
 
     def sources(self, cause: str) -> List[str]:
         """The distinct sources guarded for ``cause``, in the trace's order."""
@@ -444,12 +447,67 @@ def is_library_file(filename: str) -> bool:
 
 
 def read_trace(folder: str) -> Trace:
-    """Parse every trace file under ``folder``."""
+    """Parse every trace file under ``folder`` (one per process: the ranks
+    of a distributed run, the runs of a job), and merge the processes' copies
+    of each code object (:func:`_merge_processes`)."""
     trace = Trace()
+    per_file: List[List[CodeEntry]] = []
     for path in trace_files(folder):
         trace.files.append(path)
-        trace.entries.extend(_read_file(path, trace))
+        per_file.append(_read_file(path, trace))
+    trace.entries = _merge_processes(per_file)
     return trace
+
+
+_RANK_FILE = re.compile(r"rank_(?P<rank>\d+)")
+
+
+def _merge_processes(per_file: List[List[CodeEntry]]) -> List[CodeEntry]:
+    """One entry per code object (file, first line, name) for all processes:
+    the ranks of a distributed run compile the same code, and a table row per
+    rank said the same thing twice, matched only once.  The merged entry is the
+    process that compiled the most graphs (its counts, sizes and reasons:
+    what one process paid, which is what the recompile limit counts), with the
+    other processes' reasons it lacks, the limit hit if any process hit it,
+    and every rank.  Entries of one file are never merged with each other."""
+    merged: List[CodeEntry] = []
+    by_key: Dict[Tuple[str, int, str], List[Tuple[CodeEntry, Set[int]]]] = {}
+    for index, entries in enumerate(per_file):
+        for entry in entries:
+            key = (entry.filename, entry.firstlineno, entry.name)
+            slot = next((pair for pair in by_key.get(key, []) if index not in pair[1]), None)
+            if slot is None:
+                by_key.setdefault(key, []).append((entry, {index}))
+                merged.append(entry)
+                continue
+            kept, files = slot
+            files.add(index)
+            lead, other = (entry, kept) if entry.graphs > kept.graphs else (kept, entry)
+            if lead is not kept:
+                # the copy that compiled more leads: put it where the first one was
+                merged[merged.index(kept)] = lead
+                by_key[key][by_key[key].index(slot)] = (lead, files)
+            seen = {(r.cause, r.text) for r in lead.reasons}
+            lead.reasons.extend(r for r in other.reasons if (r.cause, r.text) not in seen)
+            lead.limit_hit = lead.limit_hit or other.limit_hit
+            lead.ranks = tuple(sorted(set(lead.ranks) | set(other.ranks)))
+            if lead.user_frame is None:
+                lead.user_frame = other.user_frame
+    return merged
+
+
+def rank_label(ranks: Sequence[int]) -> str:
+    """``0-3``, ``0,2,5-7``."""
+    out: List[str] = []
+    values = sorted(set(ranks))
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        out.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ",".join(out)
 
 
 def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
@@ -465,10 +523,14 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
     failures: Dict[Tuple[int, object], List[str]] = {}
     #: (frame, compile id) -> the reasons its recompile_reason gave
     by_compile: Dict[Tuple[int, object], List[Reason]] = {}
+    named = _RANK_FILE.search(os.path.basename(path))
+    rank: Optional[int] = int(named.group("rank")) if named else None
     for record in iter_records(path, failures):
         if record is None:
             trace.bad_lines += 1
             continue
+        if isinstance(record.get("rank"), int):
+            rank = record["rank"]
         frame = record.get("frame_id")
         if "str" in record:
             value = record["str"]
@@ -577,6 +639,9 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                 if r.cause != INVALIDATED and (r.cause, r.source) not in seen:
                     seen.add((r.cause, r.source))
                     entry.reasons.append(r)
+    if rank is not None:
+        for entry in entries.values():
+            entry.ranks = (rank,)
     return [entries[f] for f in order]
 
 
@@ -1237,11 +1302,15 @@ def table_rows(
     those, and says which rules of the cause found nothing there."""
     codes = list(available)
     rows: List[List[str]] = []
+    several = len({r for e in trace.entries for r in e.ranks}) > 1
     for entry in trace.entries:
         if not entry.reasons and not entry.limit_hit and entry.graphs == 0:
             continue  # a frame that compiled nothing (e.g. torch's own wrappers)
+        shown = display_name(entry)
+        if several and entry.ranks:
+            shown += f" (rank{'s' if len(entry.ranks) > 1 else ''} {rank_label(entry.ranks)})"
         base = [
-            display_name(entry),
+            shown,
             display_location(entry, relative_to),
             str(entry.graphs),
             "yes" if entry.limit_hit else "no",
