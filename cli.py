@@ -285,6 +285,8 @@ def check(
     for path, reason in result.errors:
         _err(f"error: {path}: {reason}")
     errors_before_write = len(result.errors)
+    if paths and all(os.path.isfile(p) for p in paths) and not quiet:
+        _note_unread_imports([(r.path, r.original) for r in result.results if r.error is None], [r.path for r in result.results])
 
     findings = result.findings
     if diff:
@@ -346,6 +348,26 @@ def check(
     raise typer.Exit(code)
 
 
+def _note_unread_imports(files, read) -> None:
+    """A run on single files (or stdin) reads no other module: say which of
+    its project's modules a file imports, whose facts it cannot see."""
+    for path, data in files:
+        if data is None:  # a report keeps no bytes: read them again (a few files)
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+        missing = discovery.unread_imports(path, data, read)
+        if missing:
+            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            _err(
+                f"note: {discovery.display_path(path)} imports modules of its project that this run did not read ({shown}): "
+                "findings that need them (a class compiled here and defined there, an lr written there) are not looked for; "
+                "run on their folder to include them"
+            )
+
+
 def _check_stdin(settings, cfg, stdin_filename, *, diff, fix, quiet, output_format, force_exclude, exclude) -> int:
     """``fix-recompiles -``: the source on stdin, as ruff does: the report on
     stdout; with ``--fix`` the (fixed) source on stdout and what remains on
@@ -364,6 +386,8 @@ def _check_stdin(settings, cfg, stdin_filename, *, diff, fix, quiet, output_form
     if stdin_filename:
         settings = chosen.settings_for(stdin_filename, settings)
     result = engine.process_source(name, shown, data, settings)
+    if not quiet:
+        _note_unread_imports([(stdin_filename or os.path.join(os.getcwd(), "<stdin>.py"), data)], [])
     if result.error is not None:
         _err(f"error: {shown}: {result.error}")
         if fix:

@@ -639,3 +639,22 @@ def test_trace_is_a_code_select_and_ignore_accept(tmp_path, capsys, monkeypatch)
             cli.main(args)
         assert exc.value.code == 0, capsys.readouterr().err
     capsys.readouterr()
+
+
+def test_a_single_file_run_says_which_project_modules_it_did_not_read(tmp_path):
+    """Issue 29, item 7: a run on one file (or stdin) cannot see what the
+    modules it imports define; it says so, and a run that read them is quiet."""
+    write(tmp_path, {"main.py": "import torch\nimport os\nfrom models import Net\nfrom .utils import helper\nm = torch.compile(Net())\n", "models.py": "class Net:\n    pass\n", "utils.py": "def helper():\n    pass\n", "__init__.py": ""})
+    single = fr(tmp_path, "main.py")
+    notes = [ln for ln in err(single).splitlines() if ln.startswith("note:")]
+    assert notes == [
+        "note: main.py imports modules of its project that this run did not read (models, .utils): findings that need them "
+        "(a class compiled here and defined there, an lr written there) are not looked for; run on their folder to include them"
+    ], err(single)
+    assert not [ln for ln in err(fr(tmp_path, "main.py", "models.py", "utils.py")).splitlines() if ln.startswith("note:")]
+    assert not [ln for ln in err(fr(tmp_path, ".")).splitlines() if ln.startswith("note:")]
+    from test_hardening import _stdin
+
+    stdin = _stdin(tmp_path, (tmp_path / "main.py").read_text(), "-", "--stdin-filename", "main.py")
+    assert "note: main.py imports modules of its project that this run did not read (models, .utils)" in err(stdin)
+    assert not [ln for ln in err(fr(tmp_path, "-q", "main.py")).splitlines() if ln.startswith("note:")]

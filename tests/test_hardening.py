@@ -349,6 +349,24 @@ def test_form_feed_at_the_start_of_a_code_line_is_fixed_and_kept(tmp_path):
     assert result.new == SAFE_FIXED.replace("@torch.compile", "\f@torch.compile").encode()
 
 
+def test_form_feed_in_an_indentation_is_one_clear_line_not_an_internal_error(tmp_path):
+    """Issue 29, item 7: Python resets the column at a form feed; libcst's
+    tokenizer does not ("no matching outer block for dedent").  The report
+    still works; a fix says why it is not applied; exit 2; nothing written."""
+    src = SAFE.replace("@torch.compile", "class M:\n\f    def g(self):\n        return 1\n\n\n@torch.compile", 1)
+    compile(src, "a.py", "exec")  # valid Python
+    write(tmp_path, {"a.py": src})
+    report = fr(tmp_path, ".")
+    assert report.returncode == 1 and "FR001" in out(report), err(report)
+    for mode in (["--fix"], ["--diff"]):
+        proc = fr(tmp_path, *mode, ".")
+        assert proc.returncode == 2, err(proc)
+        line = next(ln for ln in err(proc).splitlines() if ln.startswith("error:"))
+        assert line.startswith("error: a.py: fixes not applied: a form feed in the indentation of line "), line
+        assert "internal error" not in out(proc) + err(proc)
+        assert read(tmp_path, "a.py") == src.encode()
+
+
 # ------------------------------------------------------------- 13. summary and diff headers
 @pytest.mark.parametrize("mode", [[], ["--fix"], ["--diff"]], ids=["report", "fix", "diff"])
 def test_all_checks_passed_is_never_printed_next_to_errors(tmp_path, mode):

@@ -235,3 +235,39 @@ def display_path(path: str) -> str:
         if rel == ".." or rel.startswith(".." + os.sep):
             rel = full
     return rel.replace(os.sep, "/")
+
+
+def unread_imports(path: str, data: bytes, read: Sequence[str]) -> List[str]:
+    """The modules of its own project that the file at ``path`` imports and
+    the run did not read (``read``: the paths it did): a relative import, or
+    a top-level name with a ``NAME.py`` or ``NAME/__init__.py`` beside the
+    file.  A run on one file (or stdin) cannot see what they define: a
+    class compiled here and defined there, an lr written there."""
+    import ast
+
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    folder = os.path.dirname(os.path.abspath(path))
+    seen = {os.path.realpath(p) for p in read}
+    found: List[str] = []
+    for node in ast.walk(tree):
+        names: List[Tuple[str, int]] = []
+        if isinstance(node, ast.Import):
+            names = [(a.name, 0) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [(node.module or "", node.level)]
+        for name, level in names:
+            head = name.split(".")[0]
+            base = folder
+            for _ in range(max(level - 1, 0)):
+                base = os.path.dirname(base)
+            candidates = [os.path.join(base, head + ".py"), os.path.join(base, head, "__init__.py")] if head else [os.path.join(base, "__init__.py")]
+            hit = next((c for c in candidates if os.path.isfile(c)), None)
+            if hit is None or os.path.realpath(hit) in seen:
+                continue
+            shown = ("." * level) + name
+            if shown not in found:
+                found.append(shown)
+    return found

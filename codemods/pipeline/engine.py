@@ -337,10 +337,32 @@ def _restore_lossy_tail(ctx: FileContext, data: bytes, new_bytes: bytes) -> byte
     raise FileError(ctx.display_path, "internal error: libcst does not reproduce this file byte for byte; file left unchanged")
 
 
+def _unrenderable(source, exc) -> str:
+    """Why libcst cannot take a file Python parses: a form feed in the
+    indentation of a line (Python resets the column there; libcst's tokenizer
+    does not), or the parser's own first line."""
+    for number, line in enumerate(source.lines, 1):
+        lead = line[: len(line) - len(line.lstrip(" \t\f"))]
+        if "\f" in lead and lead.rstrip("\f") and line.strip():
+            return (
+                f"fixes not applied: a form feed in the indentation of line {number}, which libcst (the renderer) "
+                "cannot read (remove it to apply them; `fix-recompiles check` still reports the findings); file left unchanged"
+            )
+    first = str(getattr(exc, "message", "") or exc).strip().splitlines()
+    return (
+        f"fixes not applied: libcst (the renderer) cannot read this file ({first[0] if first else 'syntax'}; "
+        "`fix-recompiles check` still reports the findings); file left unchanged"
+    )
+
+
 def render(ctx: FileContext, findings: Sequence[Finding], data: Optional[bytes] = None) -> bytes:
     """Bytes of the file with ``findings``' fixes applied; raises FileError if the
     result would not parse (an internal error: never written).  With ``data``
     (the file's bytes), bytes libcst would not reproduce are kept as they were."""
+    try:
+        ctx.module
+    except cst.ParserSyntaxError as exc:
+        raise FileError(ctx.display_path, _unrenderable(ctx.source, exc)) from None
     try:
         new_module = apply_findings(ctx, findings)
         if new_module is ctx.module:
