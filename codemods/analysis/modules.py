@@ -475,3 +475,81 @@ def compiled_class_method(model: CompileModel, site: AstCompileSite) -> Optional
     if cls is not None:
         return cls, "forward"
     return compiled_bound_method(model, site)
+
+
+# -- what a compiled function reaches: functions it calls, methods of module-level objects --
+
+_MAX_CALL_DEPTH = 6
+
+
+def compiled_function(model: CompileModel, site: AstCompileSite) -> Optional[ast.AST]:
+    """The module-level function ``site`` compiles: its ``def`` (a decorator,
+    ``torch.compile(fn)``), also through ``torch.vmap(fn, ...)`` /
+    ``torch.func.vmap`` (``torch.compile(torch.vmap(step, in_dims=...))``)."""
+    if isinstance(site.target_def, _DEFS):
+        return site.target_def
+    target = site.target
+    if isinstance(target, ast.Call) and target.args and any(q.endswith(".vmap") and q.startswith("torch.") for q in model.qualified_names(target.func)):
+        target = target.args[0]
+    if isinstance(target, ast.Name):
+        fn = model.functions.get(target.id)
+        if isinstance(fn, _DEFS) and len(list(model.assigned_values(target))) <= 1:
+            return fn
+    return None
+
+
+def _instance_class(model: CompileModel, name: str) -> Optional[ast.ClassDef]:
+    """The class of this module a module-level name is bound to an instance
+    of, once (``_TRI_ID = _CachedConst([...])``); not an nn.Module (FR005's
+    and FR014's module model covers those)."""
+    found: Optional[ast.ClassDef] = None
+    for stmt in model.tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            value = stmt.value
+            cls = model.classes.get(ast_dotted_name(value.func) or "") if isinstance(value, ast.Call) else None
+            if found is not None or not isinstance(cls, ast.ClassDef) or model.is_module_class(cls):
+                return None
+            found = cls
+    return found
+
+
+def instance_methods_reached(model: CompileModel, fn: ast.AST) -> List[Tuple[ast.ClassDef, str, ast.AST]]:
+    """(class, method, def) of the methods of module-level objects that the
+    compiled function ``fn`` calls, directly or through the module-level
+    functions it calls (``_TRI_ID.get(...)`` in a helper of a compiled
+    ``step``; also a function passed to ``torch.vmap``), to a bounded depth."""
+    out: List[Tuple[ast.ClassDef, str, ast.AST]] = []
+    seen_fns: Set[int] = {id(fn)}
+    todo: List[Tuple[ast.AST, int]] = [(fn, 0)]
+    while todo:
+        cur, depth = todo.pop(0)
+        for node in walk_body(cur):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            callees: List[ast.AST] = []
+            if isinstance(func, ast.Name) and func.id in model.functions:
+                callees.append(model.functions[func.id])
+            if any(q.endswith(".vmap") and q.startswith("torch.") for q in model.qualified_names(func)) and node.args and isinstance(node.args[0], ast.Name):
+                if node.args[0].id in model.functions:
+                    callees.append(model.functions[node.args[0].id])
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                cls = _instance_class(model, func.value.id)
+                if cls is not None:
+                    method = method_of(model, cls, func.attr)
+                    if method is not None and not any(m is method for _c, _n, m in out):
+                        out.append((cls, func.attr, method))
+            for callee in callees:
+                if isinstance(callee, _DEFS) and id(callee) not in seen_fns and depth < _MAX_CALL_DEPTH:
+                    seen_fns.add(id(callee))
+                    todo.append((callee, depth + 1))
+    return out
+
+
+def method_of(model: CompileModel, cls: ast.ClassDef, name: str) -> Optional[ast.AST]:
+    """The method ``name`` of ``cls`` or of its bases in this module."""
+    for c in class_chain(model, cls):
+        for stmt in c.body:
+            if isinstance(stmt, _DEFS) and stmt.name == name:
+                return stmt
+    return None

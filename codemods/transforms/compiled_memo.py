@@ -15,7 +15,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
-from ..analysis.modules import class_chain, compiled_class_method, init_assignments, methods_reached_through_submodules, self_attr, walk_body
+from ..analysis.modules import class_chain, compiled_class_method, compiled_function, init_assignments, instance_methods_reached, methods_reached_through_submodules, self_attr, walk_body
 from ..analysis.placement import block_of, torch_at_least, torch_expr
 from ..analysis.source import statement_target
 from ..findings import Edit, Finding, Safety
@@ -153,10 +153,25 @@ def _memo_attrs(model, cls: ast.ClassDef) -> Dict[str, str]:
     return out
 
 
-def _check(test: ast.AST, attr: str, kind: str) -> Tuple[bool, bool]:
+def _gets(fn: ast.AST) -> Dict[str, str]:
+    """Locals of ``fn`` bound to ``self.<attr>.get(...)`` (name -> attr): a
+    dict memo read as ``t = self._cache.get(key)``, checked ``if t is None``."""
+    out: Dict[str, str] = {}
+    for node in walk_body(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get":
+                attr = self_attr(value.func.value)
+                if attr is not None:
+                    out[node.targets[0].id] = attr
+    return out
+
+
+def _check(test: ast.AST, attr: str, kind: str, gets: Optional[Dict[str, str]] = None) -> Tuple[bool, bool]:
     """(reads the memo, true only on a hit) for an ``if`` test: a None check
     of ``self.<attr>`` (``is not None``: a hit), or a key's presence (``k in
-    self.<attr>``: a hit), alone or in an ``and`` chain."""
+    self.<attr>``: a hit; ``t is not None`` of a ``t = self.<attr>.get(k)``,
+    ``gets``), alone or in an ``and`` chain."""
     conjuncts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
     reads = hit = False
     for part in conjuncts:
@@ -164,6 +179,10 @@ def _check(test: ast.AST, attr: str, kind: str) -> Tuple[bool, bool]:
             if not (isinstance(node, ast.Compare) and len(node.ops) == 1):
                 continue
             left, op, right = node.left, node.ops[0], node.comparators[0]
+            if kind == KEY_KIND and gets and isinstance(op, (ast.Is, ast.IsNot)) and isinstance(left, ast.Name) and gets.get(left.id) == attr and _is_none(right):
+                reads = True
+                hit = hit or (node is part and isinstance(op, ast.IsNot))
+                continue
             if kind == NONE_KIND and isinstance(op, (ast.Is, ast.IsNot)):
                 if (self_attr(left) == attr and _is_none(right)) or (self_attr(right) == attr and _is_none(left)):
                     reads = True
@@ -375,18 +394,26 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
         seen: Set[Tuple[int, str]] = set()
         for site in model.compile_sites:
             compiled = compiled_class_method(model, site)
-            if compiled is None:
-                continue
-            cls, start = compiled
-            reached = [r for r in methods_reached_through_submodules(model, cls, start) if not _disabled(model, r[2])]
+            if compiled is not None:
+                cls, start = compiled
+                reached = [r for r in methods_reached_through_submodules(model, cls, start) if not _disabled(model, r[2])]
+                feeds = def_first_lines(reached[0][2]) if reached else ()
+            else:
+                # a compiled function (also through torch.vmap) that calls a
+                # method of a module-level object (mujoco-torch's _CachedConst.get)
+                fn = compiled_function(model, site)
+                if fn is None:
+                    continue
+                cls, start = None, fn.name  # type: ignore[attr-defined]
+                reached = [r for r in instance_methods_reached(model, fn) if not _disabled(model, r[2])]
+                feeds = def_first_lines(fn)
             if not reached:
                 continue
-            feeds = def_first_lines(reached[0][2])
             for memo, others in self._memos(model, source, reached):
                 if (id(memo.owner), memo.attr) in seen:
                     continue
                 seen.add((id(memo.owner), memo.attr))
-                findings.append(self._finding(ctx, site, cls, start, memo, others, feeds))
+                findings.append(self._finding(ctx, site, cls, start, memo, others, feeds, {id(r[2]) for r in reached}))
         return findings
 
     def _memos(self, model, source, reached) -> List[Tuple[_Memo, List[ast.AST]]]:
@@ -401,6 +428,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             if not attrs:
                 continue
             shield = _Shield(model, source, fn)
+            gets = _gets(fn)
             found: Dict[str, _Memo] = {}
             for node in walk_body(fn):
                 attr = self_attr(node)
@@ -408,7 +436,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
                     uses.setdefault((id(owner), attr), []).append((node, fn))  # type: ignore[index]
                 if isinstance(node, ast.If) and source.enclosing(node, _SCOPES) is fn:
                     for attr, kind in attrs.items():
-                        reads, hit = _check(node.test, attr, kind)
+                        reads, hit = _check(node.test, attr, kind, gets)
                         if reads and not shield(node.test):
                             found.setdefault(attr, _Memo(owner, method, fn, attr, kind)).checks.append((node, hit))
                 elif isinstance(node, ast.stmt) and source.enclosing(node, _SCOPES) is fn:
@@ -429,24 +457,29 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             out.append((memo, others))
         return out
 
-    def _finding(self, ctx, site, cls, start, memo: _Memo, others: List[ast.AST], feeds) -> Finding:
+    def _finding(self, ctx, site, cls, start, memo: _Memo, others: List[ast.AST], feeds, reached: Set[int] = frozenset()) -> Finding:
         source = ctx.source
         write = memo.writes[0]
-        where = (
-            f"the compiled `{start}` of `{cls.name}`"
-            if memo.method == start and memo.owner is cls
-            else f"`{memo.owner.name}.{memo.method}`, which the compiled `{start}` of `{cls.name}` reaches"
-        )
+        if cls is None:
+            where = f"`{memo.owner.name}.{memo.method}`, which the compiled `{start}` reaches"
+        elif memo.method == start and memo.owner is cls:
+            where = f"the compiled `{start}` of `{cls.name}`"
+        else:
+            where = f"`{memo.owner.name}.{memo.method}`, which the compiled `{start}` of `{cls.name}` reaches"
         guard = f"`self.{memo.attr} is None`" if memo.kind == NONE_KIND else f"the key's presence in `self.{memo.attr}`"
         message = (
             f"`self.{memo.attr}` is a memo read and written inside compiled code ({where}, compiled on line {site.node.lineno}): "  # type: ignore[attr-defined]
             f"torch guards {guard}, and the write makes the next call fail that guard and recompile"
             + (" (once per new key)" if memo.kind == KEY_KIND else "")
         )
+        warmer = _warmer_called(ctx.model, memo, reached)
+        proven = warmer is None
+        if warmer is not None:
+            message += f" (unless `{warmer}`, which fills it and is called, ran before the first compiled call)"
         why_not = self._not_simple(source, memo, others)
         local = _local_dict_form(source, memo, others) if why_not is not None else None
         if local is not None:
-            return self._local_dict_finding(ctx, site, memo, message, local, feeds)
+            return self._local_dict_finding(ctx, site, memo, message, local, feeds, proven)
         if why_not is not None:
             return self.finding(
                 ctx,
@@ -454,6 +487,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
                 message + f"; skip the memo while compiling: read and write it only under `not torch.compiler.is_compiling()` "
                 f"and compute the value directly otherwise (no automatic fix: {why_not})",
                 feeds=feeds,
+                proven=proven,
             )
         check = memo.checks[0][0]
         public = torch_at_least(ctx.settings, IS_COMPILING_SINCE)
@@ -471,9 +505,10 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             needs_torch=True,
             title=f"skip `self.{memo.attr}` while compiling",
             feeds=feeds,
+            proven=proven,
         )
 
-    def _local_dict_finding(self, ctx, site, memo: _Memo, message: str, local: "_LocalDict", feeds) -> Finding:
+    def _local_dict_finding(self, ctx, site, memo: _Memo, message: str, local: "_LocalDict", feeds, proven: bool = True) -> Finding:
         """A dict memo in any other form (QwenImage's: filled in the ``if``,
         read after it): a local dict stands in for it, fresh while compiling."""
         source = ctx.source
@@ -494,6 +529,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             needs_torch=True,
             title=f"skip `self.{memo.attr}` while compiling",
             feeds=feeds,
+            proven=proven,
         )
 
     @staticmethod
@@ -620,3 +656,27 @@ def _local_binding(model, attrs: Tuple[str, ...], name: str, attr: str, node: "c
 
 def _to_name(name: str, _node: "cst.CSTNode") -> "cst.Name":
     return cst.Name(name)
+
+
+def _warmer_called(model, memo: _Memo, reached: Set[int]) -> Optional[str]:
+    """``Cls.warm_all`` when another method of the memo's class calls the
+    memo's method (on any object: ``inst.get(dtype, device)``) and the module
+    calls that method: the memo can be filled eagerly before the first
+    compiled call (mujoco-torch f234fb3 calls ``_CachedConst.warm_all`` from
+    ``make_data``), so the write inside the compiled code may never run.
+    None when no such warming is called."""
+    warmers: List[str] = []
+    for c in class_chain(model, memo.owner):
+        for stmt in c.body:
+            if isinstance(stmt, _DEFS) and stmt.name != memo.method and id(stmt) not in reached:
+                if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == memo.method for n in walk_body(stmt)):
+                    warmers.append(stmt.name)
+    if not warmers:
+        return None
+    for call in model.source.nodes(ast.Call):
+        func = call.func  # type: ignore[attr-defined]
+        if isinstance(func, ast.Attribute) and func.attr in warmers:
+            owner = model.source.enclosing(call, _DEFS)
+            if owner is None or id(owner) not in reached:
+                return f"{memo.owner.name}.{func.attr}"
+    return None
