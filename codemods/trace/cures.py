@@ -237,6 +237,17 @@ def _calls_by_name(source, fn: ast.AST, traced: Sequence[Tuple[str, int]], compi
     return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
 
 
+def _passed(call: ast.Call, fn: ast.AST, param: str, method: bool) -> Optional[ast.AST]:
+    """The expression ``call`` passes for ``param`` of ``fn`` (the one
+    argument-to-parameter binding: :func:`codemods.analysis.floats.argument_for`);
+    None when it passes none (the default applies) or it cannot be known."""
+    from ..analysis.floats import argument_for
+
+    value = argument_for(call, fn, param, method)
+    passed = list(call.args) + [kw.value for kw in call.keywords]
+    return value if value is not None and any(value is a for a in passed) else None
+
+
 def _defaults(fn: ast.AST) -> set:
     """The parameters of ``fn`` that have a default."""
     args = fn.args  # type: ignore[attr-defined]
@@ -349,27 +360,13 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
             continue  # a call in a compound statement's header, or in a one-line suite
         if any(isinstance(a, scopes) for a in _ancestors_until(source, call, stmt)):
             continue  # runs later (lambda) or binds its own names (comprehension)
-        bound: Dict[str, ast.AST] = {}
-        starred = False
-        double_star: Optional[ast.AST] = None
-        for i, arg in enumerate(call.args):
-            if isinstance(arg, ast.Starred):
-                starred = True
-                break  # *args: positions unknown from here on
-            if i < len(positional):
-                bound[positional[i]] = arg
-        if not starred:
-            for kw in call.keywords:
-                if kw.arg is None:
-                    double_star = kw.value if double_star is None else None
-                    if double_star is None:
-                        break  # two ** dicts: which one passes it is unknown
-                else:
-                    bound[kw.arg] = kw.value
+        stars = [kw.value for kw in call.keywords if kw.arg is None]
+        # one ** dict and no *args: the dict passes what nothing else does (two: which one is unknown)
+        double_star = stars[0] if len(stars) == 1 and not any(isinstance(a, ast.Starred) for a in call.args) else None
         line, column = source.start(call)
         have = by_stmt.setdefault(stmt, [])
         for param, dim, func in wanted:
-            value = bound.get(param)
+            value = _passed(call, fn, param, compiled.method)
             key = None
             if value is None and double_star is not None and param in keyword_ok and param not in defaults:
                 # only the ** dict can pass it (no default): mark its entry
@@ -542,25 +539,13 @@ def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Se
     if compiled is None:
         return None, []
     fn = compiled.fn
-    positional = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args)]  # type: ignore[union-attr]
-    if compiled.method:
-        positional = positional[1:]
     wanted = [p for p in params if not _changed_in_place(fn, p)]
     edits: List[Edit] = []
     sites: List[MarkSite] = []
     done: set = set()
     for call in compiled.calls:
-        bound: Dict[str, ast.AST] = {}
-        for i, arg in enumerate(call.args):
-            if isinstance(arg, ast.Starred):
-                break
-            if i < len(positional):
-                bound[positional[i]] = arg
-        for kw in call.keywords:
-            if kw.arg is not None:
-                bound[kw.arg] = kw.value
         for param in wanted:
-            value = bound.get(param)
+            value = _passed(call, fn, param, compiled.method)
             if value is None or not isinstance(value, _ATOMS) or _already_contiguous(value) or id(value) in done:
                 continue
             done.add(id(value))

@@ -824,6 +824,11 @@ step), while the step compiled by the default inductor backend is as fast
             for value in ctx.model.assigned_values(expr):
                 if isinstance(value, ast.Call) and value in by_call:
                     return by_call[value]
+            values = list(ctx.model.assigned_values(expr))
+            if len(values) == 1 and isinstance(values[0], ast.Call):
+                # `optimizer = model.configure_optimizers(...)` (nanoGPT): a
+                # method or function of this module that returns one construction
+                return self._returned(ctx, values[0], 0)
             return None
         name = dotted_name(expr)
         if name is None:
@@ -842,6 +847,39 @@ step), while the step compiled by the default inductor backend is as fast
             if b.binding == name and (b.cls is cls if name.startswith("self.") else True):
                 return b
         return None
+
+    def _returned(self, ctx, call: ast.Call, depth: int) -> Optional[_Built]:
+        """The one construction every ``return`` of the function or method
+        ``call`` runs gives (``return optimizer``, ``optimizer`` bound to
+        ``torch.optim.AdamW(...)`` in it): a function of this module, a
+        ``self.`` method, or a method of a module-level instance of a class
+        of this module (``model.configure_optimizers(...)``, ``model =
+        GPT(...)``); None when it returns anything else."""
+        if depth > 3:
+            return None
+        fn = self._callee_def(ctx, call)
+        func = call.func
+        if fn is None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            cls = ctx.model.module_class_of(func.value)
+            if cls is None:
+                value = self._single_value(ctx, func.value)
+                cls = ctx.model.classes.get(dotted_name(value.func) or "") if isinstance(value, ast.Call) else None
+            fn = ctx.model.method(cls, func.attr) if isinstance(cls, ast.ClassDef) else None
+        if fn is None:
+            return None
+        returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return)]
+        found = set()
+        for r in returns:
+            value = r.value
+            b = None
+            if isinstance(value, ast.Call):
+                b = self._resolve(ctx, value) or self._returned(ctx, value, depth + 1)
+            elif isinstance(value, ast.Name):
+                b = self._resolve(ctx, value)
+            found.add(b)
+        if len(found) != 1:
+            return None
+        return found.pop()
 
     def _region_functions(self, ctx) -> List[ast.AST]:
         """Compiled functions and, transitively, the functions of this module they call."""
@@ -895,7 +933,7 @@ step), while the step compiled by the default inductor backend is as fast
                     b.stepped_at = site.node.lineno  # type: ignore[attr-defined]
 
     # ---------------------------------------------------------------- values
-    def _value(self, ctx, expr: ast.AST) -> Tuple[str, Optional[str]]:
+    def _value(self, ctx, expr: ast.AST, depth: int = 0) -> Tuple[str, Optional[str]]:
         """("tensor"|"float"|"int"|"unknown", detail)."""
         model = ctx.model
         if isinstance(expr, ast.Call) and model.qualified_names(expr.func, visible=True) & _TENSOR_FACTORIES:
@@ -909,10 +947,52 @@ step), while the step compiled by the default inductor backend is as fast
             if len(bindings) == 1 and bindings[0].kind == "assign":
                 assign = bindings[0].stmt
                 if isinstance(assign, ast.Assign) and len(assign.targets) == 1:
-                    inner = self._value(ctx, assign.value)
+                    inner = self._value(ctx, assign.value, depth + 1)
                     if inner[0] in ("float", "int", "tensor"):
                         return inner[0], f"constant `{expr.id}`"
+            root = self._param_root(ctx, expr) if depth < 3 else None
+            if root is not None:
+                # a parameter (`learning_rate` of nanoGPT's configure_optimizers):
+                # what every call of its function in this module passes
+                passed = self._passed_everywhere(ctx, *root)
+                kinds = {self._value(ctx, v, depth + 1)[0] for v in passed or []}
+                if passed and len(kinds) == 1 and kinds <= {"float", "int"}:
+                    return kinds.pop(), f"`{expr.id}`, given a number at every call (line {passed[0].lineno})"  # type: ignore[attr-defined]
         return "unknown", self._text(ctx).code(expr)
+
+    def _passed_everywhere(self, ctx, fn: ast.AST, param: ast.arg) -> Optional[List[ast.AST]]:
+        """What every call of ``fn`` in this module passes for ``param`` (a
+        function by its name, a class's ``__init__`` by its constructions, a
+        method through ``self.m(...)`` or an instance of its class,
+        ``model.configure_optimizers(...)``); None when a call passes nothing
+        plainly, a use is not a call, or there is no call."""
+        owner = ctx.source.parent(fn)
+        calls: Optional[List[Tuple[ast.Call, int]]]
+        if isinstance(owner, ast.ClassDef) and getattr(fn, "name", "") != "__init__":
+            name = fn.name  # type: ignore[attr-defined]
+            calls = []
+            for node in ctx.source.nodes(ast.Attribute):
+                if node.attr != name or not isinstance(node.value, ast.Name):  # type: ignore[attr-defined]
+                    continue
+                receiver = node.value  # type: ignore[attr-defined]
+                cls = ctx.source.enclosing(node, ast.ClassDef) if receiver.id == "self" else ctx.model.module_class_of(receiver)
+                if cls is not owner:
+                    continue
+                call = ctx.source.parent(node)
+                if not (isinstance(call, ast.Call) and call.func is node):
+                    return None  # the method is passed on or stored: not every call is seen
+                calls.append((call, 1))
+        else:
+            calls = self._calls_of(ctx, fn)
+        if not calls:
+            return None
+        out: List[ast.AST] = []
+        for call, skip in calls:
+            value = _bound_arg(call, fn, param, skip)
+            if value is None:
+                return None
+            out.append(value)
+        return out
 
     @staticmethod
     def _text(ctx) -> _Text:
@@ -1093,6 +1173,19 @@ step), while the step compiled by the default inductor backend is as fast
         value = params.value
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("parameters", "named_parameters"):
             return [], False
+        if isinstance(value, ast.Name):
+            # `optim_groups = [{...}, {...}]` bound once, never changed after
+            # (nanoGPT's configure_optimizers): the list it names
+            bound = OptimizerScalars._single_value(ctx, value)
+            scope = ctx.source.enclosing(value, (ast.FunctionDef, ast.AsyncFunctionDef))
+            # any use but its binding and being passed as an argument may add a group or an lr
+            changed = any(
+                isinstance(n, ast.Name) and n.id == value.id and n is not value and isinstance(n.ctx, ast.Load)
+                and not (isinstance(ctx.source.parent(n), ast.Call) and n in ctx.source.parent(n).args)
+                for n in (ast.walk(scope) if scope is not None else ctx.source.nodes(ast.Name))
+            )
+            if isinstance(bound, (ast.List, ast.Tuple)) and not changed:
+                value = bound
         if not isinstance(value, (ast.List, ast.Tuple)):
             return [], True
         found: List[ast.AST] = []
