@@ -77,6 +77,9 @@ class Finding:
     #: the finding whose fix also fixes this one (FR004: optimizers sharing
     #: one lr write); this one has no fix of its own and is applied with it
     fixed_by: Optional["Finding"] = field(default=None, compare=False, repr=False)
+    #: the notebook cell the finding is in (1-based; ``line`` counts within
+    #: it): :mod:`codemods.pipeline.notebook`; None in a ``.py`` file
+    cell: Optional[int] = field(default=None, compare=False)
 
     @property
     def fixable(self) -> bool:

@@ -67,6 +67,7 @@ def to_json(results: Sequence) -> str:
                     "message": f.message,
                     "safety": f.safety.value if f.safety else None,
                     "fix": _fix_json(f, edits),
+                    **({"cell": f.cell} if f.cell is not None else {}),
                 }
             )
     return json.dumps(out, indent=2) + "\n"

@@ -607,8 +607,14 @@ def review_paths(
     except KeyboardInterrupt:
         err.write("Interrupted before any fix was shown; nothing written.\n")
         return 1, Tally()
+    from ..pipeline.notebook import is_notebook
+
+    for r in result.results:
+        if is_notebook(r.path) and r.findings:
+            # the review renders each fix on the file's bytes: a notebook's are JSON
+            err.write(f"note: {r.display_path}: -i does not review notebooks yet ({len(r.findings)} finding{'s' if len(r.findings) != 1 else ''}); use --diff or --fix\n")
     return review_plan(
-        result.results, settings, inp, out, err, project=result.project, errors=result.errors,
+        [r for r in result.results if not is_notebook(r.path)], settings, inp, out, err, project=result.project, errors=result.errors,
         color=color, finding_filter=finding_filter, selection=selection,
     )
 

@@ -81,7 +81,8 @@ def format_finding(f: Finding, show_fix: bool = True) -> str:
     mark = ""
     if show_fix and f.fix is not None:
         mark = " [*]" if f.fix.safety == Safety.SAFE else " [unsafe fix]"
-    return f"{f.path}:{f.line}:{f.column}: {f.code}{mark} {f.message}"
+    where = f"{f.path}:cell {f.cell}:{f.line}:{f.column}" if f.cell is not None else f"{f.path}:{f.line}:{f.column}"
+    return f"{where}: {f.code}{mark} {f.message}"
 
 
 def summary(

@@ -134,6 +134,7 @@ def finding_to_dict(f: Finding) -> Dict[str, Any]:
         "rule_name": f.rule_name,
         "applied": f.applied,
         "fix": None if f.fix is None else {"safety": f.fix.safety.value if f.fix.safety else None, "needs_torch": f.fix.needs_torch, "title": f.fix.title},
+        **({"cell": f.cell} if f.cell is not None else {}),
     }
 
 
@@ -155,6 +156,8 @@ def finding_from_dict(d: Dict[str, Any]) -> Finding:
         rule_name=d["rule_name"],
     )
     f.applied = d["applied"]
+    if _is_int(d.get("cell")):
+        f.cell = d["cell"]
     return f
 
 

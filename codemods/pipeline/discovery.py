@@ -187,7 +187,7 @@ def discover(paths: Iterable[str], extra_excludes: Sequence[str] = ()) -> Discov
                 keep.append(d)
             dirnames[:] = keep
             for name in sorted(filenames):
-                if not name.endswith(".py"):
+                if not name.endswith((".py", ".ipynb")):
                     continue
                 full = os.path.join(dirpath, name)
                 if gitignore.ignored(full, False, parents):

@@ -50,6 +50,7 @@ from ..analysis.context import Settings
 from .discovery import display_path
 from .selection import FileSelection
 from .engine import FileResult, merge_project_findings, process_source, read_file
+from .notebook import Notebook, is_notebook
 from ..findings import FileError, Finding, Fix
 from ..analysis.project import LR_LATER, FactsCache, ProjectIndex, int_facts, lr_facts, lr_later, parse_for_index, settle_lr_facts
 from .writer import write_changed
@@ -170,10 +171,36 @@ def _look(path: str, display: str, settings: Settings, mode: str, options: _Opti
         st = None
     try:
         data = read_file(path, display)
+        notebook = Notebook(display, data) if is_notebook(path) else None
     except FileError as exc:
         if mode == "mentions":
             return None  # the first look reported it
         return _Looked(path, FileResult(path=path, display_path=display, error=exc.reason), None, st)
+    if notebook is not None:
+        # the analysis reads the code cells as one module (codemods/pipeline/notebook.py)
+        looked = _look_source(path, display, notebook.python, settings, mode, options, project, st)
+        if looked is not None:
+            _as_notebook(looked.result, notebook, data)
+            looked.content_hash = content_hash(data) if options.want_hash else None
+        return looked
+    return _look_source(path, display, data, settings, mode, options, project, st)
+
+
+def _as_notebook(result: FileResult, notebook: "Notebook", data: bytes) -> None:
+    """The result of a notebook's module, given back in the notebook's terms:
+    its findings placed in their cells, its fixed bytes the notebook's JSON."""
+    for f in result.findings:
+        notebook.place(f)
+    if result.new is not None:
+        try:
+            result.new = notebook.with_python(result.new) if result.new != notebook.python else data
+        except FileError as exc:
+            result.new, result.error = None, exc.reason
+    result.original = data
+
+
+def _look_source(path: str, display: str, data: bytes, settings: Settings, mode: str, options: _Options, project: Optional[ProjectIndex], st) -> Optional[_Looked]:
+    """:func:`_look` of the bytes the analysis reads."""
     if mode == "mentions" and not project.concerns(path, data):  # type: ignore[union-attr]
         return None
     too_much = _over_size(data)  # before any parse: a huge file is not parsed at all
