@@ -29,7 +29,7 @@ from codemods.findings import Safety
 from codemods.transforms import BY_CODE
 
 HERE = Path(__file__).parent
-FIXTURES = HERE / "trace_fixtures"
+FIXTURES = Path(os.environ.get("FIX_RECOMPILES_FIXTURES") or HERE / "trace_fixtures")
 SCRIPTS = HERE / "trace_scripts"
 PYTHON = sys.executable
 CLI = [PYTHON, "-c", "from cli import main; main()"]

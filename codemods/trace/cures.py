@@ -89,6 +89,28 @@ def _insert_marks(target, marks: List[cst.SimpleStatementLine], bind: Optional[T
     return Edit(target, apply)
 
 
+def _render_edits(source, data: bytes, edits: Sequence[Edit], settings: Settings = Settings()) -> bytes:
+    """``data`` with the trace's ``edits`` applied (one safe fix, rendered as a rule's are)."""
+    finding = Finding(code=MARK_CODE, message="", path="<trace>", line=1, column=1, end_line=1, end_column=1, fix=Fix(edits=tuple(edits), safety=Safety.SAFE))
+    return render(FileContext("<trace>", "<trace>", settings, None, source), [finding], data)
+
+
+def _applied_finding(path: str, line: int, column: int, message: str, title: str, rule_name: str) -> Finding:
+    """A fix the trace made and applied (code ``TRACE``, safe), as the table and the report show it."""
+    return Finding(
+        code=MARK_CODE,
+        message=message,
+        path=path,
+        line=line,
+        column=column,
+        end_line=line,
+        end_column=column,
+        fix=Fix(edits=(), safety=Safety.SAFE, title=title),
+        rule_name=rule_name,
+        applied=True,
+    )
+
+
 def _mark_call_statement(torch_name: str, site: MarkSite) -> cst.SimpleStatementLine:
     """The mark of ``site`` as a statement: its tensor is ``name`` or ``name["key"]``."""
     arg: object = site.arg
@@ -318,7 +340,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     (a ``**`` argument that is not a name is first bound to a fresh name before
     the statement, when that keeps the order of evaluation: :func:`_hoistable`)."""
     from ..analysis.compile_sites import model_of
-    from ..pipeline.engine import parse_ast, render
+    from ..pipeline.engine import parse_ast
     from ..analysis.placement import block_of
     from ..analysis.source import COMPOUND, statement_target
 
@@ -403,9 +425,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         inserted.extend(todo)
     if not edits:
         return None, []
-    finding = Finding(code=MARK_CODE, message="", path="<trace>", line=1, column=1, end_line=1, end_column=1, fix=Fix(edits=tuple(edits), safety=Safety.SAFE))
-    ctx = FileContext("<trace>", "<trace>", Settings(), None, source)
-    return render(ctx, [finding], data), inserted
+    return _render_edits(source, data, edits), inserted
 
 
 def _ancestors_until(source, node: ast.AST, stop: ast.AST):
@@ -465,19 +485,7 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
                     f" `{site.arg}` dynamic before the call (`{call}`, from the trace)"
                 )
                 rule_name = "mark-dynamic-from-trace"
-            fix = Fix(edits=(), safety=Safety.SAFE, title=f"insert {call} before the call")
-            finding = Finding(
-                code=MARK_CODE,
-                message=message,
-                path=g.display_path,
-                line=site.line,
-                column=site.column,
-                end_line=site.line,
-                end_column=site.column,
-                fix=fix,
-                rule_name=rule_name,
-                applied=True,
-            )
+            finding = _applied_finding(g.display_path, site.line, site.column, message, f"insert {call} before the call", rule_name)
             g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))
 
 
@@ -496,7 +504,6 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
 # runs the command again and keeps it only if fewer graphs compile with the
 # same output and exit code.
 
-LAYOUT_CODE = "TRACE"
 #: expressions ``.contiguous()`` can follow without parentheses
 _ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
@@ -528,7 +535,7 @@ def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Se
     at the calls of the compiled ``function`` (starting at ``firstlineno``);
     (None, []) when there is none to change."""
     from ..analysis.compile_sites import model_of
-    from ..pipeline.engine import parse_ast, render
+    from ..pipeline.engine import parse_ast
 
     try:
         source = parse_ast("<trace>", data)
@@ -554,9 +561,7 @@ def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Se
             sites.append(MarkSite(line, column + 1, function, source.segment(value), -1, param, "contiguous"))
     if not edits:
         return None, []
-    finding = Finding(code=LAYOUT_CODE, message="", path="<trace>", line=1, column=1, end_line=1, end_column=1, fix=Fix(edits=tuple(edits), safety=Safety.SAFE))
-    ctx = FileContext("<trace>", "<trace>", Settings(), None, source)
-    return render(ctx, [finding], data), sites
+    return _render_edits(source, data, edits), sites
 
 
 def _contiguous(node: cst.CSTNode) -> cst.CSTNode:
@@ -586,22 +591,11 @@ def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
             continue
         g.new = new
         for site in sites:
-            fix = Fix(edits=(), safety=Safety.SAFE, title=f"pass `{site.arg}.contiguous()`")
-            finding = Finding(
-                code=LAYOUT_CODE,
-                message=(
-                    f"`{site.function}` recompiled on the strides of `{site.param}` (from the trace): its callers pass"
-                    f" tensors of different layouts; pass `{site.arg}.contiguous()` here (the same values, one layout for every call)"
-                ),
-                path=g.display_path,
-                line=site.line,
-                column=site.column,
-                end_line=site.line,
-                end_column=site.column,
-                fix=fix,
-                rule_name="contiguous-from-trace",
-                applied=True,
+            message = (
+                f"`{site.function}` recompiled on the strides of `{site.param}` (from the trace): its callers pass"
+                f" tensors of different layouts; pass `{site.arg}.contiguous()` here (the same values, one layout for every call)"
             )
+            finding = _applied_finding(g.display_path, site.line, site.column, message, f"pass `{site.arg}.contiguous()`", "contiguous-from-trace")
             g.matches.append(Match(finding, entry, tr.LAYOUT))
 
 
@@ -619,7 +613,8 @@ def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
 # that changes no value; ``--fix`` re-runs the command and restores the file
 # unless fewer graphs compile with the same exit code.
 
-FLAG_CODE = "TRACE"
+#: the flag set from a trace is one of the trace's own fixes
+FLAG_CODE = MARK_CODE
 
 
 def _module_int_sources(entry: tr.CodeEntry) -> List[str]:
@@ -698,8 +693,7 @@ def unspec_flag(data: bytes, firstlinenos: Sequence[int], settings: Settings) ->
         if stmt is None:
             return None, 0
         edit = _insert_after(statement_target(source, stmt), flag)
-    finding = Finding(code=FLAG_CODE, message="", path="<trace>", line=1, column=1, end_line=1, end_column=1, fix=Fix(edits=(edit,), safety=Safety.SAFE))
-    return render(ctx, [finding], data), stmt.lineno
+    return _render_edits(source, data, [edit], settings), stmt.lineno
 
 
 def apply_flag_evidence(trace: tr.Trace, guided: Guided, settings: Settings) -> None:
@@ -732,20 +726,10 @@ def apply_flag_evidence(trace: tr.Trace, guided: Guided, settings: Settings) -> 
         for entry, sources in entries:
             n = sum(1 for r in entry.reasons if r.cause == tr.MODULE_INT_ATTR)
             what = ", ".join(f"`{s}`" for s in sources)
-            fix = Fix(edits=(), safety=Safety.SAFE, title=f"set `torch._dynamo.config.{FLAG} = True` before the compile")
-            finding = Finding(
-                code=FLAG_CODE,
-                message=(
-                    f"`{entry.name}` (line {entry.firstlineno}) recompiled {n} time{'s' if n != 1 else ''} on module int attribute {what}"
-                    f" (from the trace): set `torch._dynamo.config.{FLAG} = True` before the compile (FR005's fix)"
-                ),
-                path=g.display_path,
-                line=line,
-                column=1,
-                end_line=line,
-                end_column=1,
-                fix=fix,
-                rule_name="unspec-flag-from-trace",
-                applied=True,
+            message = (
+                f"`{entry.name}` (line {entry.firstlineno}) recompiled {n} time{'s' if n != 1 else ''} on module int attribute {what}"
+                f" (from the trace): set `torch._dynamo.config.{FLAG} = True` before the compile (FR005's fix)"
             )
+            title = f"set `torch._dynamo.config.{FLAG} = True` before the compile"
+            finding = _applied_finding(g.display_path, line, 1, message, title, "unspec-flag-from-trace")
             g.matches.append(Match(finding, entry, tr.MODULE_INT_ATTR))

@@ -490,9 +490,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
                 proven=proven,
             )
         check = memo.checks[0][0]
-        public = torch_at_least(ctx.settings, IS_COMPILING_SINCE)
-        attrs = ("compiler", "is_compiling") if public else ("_dynamo", "is_compiling")
-        spelled = "torch." + ".".join(attrs) + "()"
+        attrs, spelled = _is_compiling(ctx)
         edits = [Edit(source.target(check.test, "BaseExpression"), functools.partial(_guard_test, ctx.model, attrs))]
         edits += [Edit(statement_target(source, w), functools.partial(_guard_statement, ctx.model, attrs)) for w in memo.writes]
         return self.finding(
@@ -512,9 +510,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
         """A dict memo in any other form (QwenImage's: filled in the ``if``,
         read after it): a local dict stands in for it, fresh while compiling."""
         source = ctx.source
-        public = torch_at_least(ctx.settings, IS_COMPILING_SINCE)
-        attrs = ("compiler", "is_compiling") if public else ("_dynamo", "is_compiling")
-        spelled = "torch." + ".".join(attrs) + "()"
+        attrs, spelled = _is_compiling(ctx)
         binding = functools.partial(_local_binding, ctx.model, attrs, local.name, memo.attr)
         edits = [Edit(statement_target(source, local.before), binding)]
         edits += [Edit(source.target(use, "Attribute"), functools.partial(_to_name, local.name)) for use in local.uses]
@@ -554,6 +550,14 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             if block is None or any(s is not write and s.lineno == write.lineno for s in getattr(block[0], block[1])):
                 return "a write shares its line with another statement"
         return None
+
+
+def _is_compiling(ctx) -> Tuple[Tuple[str, ...], str]:
+    """(attributes under ``torch``, spelled) of the is-compiling test the
+    target torch has: ``torch.compiler.is_compiling()`` from 2.3, else
+    ``torch._dynamo.is_compiling()``."""
+    attrs = ("compiler", "is_compiling") if torch_at_least(ctx.settings, IS_COMPILING_SINCE) else ("_dynamo", "is_compiling")
+    return attrs, "torch." + ".".join(attrs) + "()"
 
 
 def _not_compiling(model, attrs: Tuple[str, ...]) -> "cst.BaseExpression":

@@ -18,8 +18,12 @@ import sys
 import sysconfig
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = os.path.join(os.path.dirname(HERE), "trace_scripts")
+#: where the fixtures are read and recorded: this folder (torch 2.13, what
+#: the suite and CI read), or FIX_RECOMPILES_FIXTURES (benchmarks/torch_matrix.sh
+#: records every script again under another torch release there and runs the
+#: classifier's tests on them)
+HERE = os.environ.get("FIX_RECOMPILES_FIXTURES") or os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trace_scripts")
 
 KEEP = ("str", "dynamo_start", "dynamo_output_graph", "compilation_metrics")
 METRICS = (
