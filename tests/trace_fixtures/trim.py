@@ -124,7 +124,9 @@ def _short(path: str) -> str:
 
 def to_placeholders(text: str, scripts: str) -> str:
     for name, path in placeholders(scripts):
-        text = text.replace(json.dumps(path)[1:-1], name).replace(path, name)
+        # torch may name a file by its real path (a venv reached through a link)
+        for form in dict.fromkeys([path, os.path.realpath(path)]):
+            text = text.replace(json.dumps(form)[1:-1], name).replace(form, name)
     # guard comments name the script by a path relative to wherever torch was
     short = _short(scripts)
     if short and short != scripts:
