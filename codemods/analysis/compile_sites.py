@@ -134,8 +134,11 @@ class CompileSite:
     #: calls (of ``calls``) that run another function than ``target_def``: the
     #: function a project decorator compiling its argument was applied to
     call_defs: Dict[ast.Call, ast.AST] = field(default_factory=dict)
-    #: keyword -> its value as the model read it (:meth:`CompileModel.literal`)
-    literals: Dict[str, object] = field(default_factory=dict)
+    #: keyword -> its value as the model read it (:meth:`CompileModel.literal`),
+    #: read on first use (a name's value needs the scopes' resolution)
+    _literals: Optional[Dict[str, object]] = field(default=None, repr=False)
+    #: the model that read this site
+    _model: Optional["CompileModel"] = field(default=None, repr=False)
 
     def def_of(self, call: ast.Call) -> Optional[ast.AST]:
         """The function ``call`` runs compiled, when it can be seen."""
@@ -154,8 +157,14 @@ class CompileSite:
         (:meth:`CompileModel.literal`: a literal, or a module-level name bound
         once to one); None when it is not passed, :data:`UNKNOWN` when it
         cannot be read (a variable, ``**opts``)."""
-        if name in self.literals:
-            return self.literals[name]
+        if self._literals is None:
+            self._literals = (
+                {kw.arg: self._model.literal(kw.value) for kw in self.options_call.keywords if kw.arg is not None}
+                if self.options_call is not None and self._model is not None
+                else {}
+            )
+        if name in self._literals:
+            return self._literals[name]
         return UNKNOWN if self.has_star_kwargs else None
 
     @property
@@ -199,8 +208,7 @@ class CompileModel:
         self._collect_compile_sites()
         for site in self.compile_sites:
             site.calls = sorted(set(self._find_calls(site)), key=lambda c: (c.lineno, c.col_offset))
-            if site.options_call is not None:
-                site.literals = {kw.arg: self.literal(kw.value) for kw in site.options_call.keywords if kw.arg is not None}
+            site._model = self
         #: module-level names bound to a compiled function through a flow (name -> def)
         self._flow_module_names: Dict[str, ast.AST] = {}
         if self.compile_sites:

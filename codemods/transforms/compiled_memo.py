@@ -401,7 +401,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             else:
                 # a compiled function (also through torch.vmap) that calls a
                 # method of a module-level object (mujoco-torch's _CachedConst.get)
-                fn = compiled_function(model, site)
+                fn = compiled_function(model, site) if _plain_memos(ctx) else None
                 if fn is None:
                     continue
                 cls, start = None, fn.name  # type: ignore[attr-defined]
@@ -684,3 +684,23 @@ def _warmer_called(model, memo: _Memo, reached: Set[int]) -> Optional[str]:
             if owner is None or id(owner) not in reached:
                 return f"{memo.owner.name}.{func.attr}"
     return None
+
+
+def _plain_memos(ctx) -> bool:
+    """Does the module bind, at module level, an instance of one of its
+    classes that is not an nn.Module and keeps a memo attribute?  (Only
+    then can a compiled function reach a memo of a plain object: the walk
+    of what it calls is skipped otherwise.)"""
+    held = ctx.cache.get("fr014_plain")
+    if held is None:
+        model = ctx.model
+        held = False
+        for stmt in model.tree.body:
+            value = stmt.value if isinstance(stmt, ast.Assign) else None
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                cls = model.classes.get(value.func.id)
+                if isinstance(cls, ast.ClassDef) and not model.is_module_class(cls) and _memo_attrs(model, cls):
+                    held = True
+                    break
+        ctx.cache["fr014_plain"] = held
+    return held

@@ -132,7 +132,17 @@ loop outside the compiled code; no rewrite can be proven to compute the same.
     )
 
     def check(self, ctx) -> Iterable[Finding]:
-        model = ctx.model
+        model, source = ctx.model, ctx.source
+        # the few calls that can make a loop's length from data, first (the
+        # type index): most files with a compile have none in a loop header
+        iterables = []
+        for call in source.nodes(ast.Call):
+            parent = source.parent(call)
+            if isinstance(parent, ast.comprehension) and parent.iter is call or isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is call:
+                if _data_iterable(call) is not None:
+                    iterables.append(call)
+        if not iterables:
+            return []
         findings: List[Finding] = []
         seen: Set[int] = set()
         for site in model.compile_sites:
@@ -142,30 +152,27 @@ loop outside the compiled code; no rewrite can be proven to compute the same.
             if compiled is not None:
                 defs += [fn for _cls, _name, fn in methods_reached(model, compiled[0], compiled[1])]
             for fn in defs:
-                for node in ast.walk(fn):
-                    iters = []
+                for it in iterables:
+                    if id(it) in seen or not any(a is fn for a in source.ancestors(it)) or not _from_inputs(fn, _receiver(it)):
+                        continue
+                    seen.add(id(it))
+                    how = _data_iterable(it)
+                    holder = source.parent(it)
                     feeds = def_first_lines(fn)
-                    if isinstance(node, (ast.For, ast.AsyncFor)):
-                        iters = [node.iter]
-                    elif isinstance(node, _COMPS):
+                    if isinstance(holder, ast.comprehension):
                         # a comprehension is a code object of its own (before 3.12), guarded on its iterator
-                        iters, feeds = [g.iter for g in node.generators], feeds + (node.lineno,)
-                    for it in iters:
-                        how = _data_iterable(it)
-                        if how is None or id(it) in seen or not _from_inputs(fn, _receiver(it)):
-                            continue
-                        seen.add(id(it))
-                        name = getattr(fn, "name", "the compiled function")
-                        findings.append(
-                            self.finding(
-                                ctx,
-                                it,
-                                f"a Python loop over `{ctx.source.segment(it)}` inside `{name}`, which is compiled (line {site.node.lineno}): "  # type: ignore[attr-defined]
-                                f"its trip count comes from tensor data ({how}), torch unrolls it and guards the count, so every new count recompiles"
-                                + (" (`dynamic=True` cannot follow it)" if proven else "")
-                                + "; vectorise it (a segment op, `repeat_interleave`, a padded batch) or run the loop outside the compiled code (no automatic fix)",
-                                proven=proven,
-                                feeds=feeds,
-                            )
+                        feeds = feeds + (source.parent(holder).lineno,)  # type: ignore[attr-defined]
+                    name = getattr(fn, "name", "the compiled function")
+                    findings.append(
+                        self.finding(
+                            ctx,
+                            it,
+                            f"a Python loop over `{source.segment(it)}` inside `{name}`, which is compiled (line {site.node.lineno}): "  # type: ignore[attr-defined]
+                            f"its trip count comes from tensor data ({how}), torch unrolls it and guards the count, so every new count recompiles"
+                            + (" (`dynamic=True` cannot follow it)" if proven else "")
+                            + "; vectorise it (a segment op, `repeat_interleave`, a padded batch) or run the loop outside the compiled code (no automatic fix)",
+                            proven=proven,
+                            feeds=feeds,
                         )
-        return findings
+                    )
+        return sorted(findings, key=lambda f: (f.line, f.column))

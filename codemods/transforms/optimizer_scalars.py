@@ -824,6 +824,8 @@ step), while the step compiled by the default inductor backend is as fast
             for value in ctx.model.assigned_values(expr):
                 if isinstance(value, ast.Call) and value in by_call:
                     return by_call[value]
+            if not self._built_in_functions(ctx):
+                return None
             values = list(ctx.model.assigned_values(expr))
             if len(values) == 1 and isinstance(values[0], ast.Call):
                 # `optimizer = model.configure_optimizers(...)` (nanoGPT): a
@@ -847,6 +849,17 @@ step), while the step compiled by the default inductor backend is as fast
             if b.binding == name and (b.cls is cls if name.startswith("self.") else True):
                 return b
         return None
+
+    @staticmethod
+    def _built_in_functions(ctx) -> bool:
+        """Is an optimizer built inside a function or method of this module
+        (only then can a call return one)?"""
+        held = ctx.cache.get("fr004_in_functions")
+        if held is None:
+            held = ctx.cache["fr004_in_functions"] = any(
+                b.kind == "optimizer" and ctx.source.enclosing(b.call, _DEFS) is not None for b in ctx.cache["fr004_built"]
+            )
+        return held
 
     def _returned(self, ctx, call: ast.Call, depth: int) -> Optional[_Built]:
         """The one construction every ``return`` of the function or method
