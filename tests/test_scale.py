@@ -654,7 +654,7 @@ def test_pre_commit_hooks_file(tmp_path, monkeypatch, capsys):
     by_id = {h["id"]: h for h in hooks}
     assert set(by_id) == {"fix-recompiles", "fix-recompiles-fix"}
     for hook in hooks:
-        assert hook["language"] == "python" and hook["types"] == ["python"]
+        assert hook["language"] == "python" and hook["types_or"] == ["python", "jupyter"]  # notebooks too, as ruff's hook
         assert "--force-exclude" in hook["args"]
         # pre-commit runs `entry args... files...`; with no files: nothing to do, exit 0
         monkeypatch.chdir(tmp_path)
