@@ -493,18 +493,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
         attrs, spelled = _is_compiling(ctx)
         edits = [Edit(source.target(check.test, "BaseExpression"), functools.partial(_guard_test, ctx.model, attrs))]
         edits += [Edit(statement_target(source, w), functools.partial(_guard_statement, ctx.model, attrs)) for w in memo.writes]
-        return self.finding(
-            ctx,
-            write,
-            message + f"; skip the memo while compiling (`not {spelled}` on its check and its write; unsafe: "
-            "the value is then computed in the graph on every compiled call, the same only if it is a pure function of the key)",
-            edits=edits,
-            safety=Safety.UNSAFE,
-            needs_torch=True,
-            title=f"skip `self.{memo.attr}` while compiling",
-            feeds=feeds,
-            proven=proven,
-        )
+        return self._skip_finding(ctx, memo, message, f"`not {spelled}` on its check and its write", edits, feeds, proven)
 
     def _local_dict_finding(self, ctx, site, memo: _Memo, message: str, local: "_LocalDict", feeds, proven: bool = True) -> Finding:
         """A dict memo in any other form (QwenImage's: filled in the ``if``,
@@ -514,12 +503,16 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
         binding = functools.partial(_local_binding, ctx.model, attrs, local.name, memo.attr)
         edits = [Edit(statement_target(source, local.before), binding)]
         edits += [Edit(source.target(use, "Attribute"), functools.partial(_to_name, local.name)) for use in local.uses]
+        how = f"`{local.name} = {{}} if {spelled} else self.{memo.attr}` stands in for it in this method"
+        return self._skip_finding(ctx, memo, message, how, edits, feeds, proven)
+
+    def _skip_finding(self, ctx, memo: _Memo, message: str, how: str, edits: List[Edit], feeds, proven: bool) -> Finding:
+        """FR014's fix, at the memo's first write: skip the memo while compiling (``how``), unsafe."""
         return self.finding(
             ctx,
             memo.writes[0],
-            message + f"; skip the memo while compiling (`{local.name} = {{}} if {spelled} else self.{memo.attr}` stands in for it "
-            "in this method; unsafe: the value is then computed in the graph on every compiled call, the same only if it is a "
-            "pure function of the key)",
+            message + f"; skip the memo while compiling ({how}; unsafe: "
+            "the value is then computed in the graph on every compiled call, the same only if it is a pure function of the key)",
             edits=edits,
             safety=Safety.UNSAFE,
             needs_torch=True,
