@@ -489,7 +489,7 @@ def compiled_function(model: CompileModel, site: AstCompileSite) -> Optional[ast
     if isinstance(site.target_def, _DEFS):
         return site.target_def
     target = site.target
-    if isinstance(target, ast.Call) and target.args and any(q.endswith(".vmap") and q.startswith("torch.") for q in model.qualified_names(target.func)):
+    if isinstance(target, ast.Call) and target.args and _is_vmap(model, target.func):
         target = target.args[0]
     if isinstance(target, ast.Name):
         fn = model.functions.get(target.id)
@@ -530,13 +530,13 @@ def instance_methods_reached(model: CompileModel, fn: ast.AST) -> List[Tuple[ast
             callees: List[ast.AST] = []
             if isinstance(func, ast.Name) and func.id in model.functions:
                 callees.append(model.functions[func.id])
-            if any(q.endswith(".vmap") and q.startswith("torch.") for q in model.qualified_names(func)) and node.args and isinstance(node.args[0], ast.Name):
+            if _is_vmap(model, func) and node.args and isinstance(node.args[0], ast.Name):
                 if node.args[0].id in model.functions:
                     callees.append(model.functions[node.args[0].id])
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
                 cls = _instance_class(model, func.value.id)
                 if cls is not None:
-                    method = method_of(model, cls, func.attr)
+                    method = _facts(model, cls).methods.get(func.attr)  # its own or a base's
                     if method is not None and not any(m is method for _c, _n, m in out):
                         out.append((cls, func.attr, method))
             for callee in callees:
@@ -546,10 +546,6 @@ def instance_methods_reached(model: CompileModel, fn: ast.AST) -> List[Tuple[ast
     return out
 
 
-def method_of(model: CompileModel, cls: ast.ClassDef, name: str) -> Optional[ast.AST]:
-    """The method ``name`` of ``cls`` or of its bases in this module."""
-    for c in class_chain(model, cls):
-        for stmt in c.body:
-            if isinstance(stmt, _DEFS) and stmt.name == name:
-                return stmt
-    return None
+def _is_vmap(model: CompileModel, func: ast.AST) -> bool:
+    """``torch.vmap`` / ``torch.func.vmap``."""
+    return any(q.endswith(".vmap") and q.startswith("torch.") for q in model.qualified_names(func))

@@ -53,17 +53,22 @@ class MarkSite:
     """One inserted mark: before the statement on ``line`` (of the bytes it
     was computed on), ``<torch>._dynamo.maybe_mark_dynamic(arg, dim)`` (or,
     ``func`` MARK_UNBACKED, ``<torch>._dynamo.decorators.mark_unbacked(arg, dim)``).
-    ``arg`` is a name, or ``name["key"]`` for a tensor passed in a ``**name``
-    dict (``key`` then holds the key)."""
+    The tensor is the variable ``name``, or its entry ``key`` for a tensor
+    passed in a ``**name`` dict; ``arg`` is how it is written (``x``,
+    ``inputs["hidden_states"]``)."""
 
     line: int
     column: int
     function: str
-    arg: str
+    name: str
     dim: int
     param: str
     func: str = MAYBE_MARK_DYNAMIC
     key: Optional[str] = None
+
+    @property
+    def arg(self) -> str:
+        return self.name if self.key is None else f"{self.name}[{quoted(self.key)}]"
 
 
 # the statement and the marks already there: shared with FR007 (codemods/placement.py)
@@ -113,9 +118,9 @@ def _applied_finding(path: str, line: int, column: int, message: str, title: str
 
 def _mark_call_statement(torch_name: str, site: MarkSite) -> cst.SimpleStatementLine:
     """The mark of ``site`` as a statement: its tensor is ``name`` or ``name["key"]``."""
-    arg: object = site.arg
+    arg: object = site.name
     if site.key is not None:
-        arg = cst.Subscript(value=cst.Name(site.arg.split("[", 1)[0]), slice=[cst.SubscriptElement(cst.Index(cst.SimpleString(quoted(site.key))))])
+        arg = cst.Subscript(value=cst.Name(site.name), slice=[cst.SubscriptElement(cst.Index(cst.SimpleString(quoted(site.key))))])
     return _mark_statement(torch_name, arg, site.dim, "decorators." + MARK_UNBACKED if site.func == MARK_UNBACKED else site.func)
 
 
@@ -128,13 +133,6 @@ class _Compiled:
     fn: ast.AST
     calls: List[ast.Call]
     method: bool
-
-
-def _module_function(source, function: str, firstlineno: int) -> Optional[ast.AST]:
-    for stmt in source.tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == function and firstlineno in def_first_lines(stmt):
-            return stmt
-    return None
 
 
 def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[Tuple[str, int]]) -> Optional[_Compiled]:
@@ -188,8 +186,8 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
                 if model.module_class_of(c.func) is cls
             ]
         return _Compiled(fn, calls, True) if calls else None
-    fn = _module_function(source, function, firstlineno)
-    if fn is None:
+    fn = model.functions.get(function)  # the module-level def of that name
+    if fn is None or firstlineno not in def_first_lines(fn):
         return None
     if any(isinstance(site.target, ast.Name) and site.target.id == function for site in model.compile_sites):
         return None  # compiled here under another name: calls by its own name run eagerly
@@ -389,24 +387,28 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         have = by_stmt.setdefault(stmt, [])
         for param, dim, func in wanted:
             value = _passed(call, fn, param, compiled.method)
-            key = None
-            if value is None and double_star is not None and param in keyword_ok and param not in defaults:
+            if isinstance(value, ast.Name):
+                name, key = value.id, None
+            elif value is None and double_star is not None and param in keyword_ok and param not in defaults:
                 # only the ** dict can pass it (no default): mark its entry
-                if not isinstance(double_star, ast.Name):
-                    if stmt in hoisted or not _hoistable(source, stmt, double_star):
-                        if stmt not in hoisted:
-                            continue
-                    else:
-                        fresh = fresh or _fresh_name(source)
-                        hoisted[stmt] = (double_star, fresh)
-                    dict_name = hoisted[stmt][1]
+                key = param
+                if isinstance(double_star, ast.Name):
+                    name = double_star.id
+                elif stmt in hoisted:
+                    if hoisted[stmt][0] is not double_star:
+                        continue  # the statement's one binding is another call's dict
+                    name = hoisted[stmt][1]
+                elif _hoistable(source, stmt, double_star):
+                    fresh = fresh or _fresh_name(source)
+                    hoisted[stmt] = (double_star, fresh)
+                    name = fresh
                 else:
-                    dict_name = double_star.id
-                value, key = ast.Name(id=f'{dict_name}[{quoted(param)}]'), param
-            if not isinstance(value, ast.Name):
+                    continue
+            else:
                 continue  # an expression: nothing to mark without binding it
-            if not any((m.arg, m.dim) == (value.id, dim) for m in have):
-                have.append(MarkSite(line, column + 1, function, value.id, dim, param, func, key))
+            site = MarkSite(line, column + 1, function, name, dim, param, func, key)
+            if not any((m.arg, m.dim) == (site.arg, dim) for m in have):
+                have.append(site)
     edits: List[Edit] = []
     inserted: List[MarkSite] = []
     for stmt, marks in by_stmt.items():
@@ -529,8 +531,19 @@ def _already_contiguous(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "contiguous" and not node.args
 
 
+@dataclass
+class ContiguousSite:
+    """One argument made ``arg.contiguous()``, at ``line``:``column``."""
+
+    line: int
+    column: int
+    function: str
+    arg: str
+    param: str
+
+
 def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Sequence[str],
-                        traced: Sequence[Tuple[str, int]] = ()) -> Tuple[Optional[bytes], List[MarkSite]]:
+                        traced: Sequence[Tuple[str, int]] = ()) -> Tuple[Optional[bytes], List[ContiguousSite]]:
     """``data`` with ``.contiguous()`` on the arguments passed for ``params``
     at the calls of the compiled ``function`` (starting at ``firstlineno``);
     (None, []) when there is none to change."""
@@ -548,7 +561,7 @@ def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Se
     fn = compiled.fn
     wanted = [p for p in params if not _changed_in_place(fn, p)]
     edits: List[Edit] = []
-    sites: List[MarkSite] = []
+    sites: List[ContiguousSite] = []
     done: set = set()
     for call in compiled.calls:
         for param in wanted:
@@ -558,7 +571,7 @@ def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Se
             done.add(id(value))
             edits.append(Edit(source.target(value, "BaseExpression"), _contiguous))
             line, column = source.start(value)
-            sites.append(MarkSite(line, column + 1, function, source.segment(value), -1, param, "contiguous"))
+            sites.append(ContiguousSite(line, column + 1, function, source.segment(value), param))
     if not edits:
         return None, []
     return _render_edits(source, data, edits), sites

@@ -1035,6 +1035,12 @@ AUTOMATIC_DYNAMIC = frozenset({FLOAT_ARG, INT_ARG, TENSOR_SHAPE})
 #: the source torch names for a loop's iterator: a comprehension's ``.0``, a
 #: value on the stack of a frame resumed after a graph break (``___stack1``)
 _LOOP_ITERATOR = re.compile(r"^(?:\.\d+|___stack\d+)$")
+
+
+def loop_iterators(entry: "CodeEntry", cause: str) -> bool:
+    """Is every source guarded for ``cause`` a loop's iterator?"""
+    sources = entry.sources(cause)
+    return bool(sources) and all(_LOOP_ITERATOR.match(s) for s in sources)
 #: a keyword argument of a compiled function taking ``**kwargs``
 _KWARG = re.compile(r"""^kwargs\[['"](?P<key>[A-Za-z_]\w*)['"]\]$""")
 
@@ -1157,7 +1163,7 @@ def rule_cures(entry: "CodeEntry", cause: str) -> List[Cure]:
     lifts nothing)."""
     cures = list(cure_table().get(cause, ()))
     if any(c.loop_iterator is not None for c in cures):
-        iterator = bool(entry.sources(cause)) and all(_LOOP_ITERATOR.match(s) for s in entry.sources(cause))
+        iterator = loop_iterators(entry, cause)
         cures = [c for c in cures if c.loop_iterator is None or c.loop_iterator == iterator]
     if cause in (INT_ARG, FLOAT_ARG) and any(r.specialized for r in entry.reasons if r.cause == cause):
         cures = [c for c in cures if c.code != "FR001"]
@@ -1205,7 +1211,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
             parts.append(
                 f"sizes 0/1 specialise: bounded ({zero_one} recompile{'s' if zero_one != 1 else ''})"
             )
-    elif cause == LENGTH and entry.sources(cause) and all(_LOOP_ITERATOR.match(s) for s in entry.sources(cause)):
+    elif cause == LENGTH and loop_iterators(entry, cause):
         # the iterator of a comprehension (`.0`) or of a loop resumed after a
         # graph break (`___stack1`): a Python loop over values whose count changes
         parts.append(
