@@ -16,7 +16,7 @@ from ..analysis.context import Settings
 from ..findings import Safety
 from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic
-from ..trace.match import Guided
+from ..trace.match import Guided, map_as
 from ..trace.guide import TraceFilter, guide, write
 from ..trace.command import compare, output_change, traced_run
 from ..pipeline.engine import FileResult
@@ -233,10 +233,13 @@ def _compare_after(
     (:func:`codemods.trace.command.output_change`), or if the fixes compiled
     no fewer graphs in total; when the first run failed at the recompile
     limit (``code_before`` != 0), keep them only if the command now succeeds.
-    A file edited while the command ran again is not restored (:func:`_restore`)."""
+    A file edited while the command ran again is not restored (:func:`_restore`).
+    Torch's code objects of the second trace are mapped to the user's as the
+    first trace's were (:func:`codemods.trace.match.map_as`)."""
     fixed = {path: _read_bytes(path) for path, _shown, _original in written}
     err_line(f"fix-recompiles: running {' '.join(cmd)} again with the fixes")
     code_after, after, output_after = traced_run(cmd)
+    map_as(after, before)
     out_line("")
     out_line("Graphs compiled, before -> after:")
     rows = compare(before, after)

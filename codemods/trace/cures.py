@@ -6,6 +6,7 @@ for a module int attribute."""
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -448,7 +449,6 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
     object of a file with observed shape changes that no applied static fix
     cures.  Each becomes a match whose finding (code ``TRACE``, safe) is
     applied."""
-    from ..analysis.lines import line_map
 
     by_real = {_real(g.path): g for g in guided.files}
     for entry in trace.entries:
@@ -460,10 +460,7 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
         g = by_real.get(_real(path))
         if g is None or _shape_cured_statically(g, entry):
             continue
-        base = g.new if g.new is not None else g.original
-        first = line_map(g.original, base)(entry.firstlineno) if base != g.original else entry.firstlineno
-        moved = line_map(g.original, base) if base != g.original else (lambda n: n)
-        traced = [(e.name, moved(e.firstlineno)) for e in trace.entries if entry_file(e) is not None and _real(entry_file(e)) == _real(path)]
+        base, first, traced = _current(g, trace, entry)
         new, sites = mark_dynamic(base, entry.name, first, dims, unbacked, traced)
         if new is None:
             continue
@@ -585,7 +582,6 @@ def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
     """Add ``.contiguous()`` at the calls of every code object of a guided
     file that recompiled on a parameter's strides (one finding, code
     ``TRACE``, safe, applied, per argument changed)."""
-    from ..analysis.lines import line_map
 
     by_real = {_real(g.path): g for g in guided.files}
     for entry in trace.entries:
@@ -596,10 +592,8 @@ def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
         g = by_real.get(_real(path))
         if not params or g is None:
             continue
-        base = g.new if g.new is not None else g.original
-        moved = line_map(g.original, base) if base != g.original else (lambda n: n)
-        traced = [(e.name, moved(e.firstlineno)) for e in trace.entries if entry_file(e) is not None and _real(entry_file(e)) == _real(path)]
-        new, sites = contiguous_at_calls(base, entry.name, moved(entry.firstlineno), params, traced)
+        base, first, traced = _current(g, trace, entry)
+        new, sites = contiguous_at_calls(base, entry.name, first, params, traced)
         if new is None:
             continue
         g.new = new
@@ -746,3 +740,173 @@ def apply_flag_evidence(trace: tr.Trace, guided: Guided, settings: Settings) -> 
             title = f"set `torch._dynamo.config.{FLAG} = True` before the compile"
             finding = _applied_finding(g.display_path, line, 1, message, title, "unspec-flag-from-trace")
             g.matches.append(Match(finding, entry, tr.MODULE_INT_ATTR))
+
+
+# -- fixes made from evidence: inputs that alias one tensor (.clone()) ------------------
+#
+# A duplicate-tensor recompile the trace shows (``Duplicate tensors found:
+# ["args[1].qacc", "args[1].qacc_smooth"]``): the first compile saw two
+# distinct tensors, a later call one tensor under both names.  mujoco-torch
+# before dbf4ed8: ``forward`` ends with ``d.update_(qacc=d.qacc_smooth)`` when
+# the model has no constraints, and the returned state is fed back into the
+# compiled, vmapped ``step``.  Its fix, and this one: ``.clone()`` where the
+# alias is made -- a keyword or an assignment that sets one field from the
+# other (``qacc=<x>.qacc_smooth``, ``<x>.qacc = <y>.qacc_smooth``), anywhere in
+# the file of the compiled code; for two arguments of the compiled function
+# (``f(t, t)``), the second where a call passes the same expression twice.
+# Not where the file changes either field in place (``d.qacc.add_(...)``,
+# ``d.qacc[i] = ...``): the alias may be meant.  The same values, one copy
+# more per alias made; safe as the layout fix is, and ``--fix`` keeps it only
+# if the rerun compiles fewer graphs with the same output and exit code.
+
+_LAST_FIELD = re.compile(r"\.(?P<name>[A-Za-z_]\w*)$")
+
+
+def _changes_field_in_place(tree: ast.AST, fields: set) -> bool:
+    """Does the code change ``<x>.<field>`` in place for one of ``fields``
+    (``x.f.add_(v)``, ``x.f[i] = v``, ``x.f += v``)?"""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if isinstance(owner, ast.Attribute) and owner.attr in fields and node.func.attr.endswith("_") and not node.func.attr.startswith("_"):
+                return True
+        targets: List[ast.AST] = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            if isinstance(node, ast.AugAssign) and isinstance(t, ast.Attribute) and t.attr in fields:
+                return True
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute) and t.value.attr in fields:
+                return True
+    return False
+
+
+def _field_aliases(tree: ast.AST, a: str, b: str) -> List[ast.Attribute]:
+    """The values that make field ``a`` the tensor of field ``b`` (or the
+    reverse): ``a=<x>.b`` passed by keyword, ``<x>.a = <y>.b`` assigned."""
+    pair = {a: b, b: a}
+    out: List[ast.Attribute] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in pair:
+            value, field = node.value, node.arg
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if len(targets) != 1 or not isinstance(targets[0], ast.Attribute) or targets[0].attr not in pair:
+                continue
+            value, field = node.value, targets[0].attr
+        else:
+            continue
+        if isinstance(value, ast.Attribute) and value.attr == pair[field]:
+            out.append(value)
+    return out
+
+
+@dataclass
+class CloneSite:
+    """One value made ``value.clone()``, at ``line``:``column``: it made
+    ``aliased`` (two names) one tensor."""
+
+    line: int
+    column: int
+    value: str
+    aliased: Tuple[str, str]
+
+
+def clone_aliases(data: bytes, function: str, firstlineno: int, pairs: Sequence[Tuple[str, str]],
+                  traced: Sequence[Tuple[str, int]] = ()) -> Tuple[Optional[bytes], List[CloneSite]]:
+    """``data`` with ``.clone()`` where each pair of the compiled
+    ``function``'s inputs (sources of the duplicate-tensor guard) is made one
+    tensor; (None, []) when no such place is found."""
+    from ..analysis.compile_sites import model_of
+    from ..pipeline.engine import parse_ast
+
+    try:
+        source = parse_ast("<trace>", data)
+    except FileError:
+        return None, []
+    edits: List[Edit] = []
+    sites: List[CloneSite] = []
+    done: set = set()
+
+    def clone(value: ast.AST, pair: Tuple[str, str]) -> None:
+        if id(value) in done or not isinstance(value, _ATOMS):
+            return
+        done.add(id(value))
+        edits.append(Edit(source.target(value, "BaseExpression"), _clone))
+        line, column = source.start(value)
+        sites.append(CloneSite(line, column + 1, source.segment(value), pair))
+
+    compiled = None
+    for a, b in pairs:
+        fa, fb = _LAST_FIELD.search(a), _LAST_FIELD.search(b)
+        if fa and fb:  # two fields of one input: where one is set from the other
+            fields = {fa.group("name"), fb.group("name")}
+            if len(fields) == 2 and not _changes_field_in_place(source.tree, fields):
+                for value in _field_aliases(source.tree, fa.group("name"), fb.group("name")):
+                    clone(value, (a, b))
+            continue
+        names = [tr.argument_of(s) for s in (a, b)]
+        if any(n is None for n in names):
+            continue
+        # two arguments: the calls that pass one expression for both
+        if compiled is None:
+            compiled = _compiled(source, model_of(source), function, firstlineno, traced) or False
+        if not compiled:
+            continue
+        pa, pb = names[0][0], names[1][0]  # type: ignore[index]
+        if _changed_in_place(compiled.fn, pa) or _changed_in_place(compiled.fn, pb):
+            continue
+        for call in compiled.calls:
+            va, vb = _passed(call, compiled.fn, pa, compiled.method), _passed(call, compiled.fn, pb, compiled.method)
+            if va is not None and vb is not None and va is not vb and ast.dump(va) == ast.dump(vb) and isinstance(vb, ast.Name):
+                clone(vb, (a, b))
+    if not edits:
+        return None, []
+    return _render_edits(source, data, edits), sites
+
+
+def _clone(node: cst.CSTNode) -> cst.CSTNode:
+    return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("clone")))
+
+
+def apply_alias_evidence(trace: tr.Trace, guided: Guided) -> None:
+    """Add ``.clone()`` where the inputs a code object of a guided file saw
+    aliased are made one tensor (one finding, code ``TRACE``, safe, applied,
+    per value changed)."""
+    by_real = {_real(g.path): g for g in guided.files}
+    for entry in trace.entries:
+        path = entry_file(entry)
+        pairs = tr.aliased_pairs(entry)
+        if not pairs or path is None or tr.is_library_file(entry.filename):
+            continue
+        g = by_real.get(_real(path))
+        if g is None:
+            continue
+        base, first, traced = _current(g, trace, entry)
+        new, sites = clone_aliases(base, entry.name, first, pairs, traced)
+        if new is None:
+            continue
+        g.new = new
+        for site in sites:
+            a, b = site.aliased
+            message = (
+                f"`{tr.display_name(entry)}` recompiled because `{a}` and `{b}` arrived as one tensor (from the trace:"
+                f" duplicate-tensor guard): this makes them one; pass a copy, `{site.value}.clone()`"
+            )
+            finding = _applied_finding(g.display_path, site.line, site.column, message, f"`{site.value}.clone()`", "clone-alias-from-trace")
+            g.matches.append(Match(finding, entry, tr.ALIASING))
+
+
+def _current(g: GuidedFile, trace: tr.Trace, entry: tr.CodeEntry) -> Tuple[bytes, int, List[Tuple[str, int]]]:
+    """The guided file's bytes as the fixes so far left them, the entry's
+    first line in them, and (name, first line) of the file's traced code
+    objects in them."""
+    from ..analysis.lines import line_map
+
+    base = g.new if g.new is not None else g.original
+    moved = line_map(g.original, base) if base != g.original else (lambda n: n)
+    path = _real(g.path)
+    traced = [(e.name, moved(e.firstlineno)) for e in trace.entries if entry_file(e) is not None and _real(entry_file(e)) == path]
+    return base, moved(entry.firstlineno), traced

@@ -19,7 +19,8 @@ from ..analysis.project import build_project_index
 from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic, write_changed
 from .match import Guided, GuidedFile, Match, _real, entry_file, implicated_files, map_library_entries, match_file
-from .cures import MARK_CODE, apply_evidence, apply_flag_evidence, apply_layout_evidence
+from .float_state import apply_float_state_evidence
+from .cures import MARK_CODE, apply_alias_evidence, apply_evidence, apply_flag_evidence, apply_layout_evidence
 
 
 class TraceFilter:
@@ -142,6 +143,8 @@ def guide(
         if settings.selects(MARK_CODE):
             apply_evidence(trace, out)
             apply_layout_evidence(trace, out)
+            apply_alias_evidence(trace, out)
+            apply_float_state_evidence(trace, out, settings.unsafe_fixes)
     return out
 
 

@@ -197,10 +197,31 @@ def _can_have_compiled(entry: tr.CodeEntry, qualified: str) -> bool:
     return qualified.rsplit(".", 1)[-1] == entry.name
 
 
+def _vmapped_function(model, site) -> Optional[ast.AST]:
+    """The user's ``def`` a ``torch.compile(torch.vmap(fn, ...))`` site
+    compiles through torch's vmap wrapper, or None."""
+    from ..analysis.modules import compiled_function
+
+    target = site.target
+    if site.target_def is not None or not isinstance(target, ast.Call):
+        return None
+    fn = compiled_function(model, site)
+    return fn if fn is not None and fn is not target else None
+
+
 def map_library_entries(trace: tr.Trace, files: Sequence[str]) -> None:
     """Map torch-internal code objects with no user frame that recompiled to
-    the one user compile call of a library function (in the run's ``files``)
-    that can have compiled them: sets ``library_site`` and ``user_frame``."""
+    the user code that compiled them (in the run's ``files``):
+
+    - the one user compile call of a library function that can have
+      compiled them: sets ``library_site`` and ``user_frame``;
+    - torch's vmap wrapper (``wrapped`` in torch/_functorch/apis.py, what
+      ``torch.compile(torch.vmap(step))`` compiles: its guards are on the
+      wrapper's ``args``, which are ``step``'s) when exactly one such compile
+      of a user function is found: the entry becomes that function's
+      (``through`` says how it was reached), so its findings match as a
+      directly compiled function's (mujoco-torch's vmapped ``step``); of
+      several, the one in the file the entry's guards point into."""
     from ..analysis.compile_sites import model_of
     from ..pipeline.engine import parse_ast
     from ..pipeline.prefilter import mentions_compile
@@ -212,6 +233,7 @@ def map_library_entries(trace: tr.Trace, files: Sequence[str]) -> None:
     if not todo or not files:
         return
     found: List[Tuple[str, int, str, str]] = []  # (path, line, as written, qualified name)
+    vmapped: List[Tuple[str, ast.AST]] = []  # (path, def)
     for path in files:
         try:
             with open(path, "rb") as fh:
@@ -227,12 +249,54 @@ def map_library_entries(trace: tr.Trace, files: Sequence[str]) -> None:
             if qualified is not None:
                 written = ast.get_source_segment(source.text, site.target) or qualified
                 found.append((path, site.node.lineno, written, qualified))
+            fn = _vmapped_function(model, site)
+            if fn is not None and not any(p == path and f is fn for p, f in vmapped):
+                vmapped.append((path, fn))
     for entry in todo:
+        if _is_vmap_wrapper(entry):
+            # the files its guards point into (a reason's user line) decide between several
+            named = {_real(r.file) for r in entry.reasons if r.file}
+            pool = [v for v in vmapped if _real(v[0]) in named] or vmapped
+            if len(pool) == 1:
+                path, fn = pool[0]
+                entry.wrapper = (entry.filename, entry.firstlineno, entry.name)
+                entry.filename, entry.firstlineno, entry.name = path, def_first_lines(fn)[0], fn.name  # type: ignore[attr-defined]
+                entry.through = "torch.vmap"
+            continue
         candidates = [c for c in found if _can_have_compiled(entry, c[3])]
         if len(candidates) == 1:
             path, line, written, _q = candidates[0]
             entry.library_site = (path, line)
             entry.user_frame = (path, line, written)
+
+
+def map_as(trace: tr.Trace, mapped: tr.Trace) -> None:
+    """Map ``trace``'s torch-internal code objects to the user's code as the
+    same code objects of ``mapped`` were (the second run of ``run --fix``:
+    the first run's mapping, not a new guess from the fixed files)."""
+    known: Dict[Tuple[str, int, str], tr.CodeEntry] = {}
+    for e in mapped.entries:
+        if e.wrapper is not None:
+            known[e.wrapper] = e
+        elif e.library_site is not None:
+            known[(e.filename, e.firstlineno, e.name)] = e
+    for entry in trace.entries:
+        found = known.get((entry.filename, entry.firstlineno, entry.name))
+        if found is None or entry.user_frame is not None:
+            continue
+        if found.wrapper is not None:
+            entry.wrapper = found.wrapper
+            entry.filename, entry.firstlineno, entry.name, entry.through = found.filename, found.firstlineno, found.name, found.through
+        else:
+            entry.library_site, entry.user_frame = found.library_site, found.user_frame
+
+
+#: what ``torch.compile(torch.vmap(fn))`` compiles: torch's wrapper of ``fn``
+_VMAP_WRAPPER = ("wrapped", "torch/_functorch/apis.py")
+
+
+def _is_vmap_wrapper(entry: tr.CodeEntry) -> bool:
+    return entry.name == _VMAP_WRAPPER[0] and entry.filename.replace("\\", "/").endswith(_VMAP_WRAPPER[1])
 
 
 def _evidence(entry: tr.CodeEntry, cause: str) -> str:

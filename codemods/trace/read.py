@@ -185,6 +185,9 @@ REMEDIES: Dict[str, str] = {
     ),
 }
 
+#: ``….scaling['default']``: a float entry of a dict attribute
+DICT_ENTRY = re.compile(r"\.(?P<attr>[A-Za-z_]\w*)\[(?P<key>[^\[\]]+)\]$")
+
 #: a module float attribute torch guarded through a value computed from it:
 #: it reached an op that needs a Python number (``bernoulli_(1 - p)``), so a
 #: tensor cannot stand in.  Measured (tests/trace_scripts/per_block_drop_path.py):
@@ -260,6 +263,13 @@ class CodeEntry:
     #: the distributed ranks whose processes compiled this code object (the
     #: records' ``rank``, or the file's ``rank_N``); empty for one process
     ranks: Tuple[int, ...] = ()
+    #: how torch reached the user's function named here when it compiled a
+    #: wrapper of it (``torch.vmap``: torch's ``wrapped``, mapped to the
+    #: vmapped ``def`` by :func:`codemods.trace.match.map_library_entries`)
+    through: str = ""
+    #: (file, first line, name) of torch's code object this entry stood for
+    #: before it was mapped to the user's function (``through`` says how)
+    wrapper: Optional[Tuple[str, int, str]] = None
 
     def sources(self, cause: str) -> List[str]:
         """The distinct sources guarded for ``cause``, in the trace's order."""
@@ -865,7 +875,7 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...], boo
     if guard.startswith("Cache line invalidated"):
         return INVALIDATED, "", (), False
     if guard.startswith("Duplicate tensor"):
-        return ALIASING, "", (), False
+        return ALIASING, ", ".join(duplicate_tensors(guard)), (), False
     m = _OBJ_ID.match(guard)
     if m:
         return IDENTITY, _user_source(m.group("src"))[0], (), False
@@ -1018,6 +1028,46 @@ def _split_guards(text: str) -> List[str]:
 
 
 # -- the table -----------------------------------------------------------------
+
+
+_DUPLICATES = re.compile(r"^Duplicate tensors? found:\s*\[?(?P<names>.*?)\]?\s*$")
+
+
+def duplicate_tensors(guard: str) -> List[str]:
+    """The sources of a ``Duplicate tensors found: ["args[1].qacc",
+    "args[1].qacc_smooth"]`` guard, as the user writes them (two inputs
+    the first compile saw as distinct tensors, one tensor now)."""
+    m = _DUPLICATES.match(guard.strip())
+    if m is None:
+        return []
+    return [_user_source(n.strip().strip("'\""))[0] for n in m.group("names").split(",") if n.strip()]
+
+
+def aliased_pairs(entry: "CodeEntry") -> List[Tuple[str, str]]:
+    """Each pair of inputs the trace saw arrive as one tensor (the
+    duplicate-tensor guard), in the trace's order."""
+    out: List[Tuple[str, str]] = []
+    for r in entry.reasons:
+        if r.cause == ALIASING and r.text.startswith("Duplicate tensor"):
+            names = duplicate_tensors(r.text)
+            for a, b in zip(names, names[1:]):
+                if (a, b) not in out:
+                    out.append((a, b))
+    return out
+
+
+def dict_attributes(entry: "CodeEntry") -> List[str]:
+    """The dict attributes whose float entries the trace saw guarded on a
+    value (``….scaling['default'] == 1.0``; not specialised: a value an op
+    needed as a Python number cannot be a tensor)."""
+    out: List[str] = []
+    for r in entry.reasons:
+        if r.cause != MODULE_FLOAT_ATTR or r.specialized or not r.source:
+            continue
+        m = DICT_ENTRY.search(r.source)
+        if m and m.group("attr") not in out:
+            out.append(m.group("attr"))
+    return out
 
 
 def argument_of(source: str) -> Optional[Tuple[str, bool]]:
@@ -1223,6 +1273,10 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
         # (codemods/trace/cures.py: .contiguous() at the calls)
         names = [a[0] for a in (argument_of(s) for s in entry.sources(cause)) if a is not None]
         parts.append(", ".join(f"{n}.contiguous() at the calls" for n in names))
+    elif cause == ALIASING and aliased_pairs(entry):
+        # inputs made one tensor by the code that feeds them back
+        # (codemods/trace/cures.py: .clone() where the alias is made)
+        parts.append(", ".join(f"`.clone()` where `{a}` and `{b}` are made one tensor" for a, b in aliased_pairs(entry)))
     elif cause in BOUNDED:
         top = entry.causes[0] if entry.causes else cause
         top_named = f"{top} " + ", ".join(f"`{s}`" for s in entry.sources(top)) if entry.sources(top) else top
@@ -1259,6 +1313,11 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
         parts.append(f"report: {sources} reaches an op that needs a Python number (torch guards a value computed from it): keep it fixed, or use it outside the compiled code")
     elif cause == MODULE_FLOAT_ATTR and any(r.specialized for r in entry.reasons if r.cause == cause):
         parts.append(SPECIALISED_MODULE_FLOAT.format(src=sources))
+    elif cause == MODULE_FLOAT_ATTR and dict_attributes(entry):
+        # floats of a dict attribute (peft's `scaling[adapter]`): 0-d tensors
+        # written into it (codemods/trace/float_state.py)
+        attrs = dict_attributes(entry)
+        parts.append(", ".join(f"torch.as_tensor(...) at every write of `{a}[...]` (unsafe)" for a in attrs))
     elif cause in REMEDIES:
         parts.append(REMEDIES[cause].format(src=sources))
     if cause in AUTOMATIC_DYNAMIC and count == 1 and not entry.limit_hit and not any(r.specialized for r in entry.reasons if r.cause == cause):
@@ -1285,6 +1344,8 @@ _RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$
 
 
 def display_name(entry: CodeEntry) -> str:
+    if entry.through:
+        return f"{entry.name} (through {entry.through})"
     if entry.library_site is not None and entry.user_frame is not None:
         return entry.user_frame[2]  # the compiled library function, as the user wrote it
     if is_library_file(entry.filename) and entry.user_frame is not None:
