@@ -646,10 +646,16 @@ def _method_class(source, model, firstlineno: int) -> Optional[ast.ClassDef]:
 
 
 def _torch_import(source) -> Optional[ast.stmt]:
-    """The first module-level ``import torch`` (the flag goes right after it)."""
-    for stmt in source.tree.body:
+    """Where a flag set after the first module-level ``import torch`` goes:
+    the last of the imports that follow it without another statement between
+    (the flag then runs before any code of the file, and after its imports:
+    no import below a statement)."""
+    body = source.tree.body
+    for i, stmt in enumerate(body):
         if isinstance(stmt, ast.Import) and any(a.name == "torch" for a in stmt.names):
-            return stmt
+            while i + 1 < len(body) and isinstance(body[i + 1], (ast.Import, ast.ImportFrom)):
+                i += 1
+            return body[i]
     return None
 
 

@@ -20,6 +20,7 @@ from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic, write_changed
 from .match import Guided, GuidedFile, Match, _real, entry_file, implicated_files, map_library_entries, match_file
 from .float_state import apply_float_state_evidence
+from .scalar_capture import apply_scalar_capture_evidence
 from .cures import MARK_CODE, apply_alias_evidence, apply_evidence, apply_flag_evidence, apply_layout_evidence
 
 
@@ -145,6 +146,7 @@ def guide(
             apply_layout_evidence(trace, out)
             apply_alias_evidence(trace, out)
             apply_float_state_evidence(trace, out, settings.unsafe_fixes)
+            apply_scalar_capture_evidence(trace, out, settings.unsafe_fixes)
     return out
 
 

@@ -267,6 +267,9 @@ class CodeEntry:
     #: wrapper of it (``torch.vmap``: torch's ``wrapped``, mapped to the
     #: vmapped ``def`` by :func:`codemods.trace.match.map_library_entries`)
     through: str = ""
+    #: compiles of this code object that broke the graph at a ``Tensor.item()``
+    #: (``capture_scalar_outputs`` off: the compilation's ``restart_reasons``)
+    item_breaks: int = 0
     #: (file, first line, name) of torch's code object this entry stood for
     #: before it was mapped to the user's function (``through`` says how)
     wrapper: Optional[Tuple[str, int, str]] = None
@@ -608,6 +611,9 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                 order.append(frame)
             if entry.user_frame is None and info.get("stack"):
                 entry.user_frame = _user_frame(info["stack"])
+            restarts = metrics.get("restart_reasons") or []
+            if isinstance(restarts, list) and any(str(r).startswith(ITEM_BREAK) for r in restarts):
+                entry.item_breaks += 1
             if _is_limit_failure(metrics):
                 entry.limit_hit = True
                 if str(metrics.get("fail_type") or "").startswith("FailOn"):
@@ -705,6 +711,8 @@ def _user_frame(
 # Anything else stays "other", shown raw.
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
+#: how a graph break at ``Tensor.item()`` starts among a compile's ``restart_reasons``
+ITEM_BREAK = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
 
 _COMPILE_ID = re.compile(r"^\s*\[?\d+/\d+\]?\s*:\s*")
 _COMMENT = re.compile(r"\s+#\s")

@@ -35,6 +35,7 @@ METRICS = (
     "fail_reason",
     "cache_size",
     "graph_op_count",
+    "restart_reasons",
 )
 
 
