@@ -10,7 +10,6 @@ from test_trace import copied, graphs, results, run_cli  # noqa: F401 (copied: a
 
 from codemods.analysis.context import Settings
 from codemods.trace import guide as trace_guide
-from codemods.trace import read as tr
 from codemods.trace import scalar_capture
 
 
