@@ -65,7 +65,7 @@ def test_fixes_that_change_the_output_are_restored(copied, monkeypatch, capsys):
     script.write_bytes(original.replace(b"dynamic=False", b""))  # what a fix wrote
     empty = tr.Trace(files=[], entries=[])
     monkeypatch.setattr(traced_mode, "traced_run", lambda cmd: (0, empty, b"result: 2.5\n"))
-    code = traced_mode._compare_after(["python", script.name], trace, 0, [(str(script), script.name, original)], 0, b"result: 2.25\n")
+    code, _after = traced_mode._compare_after(["python", script.name], trace, 0, [(str(script), script.name, original)], 0, b"result: 2.25\n")
     assert code == 2
     assert script.read_bytes() == original
     assert "the command's output changed after the fixes (`result: 2.25` became `result: 2.5`)" in capsys.readouterr().err
@@ -78,6 +78,6 @@ def test_fixes_that_keep_the_output_are_kept(copied, monkeypatch, capsys):  # no
     script.write_bytes(fixed)
     empty = tr.Trace(files=[], entries=[])
     monkeypatch.setattr(traced_mode, "traced_run", lambda cmd: (0, empty, b"result: 2.25\n"))
-    code = traced_mode._compare_after(["python", script.name], trace, 0, [(str(script), script.name, original)], 0, b"result: 2.25\n")
+    code, _after = traced_mode._compare_after(["python", script.name], trace, 0, [(str(script), script.name, original)], 0, b"result: 2.25\n")
     assert code == 0
     assert script.read_bytes() == fixed

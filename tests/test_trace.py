@@ -766,7 +766,7 @@ def test_run_fix_restores_files_when_graphs_do_not_go_down(copied, monkeypatch, 
     original = script.read_bytes()
     script.write_bytes(original.replace(b"dynamic=False", b""))  # what a fix wrote
     monkeypatch.setattr(traced_mode, "traced_run", lambda cmd: (0, trace, b""))
-    code = traced_mode._compare_after(["python", script.name], trace, 0, [(str(script), script.name, original)], 0)
+    code, _after = traced_mode._compare_after(["python", script.name], trace, 0, [(str(script), script.name, original)], 0)
     assert code == 1
     assert script.read_bytes() == original
     assert "did not reduce the graphs compiled" in capsys.readouterr().err
@@ -861,7 +861,7 @@ def test_run_fix_restore_keeps_an_edit_saved_during_the_rerun(copied, capsys, us
     script.write_bytes(fixed)
     edit = f"open({str(script)!r}, 'a').write('# saved by the user\\n'); " if user_saves else ""
     cmd = [PYTHON, "-c", edit + "raise SystemExit(3)"]
-    code = traced_mode._compare_after(cmd, trace, 0, [(str(script), script.name, original)], 0)
+    code, _after = traced_mode._compare_after(cmd, trace, 0, [(str(script), script.name, original)], 0)
     err = capsys.readouterr().err
     assert code == 2 and "exit code changed 0 -> 3" in err
     if user_saves:

@@ -18,7 +18,7 @@ from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic
 from ..trace.match import Guided, map_as
 from ..trace.guide import TraceFilter, guide, write
-from ..trace.command import compare, output_change, traced_run
+from ..trace.command import compare, function_key, graphs_by_function, output_change, traced_run
 from ..pipeline.engine import FileResult
 from .interactive import review_plan
 from .output import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, err_line, out_line, report_lines
@@ -226,7 +226,7 @@ def _compare_after(
     written: Sequence[Tuple[str, str, bytes]],
     code: int,
     output_before: bytes = b"",
-) -> int:
+) -> Tuple[int, Optional[tr.Trace]]:
     """Run ``cmd`` again on the fixed files and print graphs before -> after;
     restore ``written`` (path, display path, bytes before) if its exit code
     changed, if it printed other results than ``output_before``
@@ -235,7 +235,8 @@ def _compare_after(
     limit (``code_before`` != 0), keep them only if the command now succeeds.
     A file edited while the command ran again is not restored (:func:`_restore`).
     Torch's code objects of the second trace are mapped to the user's as the
-    first trace's were (:func:`codemods.trace.match.map_as`)."""
+    first trace's were (:func:`codemods.trace.match.map_as`).  (exit code,
+    the second trace when the fixes were kept, else None)."""
     fixed = {path: _read_bytes(path) for path, _shown, _original in written}
     err_line(f"fix-recompiles: running {' '.join(cmd)} again with the fixes")
     code_after, after, output_after = traced_run(cmd)
@@ -252,14 +253,14 @@ def _compare_after(
         # a fix must keep the program's results, whatever the graphs say
         _restore(written, fixed)
         err_line(f"error: the command's output changed after the fixes ({changed}); the files were restored")
-        return EXIT_ERROR
+        return EXIT_ERROR, None
     if code_before != 0:  # it failed at the recompile limit: the fixes must end that
         if code_after == 0:
             out_line(f"Exit code {code_before} -> 0: the recompile limit is no longer hit.")
-            return code
+            return code, after
         _restore(written, fixed)
         err_line(f"error: the command still fails after the fixes (exit code {code_after}); the files were restored")
-        return EXIT_ERROR
+        return EXIT_ERROR, None
     if code_after == code_before:
         out_line(f"Exit code unchanged ({code_after}).")
         if written and after.total_graphs >= before.total_graphs:
@@ -269,13 +270,13 @@ def _compare_after(
                 f"fix-recompiles: the fixes did not reduce the graphs compiled ({before.total_graphs} -> "
                 f"{after.total_graphs}); the files were restored"
             )
-            return EXIT_FINDINGS
-        return code
+            return EXIT_FINDINGS, None
+        return code, after
     _restore(written, fixed)
     err_line(
         f"error: exit code changed {code_before} -> {code_after} after the fixes; the files were restored"
     )
-    return EXIT_ERROR
+    return EXIT_ERROR, None
 
 
 def run(
@@ -308,6 +309,7 @@ def run(
             f"fix-recompiles: the command failed with exit code {code_before} at the recompile limit "
             "(FailOnRecompileLimitHit under fullgraph=True): its trace is the storm to cure"
         )
+    guided: Optional[Guided] = None
     if interactive:
         code, written = review(before, settings, [os.getcwd()], selection)
     else:
@@ -320,4 +322,45 @@ def run(
     if not written:
         # a command that failed at the limit and was not fixed still has its storm
         return max(code, EXIT_FINDINGS) if code_before != 0 else code
-    return _compare_after(cmd, before, code_before, written, code, output_before)
+    result, after = _compare_after(cmd, before, code_before, written, code, output_before)
+    if after is None or guided is None or code_before != 0:
+        # (a first run stopped at the limit ran less code: its per-function counts are not comparable)
+        return result
+    # each function's fixes must cure that function: the run's total falling
+    # does not keep a fix that left its own function's graphs as they were
+    idle = _idle_functions(guided, before, after)
+    if not idle:
+        return result
+    for (path, name), nb, na in idle:
+        where = os.path.relpath(path) if path and not os.path.relpath(path).startswith("..") else path
+        err_line(f"fix-recompiles: the fixes for `{name}` ({where}) did not reduce its graphs ({nb} -> {na}); taking them back")
+    fixed = {path: _read_bytes(path) for path, _shown, _original in written}
+    _restore(written, fixed)
+    dropped = frozenset(key for key, _nb, _na in idle)
+    again = guide(before, settings, [os.getcwd()], fixing=True, selection=selection, dropped=dropped)
+    kept = [m for m in again.matches if m.finding.applied]
+    if not kept or not any(g.changed for g in again.files):
+        err_line("fix-recompiles: no fix is left; the files were restored")
+        return EXIT_FINDINGS
+    from .output import format_finding
+
+    write(again)
+    for m in kept:
+        out_line(f"kept: {format_finding(m.finding, show_fix=False)}")
+    rewritten = [(g.path, g.display_path, g.original) for g in again.files if g.changed]
+    result, _after = _compare_after(cmd, before, code_before, rewritten, code, output_before)
+    return result
+
+
+def _idle_functions(guided: Guided, before: tr.Trace, after: tr.Trace) -> List[Tuple[Tuple[str, str], int, int]]:
+    """(function key, graphs before, after) of the functions with an applied
+    fix whose graphs the fixes did not reduce."""
+    b, a = graphs_by_function(before), graphs_by_function(after)
+    out: List[Tuple[Tuple[str, str], int, int]] = []
+    for m in guided.matches:
+        if not m.finding.applied:
+            continue
+        key = function_key(m.entry)
+        if key in b and a.get(key, 0) >= b[key] and all(k != key for k, _, _ in out):
+            out.append((key, b[key], a.get(key, 0)))
+    return out

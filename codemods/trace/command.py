@@ -152,21 +152,28 @@ def output_change(before: bytes, after: bytes, *, prefix: bool = False) -> Optio
 
 
 
+def function_key(entry: tr.CodeEntry) -> Tuple[str, str]:
+    """(file, function) a code object's graphs are counted under when two
+    runs are compared: a fix may move the ``def`` line; torch's own code (an
+    optimizer's step, a compiled nn.Sequential) counts at the user's file
+    that reached it."""
+    internal = tr.is_library_file(entry.filename) and entry.user_frame is not None
+    return (entry_file(entry) or entry.filename, tr.display_name(entry)) if internal else (entry.filename, entry.name)
+
+
+def graphs_by_function(trace: tr.Trace) -> Dict[Tuple[str, str], int]:
+    """Graphs compiled per :func:`function_key`, in trace order."""
+    out: Dict[Tuple[str, str], int] = {}
+    for e in trace.entries:
+        key = function_key(e)
+        out[key] = out.get(key, 0) + e.graphs
+    return out
+
+
 def compare(before: tr.Trace, after: tr.Trace) -> List[Tuple[str, int, int]]:
     """(function, graphs before, graphs after) per code object, keyed by file and
-    name (a fix may move the ``def`` line)."""
-
-    def by_name(t: tr.Trace) -> Dict[Tuple[str, str], int]:
-        out: Dict[Tuple[str, str], int] = {}
-        for e in t.entries:
-            # torch's own code (an optimizer's step, a compiled nn.Sequential)
-            # is shown at the user's file that reached it
-            internal = tr.is_library_file(e.filename) and e.user_frame is not None
-            key = (entry_file(e) or e.filename, tr.display_name(e)) if internal else (e.filename, e.name)
-            out[key] = out.get(key, 0) + e.graphs
-        return out
-
-    b, a = by_name(before), by_name(after)
+    name (:func:`function_key`)."""
+    b, a = graphs_by_function(before), graphs_by_function(after)
     keys = list(b) + [k for k in a if k not in b]
     rows = []
     for key in keys:

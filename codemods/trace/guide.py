@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 
 from . import read as tr
@@ -88,15 +88,21 @@ def guide(
     fixing: bool,
     evidence: bool = True,
     selection: FileSelection = FileSelection(),
+    dropped: FrozenSet[Tuple[str, str]] = frozenset(),
 ) -> Guided:
     """Analyse the files the trace implicates; compute the new bytes with only
     the matched findings' fixes (safe ones, or all with ``--unsafe-fixes``),
     then (``evidence``) the fixes the trace supports on its own
     (:func:`apply_evidence`).  ``selection``: the run's excludes and
     per-file-ignores (a file the configuration excludes is neither analysed
-    nor fixed, though the trace names it)."""
+    nor fixed, though the trace names it).  ``dropped``: functions
+    (:func:`codemods.trace.command.function_key`) whose fixes a rerun showed
+    curing nothing: their code objects implicate nothing."""
     from ..pipeline.discovery import display_path
+    from .command import function_key
 
+    if dropped:
+        trace = replace(trace, entries=[e for e in trace.entries if function_key(e) not in dropped])
     out = Guided()
     # the trace is the evidence the source lacks: unproven findings take part
     # (only those it implicates are applied)

@@ -104,6 +104,8 @@ def apply_scalar_capture_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes:
             rule_name=RULE_NAME,
             applied=unsafe_fixes,
         )
-        cause = entry.causes[0] if entry.causes else tr.RESUME_VALUE
-        g.matches.append(Match(finding, entry, cause))
+        # the code object whose recompiles it cures: the file's most
+        # recompiled (the code resumed after the break, not the one that broke)
+        cured = max(mine, key=lambda e: e.recompiles)
+        g.matches.append(Match(finding, cured, cured.causes[0] if cured.causes else tr.RESUME_VALUE))
         return

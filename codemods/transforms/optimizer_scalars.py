@@ -12,7 +12,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .._lazy import cst
 
@@ -362,10 +362,12 @@ argument), an optimizer missing from the table, `CyclicLR`/`OneCycleLR` with
 `cycle_momentum=True` (they write Python floats into momentum/betas every
 step), `ReduceLROnPlateau` unless `--target-torch` is 2.10 or newer (older
 releases put a float lr back), Adamax/NAdam with `foreach=True` unless the
-target is 2.4+, and an lr write shared with an optimizer that is not made a
-tensor (a `set_lr` helper also called for an optimizer stepped eagerly, or from
-code not visible here): `.fill_` would fail on that one's float, and without
-`.fill_` the float comes back.
+target is 2.4+, and an lr write shared with an optimizer that cannot be made
+a tensor (a `set_lr` helper also called for an optimizer built elsewhere, or
+with an lr not visible here): `.fill_` would fail on that one's float, and
+without `.fill_` the float comes back. An optimizer built here and stepped
+eagerly that shares the write (`set_lr(opt_g, lr); set_lr(opt_d, lr)` with
+only `opt_g` stepped compiled) gets a tensor lr too, in the same fix.
 """
     why_it_recompiles = """
 A Python float read inside a compiled function is a constant guarded by value.
@@ -405,6 +407,12 @@ lr.fill_(v) else: g["lr"] = v`, as open_clip's) neither reads the lr back nor
 gets a `.fill_`: its float branch is never reached once the lr is a tensor,
 and stays a plain write for an optimizer that keeps a float lr (`.fill_`
 there would fail on it).
+
+The fix is unsafe when an lr write it turns into `.fill_` also reaches an
+optimizer stepped eagerly: that one's lr becomes a tensor too, and its eager
+step reads it (the same value to about 7 digits; measured on 2.13 with a
+`set_lr` helper of three SGDs, two stepped compiled: 4 → 2 graphs, same
+output, tests/realworld/pos_set_lr_helper_shared.py).
 
 The fix is also unsafe when the analysis cannot see every lr write: a
 `["lr"] = v` into param groups of an optimizer not visible here (it may be
@@ -487,10 +495,22 @@ step), while the step compiled by the default inductor backend is as fast
             "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'].fill_(lr)\n"
             "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\n",
         ),
-        # ... also called with an optimizer stepped eagerly: report, no fix
+        # ... also called with an optimizer stepped eagerly: its lr becomes a tensor too (unsafe)
         Example(
             "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
             "other = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'] = lr\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\nset_lr(other, 0.05)\n",
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\n"
+            "other = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\n"
+            "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'].fill_(lr)\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\nset_lr(other, 0.05)\n",
+            unsafe=True,
+        ),
+        # ... whose own lr is not visible: report, no fix
+        Example(
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+            "other = torch.optim.SGD(m.parameters(), lr=cfg.lr)\n"
             "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'] = lr\n"
             "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\nset_lr(other, 0.05)\n",
         ),
@@ -562,9 +582,13 @@ step), while the step compiled by the default inductor backend is as fast
         reach = self._write_reach(ctx)
         # an lr write shared by several optimizers (a `set_lr(opt, lr)` helper)
         # becomes `.fill_` only if every optimizer it reaches gets a tensor lr:
-        # drop the optimizers that cannot, until nothing changes
+        # those stepped eagerly, built here, get one too (their share of the
+        # fix is unsafe: an eager step reads a tensor lr); drop the
+        # optimizers that cannot, until nothing changes
+        eager = self._eager_companions(reach, region, built)
+        pool = region + eager
         results: Dict[_Built, List[Finding]] = {}
-        converted = set(region)
+        converted = set(pool)
         held: Dict[_Built, Tuple[ast.Assign, Optional[_Built]]] = {}
         changed = True
         while changed:
@@ -578,7 +602,7 @@ step), while the step compiled by the default inductor backend is as fast
                     held[b] = (write, other)
                     converted.discard(b)
                     changed = True
-            for b in region:
+            for b in pool:
                 if b in converted:
                     if b not in results:
                         results[b] = self._optimizer_findings(ctx, b, built)
@@ -586,12 +610,14 @@ step), while the step compiled by the default inductor backend is as fast
                         converted.discard(b)
                         changed = True
         for b, (write, other) in held.items():
+            if b in eager:
+                continue  # an eager companion has no finding of its own
             whose = f"`{other.label}` (line {other.call.lineno}), which is not made a tensor" if other is not None else "optimizers not visible here"
             results[b] = [self.finding(ctx, b.call, (
                 f"{self._lead(b)}; its lr is written as a float at line {write.lineno}, which also writes the lr of "
                 f"{whose}, so `.fill_` cannot be used there (no automatic fix)"
             ))]
-        self._share_fixes(ctx, region, reach, results)
+        self._share_fixes(ctx, pool, reach, results, eager)
         # what the project index learns of this module: the optimizers whose
         # lr plain --fix makes a tensor (a safe fix, or unsafe only because
         # the optimizer is passed to code of another module)
@@ -638,10 +664,29 @@ step), while the step compiled by the default inductor backend is as fast
                     return f"`{writer[0]}` of module `{writer[1]}`"
         return None
 
-    def _share_fixes(self, ctx, region: List[_Built], reach, results: Dict[_Built, List[Finding]]) -> None:
+    def _eager_companions(self, reach, region: List[_Built], built: List[_Built]) -> List[_Built]:
+        """The optimizers built here and not stepped in a compiled region
+        whose lr a write also reaching a region's optimizer writes, when that
+        write's optimizers are all visible (``set_lr(opt_g, lr); set_lr(opt_d,
+        lr)`` with only ``opt_g`` stepped compiled): the write becomes
+        ``.fill_`` only if their lr is a tensor too."""
+        inside = set(region)
+        out: List[_Built] = []
+        for reached, complete in reach.values():
+            if not complete or not reached & inside:
+                continue
+            for b in sorted(reached - inside, key=lambda o: (o.call.lineno, o.call.col_offset)):
+                if b.kind == "optimizer" and b in built and b not in out:
+                    out.append(b)
+        return out
+
+    def _share_fixes(self, ctx, region: List[_Built], reach, results: Dict[_Built, List[Finding]], eager: Sequence[_Built] = ()) -> None:
         """Optimizers whose lr the same statement writes are fixed together,
         by one finding (the first optimizer's): applying one without the other
-        would leave `.fill_` meeting a float."""
+        would leave `.fill_` meeting a float.  An optimizer stepped eagerly
+        (``eager``) among them makes the fix unsafe: its eager step then
+        reads a 0-d tensor lr (the same value to about 7 digits; on a GPU a
+        tensor lr the step reads as a number)."""
         leader: Dict[_Built, _Built] = {b: b for b in region}
 
         def root(b: _Built) -> _Built:
@@ -675,8 +720,17 @@ step), while the step compiled by the default inductor backend is as fast
                         edits.append(e)
             unsafe = any(f.fix.safety is Safety.UNSAFE for _, _, f in fixed)  # type: ignore[union-attr]
             first_b, first_i, first_f = fixed[0]
+            stepped_eagerly = [b for b, _, _ in fixed if b in eager]
+            message = first_f.message
+            if stepped_eagerly:
+                unsafe = True
+                named = ", ".join(f"`{b.label}` (line {b.call.lineno})" for b in stepped_eagerly)
+                message += (
+                    f"; the same lr write reaches {named}, stepped eagerly, whose lr becomes a 0-d tensor too"
+                    f" (unsafe: its eager step reads a tensor lr)"
+                )
             results[first_b][first_i] = dataclasses.replace(
-                first_f, fix=dataclasses.replace(first_f.fix, edits=tuple(edits), safety=Safety.UNSAFE if unsafe else Safety.SAFE)
+                first_f, message=message, fix=dataclasses.replace(first_f.fix, edits=tuple(edits), safety=Safety.UNSAFE if unsafe else Safety.SAFE)
             )
             for b, i, f in fixed[1:]:
                 results[b][i] = dataclasses.replace(
@@ -1041,6 +1095,9 @@ step), while the step compiled by the default inductor backend is as fast
     # -------------------------------------------------------------- findings
     @staticmethod
     def _lead(b: _Built) -> str:
+        if b.stepped_at is None and not any(s.stepped_at is not None for s in b.schedulers):
+            # an eager companion of a shared lr write (its finding is merged, never shown alone)
+            return f"`{b.short}` (line {b.call.lineno}) is stepped eagerly"
         where = f"line {b.stepped_at}" if b.stepped_at is not None else f"line {next(s.stepped_at for s in b.schedulers if s.stepped_at is not None)}, by its scheduler"
         return (
             f"`{b.short}` is stepped inside a compiled region ({where}): a float `lr` is a guarded constant, "

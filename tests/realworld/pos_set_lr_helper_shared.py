@@ -1,14 +1,14 @@
-# realworld: positive fix=none graphs=4
+# realworld: positive fix=unsafe graphs=4
 # Pattern: ruotianluo/self-critical.pytorch (misc/utils.py at
 # 0edc73621e337af88c35d7108ee54dbe06ec8aa0: `def set_lr(optimizer, lr)`
 # writing `group['lr'] = lr`), here also called for a third optimizer that is
-# stepped eagerly: the two optimizers stepped in the compiled function
-# recompile on every lr change, but the helper cannot write `.fill_` (the
-# eager optimizer keeps a float lr, `.fill_` on it raises AttributeError) and
-# without it the constructors' tensors are replaced by floats again. So: a
-# finding on each compiled optimizer, and no fix.
+# stepped eagerly (issue 28: `set_lr(opt_g, lr); set_lr(opt_d, lr)`): the two
+# optimizers stepped in the compiled function recompile on every lr change.
+# The helper's write becomes `.fill_` only if every optimizer it reaches has a
+# tensor lr, so the eager one's lr becomes a tensor too: one fix for the three
+# constructors and the helper, unsafe (an eager step then reads a tensor lr).
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 4
-# graphs over 12 steps.
+# graphs over 12 steps; fixed: 2, same output.
 import torch
 
 
