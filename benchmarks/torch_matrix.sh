@@ -28,7 +28,8 @@ PY
 )
 TRACE_TESTS="tests/test_trace.py tests/test_trace_causes.py tests/test_trace_evidence.py tests/test_trace_guard.py
   tests/test_trace_mark_dynamic.py tests/test_trace_mark_unbacked.py tests/test_trace_layout.py tests/test_trace_ranks.py
-  tests/test_data_driven_loop.py tests/test_run_output.py"
+  tests/test_data_driven_loop.py tests/test_run_output.py tests/test_trace_alias.py tests/test_trace_float_state.py
+  tests/test_trace_scalar_capture.py tests/test_trace_idle_fix.py"
 step() {  # step RELEASE NAME COMMAND...
   local release=$1 name=$2; shift 2
   case " $STEPS " in *" $name "*) ;; *) return ;; esac
