@@ -461,6 +461,15 @@ def argument_for(call: ast.Call, fn: ast.AST, param: str, bound_self: bool) -> O
     return None
 
 
+def passed_argument(call: ast.Call, fn: ast.AST, param: str, bound_self: bool) -> Optional[ast.AST]:
+    """The expression ``call`` itself passes for ``param`` of ``fn``
+    (:func:`argument_for`, without the default): None when it passes none
+    (the default applies) or it cannot be known."""
+    value = argument_for(call, fn, param, bound_self)
+    passed = list(call.args) + [kw.value for kw in call.keywords]
+    return value if value is not None and any(value is a for a in passed) else None
+
+
 def _join_kinds(kinds: List[Optional[str]]) -> Optional[str]:
     """The kind of a value that is one of ``kinds``: None if any is unknown,
     "float" if any is a float, ``_CYCLE`` if nothing else is known."""

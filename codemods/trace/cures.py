@@ -14,6 +14,7 @@ from .._lazy import cst
 
 from . import read as tr
 from ..analysis.compile_sites import def_first_lines
+from ..analysis.floats import passed_argument
 from ..analysis.context import FileContext, Settings
 from ..pipeline.engine import render
 from ..findings import Edit, FileError, Finding, Fix, Safety
@@ -258,17 +259,6 @@ def _calls_by_name(source, fn: ast.AST, traced: Sequence[Tuple[str, int]], compi
     return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
 
 
-def _passed(call: ast.Call, fn: ast.AST, param: str, method: bool) -> Optional[ast.AST]:
-    """The expression ``call`` passes for ``param`` of ``fn`` (the one
-    argument-to-parameter binding: :func:`codemods.analysis.floats.argument_for`);
-    None when it passes none (the default applies) or it cannot be known."""
-    from ..analysis.floats import argument_for
-
-    value = argument_for(call, fn, param, method)
-    passed = list(call.args) + [kw.value for kw in call.keywords]
-    return value if value is not None and any(value is a for a in passed) else None
-
-
 def _defaults(fn: ast.AST) -> set:
     """The parameters of ``fn`` that have a default."""
     args = fn.args  # type: ignore[attr-defined]
@@ -387,7 +377,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         line, column = source.start(call)
         have = by_stmt.setdefault(stmt, [])
         for param, dim, func in wanted:
-            value = _passed(call, fn, param, compiled.method)
+            value = passed_argument(call, fn, param, compiled.method)
             if isinstance(value, ast.Name):
                 name, key = value.id, None
             elif value is None and double_star is not None and param in keyword_ok and param not in defaults:
@@ -562,7 +552,7 @@ def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Se
     done: set = set()
     for call in compiled.calls:
         for param in wanted:
-            value = _passed(call, fn, param, compiled.method)
+            value = passed_argument(call, fn, param, compiled.method)
             if value is None or not isinstance(value, _ATOMS) or _already_contiguous(value) or id(value) in done:
                 continue
             done.add(id(value))
@@ -865,7 +855,7 @@ def clone_aliases(data: bytes, function: str, firstlineno: int, pairs: Sequence[
         if _changed_in_place(compiled.fn, pa) or _changed_in_place(compiled.fn, pb):
             continue
         for call in compiled.calls:
-            va, vb = _passed(call, compiled.fn, pa, compiled.method), _passed(call, compiled.fn, pb, compiled.method)
+            va, vb = passed_argument(call, compiled.fn, pa, compiled.method), passed_argument(call, compiled.fn, pb, compiled.method)
             if va is not None and vb is not None and va is not vb and ast.dump(va) == ast.dump(vb) and isinstance(vb, ast.Name):
                 clone(vb, (a, b))
     if not edits:

@@ -17,6 +17,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 from .._lazy import cst
 
 from ..analysis.compile_sites import dotted_name
+from ..analysis.floats import passed_argument
 from ..findings import Edit, Finding, Safety
 from ..analysis.optim_table import (
     NEVER_TENSORIZE,
@@ -111,20 +112,13 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _bound_arg(call: ast.Call, fn: ast.AST, param: ast.arg, skip: int) -> Optional[ast.expr]:
-    """The expression ``call`` passes for ``param`` of ``fn`` (``skip``:
-    leading parameters bound implicitly, ``self`` of a constructor); None
-    when it is not passed plainly (a default, ``*args``, ``**kwargs``)."""
+    """The expression ``call`` passes for ``param`` of ``fn`` (``skip``: 1
+    when ``self`` of a constructor or method is bound implicitly); None when
+    it is not passed plainly (a default, or any ``*args``/``**kwargs`` at the
+    call: the analysis does not guess through them)."""
     if _has_star(call):
         return None
-    for kw in call.keywords:
-        if kw.arg == param.arg:
-            return kw.value
-    args = fn.args  # type: ignore[attr-defined]
-    positional = [*args.posonlyargs, *args.args][skip:]
-    for i, a in enumerate(positional):
-        if a is param:
-            return call.args[i] if i < len(call.args) else None
-    return None
+    return passed_argument(call, fn, param.arg, skip == 1)  # type: ignore[return-value]
 
 
 #: the callees :meth:`OptimizerScalars._optimizer_class` follows beyond their names
