@@ -334,3 +334,23 @@ def test_dist_version_reads_dist_info_folders_without_importlib_metadata():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), timeout=60)
     version, imported = proc.stdout.split()
     assert version.startswith("2.13.0") and imported == "False", proc.stderr
+
+
+def test_without_torch_installed_no_release_is_assumed(tmp_path, monkeypatch):
+    """pre-commit's hook environment has no torch (issue 29, item 7): the
+    settings assume no release and the fix takes the guarded form; a
+    target-torch in pyproject.toml gives the release's own spelling."""
+    import cli
+    from codemods.pipeline import config
+
+    monkeypatch.setattr(config, "dist_version", lambda name: None)
+    assert config.installed_torch() is None
+    settings, _cfg = cli.resolve_settings([str(tmp_path)])
+    assert settings.target_torch is None
+    _, new = fix(COUNTER, "FR005", target=settings.target_torch)
+    assert "hasattr" in statements_added(COUNTER, new)
+    (tmp_path / "pyproject.toml").write_text('[tool.fix-recompiles]\ntarget-torch = "2.13"\n')
+    settings, _cfg = cli.resolve_settings([str(tmp_path)])
+    assert tuple(settings.target_torch) == (2, 13)
+    _, new = fix(COUNTER, "FR005", target=settings.target_torch)
+    assert statements_added(COUNTER, new) == "torch._dynamo.config.allow_unspec_int_on_nn_module = True"

@@ -104,7 +104,8 @@ def dist_version(name: str) -> Optional[str]:
 
 def installed_torch() -> Optional[Tuple[int, int]]:
     """The installed torch's (major, minor), read from package metadata (torch is
-    never imported); None when torch is not installed (then: the newest)."""
+    never imported); None when torch is not installed (then no release is
+    assumed: fixes take the forms that run on every release)."""
     version = dist_version("torch")
     if version is None:
         return None
