@@ -102,8 +102,11 @@ def _render_edits(source, data: bytes, edits: Sequence[Edit], settings: Settings
     return render(FileContext("<trace>", "<trace>", settings, None, source), [finding], data)
 
 
-def _applied_finding(path: str, line: int, column: int, message: str, title: str, rule_name: str) -> Finding:
-    """A fix the trace made and applied (code ``TRACE``, safe), as the table and the report show it."""
+def _applied_finding(path: str, line: int, column: int, message: str, title: str, rule_name: str, *, unsafe_fixes: Optional[bool] = None) -> Finding:
+    """A fix the trace made (code ``TRACE``), as the table and the report
+    show it: safe and applied; or, with ``unsafe_fixes`` given, unsafe and
+    applied only when it is True (the bytes are changed by the caller then)."""
+    unsafe = unsafe_fixes is not None
     return Finding(
         code=MARK_CODE,
         message=message,
@@ -112,9 +115,9 @@ def _applied_finding(path: str, line: int, column: int, message: str, title: str
         column=column,
         end_line=line,
         end_column=column,
-        fix=Fix(edits=(), safety=Safety.SAFE, title=title),
+        fix=Fix(edits=(), safety=Safety.UNSAFE if unsafe else Safety.SAFE, title=title),
         rule_name=rule_name,
-        applied=True,
+        applied=bool(unsafe_fixes) if unsafe else True,
     )
 
 

@@ -39,8 +39,8 @@ from typing import Dict, List, Optional, Set, Tuple
 from .._lazy import cst
 
 from . import read as tr
-from ..findings import Edit, FileError, Finding, Fix, Safety
-from .cures import MARK_CODE, _render_edits
+from ..findings import Edit, FileError
+from .cures import _applied_finding, _render_edits
 from .match import Guided, Match
 
 RULE_NAME = "tensor-dict-values-from-trace"
@@ -281,16 +281,7 @@ def apply_float_state_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bo
                     f" (`torch.as_tensor({value})`: a tensor input, guarded on its dtype and shape, not its value;"
                     f" unsafe: every reader of `{attr}` now gets a tensor)"
                 )
-                finding = Finding(
-                    code=MARK_CODE,
-                    message=message,
-                    path=g.display_path,
-                    line=line,
-                    column=column,
-                    end_line=line,
-                    end_column=column,
-                    fix=Fix(edits=(), safety=Safety.UNSAFE, title=f"write `torch.as_tensor({value})`"),
-                    rule_name=RULE_NAME,
-                    applied=unsafe_fixes,
+                finding = _applied_finding(
+                    g.display_path, line, column, message, f"write `torch.as_tensor({value})`", RULE_NAME, unsafe_fixes=unsafe_fixes
                 )
                 g.matches.append(Match(finding, entry, tr.MODULE_FLOAT_ATTR))

@@ -34,8 +34,8 @@ from .._lazy import cst
 from . import read as tr
 from ..analysis.placement import config_mentions, torch_expr
 from ..analysis.source import statement_target
-from ..findings import FileError, Finding, Fix, Safety
-from .cures import MARK_CODE, _insert_after, _render_edits, _torch_import
+from ..findings import FileError
+from .cures import _applied_finding, _insert_after, _render_edits, _torch_import
 from .match import Guided, Match, _real, entry_file
 
 FLAG = "capture_scalar_outputs"
@@ -92,17 +92,8 @@ def apply_scalar_capture_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes:
             " (unsafe: a global setting; compiled code that branches on such a value breaks the graph there,"
             " or fails to compile under fullgraph=True)"
         )
-        finding = Finding(
-            code=MARK_CODE,
-            message=message,
-            path=g.display_path,
-            line=line,
-            column=1,
-            end_line=line,
-            end_column=1,
-            fix=Fix(edits=(), safety=Safety.UNSAFE, title=f"set `torch._dynamo.config.{FLAG} = True`"),
-            rule_name=RULE_NAME,
-            applied=unsafe_fixes,
+        finding = _applied_finding(
+            g.display_path, line, 1, message, f"set `torch._dynamo.config.{FLAG} = True`", RULE_NAME, unsafe_fixes=unsafe_fixes
         )
         # the code object whose recompiles it cures: the file's most
         # recompiled (the code resumed after the break, not the one that broke)
