@@ -120,3 +120,39 @@ def test_json_output_names_the_cell(tmp_path):
     proc = fr(tmp_path, "--format", "json", ".")
     [finding] = json.loads(out(proc))
     assert (finding["path"], finding["cell"], finding["line"], finding["code"]) == ("train.ipynb", 3, 1, "FR001")
+
+
+def _review(tmp_path, answers: str, monkeypatch):
+    import io
+
+    from codemods.analysis.context import Settings
+    from codemods.modes.interactive import run_interactive
+
+    monkeypatch.chdir(tmp_path)
+    out_, err_ = io.StringIO(), io.StringIO()
+    code = run_interactive(["."], Settings(), io.StringIO(answers), out_, err_, color=False)
+    return code, out_.getvalue(), err_.getvalue()
+
+
+def test_interactive_review_shows_the_cell_and_writes_the_json(tmp_path, monkeypatch):
+    """``-i`` on a notebook: the fix is shown at its cell, as a diff of that
+    cell's code; accepted, it goes back into the JSON as ``--fix`` writes it."""
+    path = tmp_path / "train.ipynb"
+    path.write_bytes(nbformat_bytes(NB))
+    code, shown, errors = _review(tmp_path, "y\n", monkeypatch)
+    assert code == 0, shown + errors
+    assert "(1/1) train.ipynb:cell 3:1:16: FR001 `dynamic=False` but inputs vary (cell 4, line 3: " in shown
+    assert "--- a/train.ipynb:cell 3\n+++ b/train.ipynb:cell 3\n" in shown
+    assert '-@torch.compile(dynamic=False, backend="eager")\n+@torch.compile(backend="eager")\n' in shown
+    assert "__fix_recompiles_cell__" not in shown and "wrote 1 fix to " in shown
+    expected = json.loads(nbformat_bytes(NB))
+    expected["cells"][2]["source"] = ["@torch.compile(backend=\"eager\")\n", "def f(x):\n", "    return (x * 2).sum()"]
+    assert path.read_bytes() == nbformat_bytes(expected)  # as --fix writes it: outputs, IPython lines, layout kept
+
+
+def test_interactive_review_rejected_writes_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "train.ipynb"
+    path.write_bytes(nbformat_bytes(NB))
+    code, shown, _ = _review(tmp_path, "n\n", monkeypatch)
+    assert code == 1 and "wrote" not in shown
+    assert path.read_bytes() == nbformat_bytes(NB)

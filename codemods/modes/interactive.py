@@ -31,6 +31,7 @@ the source cannot show).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import os
 import signal
@@ -45,6 +46,7 @@ from ..pipeline.engine import FileResult, analyze, read_file, render
 from ..findings import FileError, Finding, Safety
 from .output import unified_diff
 from ..analysis.lines import line_map  # noqa: F401  (interactive.line_map: the review's own use and the trace's)
+from ..pipeline.notebook import Notebook, is_notebook
 from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic
 
@@ -267,6 +269,8 @@ class _FileState:
     ctx: object = None
     #: fixes still open in this file (counted as left if the user interrupts)
     open: int = 0
+    #: a notebook's cells (``data`` is then their module: codemods/pipeline/notebook.py)
+    notebook: object = None
 
 
 class Session:
@@ -374,6 +378,14 @@ class Session:
 
     def _review_file(self, result: FileResult) -> None:
         state = _FileState(result=result, data=result.original or b"", encoding=result.encoding)
+        if is_notebook(result.path):
+            # reviewed as the module of its code cells, shown and written back as cells
+            try:
+                state.notebook = Notebook(result.display_path, state.data)
+            except FileError as exc:
+                self._error(exc.path, exc.reason)
+                return
+            state.data = state.notebook.python  # type: ignore[attr-defined]
         try:
             self._walk(state)
         except KeyboardInterrupt:
@@ -385,7 +397,7 @@ class Session:
 
     def _unreviewed(self, result: FileResult) -> List[Finding]:
         """The findings a file never reviewed would have offered (filtered)."""
-        if self.finding_filter is None:
+        if self.finding_filter is None or is_notebook(result.path):
             return list(result.findings)
         state = _FileState(result=result, data=result.original or b"", encoding=result.encoding)
         try:
@@ -471,7 +483,7 @@ class Session:
             else:
                 decisions.record(verdict)
                 word = "accepted" if verdict is Verdict.ACCEPTED else "rejected"
-                self._say(f"  {word}: {f.path}:{f.line}: {f.code} {_fix_title(f)}{'' if safe else ' (UNSAFE)'}")
+                self._say(f"  {word}: {self._where(f, state, column=False)}: {f.code} {_fix_title(f)}{'' if safe else ' (UNSAFE)'}")
             self.tally.count(verdict, 1 if verdict is not Verdict.LEFT else len(pending))
             state.open = 0 if verdict is Verdict.LEFT else state.open - 1
             if verdict is Verdict.LEFT:
@@ -494,15 +506,38 @@ class Session:
                 state.open = 0
                 return
 
+    @staticmethod
+    def _placed(f: Finding, state: _FileState) -> Finding:
+        """``f`` as the user reads it: in a notebook, in its cell (a copy:
+        the review keeps the module's lines)."""
+        if state.notebook is None:
+            return f
+        shown = dataclasses.replace(f)
+        state.notebook.place(shown)  # type: ignore[attr-defined]
+        return shown
+
+    def _where(self, f: Finding, state: _FileState, column: bool = True) -> str:
+        p = self._placed(f, state)
+        cell = f"cell {p.cell}:" if p.cell is not None else ""
+        return f"{p.path}:{cell}{p.line}" + (f":{p.column}" if column else "")
+
     def _show(self, f: Finding, safe: bool, k: int, n: int, state: _FileState, after: bytes) -> None:
-        where = self._style(f"{f.path}:{f.line}:{f.column}:", bold=True)
-        self._say(f"({k}/{n}) {where} {self._style(f.code, bold=True)} {f.message}")
+        where = self._style(f"{self._where(f, state)}:", bold=True)
+        self._say(f"({k}/{n}) {where} {self._style(f.code, bold=True)} {self._placed(f, state).message}")
         if safe:
             kind = self._style("safe fix", fg=typer.colors.GREEN)
         else:
             kind = self._style("UNSAFE fix: may change behaviour or speed, review it", fg=typer.colors.RED, bold=True)
         title = _fix_title(f)
         self._say(f"  {kind}{': ' + title if title else ''}")
+        if state.notebook is not None:
+            # the cells the fix changes, each as the notebook holds it
+            before_cells = state.notebook.cell_texts(state.data)  # type: ignore[attr-defined]
+            after_cells = state.notebook.cell_texts(after)  # type: ignore[attr-defined]
+            for index in sorted(after_cells):
+                if after_cells[index] != before_cells.get(index):
+                    self._say(self._diff(f"{f.path}:cell {index + 1}", before_cells.get(index, "") + "\n", after_cells[index] + "\n"))
+            return
         before_text = state.data.decode(state.encoding, "replace")
         after_text = after.decode(state.encoding, "replace")
         self._say(self._diff(f.path, before_text, after_text))
@@ -516,7 +551,8 @@ class Session:
                 on_disk = read_file(result.path, result.display_path)
                 if on_disk != result.original:
                     raise FileError(result.display_path, "changed on disk during the review; accepted fixes not written")
-                write_atomic(result.path, state.data, result.display_path)
+                data = state.notebook.with_python(state.data) if state.notebook is not None else state.data  # type: ignore[attr-defined]
+                write_atomic(result.path, data, result.display_path)
             except FileError as exc:
                 self._error(exc.path, exc.reason)
                 self.tally.accepted -= state.accepted
@@ -607,14 +643,8 @@ def review_paths(
     except KeyboardInterrupt:
         err.write("Interrupted before any fix was shown; nothing written.\n")
         return 1, Tally()
-    from ..pipeline.notebook import is_notebook
-
-    for r in result.results:
-        if is_notebook(r.path) and r.findings:
-            # the review renders each fix on the file's bytes: a notebook's are JSON
-            err.write(f"note: {r.display_path}: -i does not review notebooks yet ({len(r.findings)} finding{'s' if len(r.findings) != 1 else ''}); use --diff or --fix\n")
     return review_plan(
-        [r for r in result.results if not is_notebook(r.path)], settings, inp, out, err, project=result.project, errors=result.errors,
+        result.results, settings, inp, out, err, project=result.project, errors=result.errors,
         color=color, finding_filter=finding_filter, selection=selection,
     )
 

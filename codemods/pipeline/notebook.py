@@ -127,11 +127,9 @@ class Notebook:
                             return indent, sort_keys, ensure_ascii, tail
         return None
 
-    def with_python(self, new: bytes) -> bytes:
-        """The notebook's bytes with the code cells of the fixed module ``new``."""
-        layout = self._layout()
-        if layout is None:
-            raise FileError(self.display, "fixes not applied: this notebook's JSON layout cannot be kept (written by a tool other than Jupyter?); `--diff` of the cells is not available either")
+    def cell_texts(self, new: bytes) -> Dict[int, str]:
+        """By cell index (0-based), the code of each code cell of the module
+        ``new`` (this notebook's module, fixed), its IPython lines put back."""
         chunks: Dict[int, List[str]] = {}
         current: Optional[int] = None
         for ln in new.decode("utf-8").splitlines(keepends=True):
@@ -145,7 +143,7 @@ class Notebook:
                 raise FileError(self.display, "fixes not applied: a fix wrote code before the first cell")
         if sorted(chunks) != [c.index for c in self.cells]:
             raise FileError(self.display, "fixes not applied: a fix moved a cell boundary")
-        cells = self.doc["cells"]
+        out: Dict[int, str] = {}
         for cell in self.cells:
             got = "".join(chunks[cell.index])
             got = got[:-1] if got.endswith("\n") else got  # the newline the module added after the cell
@@ -157,13 +155,27 @@ class Notebook:
                 raise FileError(self.display, f"fixes not applied: a fix changed an IPython line of cell {cell.index + 1}")
             for k, original in zip(placeholders, originals):
                 lines[k] = original
-            text = "\n".join(lines)
-            source = cells[cell.index].get("source", "")
-            if text == ("".join(source) if isinstance(source, list) else source):
+            out[cell.index] = "\n".join(lines)
+        return out
+
+    def cell_source(self, index: int) -> str:
+        """The code of cell ``index`` (0-based) as the notebook holds it."""
+        source = self.doc["cells"][index].get("source", "")
+        return "".join(source) if isinstance(source, list) else str(source)
+
+    def with_python(self, new: bytes) -> bytes:
+        """The notebook's bytes with the code cells of the fixed module ``new``."""
+        layout = self._layout()
+        if layout is None:
+            raise FileError(self.display, "fixes not applied: this notebook's JSON layout cannot be kept (written by a tool other than Jupyter?); `--diff` of the cells is not available either")
+        cells = self.doc["cells"]
+        for index, text in self.cell_texts(new).items():
+            source = cells[index].get("source", "")
+            if text == self.cell_source(index):
                 continue  # unchanged: its JSON stays as it was
             if isinstance(source, list):
-                cells[cell.index]["source"] = [ln for ln in text.splitlines(keepends=True)]
+                cells[index]["source"] = [ln for ln in text.splitlines(keepends=True)]
             else:
-                cells[cell.index]["source"] = text
+                cells[index]["source"] = text
         indent, sort_keys, ensure_ascii, tail = layout
         return (json.dumps(self.doc, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii) + tail).encode("utf-8")
