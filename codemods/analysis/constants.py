@@ -19,6 +19,7 @@ import ast
 from typing import List, Optional
 
 from .compile_sites import CompileModel, dotted_name
+from .params import argument_for
 
 _MAX_DEPTH = 6
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -119,11 +120,7 @@ def _arguments_for(model: CompileModel, param: ast.AST, depth: int) -> Optional[
     fn = source.enclosing(param, _FUNCS)
     if fn is None:
         return None
-    args = fn.args  # type: ignore[attr-defined]
-    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
     name = param.arg  # type: ignore[attr-defined]
-    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
     holder = source.parent(fn)
     if isinstance(holder, ast.ClassDef):
         if fn.name != "__init__":  # type: ignore[attr-defined]
@@ -144,13 +141,7 @@ def _arguments_for(model: CompileModel, param: ast.AST, depth: int) -> Optional[
             continue
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return None
-        value: Optional[ast.AST] = next((k.value for k in call.keywords if k.arg == name), None)
-        if value is None and name in positional:
-            index = positional.index(name) - skip
-            if 0 <= index < len(call.args):
-                value = call.args[index]
-        if value is None:
-            value = defaults.get(name)
+        value = argument_for(call, fn, name, skip == 1)
         if value is None:
             return None
         out.append(value)

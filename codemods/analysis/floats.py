@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from .compile_sites import CompileModel, dotted_name
+from .params import argument_for, parameter_defaults
 from .optim_table import SCHED_PREFIX
 from .scopes import Binding
 from .tensor_ops_table import BUILTIN_NUMBER_ONLY, DROPOUT_CURE, NUMBER_CURE, arithmetic_method, number_only_row, tensor_row
@@ -435,41 +436,6 @@ def calls_of(site: "NameResolver", fn: ast.AST) -> List[Tuple[ast.Call, bool]]:
     return out
 
 
-def argument_for(call: ast.Call, fn: ast.AST, param: str, bound_self: bool) -> Optional[ast.AST]:
-    """What ``call`` passes for parameter ``param`` of ``fn`` (its default when
-    nothing), None when unknown (``*args``/``**kwargs`` at the call)."""
-    args = fn.args  # type: ignore[attr-defined]
-    for kw in call.keywords:
-        if kw.arg == param:
-            return kw.value
-    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
-    if bound_self:
-        positional = positional[1:]
-    plain = next((k for k, a in enumerate(call.args) if isinstance(a, ast.Starred)), len(call.args))
-    if param in positional and positional.index(param) < plain:
-        return call.args[positional.index(param)]
-    if plain < len(call.args) or any(kw.arg is None for kw in call.keywords):
-        return None  # may come through *args / **kwargs
-    if param in positional:
-        index = positional.index(param)
-        defaults = args.defaults
-        offset = index - (len(positional) - len(defaults))
-        return defaults[offset] if offset >= 0 else None
-    if any(a.arg == param for a in args.kwonlyargs):
-        k = [a.arg for a in args.kwonlyargs].index(param)
-        return args.kw_defaults[k]
-    return None
-
-
-def passed_argument(call: ast.Call, fn: ast.AST, param: str, bound_self: bool) -> Optional[ast.AST]:
-    """The expression ``call`` itself passes for ``param`` of ``fn``
-    (:func:`argument_for`, without the default): None when it passes none
-    (the default applies) or it cannot be known."""
-    value = argument_for(call, fn, param, bound_self)
-    passed = list(call.args) + [kw.value for kw in call.keywords]
-    return value if value is not None and any(value is a for a in passed) else None
-
-
 def _join_kinds(kinds: List[Optional[str]]) -> Optional[str]:
     """The kind of a value that is one of ``kinds``: None if any is unknown,
     "float" if any is a float, ``_CYCLE`` if nothing else is known."""
@@ -502,14 +468,7 @@ def param_default(binding: Binding) -> Optional[ast.AST]:
     arg = binding.node
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or not isinstance(arg, ast.arg):
         return None
-    args = fn.args
-    positional = list(args.posonlyargs) + list(args.args)
-    if arg in positional:
-        offset = positional.index(arg) - (len(positional) - len(args.defaults))
-        return args.defaults[offset] if offset >= 0 else None
-    if arg in args.kwonlyargs:
-        return args.kw_defaults[args.kwonlyargs.index(arg)]
-    return None
+    return parameter_defaults(fn).get(arg.arg)
 
 
 def _is_shape(expr: ast.AST) -> bool:

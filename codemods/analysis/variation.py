@@ -25,6 +25,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from .compile_sites import CompileModel, CompileSite, dotted_name
 from .context import DEFAULT_RECOMPILE_LIMIT
 from .source import children, walk
+from .params import argument_for
 
 # torch factories whose positional arguments are sizes
 _SIZE_FACTORIES = {"ones", "zeros", "randn", "rand", "empty", "eye", "arange", "linspace", "randint", "full", "randperm"}
@@ -590,10 +591,6 @@ def _params_read(model: CompileModel, fn: ast.AST, value: ast.AST) -> List[str]:
 def _param_varies(model: CompileModel, fn: ast.AST, param: str, depth: int, calls) -> Optional[str]:
     """Is ``fn`` called with values of ``param`` that change?"""
     source = model.source
-    args = fn.args  # type: ignore[attr-defined]
-    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
-    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
     owner = model.scopes.of_node.get(fn)
     scope = owner.parent if owner is not None else None
     if scope is None:
@@ -610,12 +607,7 @@ def _param_varies(model: CompileModel, fn: ast.AST, param: str, depth: int, call
     for outer, bound_self in found:
         if any(isinstance(a, ast.Starred) for a in outer.args) or any(k.arg is None for k in outer.keywords):
             return None  # forwarded through *args / **kwargs: not seen
-        arg: Optional[ast.AST] = next((k.value for k in outer.keywords if k.arg == param), None)
-        if arg is None and param in positional:
-            index = positional.index(param) - (1 if bound_self else 0)
-            if 0 <= index < len(outer.args):
-                arg = outer.args[index]
-        passed.append((outer, arg if arg is not None else defaults.get(param)))
+        passed.append((outer, argument_for(outer, fn, param, bound_self)))
     for outer, arg in passed:
         if arg is not None:
             why = number_varies(model, outer, arg, depth + 1, calls)

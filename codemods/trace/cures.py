@@ -14,7 +14,7 @@ from .._lazy import cst
 
 from . import read as tr
 from ..analysis.compile_sites import def_first_lines
-from ..analysis.floats import passed_argument
+from ..analysis.params import parameter_defaults, passed_argument
 from ..analysis.context import FileContext, Settings
 from ..pipeline.engine import render
 from ..findings import Edit, FileError, Finding, Fix, Safety
@@ -262,15 +262,6 @@ def _calls_by_name(source, fn: ast.AST, traced: Sequence[Tuple[str, int]], compi
     return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
 
 
-def _defaults(fn: ast.AST) -> set:
-    """The parameters of ``fn`` that have a default."""
-    args = fn.args  # type: ignore[attr-defined]
-    positional = list(args.posonlyargs) + list(args.args)
-    out = {a.arg for a in positional[len(positional) - len(args.defaults):]} if args.defaults else set()
-    out |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
-    return out
-
-
 #: statements whose one expression a ``**`` dict can be bound out of, before them
 _HOISTABLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)
 #: expressions that evaluate a part of them conditionally, later, or in their own scope
@@ -352,7 +343,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         positional = positional[1:]
     params = positional + [a.arg for a in fn.args.kwonlyargs]  # type: ignore[union-attr]
     keyword_ok = set(params) - {a.arg for a in fn.args.posonlyargs}  # type: ignore[union-attr]
-    defaults = _defaults(fn)
+    defaults = set(parameter_defaults(fn))
     # (param, dim, func): the dims seen to vary in the trace's order, then the
     # other inputs compiled at size 0 or 1 first, in the signature's order
     unbacked_of = {p: set((unbacked or {}).get(tr.graph_input(p), ())) for p in params}

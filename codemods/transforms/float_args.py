@@ -14,13 +14,13 @@ from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines, dotted_name
 from ..analysis.variation import number_varies
 from ..findings import Edit, Finding, Safety
+from ..analysis.params import argument_for
 from ..analysis.floats import (
     NameResolver,
     FloatFlow,
     FunctionSummary,
     ParamUse,
     SummaryContext,
-    argument_for,
     call_args,
     callee_width,
     calls_of,

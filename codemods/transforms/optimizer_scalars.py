@@ -17,7 +17,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 from .._lazy import cst
 
 from ..analysis.compile_sites import dotted_name
-from ..analysis.floats import passed_argument
+from ..analysis.params import parameter_defaults, passed_argument
 from ..findings import Edit, Finding, Safety
 from ..analysis.optim_table import (
     NEVER_TENSORIZE,
@@ -1771,16 +1771,7 @@ step), while the step compiled by the default inductor backend is as fast
 
 def _default_is_lr(fn: ast.AST, param: ast.arg) -> bool:
     """Does ``param`` of ``fn`` default to the string ``"lr"``?"""
-    args = fn.args  # type: ignore[attr-defined]
-    positional = [*args.posonlyargs, *args.args]
-    default: Optional[ast.AST] = None
-    for i, a in enumerate(positional):
-        if a is param:
-            at = i - (len(positional) - len(args.defaults))
-            default = args.defaults[at] if at >= 0 else None
-    for a, d in zip(args.kwonlyargs, args.kw_defaults):
-        if a is param:
-            default = d
+    default = parameter_defaults(fn).get(param.arg)
     return isinstance(default, ast.Constant) and default.value == "lr"
 
 

@@ -1,0 +1,46 @@
+"""Parameters and the arguments a call binds to them: one reading of a
+``def``'s defaults and one binding of a call's arguments, for every rule
+and the trace's cures (issue 26: it was written in six places)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional
+
+
+def parameter_defaults(fn: ast.AST) -> Dict[str, ast.expr]:
+    """By name, the default of each parameter of ``fn`` that has one
+    (positional ones align with the end of the positional list)."""
+    args = fn.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    out: Dict[str, ast.expr] = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    out.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return out
+
+
+def argument_for(call: ast.Call, fn: ast.AST, param: str, bound_self: bool) -> Optional[ast.AST]:
+    """What ``call`` passes for parameter ``param`` of ``fn`` (its default when
+    nothing; ``bound_self``: the first parameter is bound implicitly), None
+    when unknown (``*args``/``**kwargs`` at the call)."""
+    args = fn.args  # type: ignore[attr-defined]
+    for kw in call.keywords:
+        if kw.arg == param:
+            return kw.value
+    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    if bound_self:
+        positional = positional[1:]
+    plain = next((k for k, a in enumerate(call.args) if isinstance(a, ast.Starred)), len(call.args))
+    if param in positional and positional.index(param) < plain:
+        return call.args[positional.index(param)]
+    if plain < len(call.args) or any(kw.arg is None for kw in call.keywords):
+        return None  # may come through *args / **kwargs
+    return parameter_defaults(fn).get(param)
+
+
+def passed_argument(call: ast.Call, fn: ast.AST, param: str, bound_self: bool) -> Optional[ast.AST]:
+    """The expression ``call`` itself passes for ``param`` of ``fn``
+    (:func:`argument_for`, without the default): None when it passes none
+    (the default applies) or it cannot be known."""
+    value = argument_for(call, fn, param, bound_self)
+    passed = list(call.args) + [kw.value for kw in call.keywords]
+    return value if value is not None and any(value is a for a in passed) else None
