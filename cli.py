@@ -29,14 +29,14 @@ if __package__:
     from .codemods.modes import formats, guard, output, traced
     from .codemods.modes import interactive as interactive_mode
     from .codemods.pipeline import cache, config, discovery, engine, replay, runner, selection
-    from .codemods.trace import cures as trace_cures
+    from .codemods.trace import registry as trace_registry
 else:
     from codemods import transforms
     from codemods.analysis.context import Settings
     from codemods.modes import formats, guard, output, traced
     from codemods.modes import interactive as interactive_mode
     from codemods.pipeline import cache, config, discovery, engine, replay, runner, selection
-    from codemods.trace import cures as trace_cures
+    from codemods.trace import registry as trace_registry
 
 BY_CODE, REGISTRY = transforms.BY_CODE, transforms.REGISTRY
 FORMATS = formats.FORMATS
@@ -69,10 +69,10 @@ def _codes(values: Optional[List[str]], option: str) -> Optional[frozenset]:
             part = part.strip().upper()
             if not part:
                 continue
-            if part != "ALL" and not any(code.startswith(part) for code in (*BY_CODE, trace_cures.MARK_CODE)):
+            if part != "ALL" and not any(code.startswith(part) for code in (*BY_CODE, trace_registry.CODE)):
                 _err(f"error: {option}: unknown rule code {part!r} (see `fix-recompiles rules`)")
                 raise typer.Exit(EXIT_ERROR)
-            codes.update(("FR", trace_cures.MARK_CODE) if part == "ALL" else (part,))
+            codes.update(("FR", trace_registry.CODE) if part == "ALL" else (part,))
     return frozenset(codes)
 
 
@@ -423,8 +423,12 @@ def rules(code: Optional[str] = typer.Argument(None, metavar="CODE", show_defaul
     if code is None:
         for rule in REGISTRY:
             typer.echo(f"{rule.code}  {rule.name:<20} {rule.summary}")
+        typer.echo(f"{trace_registry.CODE}  {'(run)':<19} the fixes `run` makes from the trace alone (`fix-recompiles rules TRACE`)")
         return
-    rule = BY_CODE.get(code.upper()) or transforms.BY_NAME.get(code)
+    if code.upper() == trace_registry.CODE:
+        typer.echo(trace_registry.listing(), nl=False)
+        return
+    rule = BY_CODE.get(code.upper()) or transforms.BY_NAME.get(code) or trace_registry.BY_NAME.get(code)
     if rule is None:
         _err(f"error: unknown rule {code!r} (see `fix-recompiles rules`)")
         raise typer.Exit(EXIT_ERROR)

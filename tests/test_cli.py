@@ -265,9 +265,29 @@ def test_rules_lists_every_rule(tmp_path):
     proc = fr(tmp_path, "rules")
     assert proc.returncode == 0
     lines = out(proc).splitlines()
-    assert len(lines) == len(REGISTRY)
-    for rule, line in zip(REGISTRY, lines, strict=True):
+    assert len(lines) == len(REGISTRY) + 1
+    for rule, line in zip(REGISTRY, lines[:-1], strict=True):
         assert line.startswith(rule.code) and rule.name in line
+    assert lines[-1].startswith("TRACE ") and "`fix-recompiles rules TRACE`" in lines[-1]
+
+
+def test_rules_trace_lists_and_explains_the_trace_s_own_fixes(tmp_path):
+    """The fixes `run` makes from the trace (code TRACE) are explained as a
+    rule is: `rules TRACE` lists them, `rules NAME` prints one's documentation."""
+    from codemods.trace.registry import TRACE_CURES
+
+    proc = fr(tmp_path, "rules", "TRACE")
+    assert proc.returncode == 0
+    listed = [ln.split()[0] for ln in out(proc).splitlines()[2:]]
+    assert listed == [c.name for c in TRACE_CURES]
+    for cure in TRACE_CURES:
+        proc = fr(tmp_path, "rules", cure.name)
+        assert proc.returncode == 0
+        text = out(proc)
+        assert text.startswith(f"TRACE ({cure.name})\n")
+        for heading in ("## What it does", "## Why it recompiles", "## Example", "## Fix safety"):
+            assert heading in text
+        assert ("Unsafe" in text) == ("Unsafe" in cure.fix_safety)
 
 
 def test_rules_unknown_code_exits_2(tmp_path):

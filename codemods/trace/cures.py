@@ -13,6 +13,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .._lazy import cst
 
 from . import read as tr
+from .registry import CLONE_ALIAS, CODE, CONTIGUOUS, UNSPEC_FLAG
+from .registry import MARK_DYNAMIC as MARK_DYNAMIC_CURE, MARK_UNBACKED as MARK_UNBACKED_CURE
 from ..analysis.compile_sites import def_first_lines
 from ..analysis.params import parameter_defaults, passed_argument
 from ..analysis.context import FileContext, Settings
@@ -44,7 +46,7 @@ from ..findings import Edit, FileError, Finding, Fix, Safety
 # (no fewer graphs; another exit code).  Ops that only compute with the size
 # (views, ``arange``, slicing, ``int()``) compile (1 graph, same output).
 
-MARK_CODE = "TRACE"
+MARK_CODE = CODE
 #: what marks a dim; the trace's mark for a size 0 or 1 compiled first
 MAYBE_MARK_DYNAMIC = "maybe_mark_dynamic"
 MARK_UNBACKED = "mark_unbacked"
@@ -459,7 +461,7 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
                     f" specialised even under dynamic shapes, and maybe_mark_dynamic does not lift that):"
                     f" mark dim {site.dim} of `{site.arg}` unbacked before the call (`{call}`, from the trace)"
                 )
-                rule_name = "mark-unbacked-from-trace"
+                rule_name = MARK_UNBACKED_CURE.name
             else:
                 evidence = tr.describe_shape_evidence(entry, site.param)
                 call = f"torch._dynamo.maybe_mark_dynamic({site.arg}, {site.dim})"
@@ -467,7 +469,7 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
                     f"`{site.function}` recompiled on {evidence}: mark dim {site.dim} of"
                     f" `{site.arg}` dynamic before the call (`{call}`, from the trace)"
                 )
-                rule_name = "mark-dynamic-from-trace"
+                rule_name = MARK_DYNAMIC_CURE.name
             finding = _applied_finding(g.display_path, site.line, site.column, message, f"insert {call} before the call", rule_name)
             g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))
 
@@ -586,7 +588,7 @@ def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
                 f"`{site.function}` recompiled on the strides of `{site.param}` (from the trace): its callers pass"
                 f" tensors of different layouts; pass `{site.arg}.contiguous()` here (the same values, one layout for every call)"
             )
-            finding = _applied_finding(g.display_path, site.line, site.column, message, f"pass `{site.arg}.contiguous()`", "contiguous-from-trace")
+            finding = _applied_finding(g.display_path, site.line, site.column, message, f"pass `{site.arg}.contiguous()`", CONTIGUOUS.name)
             g.matches.append(Match(finding, entry, tr.LAYOUT))
 
 
@@ -728,7 +730,7 @@ def apply_flag_evidence(trace: tr.Trace, guided: Guided, settings: Settings) -> 
                 f" (from the trace): set `torch._dynamo.config.{FLAG} = True` before the compile (FR005's fix)"
             )
             title = f"set `torch._dynamo.config.{FLAG} = True` before the compile"
-            finding = _applied_finding(g.display_path, line, 1, message, title, "unspec-flag-from-trace")
+            finding = _applied_finding(g.display_path, line, 1, message, title, UNSPEC_FLAG.name)
             g.matches.append(Match(finding, entry, tr.MODULE_INT_ATTR))
 
 
@@ -885,7 +887,7 @@ def apply_alias_evidence(trace: tr.Trace, guided: Guided) -> None:
                 f"`{tr.display_name(entry)}` recompiled because `{a}` and `{b}` arrived as one tensor (from the trace:"
                 f" duplicate-tensor guard): this makes them one; pass a copy, `{site.value}.clone()`"
             )
-            finding = _applied_finding(g.display_path, site.line, site.column, message, f"`{site.value}.clone()`", "clone-alias-from-trace")
+            finding = _applied_finding(g.display_path, site.line, site.column, message, f"`{site.value}.clone()`", CLONE_ALIAS.name)
             g.matches.append(Match(finding, entry, tr.ALIASING))
 
 

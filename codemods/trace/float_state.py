@@ -39,11 +39,12 @@ from typing import Dict, List, Optional, Set, Tuple
 from .._lazy import cst
 
 from . import read as tr
+from .registry import TENSOR_DICT_VALUES
 from ..findings import Edit, FileError
 from .cures import _applied_finding, _render_edits
 from .match import Guided, Match
 
-RULE_NAME = "tensor-dict-values-from-trace"
+RULE_NAME = TENSOR_DICT_VALUES.name
 
 
 def _parents(tree: ast.AST) -> Dict[int, ast.AST]:

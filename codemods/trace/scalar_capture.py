@@ -32,6 +32,7 @@ from typing import Optional, Tuple
 from .._lazy import cst
 
 from . import read as tr
+from .registry import CAPTURE_SCALARS
 from ..analysis.placement import config_mentions, torch_expr
 from ..analysis.source import statement_target
 from ..findings import FileError
@@ -39,7 +40,7 @@ from .cures import _applied_finding, _insert_after, _render_edits, _torch_import
 from .match import Guided, Match, _real, entry_file
 
 FLAG = "capture_scalar_outputs"
-RULE_NAME = "capture-scalars-from-trace"
+RULE_NAME = CAPTURE_SCALARS.name
 
 
 def capture_flag(data: bytes) -> Tuple[Optional[bytes], int]:

@@ -1,0 +1,199 @@
+"""The fixes ``run`` makes from the trace alone (code ``TRACE``): one
+declaration each, with the documentation ``fix-recompiles rules TRACE`` and
+``fix-recompiles rules <name>`` print, in the order the guide applies them
+(:func:`codemods.trace.guide.guide`).  The rules' own fixes are in
+:mod:`codemods.transforms`; these are the cures no static finding makes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Tuple
+
+from .causes import ALIASING, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, RESUME_VALUE, TENSOR_SHAPE
+
+#: the code of every finding the trace makes on its own
+CODE = "TRACE"
+
+
+@dataclass(frozen=True)
+class TraceCure:
+    """One fix made from trace evidence: its name (the finding's
+    ``rule_name``), the causes it cures, and its documentation."""
+
+    name: str
+    summary: str
+    causes: Tuple[str, ...]
+    what_it_does: str
+    why_it_recompiles: str
+    example: str
+    fix_safety: str
+
+    def doc(self) -> str:
+        """As ``fix-recompiles rules NAME`` prints it (a rule's layout)."""
+        parts = [
+            f"{CODE} ({self.name})",
+            "",
+            "## What it does",
+            self.what_it_does.strip(),
+            "",
+            "## Why it recompiles",
+            self.why_it_recompiles.strip(),
+            "",
+            "## Example",
+            self.example.strip("\n"),
+            "",
+            "## Fix safety",
+            self.fix_safety.strip(),
+        ]
+        return "\n".join(parts) + "\n"
+
+
+UNSPEC_FLAG = TraceCure(
+    name="unspec-flag-from-trace",
+    summary="FR005's flag where nn.Module methods recompile on int attributes of self",
+    causes=(MODULE_INT_ATTR,),
+    what_it_does="""
+Sets `torch._dynamo.config.allow_unspec_int_on_nn_module = True` (FR005's own
+rendering) before the compile of the nn.Module class whose methods the trace
+shows recompiling on int attributes of `self` (`self.calls == 3`,
+`L['self'].layer_idx == 1`), when no applied FR005 finding of that file sets it.
+""",
+    why_it_recompiles="""
+Dynamo specialises an int attribute of an nn.Module: every new value (a
+counter, a layer index of blocks compiled one by one) is a new graph.
+""",
+    example="""
+    class Block(torch.nn.Module):
+        def forward(self, x):
+            self.calls += 1
+            return x * self.calls
+    # + torch._dynamo.config.allow_unspec_int_on_nn_module = True
+    block = torch.compile(Block())
+""",
+    fix_safety="Safe: a dynamo setting that changes no value; `run --fix` keeps it only if the rerun compiles fewer graphs with the same output.",
+)
+
+MARK_DYNAMIC = TraceCure(
+    name="mark-dynamic-from-trace",
+    summary="maybe_mark_dynamic before the call, for the dims the trace saw vary",
+    causes=(TENSOR_SHAPE,),
+    what_it_does="""
+Inserts `torch._dynamo.maybe_mark_dynamic(x, dim)` before each call of the
+compiled function that passes a plain name (or a `**batch` dict entry) for a
+tensor whose dim the trace saw change, and that no static finding cures.
+""",
+    why_it_recompiles="""
+A size seen once is compiled static; the next size fails the guard, and
+duck sizing can tie a data dim to a weight's.
+""",
+    example="""
+    for x in loader:
+        torch._dynamo.maybe_mark_dynamic(x, 0)  # inserted
+        loss = step(x)
+""",
+    fix_safety="Safe: a hint that changes no value; kept only if the rerun compiles fewer graphs with the same output.",
+)
+
+MARK_UNBACKED = TraceCure(
+    name="mark-unbacked-from-trace",
+    summary="mark_unbacked for a size 0 or 1 compiled first",
+    causes=(TENSOR_SHAPE,),
+    what_it_does="""
+For a dim the graphs show compiled at size 0 or 1 first and symbolic later,
+inserts `torch._dynamo.decorators.mark_unbacked(x, dim)` before the call
+(vLLM #38933).
+""",
+    why_it_recompiles="""
+Sizes 0 and 1 are specialised even under dynamic shapes; maybe_mark_dynamic
+does not lift that.
+""",
+    example="""
+    torch._dynamo.decorators.mark_unbacked(logprobs, 0)  # inserted
+    ranks = batched_count_greater_than(logprobs, token_logprobs)
+""",
+    fix_safety="Safe and verified: code that branches on the size graph-breaks or fails under fullgraph=True, and the rerun then restores the file.",
+)
+
+CONTIGUOUS = TraceCure(
+    name="contiguous-from-trace",
+    summary="x.contiguous() at the calls of code that recompiled on strides",
+    causes=(LAYOUT,),
+    what_it_does="""
+Passes `arg.contiguous()` at each call of a compiled function the trace shows
+recompiling on the strides of that parameter (diffusers' WanAnimate: a
+transposed view into the first of blocks compiled one by one).
+""",
+    why_it_recompiles="Dynamo guards a tensor input's strides: another layout is another graph.",
+    example="""
+    hidden_states = x.flatten(2).transpose(1, 2)
+    for block in self.blocks:
+        hidden_states = block(hidden_states.contiguous(), scale)  # .contiguous() added
+""",
+    fix_safety="Safe: the same values, a copy only where the tensor is not contiguous; never where the function changes that input in place.",
+)
+
+CLONE_ALIAS = TraceCure(
+    name="clone-alias-from-trace",
+    summary=".clone() where two inputs the trace saw aliased are made one tensor",
+    causes=(ALIASING,),
+    what_it_does="""
+From a duplicate-tensor guard (`Duplicate tensors found: ["args[1].qacc",
+"args[1].qacc_smooth"]`), writes `.clone()` where one field is set from the
+other (a keyword `qacc=d.qacc_smooth`, an assignment), or on the second of two
+arguments a call passes the same name for.
+""",
+    why_it_recompiles="""
+The first compile saw two tensors; a later call passes one tensor under both
+names (state fed back from the compiled step), which fails the guard.
+""",
+    example="""
+    if nefc == 0:
+        d.update_(qacc=d.qacc_smooth.clone())  # was d.qacc_smooth (mujoco-torch dbf4ed8)
+""",
+    fix_safety="Safe: the same values, one copy more; never where the file changes either field or argument in place (the alias may be meant).",
+)
+
+TENSOR_DICT_VALUES = TraceCure(
+    name="tensor-dict-values-from-trace",
+    summary="torch.as_tensor(...) at every write of a dict of floats the trace saw guarded",
+    causes=(MODULE_FLOAT_ATTR,),
+    what_it_does="""
+For a float in a dict attribute of (sub)modules that the trace saw guarded
+(`….scaling['default'] == 2.0`), writes `torch.as_tensor(value)` at every
+write into that dict in the run's files, when every use of its values is one
+a 0-d tensor behaves the same in.
+""",
+    why_it_recompiles="A Python float read in compiled code is guarded by value; eager code that rewrites it (a LoRA hot-swap) makes the next call recompile.",
+    example="""
+    self.scaling[adapter_name] = torch.as_tensor(lora_alpha / r)  # was lora_alpha / r
+""",
+    fix_safety="Unsafe: every reader of the dict now gets a 0-d tensor; applied with --unsafe-fixes and kept only if the rerun compiles fewer graphs with the same output.",
+)
+
+CAPTURE_SCALARS = TraceCure(
+    name="capture-scalars-from-trace",
+    summary="capture_scalar_outputs where code recompiles after Tensor.item() graph breaks",
+    causes=(RESUME_VALUE,),
+    what_it_does="""
+Sets `torch._dynamo.config.capture_scalar_outputs = True` after the imports
+of the first file whose compiled code broke the graph at `Tensor.item()` and
+recompiled (pytorch/rl #4094).
+""",
+    why_it_recompiles="The break splits the function; the frames resumed after it guard the values around it and recompile when they change.",
+    example="""
+    import torch
+    torch._dynamo.config.capture_scalar_outputs = True  # inserted
+""",
+    fix_safety="Unsafe: a global setting; compiled code that branches on such a value breaks the graph there, or fails to compile under fullgraph=True (the rerun then restores the file).",
+)
+
+#: in the order the guide applies them
+TRACE_CURES: Tuple[TraceCure, ...] = (UNSPEC_FLAG, MARK_DYNAMIC, MARK_UNBACKED, CONTIGUOUS, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS)
+BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
+
+
+def listing() -> str:
+    """What ``fix-recompiles rules TRACE`` prints."""
+    lines = [f"{CODE}: the fixes `run` makes from the trace alone (`fix-recompiles rules NAME` explains one)", ""]
+    lines += [f"{c.name:<32} {c.summary}" for c in TRACE_CURES]
+    return "\n".join(lines) + "\n"
