@@ -195,5 +195,5 @@ BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 def listing() -> str:
     """What ``fix-recompiles rules TRACE`` prints."""
     lines = [f"{CODE}: the fixes `run` makes from the trace alone (`fix-recompiles rules NAME` explains one)", ""]
-    lines += [f"{c.name:<32} {c.summary}" for c in TRACE_CURES]
+    lines += [f"{c.name:<32} {c.summary} (cures: {', '.join(c.causes)})" for c in TRACE_CURES]
     return "\n".join(lines) + "\n"
