@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Tuple
 
+from ..transforms.base import rule_doc
 from .causes import ALIASING, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, RESUME_VALUE, TENSOR_SHAPE
 
 #: the code of every finding the trace makes on its own
@@ -30,22 +31,7 @@ class TraceCure:
 
     def doc(self) -> str:
         """As ``fix-recompiles rules NAME`` prints it (a rule's layout)."""
-        parts = [
-            f"{CODE} ({self.name})",
-            "",
-            "## What it does",
-            self.what_it_does.strip(),
-            "",
-            "## Why it recompiles",
-            self.why_it_recompiles.strip(),
-            "",
-            "## Example",
-            self.example.strip("\n"),
-            "",
-            "## Fix safety",
-            self.fix_safety.strip(),
-        ]
-        return "\n".join(parts) + "\n"
+        return rule_doc(f"{CODE} ({self.name})", self.what_it_does, self.why_it_recompiles, self.example, self.fix_safety)
 
 
 UNSPEC_FLAG = TraceCure(

@@ -115,19 +115,26 @@ class Rule:
     @classmethod
     def doc(cls) -> str:
         """The rule's documentation, as ``fix-recompiles rules CODE`` prints it."""
-        parts = [
-            f"{cls.code} ({cls.name})",
-            "",
-            "## What it does",
-            cls.what_it_does.strip(),
-            "",
-            "## Why it recompiles",
-            cls.why_it_recompiles.strip(),
-            "",
-            "## Example",
-            cls.example.strip("\n"),
-            "",
-            "## Fix safety",
-            cls.fix_safety.strip(),
-        ]
-        return "\n".join(parts) + "\n"
+        return rule_doc(f"{cls.code} ({cls.name})", cls.what_it_does, cls.why_it_recompiles, cls.example, cls.fix_safety)
+
+
+def rule_doc(title: str, what_it_does: str, why_it_recompiles: str, example: str, fix_safety: str) -> str:
+    """A rule's documentation as ruff lays its rules' out: What it does / Why
+    it recompiles / Example / Fix safety (also the trace's own fixes':
+    :mod:`codemods.trace.registry`)."""
+    parts = [
+        title,
+        "",
+        "## What it does",
+        what_it_does.strip(),
+        "",
+        "## Why it recompiles",
+        why_it_recompiles.strip(),
+        "",
+        "## Example",
+        example.strip("\n"),
+        "",
+        "## Fix safety",
+        fix_safety.strip(),
+    ]
+    return "\n".join(parts) + "\n"
