@@ -43,6 +43,10 @@ class Fix:
     needs_torch: bool = False
     #: one line saying what the fix does, e.g. "remove `dynamic=False`"
     title: str = ""
+    #: the clause the finding's message ends with that says why the fix is
+    #: unsafe, when it is only for want of evidence a trace can give (a
+    #: trace-made upgrade to safe drops it: codemods.trace.match.upgrade)
+    unsafe_because: str = ""
 
 
 @dataclass

@@ -316,7 +316,11 @@ def test_static_unsafe_fix_is_upgraded_by_the_trace(copied):
     )
     assert m.finding.applied and guided.files[0].changed
     assert b'@torch.compile(backend="eager")\ndef energy' in guided.files[0].new
-    assert static.message in m.finding.message
+    # the static message, without the clause that called the fix unsafe for want of evidence
+    # (issue 29 item 7: not "unsafe as it may be deliberate" and "safe" on one line)
+    because = static.fix.unsafe_because
+    assert because and static.message.endswith(because) and "unsafe" in because
+    assert static.message[: -len(because)] in m.finding.message and "unsafe" not in m.finding.message
 
 
 def test_only_implicated_findings_are_applied(copied):

@@ -312,11 +312,15 @@ def _evidence(entry: tr.CodeEntry, cause: str) -> str:
 def upgrade(finding: Finding, evidence: str) -> Finding:
     """A copy of ``finding`` whose unsafe fix is safe, saying why."""
     assert finding.fix is not None
-    fix: Fix = dataclasses.replace(finding.fix, safety=Safety.SAFE)
+    fix: Fix = dataclasses.replace(finding.fix, safety=Safety.SAFE, unsafe_because="")
+    message = finding.message
+    because = finding.fix.unsafe_because
+    if because and message.endswith(because):
+        message = message[: len(message) - len(because)]  # not "unsafe as it may be deliberate" and "safe" on one line
     return dataclasses.replace(
         finding,
         fix=fix,
-        message=f"{finding.message} (safe: cures recompiles observed in trace: {evidence})",
+        message=f"{message} (safe: cures recompiles observed in trace: {evidence})",
         applied=False,
     )
 

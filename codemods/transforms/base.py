@@ -84,6 +84,7 @@ class Rule:
         safety: Optional[Safety] = None,
         needs_torch: bool = False,
         title: str = "",
+        unsafe_because: str = "",
         proven: bool = True,
         feeds: Tuple[int, ...] = (),
         feeds_path: str = "",
@@ -95,7 +96,7 @@ class Rule:
             start, end = ctx.source.start(node[0]), ctx.source.end(node[1])
         else:  # ((line, column), (line, column)), columns 0-based
             start, end = node
-        fix = Fix(edits=tuple(edits), safety=safety, needs_torch=needs_torch, title=title) if edits else None
+        fix = Fix(edits=tuple(edits), safety=safety, needs_torch=needs_torch, title=title, unsafe_because=unsafe_because) if edits else None
         return Finding(
             code=self.code,
             message=message,

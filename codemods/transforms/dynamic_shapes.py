@@ -189,16 +189,19 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
             if evidence and intent is None:
                 ev = evidence[0]
                 lead = f"{spelled} but inputs vary (line {ev.call.lineno}: {ev.detail})"
+                because = ""
                 message = f"{lead}; every variant recompiles"
                 safety = Safety.SAFE
             elif evidence:
                 ev = evidence[0]
                 lead = f"{spelled} but inputs vary (line {ev.call.lineno}: {ev.detail})"
-                message = f"{lead}; the static compile looks deliberate ({intent}), so the fix is unsafe"
+                because = f"; the static compile looks deliberate ({intent}), so the fix is unsafe"
+                message = lead + because
                 safety = Safety.UNSAFE
             else:
                 lead = f"{spelled} turns off automatic dynamic shapes: every new shape or number recompiles"
-                message = f"{lead} (no varying call seen here; fix is unsafe as it may be deliberate)"
+                because = " (no varying call seen here; fix is unsafe as it may be deliberate)"
+                message = lead + because
                 safety = Safety.UNSAFE
             proven = bool(evidence) and intent is None
             parameter = _parameter_argument(model, site)
@@ -214,7 +217,8 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
                 )
                 findings.append(self.finding(ctx, kw, message, proven=proven))
                 continue
-            findings.append(self.finding(ctx, kw, message, edits=[edit], safety=safety, title=title, proven=proven))
+            findings.append(self.finding(ctx, kw, message, edits=[edit], safety=safety, title=title, proven=proven,
+                                         unsafe_because=because))
         return findings
 
     def _check_star_kwargs(self, ctx, site, findings: List[Finding]) -> None:
