@@ -466,6 +466,19 @@ class CompileModel:
             if binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
                 yield binding.value
 
+    def instance_class(self, name: ast.Name) -> Optional[ast.ClassDef]:
+        """The class defined in this module (an nn.Module or a plain one) that
+        ``name``, bound exactly once (``x = Cls(...)``, ``x: T = Cls(...)``),
+        is an instance of; None when it is bound otherwise or more than once."""
+        bindings = [b for b in self.scopes.bindings_of(name) if b.kind != "del"]
+        if len(bindings) != 1 or bindings[0].kind not in ("assign", "annassign") or not isinstance(bindings[0].value, ast.Call):
+            return None
+        stmt = bindings[0].stmt
+        if isinstance(stmt, ast.Assign) and not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            return None
+        cls = self.classes.get(dotted_name(bindings[0].value.func) or "")
+        return cls if isinstance(cls, ast.ClassDef) else None
+
     @staticmethod
     def self_attr_values(class_def: ast.ClassDef, attr: str) -> List[ast.AST]:
         """The values assigned to ``self.<attr>`` in the methods of ``class_def``

@@ -498,19 +498,10 @@ def compiled_function(model: CompileModel, site: AstCompileSite) -> Optional[ast
     return None
 
 
-def _instance_class(model: CompileModel, name: str) -> Optional[ast.ClassDef]:
-    """The class of this module a module-level name is bound to an instance
-    of, once (``_TRI_ID = _CachedConst([...])``); not an nn.Module (FR005's
-    and FR014's module model covers those)."""
-    found: Optional[ast.ClassDef] = None
-    for stmt in model.tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-            value = stmt.value
-            cls = model.classes.get(ast_dotted_name(value.func) or "") if isinstance(value, ast.Call) else None
-            if found is not None or not isinstance(cls, ast.ClassDef) or model.is_module_class(cls):
-                return None
-            found = cls
-    return found
+def _module_level(model: CompileModel, name: ast.Name) -> bool:
+    """Is ``name`` bound at module level (a global the function reads)?"""
+    bindings = model.scopes.bindings_of(name)
+    return bool(bindings) and all(b.scope is model.scopes.module for b in bindings)
 
 
 def instance_methods_reached(model: CompileModel, fn: ast.AST) -> List[Tuple[ast.ClassDef, str, ast.AST]]:
@@ -534,8 +525,10 @@ def instance_methods_reached(model: CompileModel, fn: ast.AST) -> List[Tuple[ast
                 if node.args[0].id in model.functions:
                     callees.append(model.functions[node.args[0].id])
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-                cls = _instance_class(model, func.value.id)
-                if cls is not None:
+                # a module-level object of a plain class (FR005's and FR014's
+                # module model covers nn.Modules): `_TRI_ID.get(...)`, `_TRI_ID = _CachedConst([...])`
+                cls = model.instance_class(func.value)
+                if cls is not None and not model.is_module_class(cls) and _module_level(model, func.value):
                     method = _facts(model, cls).methods.get(func.attr)  # its own or a base's
                     if method is not None and not any(m is method for _c, _n, m in out):
                         out.append((cls, func.attr, method))

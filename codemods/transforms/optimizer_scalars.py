@@ -921,11 +921,8 @@ step), while the step compiled by the default inductor backend is as fast
         fn = self._callee_def(ctx, call)
         func = call.func
         if fn is None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            cls = ctx.model.module_class_of(func.value)
-            if cls is None:
-                value = self._single_value(ctx, func.value)
-                cls = ctx.model.classes.get(dotted_name(value.func) or "") if isinstance(value, ast.Call) else None
-            fn = ctx.model.method(cls, func.attr) if isinstance(cls, ast.ClassDef) else None
+            cls = ctx.model.module_class_of(func.value) or ctx.model.instance_class(func.value)
+            fn = ctx.model.method(cls, func.attr) if cls is not None else None
         if fn is None:
             return None
         returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return)]
