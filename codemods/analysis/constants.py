@@ -25,6 +25,30 @@ _MAX_DEPTH = 6
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+#: arithmetic of number literals that stays a number literal
+_NUMBER_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow)
+
+
+def number_kind(expr: Optional[ast.AST]) -> Optional[str]:
+    """"int" or "float" for a number literal (not a bool), a sign of one, or
+    arithmetic of them (``1e-3``, ``-1``, ``3 * 2**10``, ``1 / 3``: a ``/``
+    is a float); None for anything else."""
+    if isinstance(expr, ast.Constant):
+        if isinstance(expr.value, float):
+            return "float"
+        if isinstance(expr.value, int) and not isinstance(expr.value, bool):
+            return "int"
+        return None
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        return number_kind(expr.operand)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, _NUMBER_OPS):
+        left, right = number_kind(expr.left), number_kind(expr.right)
+        if left is None or right is None:
+            return None
+        return "float" if isinstance(expr.op, ast.Div) or "float" in (left, right) else "int"
+    return None
+
+
 def int_value(model: CompileModel, expr: ast.AST, depth: int = 0) -> Optional[int]:
     """The one int ``expr`` visibly evaluates to, else None."""
     if depth > _MAX_DEPTH:

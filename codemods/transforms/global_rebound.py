@@ -10,6 +10,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 from ..analysis.compile_sites import CompileModel, CompileSite, def_first_lines
+from ..analysis.constants import number_kind
 from ..findings import Edit, Finding, Safety
 from ..analysis.source import statement_target, walk
 from ..trace.causes import CuresCause, GLOBAL
@@ -21,13 +22,7 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 def _is_number(node: Optional[ast.AST]) -> bool:
     """A number literal (int or float, not bool), or a sign, arithmetic of them."""
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return _is_number(node.operand)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv)):
-        return _is_number(node.left) and _is_number(node.right)
-    return False
+    return number_kind(node) is not None
 
 
 def _number_like(node: Optional[ast.AST]) -> bool:

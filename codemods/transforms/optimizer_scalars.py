@@ -17,6 +17,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 from .._lazy import cst
 
 from ..analysis.compile_sites import dotted_name
+from ..analysis.constants import number_kind
 from ..analysis.params import parameter_defaults, passed_argument
 from ..findings import Edit, Finding, Safety
 from ..analysis.optim_table import (
@@ -162,26 +163,6 @@ def _literal_bool(arg: Optional[_Arg]) -> Optional[bool]:
     value = arg.value
     if isinstance(value, ast.Constant) and isinstance(value.value, bool):
         return value.value
-    return None
-
-
-def _numeric_kind(expr: ast.AST) -> Optional[str]:
-    """"int" / "float" for an arithmetic expression of number literals, else None."""
-    if isinstance(expr, ast.Constant):
-        if isinstance(expr.value, float):
-            return "float"
-        if isinstance(expr.value, int) and not isinstance(expr.value, bool):
-            return "int"
-        return None
-    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
-        return _numeric_kind(expr.operand)
-    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
-        left, right = _numeric_kind(expr.left), _numeric_kind(expr.right)
-        if left is None or right is None:
-            return None
-        if isinstance(expr.op, ast.Div) or "float" in (left, right):
-            return "float"
-        return "int"
     return None
 
 
@@ -996,7 +977,7 @@ step), while the step compiled by the default inductor backend is as fast
         model = ctx.model
         if isinstance(expr, ast.Call) and model.qualified_names(expr.func, visible=True) & _TENSOR_FACTORIES:
             return "tensor", None
-        kind = _numeric_kind(expr)
+        kind = number_kind(expr)
         if kind is not None:
             return kind, None
         if isinstance(expr, ast.Name):
