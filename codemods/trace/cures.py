@@ -552,7 +552,7 @@ def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Se
             if value is None or not isinstance(value, _ATOMS) or _already_contiguous(value) or id(value) in done:
                 continue
             done.add(id(value))
-            edits.append(Edit(source.target(value, "BaseExpression"), _contiguous))
+            edits.append(Edit(source.target(value, "BaseExpression"), _then("contiguous")))
             line, column = source.start(value)
             sites.append(ContiguousSite(line, column + 1, function, source.segment(value), param))
     if not edits:
@@ -560,8 +560,13 @@ def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Se
     return _render_edits(source, data, edits), sites
 
 
-def _contiguous(node: cst.CSTNode) -> cst.CSTNode:
-    return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("contiguous")))
+def _then(method: str):
+    """An edit's apply: ``node`` -> ``node.<method>()`` (``.contiguous()``, ``.clone()``)."""
+
+    def apply(node: cst.CSTNode) -> cst.CSTNode:
+        return cst.Call(func=cst.Attribute(value=node, attr=cst.Name(method)))
+
+    return apply
 
 
 def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
@@ -826,7 +831,7 @@ def clone_aliases(data: bytes, function: str, firstlineno: int, pairs: Sequence[
         if id(value) in done or not isinstance(value, _ATOMS):
             return
         done.add(id(value))
-        edits.append(Edit(source.target(value, "BaseExpression"), _clone))
+        edits.append(Edit(source.target(value, "BaseExpression"), _then("clone")))
         line, column = source.start(value)
         sites.append(CloneSite(line, column + 1, source.segment(value), pair))
 
@@ -857,10 +862,6 @@ def clone_aliases(data: bytes, function: str, firstlineno: int, pairs: Sequence[
     if not edits:
         return None, []
     return _render_edits(source, data, edits), sites
-
-
-def _clone(node: cst.CSTNode) -> cst.CSTNode:
-    return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("clone")))
 
 
 def apply_alias_evidence(trace: tr.Trace, guided: Guided) -> None:
