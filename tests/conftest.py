@@ -19,6 +19,10 @@ def pytest_configure(config):
 
         config._probe_cache = tempfile.mkdtemp(prefix="fix-recompiles-probes-")
         os.environ["FIX_RECOMPILES_PROBE_CACHE"] = config._probe_cache
+        # the replay key (codemods/pipeline/replay.py) of this session's runs,
+        # not the user's: nothing is written to their home
+        config._xdg_cache = tempfile.mkdtemp(prefix="fix-recompiles-xdg-")
+        os.environ["XDG_CACHE_HOME"] = config._xdg_cache
 
 
 def pytest_unconfigure(config):
@@ -26,6 +30,11 @@ def pytest_unconfigure(config):
     warm = sys.modules.get("warm_python")
     if warm is not None:
         warm.close_all()
+    xdg = getattr(config, "_xdg_cache", None)
+    if xdg:
+        import shutil
+
+        shutil.rmtree(xdg, ignore_errors=True)
     folder = getattr(config, "_probe_cache", None)
     if folder:
         import shutil

@@ -76,7 +76,17 @@ def mark_snapshot(root) -> None:
             break
     else:
         snap["output"].insert(0, [1, "REPLAYED\n"])
+    resign(snap)
     path.write_text(json.dumps(snap))
+
+
+def resign(snap: dict) -> None:
+    """Sign an edited snapshot with this session's replay key (what only
+    the key's owner can do: tests/conftest.py points XDG_CACHE_HOME here)."""
+    from codemods.pipeline import replay
+
+    with open(replay.key_path(), "rb") as fh:
+        snap["mac"] = replay.signature(snap, fh.read())
 
 
 @pytest.fixture
@@ -226,3 +236,49 @@ def test_snapshots_are_bounded(tmp_path):
     replay._prune(str(tmp_path))
     left = sorted(p.name for p in tmp_path.glob("*.json"))
     assert left == [f"{i:02d}.json" for i in range(3, replay.KEEP + 3)]  # the oldest went
+
+
+def _forge(tree, text: str, code: int = 0) -> dict:
+    """Rewrite the one snapshot to print ``text`` and exit ``code``, as
+    someone without the replay key would: its signature left as it was."""
+    (path,) = snapshots(tree)
+    snap = json.loads(path.read_text())
+    snap["output"], snap["code"] = [[1, text]], code
+    path.write_text(json.dumps(snap))
+    return snap
+
+
+def test_a_forged_snapshot_is_never_replayed(tree):
+    """Issue 29 item 7: a snapshot edited without the user's key (a file
+    dropped into the cache folder) cannot make a run print "All checks
+    passed!" and exit 0."""
+    first = fr(tree, "pkg")
+    assert first.returncode == 1
+    _forge(tree, "All checks passed!\n")
+    again = fr(tree, "pkg")
+    assert (again.returncode, again.stdout) == (first.returncode, first.stdout)
+
+
+def test_a_snapshot_signed_with_another_key_is_never_replayed(tree, tmp_path_factory):
+    """One written on another machine or by another user (a CI cache
+    restored into the folder): signed, but not with this user's key."""
+    from codemods.pipeline import replay
+
+    first = fr(tree, "pkg")
+    snap = _forge(tree, "All checks passed!\n")
+    snap["mac"] = replay.signature(snap, b"k" * 32)
+    (path,) = snapshots(tree)
+    path.write_text(json.dumps(snap))
+    again = fr(tree, "pkg")
+    assert (again.returncode, again.stdout) == (first.returncode, first.stdout)
+    # the same edit signed with this user's key is replayed: the key is what decides
+    resign(snap)
+    path.write_text(json.dumps(snap))
+    assert fr(tree, "pkg").stdout == b"All checks passed!\n"
+
+
+def test_without_a_readable_key_nothing_is_recorded(tree, tmp_path_factory):
+    blocked = tmp_path_factory.mktemp("blocked")
+    (blocked / "fix-recompiles").write_text("a file where the key's folder should be")
+    assert fr(tree, "pkg", env={"XDG_CACHE_HOME": str(blocked)}).returncode == 1
+    assert snapshots(tree) == []

@@ -37,6 +37,12 @@ is then not recorded.
 Snapshots live in ``<cache folder>/runs/`` (at most :data:`KEEP`, oldest
 removed), are untrusted input like the rest of the cache (a wrong shape is a
 miss, never a crash; no symbolic link followed) and are written atomically.
+Each carries a keyed checksum (BLAKE2b) made with the user's own key, kept
+outside any project (``$XDG_CACHE_HOME/fix-recompiles/replay.key``, else
+``~/.cache/...``, mode 0600): a snapshot written with another key (another
+machine or user, a CI cache restored into the folder) or edited by hand is a
+miss, so no file put in the cache folder can make a run print "All checks
+passed!".
 Anything unexpected is a miss: the run then happens as usual.
 """
 
@@ -55,7 +61,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and hashlib cost milliseconds at import; a replay is all start-up
     from typing import List, Optional, Sequence, Tuple
 
-FORMAT = 1
+FORMAT = 2
+#: the snapshot's signature: a keyed BLAKE2b of its contents (the C module,
+#: not ``hashlib``: 0.3 ms to import instead of 3-8)
+try:
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # an interpreter without it: nothing is recorded or replayed
+    _blake2b = None
 CACHE_DIR = ".fix_recompiles_cache"  # = codemods.pipeline.cache.CACHE_DIR (not imported: this module stays light)
 RUNS = "runs"
 KEEP = 32
@@ -140,6 +152,44 @@ def run_key(args: Sequence[str]) -> Tuple[str, str]:
     return f"{zlib.crc32(raw):08x}-{zlib.adler32(raw):08x}", key
 
 
+def key_path() -> str:
+    """The user's replay key: outside any project, so a snapshot another
+    machine, user or a restored CI cache wrote (or one edited by hand) is
+    never replayed."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "fix-recompiles", "replay.key")
+
+
+def _secret(create: bool) -> Optional[bytes]:
+    """The 32-byte replay key (made, mode 0600, when ``create`` and absent);
+    None when it cannot be read or made (then nothing is replayed)."""
+    path = key_path()
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(64)
+        return data if len(data) == 32 else None
+    except OSError:
+        if not create:
+            return None
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        data = os.urandom(32)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return data
+    except OSError:
+        return _secret(False)  # made by another run meanwhile, or not writable
+
+
+def signature(snapshot: dict, secret: bytes) -> str:
+    """The keyed checksum of a snapshot's contents (its ``"mac"`` left out)."""
+    body = {k: v for k, v in snapshot.items() if k != "mac"}
+    raw = json.dumps(body, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    return _blake2b(raw, key=secret, digest_size=16).hexdigest()  # type: ignore[misc]
+
+
 def _read(folder: str, path: str) -> Optional[bytes]:
     """The bytes of ``path`` inside ``folder``; None for a link on the way, a
     file that is not regular, or any error."""
@@ -165,7 +215,7 @@ def _valid(snapshot) -> bool:
     """Has ``snapshot`` exactly the shape :meth:`Recording.save` writes?"""
     if not isinstance(snapshot, dict) or snapshot.get("format") != FORMAT:
         return False
-    if not isinstance(snapshot.get("key"), str):
+    if not isinstance(snapshot.get("key"), str) or not isinstance(snapshot.get("mac"), str):
         return False
     code, inputs, output = snapshot.get("code"), snapshot.get("inputs"), snapshot.get("output")
     if not (isinstance(code, int) and not isinstance(code, bool) and 0 <= code <= 1):
@@ -189,7 +239,7 @@ def replay(args: Sequence[str]) -> Optional[int]:
     None (nothing printed) when there is none or any input changed."""
     try:
         folder = cache_folder()
-        if folder is None:
+        if folder is None or _blake2b is None:
             return None
         name, key = run_key(args)
         path = os.path.join(folder, RUNS, name + ".json")
@@ -199,6 +249,9 @@ def replay(args: Sequence[str]) -> Optional[int]:
         snapshot = json.loads(data)
         if not _valid(snapshot) or snapshot["key"] != key:
             return None
+        secret = _secret(False)
+        if secret is None or snapshot["mac"] != signature(snapshot, secret):
+            return None  # written elsewhere, or edited: never printed as this run's result
         for name, kind, sig in snapshot["inputs"]:
             if _signature(name, kind) != sig:
                 return None
@@ -300,6 +353,10 @@ class Recording:
             else:
                 output.append([fd, data.decode("utf-8", "surrogateescape")])
         snapshot = {"format": FORMAT, "key": self.key, "code": code, "inputs": entries, "output": output}
+        secret = _secret(True) if _blake2b is not None else None
+        if secret is None:
+            return False
+        snapshot["mac"] = signature(snapshot, secret)
         runs = os.path.join(self.folder, RUNS)
         try:
             if os.path.islink(self.folder) or os.path.islink(runs):
