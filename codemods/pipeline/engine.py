@@ -201,19 +201,21 @@ def should_apply(finding: Finding, settings: Settings) -> bool:
     return finding.fix is not None and (finding.fix.safety == Safety.SAFE or settings.unsafe_fixes)
 
 
-def _resolve_edits(ctx: FileContext, edits: Sequence[Edit]) -> List[Edit]:
+def _resolve_edits(ctx: FileContext, edits: Sequence[Edit], module: Optional[cst.Module] = None, shift: int = 0) -> List[Edit]:
     """Edits keyed by libcst node: a :class:`Target` of an ``ast`` rule is
     located in the parsed module (render time: the only place libcst parses a
-    file that no CST rule read)."""
+    file that no CST rule read); ``module``: a part of the file whose line 1
+    is the file's line ``shift + 1`` (:func:`_render_statements`)."""
     if not any(isinstance(e.node, Target) for e in edits):
         return list(edits)
-    locator = NodeLocator(ctx.module)
+    locator = NodeLocator(ctx.module if module is None else module)
     out: List[Edit] = []
     for edit in edits:
         if isinstance(edit.node, Target):
-            node = locator.locate(edit.node)
+            t = edit.node
+            node = locator.locate(Target((t.start[0] - shift, t.start[1]), (t.end[0] - shift, t.end[1]), t.kind, t.up) if shift else t)
             if node is None:
-                raise FileError(ctx.display_path, f"internal error: no code to edit at line {edit.node.start[0]}; file left unchanged")
+                raise FileError(ctx.display_path, f"internal error: no code to edit at line {t.start[0]}; file left unchanged")
             edit = Edit(node, edit.apply)
         out.append(edit)
     return out
@@ -451,19 +453,7 @@ def _render_statements(ctx: FileContext, edits: Sequence[Edit], data: bytes) -> 
             return None
         module = module.with_changes(default_indent=indent, default_newline=newline)
         shift = prev_end - (1 if dummy else 0)  # file line = chunk line + shift
-        moved = [
-            Edit(Target((t.start[0] - shift, t.start[1]), (t.end[0] - shift, t.end[1]), t.kind, t.up), e.apply)
-            for e in by_span[i]
-            for t in [e.node]  # type: ignore[list-item]
-        ]
-        locator = NodeLocator(module)
-        resolved: List[Edit] = []
-        for edit in moved:
-            node = locator.locate(edit.node)  # type: ignore[arg-type]
-            if node is None:
-                raise FileError(ctx.display_path, f"internal error: no code to edit at line {edit.node.start[0] + shift}; file left unchanged")  # type: ignore[union-attr]
-            resolved.append(Edit(node, edit.apply))
-        new = module.visit(_apply_edits(resolved)).bytes
+        new = module.visit(_apply_edits(_resolve_edits(ctx, by_span[i], module, shift))).bytes
         if not new.startswith(dummy):
             return None
         new = new[len(dummy) :]

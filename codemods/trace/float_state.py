@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import List, Optional, Set, Tuple
 
 from .._lazy import cst
 
@@ -47,45 +47,32 @@ from .match import Guided, Match
 RULE_NAME = TENSOR_DICT_VALUES.name
 
 
-def _parents(tree: ast.AST) -> Dict[int, ast.AST]:
-    out: Dict[int, ast.AST] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            out[id(child)] = node
-    return out
+#: torch's constructors of a tensor from a number (a value already a tensor is not wrapped)
+_TENSOR_MAKERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.full", "torch.zeros", "torch.ones", "torch.scalar_tensor"})
+#: builtins whose first argument may be a 0-d tensor where it was a float
+_TAKES_A_TENSOR = frozenset({"builtins.isinstance", "builtins.float", "builtins.int", "builtins.bool", "builtins.abs", "builtins.round"})
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
-def _is_tensor_call(node: ast.AST) -> bool:
-    """``torch.tensor(...)``, ``torch.as_tensor(...)``, ``torch.full(...)``, …"""
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in ("tensor", "as_tensor", "full", "zeros", "ones", "scalar_tensor")
-    )
+def _is_tensor_call(model, node: ast.AST) -> bool:
+    """``torch.tensor(...)``, ``torch.as_tensor(...)``, ``torch.full(...)``, … (by the module's imports)."""
+    return isinstance(node, ast.Call) and bool(model.qualified_names(node.func) & _TENSOR_MAKERS)
 
 
-def _use_is_tensor_safe(node: ast.AST, parents: Dict[int, ast.AST]) -> bool:
+def _use_is_tensor_safe(source, model, node: ast.AST) -> bool:
     """Does ``node`` (a value read) sit where a 0-d tensor behaves as the float?"""
-    parent = parents.get(id(node))
-    if isinstance(parent, ast.BinOp) or isinstance(parent, ast.Compare):
+    parent = source.parent(node)
+    if isinstance(parent, (ast.BinOp, ast.Compare)):
         return True
     if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, (ast.USub, ast.UAdd)):
         return True
     if isinstance(parent, ast.Attribute) and parent.value is node:
-        return isinstance(parents.get(id(parent)), ast.Call)  # a method: `.fill_(v)`, `.item()`
+        return isinstance(source.parent(parent), ast.Call)  # a method: `.fill_(v)`, `.item()`
     if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node:
         # `isinstance(v, float)`, `float(v)`, `math.sqrt(v)`, `torch.tensor(v)`: a 0-d tensor is taken
-        func = parent.func
-        if isinstance(func, ast.Name):
-            return func.id in _TAKES_A_TENSOR
-        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and (
-            func.value.id == "math" or (func.value.id == "torch" and func.attr in ("tensor", "as_tensor"))
-        )
+        names = model.qualified_names(parent.func)
+        return bool(names & (_TAKES_A_TENSOR | {"torch.tensor", "torch.as_tensor"})) or any(q.startswith("math.") for q in names)
     return False
-
-
-#: builtins whose first argument may be a 0-d tensor where it was a float
-_TAKES_A_TENSOR = frozenset({"isinstance", "float", "int", "bool", "abs", "round"})
 
 
 @dataclass
@@ -93,13 +80,6 @@ class _Plan:
     """The writes to wrap in one file: the value expressions."""
 
     values: List[ast.expr]
-
-
-def _enclosing_function(node: ast.AST, parents: Dict[int, ast.AST]) -> Optional[ast.AST]:
-    cur = parents.get(id(node))
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        cur = parents.get(id(cur))
-    return cur
 
 
 def _local_loads(scope: ast.AST, name: str) -> Tuple[List[ast.Name], int]:
@@ -117,29 +97,26 @@ def _local_loads(scope: ast.AST, name: str) -> Tuple[List[ast.Name], int]:
     return loads, stores
 
 
-def plan_file(tree: ast.AST, attr: str) -> Optional[_Plan]:
-    """The values written into the dict attribute ``attr`` in this file, to
-    wrap; None when a use or a write is not one this fix may change (the
-    whole file is then left alone)."""
-    parents = _parents(tree)
+def plan_file(source, model, attr: str) -> Optional[_Plan]:
+    """The values written into the dict attribute ``attr`` in this file
+    (``source``, its compile-site ``model``), to wrap; None when a use or a
+    write is not one this fix may change (the whole file is then left alone)."""
+    tree = source.tree
     values: List[ast.expr] = []
     # the dict expressions: `<x>.attr`, and local names bound once to one
-    dicts: List[ast.AST] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == attr:
-            dicts.append(node)
+    dicts: List[ast.AST] = [n for n in source.nodes(ast.Attribute) if n.attr == attr]
     seen_locals: Set[Tuple[int, str]] = set()
     todo = list(dicts)
     while todo:
         d = todo.pop()
-        parent = parents.get(id(d))
+        parent = source.parent(d)
         if isinstance(d, ast.Attribute) and isinstance(d.ctx, ast.Store):
             # `<x>.attr = {...}` (or a tuple target: `a.r, a.scaling = {}, {}`)
             stmt = parent
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and stmt.targets[0] is d:
                 value = stmt.value
-            elif isinstance(parent, ast.Tuple) and isinstance(parents.get(id(parent)), ast.Assign):
-                assign = parents[id(parent)]
+            elif isinstance(parent, ast.Tuple) and isinstance(source.parent(parent), ast.Assign):
+                assign = source.parent(parent)
                 if not isinstance(assign.value, ast.Tuple) or len(assign.value.elts) != len(parent.elts):
                     return None
                 value = assign.value.elts[parent.elts.index(d)]
@@ -147,58 +124,58 @@ def plan_file(tree: ast.AST, attr: str) -> Optional[_Plan]:
                 return None
             if not isinstance(value, ast.Dict) or None in value.keys:
                 return None
-            values.extend(v for v in value.values if not _is_tensor_call(v))
+            values.extend(v for v in value.values if not _is_tensor_call(model, v))
             continue
         if isinstance(d, ast.Attribute) and isinstance(d.ctx, ast.Del):
             return None
         if isinstance(parent, ast.Subscript) and parent.value is d:
             if isinstance(parent.ctx, ast.Store):
-                assign = parents.get(id(parent))
+                assign = source.parent(parent)
                 if not isinstance(assign, ast.Assign) or len(assign.targets) != 1 or assign.targets[0] is not parent:
                     return None  # `d[k] += v`, a tuple target, a for target
-                if not _is_tensor_call(assign.value):
+                if not _is_tensor_call(model, assign.value):
                     values.append(assign.value)
                 continue
             if isinstance(parent.ctx, ast.Del):
                 continue
             # a read of one value: directly, or bound to a local name
-            holder = parents.get(id(parent))
+            holder = source.parent(parent)
             if isinstance(holder, ast.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0], ast.Name) and holder.value is parent:
-                scope = _enclosing_function(holder, parents) or tree
+                scope = source.enclosing(holder, _FUNCS) or tree
                 loads, stores = _local_loads(scope, holder.targets[0].id)
-                if stores != 1 or not all(_use_is_tensor_safe(n, parents) for n in loads):
+                if stores != 1 or not all(_use_is_tensor_safe(source, model, n) for n in loads):
                     return None
                 continue
-            if not _use_is_tensor_safe(parent, parents):
+            if not _use_is_tensor_safe(source, model, parent):
                 return None
             continue
         if isinstance(parent, ast.Attribute) and parent.value is d and parent.attr in ("items", "values", "keys", "get"):
             if parent.attr in ("values", "items", "get"):
-                call = parents.get(id(parent))
+                call = source.parent(parent)
                 if not isinstance(call, ast.Call):
                     return None
                 if parent.attr == "get":
-                    if not _use_is_tensor_safe(call, parents):
+                    if not _use_is_tensor_safe(source, model, call):
                         return None
                     continue
                 # `for k, v in d.items()`: the loop's value variable is a read
-                loop = parents.get(id(call))
+                loop = source.parent(call)
                 if not isinstance(loop, (ast.For, ast.comprehension)) or loop.iter is not call:
                     return None
                 target = loop.target
                 name = target.elts[-1] if parent.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2 else target
                 if not isinstance(name, ast.Name):
                     return None
-                scope = _enclosing_function(loop, parents) or tree
+                scope = source.enclosing(loop, _FUNCS) or tree
                 loads, _stores = _local_loads(scope, name.id)
-                if not all(_use_is_tensor_safe(n, parents) for n in loads):
+                if not all(_use_is_tensor_safe(source, model, n) for n in loads):
                     return None
             continue
         if isinstance(parent, ast.Compare) and any(c is d for c in parent.comparators) and all(isinstance(o, (ast.In, ast.NotIn)) for o in parent.ops):
             continue  # `key in d`
         if isinstance(parent, ast.Assign) and parent.value is d and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
             # the dict bound to a local name: followed one hop
-            scope = _enclosing_function(parent, parents) or tree
+            scope = source.enclosing(parent, _FUNCS) or tree
             name = parent.targets[0].id
             loads, stores = _local_loads(scope, name)
             if stores != 1 or (id(scope), name) in seen_locals:
@@ -230,10 +207,10 @@ def wrap_values(data: bytes, attr: str) -> Tuple[Optional[bytes], List[Tuple[int
         source = parse_ast("<trace>", data)
     except FileError:
         return None, [], False
-    plan = plan_file(source.tree, attr)
+    model = model_of(source)
+    plan = plan_file(source, model, attr)
     if plan is None or not plan.values:
         return None, [], plan is None
-    model = model_of(source)
     if model.torch_alias is None:
         return None, [], True
     edits = [Edit(source.target(v, "BaseExpression"), _as_tensor(model.torch_alias)) for v in plan.values]
