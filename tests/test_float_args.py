@@ -550,3 +550,48 @@ def test_recursive_helpers_are_not_followed_forever():
     first, second = by_kw
     assert first.fix is not None and first.fix.safety.value == "unsafe" and "calls back into itself" in first.message, first.message
     assert second.fix is None and "passed to `c()`" in second.message and "passed to `d()`" in second.message and "round()" in second.message, second.message
+
+
+# -- a fused kernel's scalars: a counted-up int beside the floats (issue 28) ----------
+
+_KERNEL = """import torch
+@torch.compile(dynamic=False)
+def upd(p, step, lr, beta):
+    p.sub_({use})
+p = torch.ones(3)
+state = {{"step": 0}}
+for it in range(4):
+    lr = 0.1 * (1 - it / 4)
+    state["step"] += 1
+    upd(p, {step}, lr, 0.9)
+"""
+
+
+def test_counted_int_is_wrapped_with_the_floats():
+    """The lr beside a step counted up with it: one finding whose fix wraps
+    both (a wrap of the lr alone leaves every step recompiling); the
+    constant 0.9 is not part of it."""
+    src = _KERNEL.format(use="lr * p / (1 - beta ** step)", step='state["step"]')
+    r = _fix(src, Settings(select=frozenset({"FR003"}), unsafe_fixes=True))
+    assert [f.code for f in r.findings] == ["FR003"]
+    assert 'state["step"]' in r.findings[0].message and "alone cures nothing" in r.findings[0].message
+    assert 'upd(p, torch.tensor(state["step"], dtype=torch.float64), torch.tensor(lr, dtype=torch.float64), 0.9)' in r.new.decode()
+
+
+def test_counted_int_that_cannot_be_a_tensor_blocks_the_fix():
+    """The step sizes a tensor: it cannot be a tensor, so neither is the lr
+    wrapped (together or not at all)."""
+    src = _KERNEL.format(use="lr * p * len(range(step))", step='state["step"]')
+    r = _fix(src, UNSAFE)
+    out, findings = (r.new or r.original).decode(), r.findings
+    assert "no fix" in findings[0].message and findings[0].fix is None
+    assert "torch.tensor(lr" not in out
+
+
+def test_an_int_not_counted_up_leaves_the_float_alone():
+    """A constant int beside the lr is not claimed: the lr's own wrap, as before."""
+    src = _KERNEL.format(use="lr * p / (1 - beta ** step)", step="3")
+    r = _fix(src, Settings(select=frozenset({"FR003"}), unsafe_fixes=True))
+    out, findings = (r.new or r.original).decode(), r.findings
+    assert [f.code for f in findings] == ["FR003"] and "counted up" not in findings[0].message
+    assert "upd(p, 3, torch.tensor(lr, dtype=torch.float64), 0.9)" in out

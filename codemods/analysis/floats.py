@@ -944,6 +944,51 @@ def float_flow(site: NameResolver, expr: ast.AST) -> Optional[FloatFlow]:
     return FloatFlow(reason, tuple(side.group_lrs), tuple(side.defaults))
 
 
+def counted_int(site: NameResolver, expr: ast.AST) -> Optional[str]:
+    """Why ``expr`` is a Python int counted up between calls, or None: a
+    step counter kept in per-parameter state (``state["step"]``: every store
+    of that key in the function holding ``expr`` an int, one of them ``+=``),
+    an int attribute of ``self`` (``self.step``, likewise in its class), or a
+    local int name incremented in a loop around ``expr``.  Only a counter
+    changes each time the floats beside it do (an optimizer step: lr and step
+    together); an int that may change at other times is not claimed."""
+    side = _CallSide(site)
+    source = site.source
+    fn = source.enclosing(expr, (ast.FunctionDef, ast.AsyncFunctionDef))
+    stores: List[ast.AST] = []
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str):
+        for node in site.key_stores(expr.value.id, expr.slice.value):
+            if source.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef)) is fn:
+                stores.append(source.parent(node))
+    elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        cls = source.enclosing(expr, ast.ClassDef)
+        if not isinstance(cls, ast.ClassDef) or side.number(expr, set()) != "int":
+            return None
+        stores = [v for v in site.self_stores(cls, expr.attr) if isinstance(v, ast.AugAssign)]
+        if not stores:
+            return None
+        return f"an int counted up on line {stores[0].lineno}"  # type: ignore[attr-defined]
+    elif isinstance(expr, ast.Name):
+        if side.number(expr, set()) != "int":
+            return None
+        for loop in source.loops_around(expr):
+            for node in ast.walk(loop):
+                if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == expr.id and isinstance(node.op, ast.Add):
+                    return f"an int counted up in the loop on line {loop.lineno}"  # type: ignore[attr-defined]
+        return None
+    else:
+        return None
+    counted = None
+    for stmt in stores:
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Add, ast.Sub)) and side.number(stmt.value, set()) == "int":
+            counted = counted or stmt
+        elif not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and side.number(stmt.value, set()) == "int"):
+            return None
+    if counted is None:
+        return None
+    return f"an int counted up on line {counted.lineno}"  # type: ignore[attr-defined]
+
+
 def float_reason(site: NameResolver, expr: ast.AST) -> Optional[str]:
     """Why ``expr`` is a Python float, or None when it is not visibly one."""
     flow = float_flow(site, expr)

@@ -7,7 +7,7 @@ import ast
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 from .._lazy import cst
 
@@ -24,6 +24,7 @@ from ..analysis.floats import (
     call_args,
     callee_width,
     calls_of,
+    counted_int,
     float_flow,
     summarize_function,
     tensor_width,
@@ -121,6 +122,21 @@ class _Route:
     #: compiled in another module of the run: (its path, the first lines its
     #: code object can start on), for the trace to match
     elsewhere: Optional[Tuple[str, Tuple[int, ...]]] = None
+
+
+class _Member(NamedTuple):
+    """One argument of a compiled call judged for a wrap: how it is passed,
+    the parameter it lands in, why it is a guarded number."""
+
+    keyword: Optional[str]
+    value: ast.AST
+    param: Optional[str]
+    slot: object
+    flow: FloatFlow
+    #: the source the trace saw guarded, when only the trace tells
+    seen: Optional[str]
+    #: the evidence that it changes between calls (None: none seen)
+    varies: Optional[str]
 
 
 def _var_params(fn: ast.AST) -> Tuple[Optional[str], Optional[str]]:
@@ -372,6 +388,16 @@ gives `inf` with a tensor.
         Example(
             "import torch\n@torch.compile\ndef f(x, c):\n    print(str(c))\n    return x * c\nf(torch.ones(3), 0.5)\nf(torch.ones(3), 0.7)\n",
             "import torch\n@torch.compile\ndef f(x, c):\n    print(str(c))\n    return x * c\nf(torch.ones(3), torch.tensor(0.5, dtype=torch.float64))\nf(torch.ones(3), torch.tensor(0.7, dtype=torch.float64))\n",
+            unsafe=True,
+        ),
+        # a scheduled lr beside a step counted up with it (a fused optimizer
+        # kernel): wrapped together or not at all, the int as well
+        Example(
+            "import torch\n@torch.compile(dynamic=False)\ndef upd(p, step, lr):\n    p.sub_(lr * p / (1 - 0.9 ** step))\n"
+            "p = torch.ones(3)\nstate = {'step': 0}\nfor it in range(4):\n    lr = 0.1 * (1 - it / 4)\n    state['step'] += 1\n    upd(p, state['step'], lr)\n",
+            "import torch\n@torch.compile(dynamic=False)\ndef upd(p, step, lr):\n    p.sub_(lr * p / (1 - 0.9 ** step))\n"
+            "p = torch.ones(3)\nstate = {'step': 0}\nfor it in range(4):\n    lr = 0.1 * (1 - it / 4)\n    state['step'] += 1\n"
+            "    upd(p, torch.tensor(state['step'], dtype=torch.float64), torch.tensor(lr, dtype=torch.float64))\n",
             unsafe=True,
         ),
         # one value, passed once: nothing shows it changing (reported with --unproven)
@@ -662,6 +688,7 @@ gives `inf` with a tensor.
                 if param is not None:
                     by_param[param] = value
                 args.append((slot_value[0], value, param, keyword if keyword is not None else position))
+            members: List[_Member] = []
             for keyword, value, param, slot in args:
                 flow = flows.get(id(value))
                 seen = None
@@ -672,44 +699,108 @@ gives `inf` with a tensor.
                 if flow is None:
                     continue
                 done.add(id(value))
-                where = f"`{keyword}=`" if keyword is not None else f"`{site_model.code(call, value)}`"
-                through = f" through `{'` -> `'.join(route.via)}`" if route.via else ""
-                head = f"float argument {where} ({flow.reason}) to compiled `{route.callee}`{through} is guarded on its value: new values recompile"
-                verdict, why = self._verdict(ctx, site_model, route, summary, param, keyword_at(route, keyword, value), by_param)
-                if verdict != "none" and route.unsafe:
-                    verdict, why = "unsafe", route.unsafe  # a forwarder reads what it forwards
-                if verdict == "safe":
-                    message = f"{head}; pass a 0-d tensor"
-                    safety: Optional[Safety] = Safety.SAFE
-                elif verdict == "unsafe":
-                    message = f"{head}; fix is unsafe: {why}"
-                    safety = Safety.UNSAFE
-                else:  # no fix: the analysis knows a wrap crashes or cannot cure it
-                    message = f"{head}; {why}"
-                    safety = None
-                edit = Edit(ctx.source.target(value, "BaseExpression"), lambda node: _tensor_call(model, node))
                 varies = "the trace saw it recompile" if seen is not None else self._varies(site_model, call, value, flow)
                 if varies is None and route.slots is None and len(literal_values.get((route.callee, slot), ())) > 1:
                     varies = f"`{route.callee}` is called with different values"
-                if varies is None:
-                    head_note = " (no call seen passing a changing value: reported with --unproven)"
-                    message = message.replace(head, head + head_note, 1)
-                findings.append(
-                    self.finding(
-                        ctx,
-                        value,
-                        message,
-                        edits=[edit] if safety is not None else [],
-                        safety=safety,
-                        needs_torch=True,
-                        title="wrap in `torch.tensor(..., dtype=torch.float64)`",
-                        proven=varies is not None,
-                        feeds=def_first_lines(route.fn_def) if isinstance(route.fn_def, _FUNCS) else (route.elsewhere[1] if route.elsewhere else ()),
-                        feeds_path=route.elsewhere[0] if route.elsewhere and not isinstance(route.fn_def, _FUNCS) else "",
-                        about=tuple(dict.fromkeys(n for n in (param, keyword_at(route, keyword, value)) if n)),
-                    )
-                )
+                members.append(_Member(keyword, value, param, slot, flow, seen, varies))
+            changing = [m for m in members if m.varies is not None]
+            counters: List[_Member] = []
+            taken = {id(m.value) for m in members}
+            for keyword, value, param, slot in args if changing else ():
+                counted = counted_int(site_model, value) if id(value) not in taken else None
+                if counted is not None:
+                    counters.append(_Member(keyword, value, param, slot, FloatFlow(counted), None, counted))
+            if counters:
+                findings.append(self._together(ctx, site_model, route, summary, by_param, changing, counters))
+            for member in members:
+                if not counters or member.varies is None:
+                    findings.append(self._alone(ctx, site_model, route, summary, by_param, member))
         return findings
+
+    def _judged(self, ctx, site_model: NameResolver, route: _Route, summary, by_param, member: "_Member") -> Tuple[str, str]:
+        """The verdict on wrapping one argument (:meth:`_verdict`), a forwarder's reason first."""
+        verdict, why = self._verdict(ctx, site_model, route, summary, member.param, keyword_at(route, member.keyword, member.value), by_param)
+        if verdict != "none" and route.unsafe:
+            verdict, why = "unsafe", route.unsafe  # a forwarder reads what it forwards
+        return verdict, why
+
+    def _emit(self, ctx, route: _Route, member: "_Member", message: str, edits: List[Edit], safety: Optional[Safety], title: str, proven: bool, about: Tuple[str, ...]) -> Finding:
+        return self.finding(
+            ctx,
+            member.value,
+            message,
+            edits=edits if safety is not None else [],
+            safety=safety,
+            needs_torch=True,
+            title=title,
+            proven=proven,
+            feeds=def_first_lines(route.fn_def) if isinstance(route.fn_def, _FUNCS) else (route.elsewhere[1] if route.elsewhere else ()),
+            feeds_path=route.elsewhere[0] if route.elsewhere and not isinstance(route.fn_def, _FUNCS) else "",
+            about=about,
+        )
+
+    def _alone(self, ctx, site_model: NameResolver, route: _Route, summary, by_param, member: "_Member") -> Finding:
+        """One float argument's finding: its own wrap."""
+        model, call = ctx.model, route.origin
+        keyword, value, param, flow = member.keyword, member.value, member.param, member.flow
+        where = f"`{keyword}=`" if keyword is not None else f"`{site_model.code(call, value)}`"
+        through = f" through `{'` -> `'.join(route.via)}`" if route.via else ""
+        head = f"float argument {where} ({flow.reason}) to compiled `{route.callee}`{through} is guarded on its value: new values recompile"
+        verdict, why = self._judged(ctx, site_model, route, summary, by_param, member)
+        if verdict == "safe":
+            message = f"{head}; pass a 0-d tensor"
+            safety: Optional[Safety] = Safety.SAFE
+        elif verdict == "unsafe":
+            message = f"{head}; fix is unsafe: {why}"
+            safety = Safety.UNSAFE
+        else:  # no fix: the analysis knows a wrap crashes or cannot cure it
+            message = f"{head}; {why}"
+            safety = None
+        edit = Edit(ctx.source.target(value, "BaseExpression"), lambda node: _tensor_call(model, node))
+        varies = member.varies
+        if varies is None:
+            head_note = " (no call seen passing a changing value: reported with --unproven)"
+            message = message.replace(head, head + head_note, 1)
+        about = tuple(dict.fromkeys(n for n in (param, keyword_at(route, keyword, value)) if n))
+        return self._emit(ctx, route, member, message, [edit], safety, "wrap in `torch.tensor(..., dtype=torch.float64)`", varies is not None, about)
+
+    def _together(self, ctx, site_model: NameResolver, route: _Route, summary, by_param, members: List["_Member"], counters: List["_Member"]) -> Finding:
+        """The floats of one call beside an int counted up with them (a fused
+        optimizer kernel's lr and step): each new step recompiles whatever
+        the floats are, so they are wrapped together, the counter included
+        (a float64 0-d tensor holds an int exactly and meets Python floats in
+        float64, as the int did), or not at all.  One finding, at the first
+        float, with every wrap."""
+        model, call = ctx.model, route.origin
+
+        def shown(m: "_Member") -> str:
+            return f"`{m.keyword}=`" if m.keyword is not None else f"`{site_model.code(call, m.value)}`"
+
+        through = f" through `{'` -> `'.join(route.via)}`" if route.via else ""
+        floats = ", ".join(f"{shown(m)} ({m.flow.reason})" for m in members)
+        ints = ", ".join(f"{shown(m)} ({m.flow.reason})" for m in counters)
+        head = (
+            f"float argument{'s' if len(members) > 1 else ''} {floats} to compiled `{route.callee}`{through} "
+            f"{'are' if len(members) > 1 else 'is'} guarded on {'their values' if len(members) > 1 else 'its value'}, and so is {ints} passed with {'them' if len(members) > 1 else 'it'}: "
+            "every step changes them together and recompiles; a tensor for the floats alone cures nothing while the int still changes"
+        )
+        judged = [(m, *self._judged(ctx, site_model, route, summary, by_param, m)) for m in members + counters]
+        blocked = [(m, why) for m, verdict, why in judged if verdict == "none"]
+        risky = [(m, why) for m, verdict, why in judged if verdict == "unsafe"]
+        if blocked:
+            m, why = blocked[0]
+            message = f"{head}; no fix, as {shown(m)} cannot be a tensor: {why}"
+            safety: Optional[Safety] = None
+        elif risky:
+            m, why = risky[0]
+            message = f"{head}; pass them all as 0-d float64 tensors (fix is unsafe: {shown(m)}: {why})"
+            safety = Safety.UNSAFE
+        else:
+            message = f"{head}; pass them all as 0-d float64 tensors"
+            safety = Safety.SAFE
+        edits = [Edit(ctx.source.target(m.value, "BaseExpression"), lambda node: _tensor_call(model, node)) for m in members + counters]
+        about = tuple(dict.fromkeys(n for m in members + counters for n in (m.param, keyword_at(route, m.keyword, m.value)) if n))
+        return self._emit(ctx, route, members[0], message, edits, safety, "wrap the call's scalars in `torch.tensor(..., dtype=torch.float64)`", True, about)
 
     @staticmethod
     def _varies(site_model: NameResolver, call: ast.Call, value: ast.AST, flow) -> Optional[str]:
