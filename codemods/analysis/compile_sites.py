@@ -678,8 +678,33 @@ class CompileModel:
                 owner = self.module_class_of(expr.value)
             if owner is not None:
                 values = self.self_attr_values(owner, expr.attr)
+            else:
+                values = self._module_dict_entries(expr)
         found = {id(c): c for c in (self.element_class(v, depth + 1) for v in values)}
         return next(iter(found.values())) if len(found) == 1 and None not in found.values() else None
+
+    def _module_dict_entries(self, expr: ast.Attribute) -> List[ast.AST]:
+        """``self.transformer.h`` where the class binds ``self.transformer =
+        nn.ModuleDict({"h": ..., ...})`` (or ``nn.ModuleDict(dict(h=...))``):
+        the values given under that key (nanoGPT's and nanochat's layout)."""
+        holder = expr.value
+        if not (isinstance(holder, ast.Attribute) and isinstance(holder.value, ast.Name) and holder.value.id == "self"):
+            return []
+        cls = self.source.enclosing(expr, ast.ClassDef)
+        if not isinstance(cls, ast.ClassDef):
+            return []
+        out: List[ast.AST] = []
+        for value in self.self_attr_values(cls, holder.attr):
+            if not (isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords):
+                continue
+            if not any(q.endswith(".ModuleDict") and q.startswith(_NN_PREFIXES) for q in self.qualified_names(value.func)):
+                continue
+            table = value.args[0]
+            if isinstance(table, ast.Dict):
+                out.extend(v for k, v in zip(table.keys, table.values) if isinstance(k, ast.Constant) and k.value == expr.attr)
+            elif isinstance(table, ast.Call) and isinstance(table.func, ast.Name) and table.func.id == "dict" and not table.args:
+                out.extend(kw.value for kw in table.keywords if kw.arg == expr.attr)
+        return out
 
     def is_module_instance(self, expr: ast.AST) -> bool:
         if self.module_class_of(expr) is not None:

@@ -231,10 +231,14 @@ def methods_reached_through_submodules(model: CompileModel, cls: ast.ClassDef, s
             for node in walk_body(fn):
                 if isinstance(node, ast.Call):
                     sub = self_attr(node.func)
+                    target = None
                     if sub is not None and sub not in names:
                         target = _submodule_class(model, c, sub)
-                        if target is not None and "forward" in _method_names(model, target):
-                            todo.append((target, "forward", hops + 1))
+                    elif isinstance(node.func, ast.Name) and node.func.id != "self":
+                        # a block of a loop over an nn.ModuleList: `for block in self.h: x = block(x)`
+                        target = model.loop_module_class(node.func)
+                    if target is not None and "forward" in _method_names(model, target):
+                        todo.append((target, "forward", hops + 1))
     return out
 
 
@@ -537,6 +541,70 @@ def instance_methods_reached(model: CompileModel, fn: ast.AST) -> List[Tuple[ast
                     seen_fns.add(id(callee))
                     todo.append((callee, depth + 1))
     return out
+
+
+def runs_eager(model: CompileModel, fn: ast.AST) -> bool:
+    """Is ``fn`` decorated ``@torch.compiler.disable`` / ``@torch._dynamo.disable``
+    (it runs eagerly even when compiled code calls it)?"""
+    for dec in getattr(fn, "decorator_list", ()):
+        func = dec.func if isinstance(dec, ast.Call) else dec
+        if any(q.endswith(".disable") and q.startswith("torch.") for q in model.qualified_names(func)):
+            return True
+    return False
+
+
+def int_attributes(model: CompileModel, cls: ast.ClassDef) -> Set[str]:
+    """The attributes of ``cls`` (its own or a base's of this module) every
+    value given to which in ``__init__`` or the class body is an int literal."""
+    return set(_facts(model, cls).int_attrs)
+
+
+#: method names of dicts, lists, sets, strings and tensors: a call of one of
+#: them on an unknown object is not taken for a call of a class of the module
+_COMMON_METHODS = frozenset(
+    "get update items keys values pop popitem setdefault append extend insert remove add discard clear copy index count "
+    "format join split strip replace startswith endswith encode decode "
+    "to cpu cuda size view item tolist numel dim sum mean max min add_ mul_ copy_ fill_ zero_ clone detach "
+    "step reset forward".split()
+)
+
+
+def plain_methods_called(model: CompileModel, fn: ast.AST) -> List[Tuple[ast.ClassDef, str, ast.AST, str]]:
+    """(class, method, def, parameter) for each ``obj.method(...)`` in ``fn``'s body where
+    ``obj`` is a parameter of ``fn`` (a KV cache handed to a compiled
+    forward: ``kv_cache.get_pos()``) and ``method`` is defined by exactly one
+    plain (not ``nn.Module``) class of this module, one the module
+    instantiates; not a method name a dict, list, string or tensor has."""
+    args = fn.args  # type: ignore[attr-defined]
+    params = {a.arg for a in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs)} - {"self", "cls"}
+    if not params:
+        return []
+    out: List[Tuple[ast.ClassDef, str, ast.AST, str]] = []
+    for node in walk_body(fn):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)):
+            continue
+        if node.func.value.id not in params or node.func.attr in _COMMON_METHODS or node.func.attr.startswith("__"):
+            continue
+        bindings = model.scopes.bindings_of(node.func.value)
+        if not bindings or any(b.kind != "param" for b in bindings):
+            continue
+        owners = [c for c in _plain_classes(model) if node.func.attr in _facts(model, c).methods]
+        if len(owners) == 1:
+            method = _facts(model, owners[0]).methods[node.func.attr]
+            if not any(m is method for _c, _n, m, _p in out):
+                out.append((owners[0], node.func.attr, method, node.func.value.id))
+    return out
+
+
+def _plain_classes(model: CompileModel) -> List[ast.ClassDef]:
+    """The plain (not ``nn.Module``) classes of the module that it instantiates
+    (``KVCache(...)`` somewhere), computed once per module."""
+    found = getattr(model, "_fr_plain_classes", None)
+    if found is None:
+        called = {n.func.id for n in model.source.nodes(ast.Call) if isinstance(n.func, ast.Name)}  # type: ignore[attr-defined]
+        found = [c for name, c in model.classes.items() if isinstance(c, ast.ClassDef) and name in called and not model.is_module_class(c)]
+        model._fr_plain_classes = found  # type: ignore[attr-defined]
+    return found
 
 
 def _is_vmap(model: CompileModel, func: ast.AST) -> bool:

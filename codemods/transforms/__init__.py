@@ -25,6 +25,7 @@ from .recompile_limit import RecompileLimit
 from .unspec_int_attrs import UnspecIntAttrs
 from .compiled_memo import CompiledMemo
 from .data_driven_loop import DataDrivenLoop
+from .object_int_state import ObjectIntState
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
@@ -42,6 +43,7 @@ REGISTRY: List[Rule] = [
     ContainerGrowth(),
     CompiledMemo(),
     DataDrivenLoop(),
+    ObjectIntState(),
 ]
 
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}

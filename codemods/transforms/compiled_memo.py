@@ -15,7 +15,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
-from ..analysis.modules import class_chain, compiled_class_method, compiled_function, init_assignments, instance_methods_reached, methods_reached_through_submodules, self_attr, walk_body
+from ..analysis.modules import class_chain, compiled_class_method, compiled_function, init_assignments, instance_methods_reached, methods_reached_through_submodules, runs_eager, self_attr, walk_body
 from ..analysis.placement import block_of, torch_at_least, torch_expr
 from ..analysis.source import statement_target
 from ..findings import Edit, Finding, Safety
@@ -31,18 +31,6 @@ IS_COMPILING_SINCE = (2, 3)
 
 NONE_KIND = "none"  # `self._cache is not None`, written `self._cache = ...`
 KEY_KIND = "key"  # `key in self.cache`, written `self.cache[key] = ...`
-
-
-# -- what the compiled code runs --------------------------------------------------
-
-
-def _disabled(model, fn: ast.AST) -> bool:
-    """``@torch.compiler.disable`` / ``@torch._dynamo.disable``: runs eager."""
-    for dec in fn.decorator_list:  # type: ignore[attr-defined]
-        func = dec.func if isinstance(dec, ast.Call) else dec
-        if any(q.endswith(".disable") and q.startswith("torch.") for q in model.qualified_names(func)):
-            return True
-    return False
 
 
 # -- code that runs only when not compiling ----------------------------------------
@@ -396,7 +384,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             compiled = compiled_class_method(model, site)
             if compiled is not None:
                 cls, start = compiled
-                reached = [r for r in methods_reached_through_submodules(model, cls, start) if not _disabled(model, r[2])]
+                reached = [r for r in methods_reached_through_submodules(model, cls, start) if not runs_eager(model, r[2])]
                 feeds = def_first_lines(reached[0][2]) if reached else ()
             else:
                 # a compiled function (also through torch.vmap) that calls a
@@ -405,7 +393,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
                 if fn is None:
                     continue
                 cls, start = None, fn.name  # type: ignore[attr-defined]
-                reached = [r for r in instance_methods_reached(model, fn) if not _disabled(model, r[2])]
+                reached = [r for r in instance_methods_reached(model, fn) if not runs_eager(model, r[2])]
                 feeds = def_first_lines(fn)
             if not reached:
                 continue
