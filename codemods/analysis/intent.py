@@ -21,6 +21,8 @@ from .placement import config_mentions
 LIMIT_NAMES = ("cache_size_limit", "recompile_limit")
 #: words of a comment that explains a static compile
 _INTENT = re.compile(r"dynamic|static|slow|faster|shape|recompil|autotune|cuda.?graph|deliberate|on purpose|intention|precompil|warm.?up", re.I)
+#: a comment that leaves the choice open (a to-do) explains nothing
+_OPEN_QUESTION = re.compile(r"#+\s*(TODO|FIXME|XXX)\b", re.I)
 #: calls that show variants are compiled on purpose, or inputs kept static
 _MARKERS = {
     "disable_cache_limit": "the calls run under `disable_cache_limit()`",
@@ -38,6 +40,8 @@ def static_intent(model: CompileModel, site: CompileSite) -> Optional[str]:
         first = min(first, min(d.lineno for d in decorators))
     last = getattr(site.options_call, "end_lineno", None) or site.node.end_lineno  # type: ignore[attr-defined]
     for line, _col, text in source.comments_in(first - 1, last):
+        if _OPEN_QUESTION.match(text):
+            continue  # "TODO: dynamic True/False think through" (nanochat): a question, not a decision
         if _INTENT.search(text) and "fix-recompiles:" not in text:
             return f"the comment on line {line} explains it"
     found = config_mentions(source, LIMIT_NAMES)

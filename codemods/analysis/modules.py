@@ -607,6 +607,135 @@ def _plain_classes(model: CompileModel) -> List[ast.ClassDef]:
     return found
 
 
+# -- ints of plain objects the compiled code reads and counts up (FR016, FR001's evidence) --
+
+
+@dataclass(frozen=True)
+class CountedInt:
+    """An int attribute of a plain class that the code a compile site runs
+    both reads and counts up (nanochat's ``KVCache.pos``)."""
+
+    owner: ast.ClassDef
+    attr: str
+    #: (method name, ``self.<attr>`` read)
+    reads: Tuple[Tuple[str, ast.AST], ...]
+    #: (method name, statement counting it up), in the order reached
+    writes: Tuple[Tuple[str, ast.stmt], ...]
+    #: how the compiled entry is named in messages (```GPT.forward```)
+    start: str
+    #: the first lines of the compiled entry's code object (trace matching)
+    feeds: Tuple[int, ...]
+
+
+def _reads_attr(expr: ast.AST, attr: str) -> bool:
+    return any(isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and self_attr(n) == attr for n in ast.walk(expr))
+
+
+def _counted(fn: ast.AST, attr: str) -> List[ast.stmt]:
+    """The statements of ``fn`` that set ``self.<attr>`` from its own value:
+    ``self.pos += n``, ``self.pos = self.pos + n``, or through a local
+    assigned once from it (``t1 = self.pos + T``; ``self.pos = t1``)."""
+    derived: Dict[str, int] = {}
+    for node in walk_body(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and _reads_attr(node.value, attr):
+            derived[node.targets[0].id] = derived.get(node.targets[0].id, 0) + 1
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple) and len(node.targets) == 1:
+            for t, v in zip(node.targets[0].elts, node.value.elts):  # `t0, t1 = self.pos, self.pos + T_add`
+                if isinstance(t, ast.Name) and _reads_attr(v, attr):
+                    derived[t.id] = derived.get(t.id, 0) + 1
+    out: List[ast.stmt] = []
+    for node in walk_body(fn):
+        if isinstance(node, ast.AugAssign) and self_attr(node.target) == attr and isinstance(node.op, (ast.Add, ast.Sub)):
+            out.append(node)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and self_attr(node.targets[0]) == attr:
+            value = node.value
+            if _reads_attr(value, attr) or any(isinstance(n, ast.Name) and derived.get(n.id) == 1 for n in ast.walk(value)):
+                out.append(node)
+    return out
+
+
+def _passes(call: ast.Call, name: str, index: Optional[int]) -> bool:
+    """Does ``call`` pass a value other than None as ``name`` (by keyword, or
+    at positional ``index``)?"""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return not (isinstance(kw.value, ast.Constant) and kw.value.value is None)
+    return index is not None and len(call.args) > index and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1])
+
+
+def _handed(model, site, entry: ast.AST, param: str) -> bool:
+    """Is an object given to the compiled code as ``param``: a call of the
+    compiled callable passes it (by keyword, or at the entry's position of a
+    parameter of that name), or the compiled callable is handed on (``Engine(model,
+    tokenizer)``) and some call of the module passes ``param=`` (nanochat's
+    ``self.model.forward(ids, kv_cache=...)``)?  A parameter the compiled
+    code may receive but is never given (the training calls ``model(x, y)``)
+    is no evidence."""
+    args = entry.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    if positional and positional[0] in ("self", "cls") and isinstance(model.source.parent(entry), ast.ClassDef):
+        positional = positional[1:]
+    index = positional.index(param) if param in positional else None
+    if any(_passes(call, param, index) for call in site.calls):
+        return True
+    binding = site.binding
+    if not binding or "." in binding:
+        return False
+    escapes = False
+    for n in model.source.nodes(ast.Name):
+        parent = model.source.parent(n)
+        if n.id == binding and isinstance(parent, ast.Call) and parent.func is not n and parent is not site.node and parent is not site.options_call:  # type: ignore[attr-defined]
+            escapes = True  # handed to a call other than its own compile
+            break
+    return escapes and any(_passes(call, param, None) for call in model.source.nodes(ast.Call))
+
+
+def counted_object_ints(model: CompileModel, site: AstCompileSite) -> List[CountedInt]:
+    """The int attributes of plain objects that the code ``site`` compiles
+    reads and counts up: methods called on an object the compiled code is
+    given (:func:`plain_methods_called`, with :func:`_handed` evidence) or
+    on a module-level object, and the methods those run (computed once per
+    site)."""
+    cache = model.__dict__.setdefault("_fr_counted_ints", {})
+    key = id(site)
+    if key in cache:
+        return cache[key]
+    from .compile_sites import def_first_lines
+
+    compiled = compiled_class_method(model, site)
+    objects: List[Tuple[ast.ClassDef, str, ast.AST]] = []
+    if compiled is not None:
+        entry = [fn for _c, _n, fn in methods_reached_through_submodules(model, compiled[0], compiled[1])]
+        start = f"`{compiled[0].name}.{compiled[1]}`"
+    else:
+        fn = compiled_function(model, site)
+        entry = [fn] if fn is not None else []
+        start = f"`{fn.name}`" if fn is not None else ""  # type: ignore[attr-defined]
+        objects = list(instance_methods_reached(model, fn)) if fn is not None else []
+    entry = [fn for fn in entry if not runs_eager(model, fn)]
+    for fn in entry:
+        objects += [(c, n, f) for c, n, f, param in plain_methods_called(model, fn) if _handed(model, site, entry[0], param)]
+    plain: List[Tuple[ast.ClassDef, str, ast.AST]] = []
+    for cls, name, _fn in objects:
+        for c, n, f in methods_reached(model, cls, name):
+            if not model.is_module_class(c) and not runs_eager(model, f) and not any(f is g for _a, _b, g in plain):
+                plain.append((c, n, f))
+    by_class: Dict[int, List[Tuple[ast.ClassDef, str, ast.AST]]] = {}
+    for cls, name, fn in plain:
+        by_class.setdefault(id(cls), []).append((cls, name, fn))
+    found: List[CountedInt] = []
+    feeds = def_first_lines(entry[0]) if entry else ()
+    for methods in by_class.values():
+        cls = methods[0][0]
+        for attr in sorted(int_attributes(model, cls)):
+            reads = tuple((name, n) for _c, name, fn in methods for n in walk_body(fn) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and self_attr(n) == attr)
+            writes = tuple((name, w) for _c, name, fn in methods for w in _counted(fn, attr))
+            if reads and writes:
+                found.append(CountedInt(cls, attr, reads, writes, start, feeds))
+    cache[key] = found
+    return found
+
+
 def _is_vmap(model: CompileModel, func: ast.AST) -> bool:
     """``torch.vmap`` / ``torch.func.vmap``."""
     return any(q.endswith(".vmap") and q.startswith("torch.") for q in model.qualified_names(func))

@@ -25,6 +25,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from .compile_sites import CompileModel, CompileSite, dotted_name
 from .context import DEFAULT_RECOMPILE_LIMIT
 from .source import children, walk
+from .modules import counted_object_ints
 from .params import argument_for
 
 # torch factories whose positional arguments are sizes
@@ -311,6 +312,18 @@ def evidence_for(model: CompileModel, site: CompileSite) -> List[Evidence]:
     for key, sigs in literal_shapes.items():
         if len(sigs) > 1:
             result.append(Evidence(site.calls[0], "shape", None, len(sigs), f"called with tensors of shapes {', '.join(sorted(sigs))}"))
+    anchor = site.calls[0] if site.calls else site.options_call
+    if anchor is not None:
+        # an int of a plain object the compiled code reads and counts up (FR016's fact)
+        for counted in counted_object_ints(model, site):
+            method, write = counted.writes[0]
+            result.append(
+                Evidence(
+                    anchor, "value", None, None,
+                    f"the compiled code reads `{counted.owner.name}.{counted.attr}` and counts it up (`{counted.owner.name}.{method}`, line {write.lineno})",
+                    per_iteration=False,
+                )
+            )
     return result
 
 

@@ -1,4 +1,4 @@
-# realworld: positive fix=none graphs=8 limit
+# realworld: positive fix=safe graphs=8 limit
 # Pattern: karpathy/nanochat (nanochat/engine.py `KVCache` and
 # nanochat/gpt.py `GPT.forward` before 2bc521a6de8b04c8bbeaf8dc84bb67539e5b9245,
 # "use orig_model in sampling"): the training script's
@@ -8,9 +8,12 @@
 # plain object's int, guarded on its value: under dynamic=False every decode
 # position is a new graph, until the recompile limit. The cure (a tensor
 # position, or sampling with the uncompiled model as nanochat did) is not a
-# rewrite the tool can prove: report only (FR016).
+# rewrite the tool can prove: FR016 reports it; and it is the evidence that
+# the inputs of the `dynamic=False` compile vary, so FR001 removes
+# `dynamic=False` (the int then turns dynamic after one recompile).
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 8
-# graphs and the limit over a prefill and 12 decode steps.
+# graphs and the limit over a prefill and 12 decode steps; FR001's fix: 2,
+# the same output.
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -84,7 +87,7 @@ class GPT(nn.Module):
 
 torch.manual_seed(0)
 orig_model = GPT()
-model = torch.compile(orig_model, dynamic=False)
+model = torch.compile(orig_model, dynamic=False)  # expect: FR001
 with torch.no_grad():
     cache = KVCache(num_layers=2, seq_len=64, dim=16)
     ids = torch.tensor([1, 5, 7, 3])
