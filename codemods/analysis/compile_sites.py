@@ -408,14 +408,49 @@ class CompileModel:
             binding = dotted_name(parent.targets[0])
         elif isinstance(parent, ast.AnnAssign):
             binding = dotted_name(parent.target)
+        elif isinstance(parent, ast.keyword):
+            binding = self._stored_field(parent)
         target_def = None
         if isinstance(target, ast.Name):
             target_def = self.resolve_function(target) or self._function_value(target, wrap_call)
+        elif isinstance(target, ast.Call) and isinstance(target.func, ast.Name):
+            target_def = self._factory_closure(target.func)
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
             cls = self.source.enclosing(wrap_call, ast.ClassDef)
             if isinstance(cls, ast.ClassDef):
                 target_def = self.method(cls, target.attr)
         self.compile_sites.append(CompileSite("wrap", wrap_call, options_call, target, target_def, binding, self.source.statement_of(wrap_call)))
+
+    def _stored_field(self, keyword: ast.keyword) -> Optional[str]:
+        """``runner.fn`` for ``runner = Runner(fn=torch.compile(...))`` where
+        ``Runner`` is a dataclass of this module with a field ``fn``: the
+        compiled callable is called as ``runner.fn(...)``."""
+        call = self.source.parent(keyword)
+        assign = self.source.parent(call) if isinstance(call, ast.Call) else None
+        if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name) and keyword.arg):
+            return None
+        cls = self.classes.get(dotted_name(call.func) or "")  # type: ignore[union-attr]
+        if not isinstance(cls, ast.ClassDef) or not any("dataclass" in (dotted_name(d.func if isinstance(d, ast.Call) else d) or "") for d in cls.decorator_list):
+            return None
+        fields = {s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+        return f"{assign.targets[0].id}.{keyword.arg}" if keyword.arg in fields else None
+
+    def _factory_closure(self, func: ast.Name) -> Optional[ast.AST]:
+        """The nested ``def`` a module-level factory returns (``def
+        make_step(scale): def step(x): ...; return step``), when every
+        ``return`` of the factory returns that one function."""
+        factory = self.functions.get(func.id)
+        if not isinstance(factory, _FUNCS) or self.resolve_function(func) is not factory:
+            return None
+        nested = {s.name: s for s in ast.walk(factory) if isinstance(s, _FUNCS) and s is not factory and self.source.enclosing(s, _FUNCS) is factory}
+        found: Optional[ast.AST] = None
+        for node in ast.walk(factory):
+            if isinstance(node, ast.Return) and self.source.enclosing(node, _FUNCS) is factory:
+                fn = nested.get(node.value.id) if isinstance(node.value, ast.Name) else None
+                if fn is None or (found is not None and fn is not found):
+                    return None
+                found = fn
+        return found
 
     # -- resolution helpers -----------------------------------------------------------------
     def resolve_function(self, name: ast.Name) -> Optional[ast.AST]:
@@ -627,12 +662,72 @@ class CompileModel:
         return out
 
     def _isinstance_class(self, test: ast.AST, name: str) -> Optional[ast.ClassDef]:
-        """The first nn.Module class of this module among the ``isinstance`` kinds of ``test``."""
+        """The first nn.Module class of this module among the ``isinstance``
+        kinds of ``test``, or named by a class-name test (:meth:`_class_name_tests`)."""
         for kind in self._isinstance_kinds(test, name):
             cls = self.classes.get(dotted_name(kind) or "")
             if cls is not None and self.is_module_class(cls):
                 return cls
+        for class_name in self._class_name_tests(test, name):
+            cls = self.classes.get(class_name)
+            if cls is not None and self.is_module_class(cls):
+                return cls
         return None
+
+    def _class_name_tests(self, test: ast.AST, name: str) -> List[str]:
+        """Class names ``test`` matches ``name`` by (``m.__class__.__name__ ==
+        "Block"``, ``type(m).__name__ in ("Block", "Layer")``), alone or in an
+        ``or``: modules chosen for compiling by class name."""
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+        out: List[str] = []
+        for part in parts:
+            if not (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], (ast.Eq, ast.In))):
+                continue
+            left, right = part.left, part.comparators[0]
+            if not (isinstance(left, ast.Attribute) and left.attr == "__name__"):
+                continue
+            of = left.value
+            is_class = isinstance(of, ast.Attribute) and of.attr == "__class__" and isinstance(of.value, ast.Name) and of.value.id == name
+            is_type = isinstance(of, ast.Call) and isinstance(of.func, ast.Name) and of.func.id == "type" and len(of.args) == 1 and isinstance(of.args[0], ast.Name) and of.args[0].id == name
+            if not (is_class or is_type):
+                continue
+            if isinstance(part.ops[0], ast.In) and not isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+                out.extend(self._class_list_names(right))  # diffusers' `in repeated_blocks`
+                continue
+            values = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and isinstance(part.ops[0], ast.In) else [right]
+            out.extend(v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+        return out
+
+    def _class_list_names(self, expr: ast.AST) -> List[str]:
+        """The class names a list of them read from the model names:
+        ``self._repeated_blocks``, or a local bound once to it or to
+        ``getattr(self, "_repeated_blocks", None)`` (diffusers'
+        ``compile_repeated_blocks``): every string list the module's classes
+        give that class attribute (the subclass that sets it is the model)."""
+        attr: Optional[str] = None
+        if isinstance(expr, ast.Name):
+            bindings = self.scopes.bindings_of(expr)
+            if len(bindings) != 1 or bindings[0].kind != "assign" or bindings[0].value is None:
+                return []
+            expr = bindings[0].value
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            attr = expr.attr
+        elif (
+            isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "getattr" and len(expr.args) >= 2
+            and isinstance(expr.args[0], ast.Name) and expr.args[0].id == "self"
+            and isinstance(expr.args[1], ast.Constant) and isinstance(expr.args[1].value, str)
+        ):
+            attr = expr.args[1].value
+        if attr is None:
+            return []
+        out: List[str] = []
+        for cls in self.classes.values():
+            for stmt in cls.body:
+                target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else getattr(stmt, "target", None) if isinstance(stmt, ast.AnnAssign) else None
+                value = getattr(stmt, "value", None)
+                if isinstance(target, ast.Name) and target.id == attr and isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+                    out.extend(v.value for v in value.elts if isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value not in out)
+        return out
 
     def element_class(self, expr: ast.AST, depth: int = 0) -> Optional[ast.ClassDef]:
         """The nn.Module class of this module every element of the container

@@ -660,7 +660,10 @@ def _passes(call: ast.Call, name: str, index: Optional[int]) -> bool:
     for kw in call.keywords:
         if kw.arg == name:
             return not (isinstance(kw.value, ast.Constant) and kw.value.value is None)
-    return index is not None and len(call.args) > index and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1])
+    if index is None or len(call.args) <= index or any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        return False
+    value = call.args[index]
+    return not (isinstance(value, ast.Constant) and value.value is None)
 
 
 def _handed(model, site, entry: ast.AST, param: str) -> bool:

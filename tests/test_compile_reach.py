@@ -1,0 +1,161 @@
+"""How the compile model follows compiles and the code they run when they
+are reached indirectly (issue 27, form 8): a factory's closure compiled and
+stored on a dataclass, modules compiled one by one chosen by class name,
+blocks of an nn.ModuleList under an nn.ModuleDict, and the methods of a plain
+object handed to the compiled code."""
+
+from __future__ import annotations
+
+import ast
+
+from codemods.analysis.compile_sites import CompileModel
+from codemods.analysis.modules import compiled_module_class, counted_object_ints, methods_reached_through_submodules, plain_methods_called
+from codemods.analysis.source import Source
+
+
+def model_of(code: str) -> CompileModel:
+    return CompileModel(Source("m.py", "m.py", code.encode(), ast.parse(code), code, "utf-8"))
+
+
+FACTORY = """import torch
+from dataclasses import dataclass
+from typing import Callable
+
+def make_step(scale):
+    def step(x, alpha):
+        return x * scale * alpha
+    {other}return step
+
+@dataclass
+class Runner:
+    fn: Callable
+
+runner = Runner(fn=torch.compile(make_step(2.0)))
+for i in range(3):
+    runner.fn(torch.ones(3), 0.1 * i)
+"""
+
+
+def test_a_factory_closure_stored_on_a_dataclass_is_followed():
+    model = model_of(FACTORY.format(other=""))
+    (site,) = model.compile_sites
+    assert site.target_def is not None and site.target_def.name == "step"
+    assert site.binding == "runner.fn"
+    assert [c.lineno for c in site.calls] == [16]
+
+
+def test_a_factory_that_may_return_another_function_is_not_followed():
+    other = "if scale < 0:\n        return abs\n    "
+    (site,) = model_of(FACTORY.format(other=other)).compile_sites
+    assert site.target_def is None
+
+
+def test_a_plain_class_field_is_not_taken_for_a_dataclass_field():
+    code = FACTORY.format(other="").replace("@dataclass\n", "")
+    (site,) = model_of(code).compile_sites
+    assert site.binding is None and site.calls == []
+
+
+BY_NAME = """import torch
+import torch.nn as nn
+
+class Block(nn.Module):
+    def forward(self, x):
+        return x
+
+class Other(nn.Module):
+    def forward(self, x):
+        return x
+
+model = nn.Sequential(Block(), Other())
+for m in model.modules():
+    if {test}:
+        m.compile()
+"""
+
+
+def test_modules_compiled_by_class_name():
+    for test in ('m.__class__.__name__ == "Block"', 'type(m).__name__ in ("Block", "Missing")', 'm.__class__.__name__ == "Nope" or type(m).__name__ == "Block"'):
+        model = model_of(BY_NAME.format(test=test))
+        (site,) = model.compile_sites
+        cls = compiled_module_class(model, site)
+        assert cls is not None and cls.name == "Block", test
+
+
+def test_modules_compiled_by_a_class_list_attribute():
+    """diffusers' compile_repeated_blocks: `submod.__class__.__name__ in
+    repeated_blocks`, the list read from the model class's `_repeated_blocks`."""
+    code = (
+        "import torch.nn as nn\n"
+        "class Mixin(nn.Module):\n    _repeated_blocks = []\n"
+        "    def compile_repeated_blocks(self):\n        repeated_blocks = getattr(self, '_repeated_blocks', None)\n"
+        "        for submod in self.modules():\n            if submod.__class__.__name__ in repeated_blocks:\n                submod.compile()\n"
+        "class Block(nn.Module):\n    def forward(self, x):\n        return x\n"
+        "class Model(Mixin):\n    _repeated_blocks = ['Block']\n"
+    )
+    model = model_of(code)
+    (site,) = model.compile_sites
+    assert compiled_module_class(model, site).name == "Block"
+
+
+KV = """import torch
+import torch.nn as nn
+
+class KVCache:
+    def __init__(self):
+        self.pos = 0
+    def get_pos(self):
+        return self.pos
+    def insert_kv(self, k):
+        t0, t1 = self.pos, self.pos + k.size(0)
+        self.pos = t1
+        return k
+
+class Attn(nn.Module):
+    def forward(self, x, kv_cache):
+        return kv_cache.insert_kv(x)
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attn()
+    def forward(self, x, kv_cache):
+        return self.attn(x, kv_cache)
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transformer = nn.ModuleDict({"h": nn.ModuleList([Block() for _ in range(2)])})
+    def forward(self, x, kv_cache=None):
+        T0 = kv_cache.get_pos()
+        for block in self.transformer.h:
+            x = block(x, kv_cache)
+        return x[T0:]
+
+model = torch.compile(GPT())
+cache = KVCache()
+model(torch.ones(3), {passed})
+"""
+
+
+def test_blocks_of_a_module_list_under_a_module_dict_are_reached():
+    model = model_of(KV.replace("{passed}", "cache"))
+    (site,) = model.compile_sites
+    cls = compiled_module_class(model, site)
+    reached = [(c.name, n) for c, n, _ in methods_reached_through_submodules(model, cls, "forward")]
+    assert ("Block", "forward") in reached and ("Attn", "forward") in reached
+
+
+def test_methods_of_an_object_handed_as_a_parameter():
+    model = model_of(KV.replace("{passed}", "cache"))
+    fwd = model.classes["GPT"].body[1]
+    assert [(c.name, n, p) for c, n, _, p in plain_methods_called(model, fwd)] == [("KVCache", "get_pos", "kv_cache")]
+
+
+def test_a_counted_int_needs_the_object_given_to_the_compiled_code():
+    given = model_of(KV.replace("{passed}", "cache"))
+    (site,) = given.compile_sites
+    assert [(c.owner.name, c.attr) for c in counted_object_ints(given, site)] == [("KVCache", "pos")]
+    never = model_of(KV.replace("{passed}", "None"))
+    (site,) = never.compile_sites
+    assert counted_object_ints(never, site) == []
