@@ -422,6 +422,11 @@ step), while the step compiled by the default inductor backend is as fast
             "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.Adam(m.parameters(), lr=torch.tensor(0.01))\n"
             "@torch.compile\ndef f():\n    opt.step()\n"
         ),
+        # built in another module, but stepped eagerly: nothing recompiles
+        (
+            "import torch\nfrom model import GPT\nmodel = torch.compile(GPT())\noptimizer = model.configure_optimizers(0.1, 6e-4)\n"
+            "for it in range(10):\n    for g in optimizer.param_groups:\n        g['lr'] = 6e-4 * (1 - it / 10)\n    optimizer.step()\n"
+        ),
         # nothing changes the lr (pytorch/examples' rpc pipeline: measured 1 graph over 23 steps)
         (
             "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.05)\nopt.step = torch.compile(opt.step)\n"
@@ -429,6 +434,14 @@ step), while the step compiled by the default inductor backend is as fast
         ),
     )
     invalid = (
+        # built in another module (nanoGPT's `model.configure_optimizers`), its lr
+        # written here as a float, its step compiled: reported, no fix (the
+        # constructor's half of the cure is not in this file)
+        Example(
+            "import torch\nfrom model import GPT\nmodel = GPT()\noptimizer = model.configure_optimizers(0.1, 6e-4)\n"
+            "@torch.compile\ndef opt_step():\n    optimizer.step()\n"
+            "for it in range(10):\n    for g in optimizer.param_groups:\n        g['lr'] = 6e-4 * (1 - it / 10)\n    opt_step()\n"
+        ),
         # nothing visible changes the lr: a constant lr compiles once, reported only with --unproven
         Example(
             "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
@@ -548,12 +561,13 @@ step), while the step compiled by the default inductor backend is as fast
         if not model.compile_sites:  # early exit before walking the module
             return []
         built = self._constructions(ctx)
+        elsewhere = self._built_elsewhere(ctx) if b"param_groups" in ctx.source.data else []
         if not built:
-            return []
+            return elsewhere
         self._mark_stepped(ctx, built)
         region = [b for b in built if b.kind == "optimizer" and (b.stepped_at is not None or any(s.stepped_at is not None for s in b.schedulers))]
         if not region:
-            return []
+            return elsewhere
         reach = self._write_reach(ctx)
         # an lr write shared by several optimizers (a `set_lr(opt, lr)` helper)
         # becomes `.fill_` only if every optimizer it reaches gets a tensor lr:
@@ -616,7 +630,56 @@ step), while the step compiled by the default inductor backend is as fast
                 quiet = "; nothing here changes its lr (no scheduler, no write into its param groups): a constant lr compiles once"
                 found = [dataclasses.replace(f, message=f.message + quiet, proven=False) for f in found]
             out.extend(found)
+        return out + elsewhere
+
+    def _built_elsewhere(self, ctx) -> List[Finding]:
+        """Report-only findings for an optimizer built outside this module
+        (``optimizer = model.configure_optimizers(...)`` with ``GPT`` imported:
+        nanoGPT's train.py and model.py) whose ``.step()`` runs compiled here
+        and whose lr this module writes as a float (``param_group["lr"] =
+        lr``): the same recompile as a construction here, but the constructor's
+        ``lr=`` is not in this file, and ``.fill_`` here without it would
+        crash, so the finding names both halves of the cure."""
+        stepped: Dict[str, int] = {}
+        for fn in self._region_functions(ctx):
+            for call in _calls_in(fn):
+                func = call.func
+                if isinstance(func, ast.Attribute) and func.attr == "step" and isinstance(func.value, ast.Name):
+                    stepped.setdefault(func.value.id, call.lineno)
+        for site in ctx.model.compile_sites:  # opt_step = torch.compile(optimizer.step)
+            t = site.target
+            if isinstance(t, ast.Attribute) and t.attr == "step" and isinstance(t.value, ast.Name):
+                stepped.setdefault(t.value.id, site.node.lineno)  # type: ignore[attr-defined]
+        if not stepped:
+            return []
+        out: List[Finding] = []
+        for write in self._lr_assigns(ctx):
+            holder = self._groups_of(ctx, write)
+            if not isinstance(holder, ast.Name) or holder.id not in stepped:
+                continue
+            value = self._single_value(ctx, holder)
+            if not isinstance(value, ast.Call) or self._resolve(ctx, holder) is not None or self._made_here(ctx, value):
+                continue  # not a call's result, or one this module shows
+            made = self._text(ctx).code(value)
+            out.append(self.finding(ctx, write, (
+                f"the lr of `{holder.id}` is written as a float here while its `.step()` runs compiled (line {stepped[holder.id]}), "
+                f"and `{holder.id}` is built outside this module (`{made}`, line {value.lineno}): torch guards a float lr, so new "
+                "values recompile (on torch 2.6+ once before it turns dynamic, every time under dynamic=False or on 2.5 and older); "
+                "make the constructor's `lr=` a 0-d tensor where it is built (`lr=torch.tensor(lr)`) and write `.fill_(...)` here "
+                "(no automatic fix: the construction is in another module)"
+            )))
         return out
+
+    def _made_here(self, ctx, call: ast.Call) -> bool:
+        """Does ``call`` run code of this module (a function or class defined
+        here, a method of an instance of one)?"""
+        model, func = ctx.model, call.func
+        if isinstance(func, ast.Name):
+            return model.resolve_function(func) is not None or func.id in model.classes
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            receiver = func.value
+            return receiver.id == "self" or model.module_class_of(receiver) is not None or model.instance_class(receiver) is not None
+        return False
 
     def _lr_change(self, ctx, b: _Built) -> Optional[str]:
         """What visibly changes the lr of ``b`` between steps (the evidence a

@@ -5,7 +5,7 @@
 # `torch.optim.AdamW(optim_groups, lr=learning_rate, ...)`), returned, and its
 # lr set every iteration from `get_lr(it)` through the param groups; the
 # step runs compiled. One file here (nanoGPT splits model.py and train.py;
-# the cross-file form is not followed yet).
+# the cross-file form, pos_optim_configure_cross_module, is reported, not fixed).
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 2
 # graphs over 20 steps; FR004's fix (`lr=torch.tensor(learning_rate)`, the
 # write `.fill_(lr)`): 1, same output.
