@@ -52,6 +52,14 @@ def fixture(name: str) -> tr.Trace:
     return tr.read_trace(str(fixture_path(name)))
 
 
+def compiles_library_functions() -> bool:
+    """Does this torch compile a function of its own given to torch.compile
+    (``torch.compile(F.softmax)``)?  2.13 does (through its ``inner``
+    wrapper); 2.9 skips torch's files and runs it eagerly, so its recording
+    of library_fn holds no compile at all."""
+    return bool(fixture("library_fn").entries)
+
+
 def only(trace: tr.Trace, name: str) -> tr.CodeEntry:
     found = [e for e in trace.entries if e.name == name]
     assert len(found) == 1, [e.name for e in trace.entries]
@@ -175,7 +183,8 @@ def test_one_file_per_process_is_read(tmp_path):
 def test_recompile_limit_needs_the_limit_failure(tmp_path):
     # the same records without the limit-hit attempt: no limit
     lines = fixture_text("growing_inputs").splitlines(keepends=True)
-    kept = [ln for ln in lines if "recompile limit exceeded" not in ln]
+    # 2.13: "Dynamo recompile limit exceeded"; 2.9: fail_type "RecompileLimitExceeded"
+    kept = [ln for ln in lines if "recompile limit exceeded" not in ln and "RecompileLimitExceeded" not in ln]
     assert len(kept) == len(lines) - 1
     (tmp_path / "t.log").write_text("".join(kept))
     entry = only(tr.read_trace(str(tmp_path)), "normalize")
@@ -458,6 +467,8 @@ def test_warm_command_traces_as_a_new_python(tmp_path):
     the same table (graphs, causes, the user's compile call of a library
     function, found only when no frame of the test harness shows in the
     trace's stacks), the same exit code."""
+    if not compiles_library_functions():
+        pytest.skip("this torch runs a torch function given to torch.compile eagerly (no compile to trace)")
     outputs = []
     for cold in (True, False):
         folder = tmp_path / ("cold" if cold else "warm")

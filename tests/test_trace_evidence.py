@@ -113,6 +113,10 @@ def _library_trace(tmp_path, monkeypatch, script_text=None):
 
     from test_trace import fixture_path
 
+    from test_trace import compiles_library_functions
+
+    if not compiles_library_functions():
+        pytest.skip("this torch runs a torch function given to torch.compile eagerly (no compile to trace)")
     script = tmp_path / "library_fn.py"
     if script_text is None:
         shutil.copy(SCRIPTS / "library_fn.py", script)
@@ -123,7 +127,10 @@ def _library_trace(tmp_path, monkeypatch, script_text=None):
 
 
 def test_recorded_library_recompile_names_no_user_file():
-    from test_trace import fixture
+    from test_trace import compiles_library_functions, fixture
+
+    if not compiles_library_functions():
+        pytest.skip("this torch runs a torch function given to torch.compile eagerly (no compile to trace)")
 
     [entry] = fixture("library_fn").entries
     # torch 2.13 compiles F.softmax through its wrap_inline wrapper
@@ -171,6 +178,10 @@ def test_a_users_own_function_is_no_library_candidate(tmp_path, monkeypatch):
 def test_run_fix_cures_a_compiled_library_function(tmp_path):
     """Measured on 2.13: softmax over sizes 2..7 under dynamic=False, 6 -> 2
     graphs once `dynamic=False` is removed at the user's compile call."""
+    from test_trace import compiles_library_functions
+
+    if not compiles_library_functions():
+        pytest.skip("this torch runs a torch function given to torch.compile eagerly (no compile to trace)")
     proc, script = run_cli(tmp_path, "library_fn", "--fix")
     out = proc.stdout
     assert proc.returncode == 0, out
@@ -363,7 +374,8 @@ def test_optimizer_step_recompiling_on_identity_still_implicates_fr004(copied):
     finding (its own analysis proves the lr changes) is still implicated."""
     script, trace = copied("two_optimizers")
     [step] = [e for e in trace.entries if e.name == "step"]
-    assert step.causes == [tr.IDENTITY] and step.graphs == 4
+    # 2.9 and 2.14 also show the hyperparameter guard beside the identity one
+    assert step.causes[0] == tr.IDENTITY and set(step.causes) <= {tr.IDENTITY, tr.OPTIMIZER_LR} and step.graphs == 4
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     codes = sorted({(m.finding.code, m.cause) for m in guided.matches})
     assert codes == [("FR004", tr.OPTIMIZER_LR)]

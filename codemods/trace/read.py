@@ -807,12 +807,19 @@ def _computed_from(src: str) -> Optional[str]:
     return found.pop() if len(found) == 1 else None
 
 
+#: ``___as_tensor(<access>).item()`` (torch 2.9's spelling of a float guard)
+_AS_TENSOR_ITEM = re.compile(r"___as_tensor\((?P<inner>[^()]*(?:\([^()]*\)[^()]*)*)\)\.item\(\)")
+
+
 def _user_source(src: str) -> Tuple[str, bool]:
     """``L['x'].attr`` -> ("x.attr", False); ``G['X']`` -> ("X", True);
     ``self._modules['kv_cache'].size`` -> ("self.kv_cache.size", False);
     ``self._modules['layers']._modules['0'].scaling['default']`` ->
     ("self.layers[0].scaling['default']", False)."""
     src = src.strip()
+    # torch before 2.10 spells a float it guards as a Python number through a
+    # 0-d tensor: ``___as_tensor(self._modules['drop_path'].drop_prob).item()``
+    src = _AS_TENSOR_ITEM.sub(lambda m: m.group("inner"), src)
     is_global = bool(_GLOBAL.match(src))
     # a global read through its module (``G['__import___main__']._TRI_ID``):
     # the name as the module's code spells it
@@ -983,6 +990,12 @@ def parse_reason(text: str) -> List[Reason]:
     file, line = "", 0
     if frames:
         file, line = frames[-1].group("file"), int(frames[-1].group("line"))
+    else:
+        # torch before 2.10 writes no user stack: the guard's own comment
+        # names the line (``# return x * t  # path/to/file.py:6 in f``)
+        where = _GUARD_SITE.search(head.splitlines()[0] if head.strip() else "")
+        if where is not None:
+            file, line = where.group("file"), int(where.group("line"))
     out: List[Reason] = []
     for raw in head.splitlines():
         raw = raw.strip()
@@ -1012,6 +1025,9 @@ def parse_reason(text: str) -> List[Reason]:
             )
     return out
 
+
+#: ``  # <code>  # <file>:<line> in <fn>`` ending the first guard of a reason
+_GUARD_SITE = re.compile(r"#\s+.+?\s+#\s+(?P<file>\S+\.py):(?P<line>\d+) in [\w<>.]+")
 
 #: ``  # <code>  # <file>:<line> in <fn> (_dynamo/utils.py:4231 in run_node)``:
 #: the comment torch puts on a guard an op installed when it needed a number
