@@ -75,7 +75,8 @@ def _run(script: str, *, compiled: bool) -> dict:
                     runpy.run_path(script, run_name="__main__")
     finally:
         torch.compile = _real_compile
-        limit_hits = sum(n for reason, n in counters["unimplemented"].items() if "recompile limit" in reason.lower())
+        # 2.13: "Dynamo recompile limit exceeded ..."; 2.9: "recompile_limit reached"
+        limit_hits = sum(n for reason, n in counters["unimplemented"].items() if "recompile limit" in reason.lower() or "recompile_limit" in reason.lower())
         os.chdir(cwd)
         sys.path.pop(0)
         # forget modules the script imported from its own folder (cross-module cases)

@@ -21,9 +21,20 @@ def test_golden(case: Case, tmp_path):
     assert run_tree(out, case.settings(), str(tmp_path / "second")) == out, f"{case.id}: a second run changed the output"
 
 
+def _installed_torch():
+    """(major, minor) of the installed torch, read from its metadata (no import)."""
+    from importlib.metadata import version
+
+    major, minor = version("torch").split(".")[:2]
+    return int(major), int(minor)
+
+
 @pytest.mark.runtime
 @pytest.mark.parametrize("case", RUNTIME, ids=[c.id for c in RUNTIME])
 def test_runtime_proof(case: Case, tmp_path):
+    target = case.settings().target_torch
+    if target is not None and _installed_torch() < target:
+        pytest.skip(f"written for torch {target[0]}.{target[1]} and later (`--target-torch`); torch {_installed_torch()} is installed")
     before_dir = tmp_path / "before"
     after_dir = tmp_path / "after"
     inputs = read_inputs(case)
