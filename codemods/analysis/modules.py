@@ -214,7 +214,16 @@ def _method_names(model: CompileModel, cls: ast.ClassDef) -> Set[str]:
 def methods_reached_through_submodules(model: CompileModel, cls: ast.ClassDef, start: str) -> List[Tuple[ast.ClassDef, str, ast.AST]]:
     """:func:`methods_reached` from ``start``, and also through calls of a
     submodule (``self.rope(...)``: the submodule class's ``forward``), up to
-    three such hops: the rope module of a compiled transformer (FR014)."""
+    three such hops: the rope module of a compiled transformer (FR014,
+    FR016; computed once per class and method)."""
+    memo = model.__dict__.setdefault("_fr_reached_subs", {})
+    key = (id(cls), start)
+    if key not in memo:
+        memo[key] = _reached_through_submodules(model, cls, start)
+    return memo[key]
+
+
+def _reached_through_submodules(model: CompileModel, cls: ast.ClassDef, start: str) -> List[Tuple[ast.ClassDef, str, ast.AST]]:
     out: List[Tuple[ast.ClassDef, str, ast.AST]] = []
     seen: Set[Tuple[int, str]] = set()
     todo: List[Tuple[ast.ClassDef, str, int]] = [(cls, start, 0)]
@@ -596,6 +605,40 @@ def plain_methods_called(model: CompileModel, fn: ast.AST) -> List[Tuple[ast.Cla
     return out
 
 
+def _counting_classes(model: CompileModel) -> List[ast.ClassDef]:
+    """The plain classes the module instantiates that count one of their int
+    attributes up in a method (computed once per module: most have none,
+    and then nothing else is looked at)."""
+    found = getattr(model, "_fr_counting_classes", None)
+    if found is None:
+        found = []
+        for cls in _plain_classes(model):
+            ints = int_attributes(model, cls)
+            if ints and any(_counted(fn, attr) for name, fn in _facts(model, cls).methods.items() if name != "__init__" for attr in ints):
+                found.append(cls)
+        model._fr_counting_classes = found  # type: ignore[attr-defined]
+    return found
+
+
+def _plain_calls(model: CompileModel) -> bool:
+    """Does the module call a method of one of its plain classes on something
+    other than ``self`` (computed once per module)?"""
+    found = getattr(model, "_fr_plain_calls", None)
+    if found is None:
+        names = {m for c in _plain_classes(model) for m in _facts(model, c).methods}
+        found = False
+        for n in model.source.nodes(ast.Call):
+            func = n.func  # type: ignore[attr-defined]
+            if isinstance(func, ast.Attribute) and func.attr in names and isinstance(func.value, ast.Name) and func.value.id != "self":
+                bindings = model.scopes.bindings_of(func.value)
+                # a parameter (an object handed in) or a module-level object
+                if bindings and (all(b.kind == "param" for b in bindings) or all(b.scope is model.scopes.module for b in bindings)):
+                    found = True
+                    break
+        model._fr_plain_calls = found  # type: ignore[attr-defined]
+    return found
+
+
 def _plain_classes(model: CompileModel) -> List[ast.ClassDef]:
     """The plain (not ``nn.Module``) classes of the module that it instantiates
     (``KVCache(...)`` somewhere), computed once per module."""
@@ -699,6 +742,10 @@ def counted_object_ints(model: CompileModel, site: AstCompileSite) -> List[Count
     given (:func:`plain_methods_called`, with :func:`_handed` evidence) or
     on a module-level object, and the methods those run (computed once per
     site)."""
+    if not _counting_classes(model):
+        return []  # no plain class here counts an int attribute up
+    if not _plain_calls(model):
+        return []  # no method of one called on another object (`kv_cache.get_pos()`, `steps.next()`)
     cache = model.__dict__.setdefault("_fr_counted_ints", {})
     key = id(site)
     if key in cache:

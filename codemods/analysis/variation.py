@@ -313,7 +313,7 @@ def evidence_for(model: CompileModel, site: CompileSite) -> List[Evidence]:
         if len(sigs) > 1:
             result.append(Evidence(site.calls[0], "shape", None, len(sigs), f"called with tensors of shapes {', '.join(sorted(sigs))}"))
     anchor = site.calls[0] if site.calls else site.options_call
-    if anchor is not None:
+    if anchor is not None and not result:  # only when nothing else shows the inputs vary
         # an int of a plain object the compiled code reads and counts up (FR016's fact)
         for counted in counted_object_ints(model, site):
             method, write = counted.writes[0]
