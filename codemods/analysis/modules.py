@@ -16,6 +16,7 @@ from .compile_sites import CompileModel
 from .compile_sites import CompileSite as AstCompileSite
 from .compile_sites import dotted_name as ast_dotted_name
 from .compile_sites import import_target
+from .params import passed_argument
 from .source import Source, children, walk
 
 
@@ -697,16 +698,9 @@ def _counted(fn: ast.AST, attr: str) -> List[ast.stmt]:
     return out
 
 
-def _passes(call: ast.Call, name: str, index: Optional[int]) -> bool:
-    """Does ``call`` pass a value other than None as ``name`` (by keyword, or
-    at positional ``index``)?"""
-    for kw in call.keywords:
-        if kw.arg == name:
-            return not (isinstance(kw.value, ast.Constant) and kw.value.value is None)
-    if index is None or len(call.args) <= index or any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-        return False
-    value = call.args[index]
-    return not (isinstance(value, ast.Constant) and value.value is None)
+def _given(value: Optional[ast.AST]) -> bool:
+    """Is ``value`` an argument other than ``None``?"""
+    return value is not None and not (isinstance(value, ast.Constant) and value.value is None)
 
 
 def _handed(model, site, entry: ast.AST, param: str) -> bool:
@@ -717,12 +711,8 @@ def _handed(model, site, entry: ast.AST, param: str) -> bool:
     ``self.model.forward(ids, kv_cache=...)``)?  A parameter the compiled
     code may receive but is never given (the training calls ``model(x, y)``)
     is no evidence."""
-    args = entry.args  # type: ignore[attr-defined]
-    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
-    if positional and positional[0] in ("self", "cls") and isinstance(model.source.parent(entry), ast.ClassDef):
-        positional = positional[1:]
-    index = positional.index(param) if param in positional else None
-    if any(_passes(call, param, index) for call in site.calls):
+    bound_self = isinstance(model.source.parent(entry), ast.ClassDef)  # a compiled module's forward, a bound method
+    if any(_given(passed_argument(call, entry, param, bound_self)) for call in site.calls):
         return True
     binding = site.binding
     if not binding or "." in binding:
@@ -733,7 +723,7 @@ def _handed(model, site, entry: ast.AST, param: str) -> bool:
         if n.id == binding and isinstance(parent, ast.Call) and parent.func is not n and parent is not site.node and parent is not site.options_call:  # type: ignore[attr-defined]
             escapes = True  # handed to a call other than its own compile
             break
-    return escapes and any(_passes(call, param, None) for call in model.source.nodes(ast.Call))
+    return escapes and any(kw.arg == param and _given(kw.value) for call in model.source.nodes(ast.Call) for kw in call.keywords)  # type: ignore[attr-defined]
 
 
 def counted_object_ints(model: CompileModel, site: AstCompileSite) -> List[CountedInt]:

@@ -641,15 +641,9 @@ step), while the step compiled by the default inductor backend is as fast
         ``lr=`` is not in this file, and ``.fill_`` here without it would
         crash, so the finding names both halves of the cure."""
         stepped: Dict[str, int] = {}
-        for fn in self._region_functions(ctx):
-            for call in _calls_in(fn):
-                func = call.func
-                if isinstance(func, ast.Attribute) and func.attr == "step" and isinstance(func.value, ast.Name):
-                    stepped.setdefault(func.value.id, call.lineno)
-        for site in ctx.model.compile_sites:  # opt_step = torch.compile(optimizer.step)
-            t = site.target
-            if isinstance(t, ast.Attribute) and t.attr == "step" and isinstance(t.value, ast.Name):
-                stepped.setdefault(t.value.id, site.node.lineno)  # type: ignore[attr-defined]
+        for receiver, line in self._stepped(ctx):
+            if isinstance(receiver, ast.Name):
+                stepped.setdefault(receiver.id, line)
         if not stepped:
             return []
         out: List[Finding] = []
@@ -1018,21 +1012,30 @@ step), while the step compiled by the default inductor backend is as fast
                 return ctx.model.method(cls, func.attr)
         return None
 
+    def _stepped(self, ctx) -> List[Tuple[ast.AST, int]]:
+        """(receiver, line) of every ``x.step()`` run compiled: called in a
+        compiled function or one it calls, then ``opt.step`` compiled itself
+        (``opt.step = torch.compile(opt.step)``); computed once per file."""
+        found = ctx.cache.get("fr004_stepped")
+        if found is None:
+            found = []
+            for fn in self._region_functions(ctx):
+                for call in _calls_in(fn):
+                    func = call.func
+                    if isinstance(func, ast.Attribute) and func.attr == "step":
+                        found.append((func.value, call.lineno))
+            for site in ctx.model.compile_sites:
+                t = site.target
+                if isinstance(t, ast.Attribute) and t.attr == "step":
+                    found.append((t.value, site.node.lineno))  # type: ignore[attr-defined]
+            ctx.cache["fr004_stepped"] = found
+        return found
+
     def _mark_stepped(self, ctx, built: List[_Built]) -> None:
-        model = ctx.model
-        for fn in self._region_functions(ctx):
-            for call in _calls_in(fn):
-                func = call.func
-                if isinstance(func, ast.Attribute) and func.attr == "step":
-                    b = self._resolve(ctx, func.value)
-                    if b is not None and b.stepped_at is None:
-                        b.stepped_at = call.lineno
-        for site in model.compile_sites:  # opt.step = torch.compile(opt.step)
-            t = site.target
-            if isinstance(t, ast.Attribute) and t.attr == "step":
-                b = self._resolve(ctx, t.value)
-                if b is not None and b.stepped_at is None:
-                    b.stepped_at = site.node.lineno  # type: ignore[attr-defined]
+        for receiver, line in self._stepped(ctx):
+            b = self._resolve(ctx, receiver)
+            if b is not None and b.stepped_at is None:
+                b.stepped_at = line
 
     # ---------------------------------------------------------------- values
     def _value(self, ctx, expr: ast.AST, depth: int = 0) -> Tuple[str, Optional[str]]:
