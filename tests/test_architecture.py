@@ -29,9 +29,9 @@ LAYERS = {
 
 #: (importer, imported) pairs that reach up a layer, each with why it is still so
 KNOWN_UPWARD = {
-    # the project index gathers FR004's lr writers with the rule's own methods
-    # (the optimizer model still lives in the rule, issue 26)
-    ("codemods.analysis.project", "codemods.transforms.optimizer_scalars"),
+    # FR004's cross-module facts wait for files the prefilter's byte test says
+    # can hold no compile site (the same test the index's parse uses)
+    ("codemods.analysis.lr_writers", "codemods.pipeline.prefilter"),
     # the index's facts cache reads and writes the cache folder and uses the
     # prefilter's byte tests: the index and its cache are not split yet
     ("codemods.analysis.project", "codemods.pipeline._jsonfile"),

@@ -156,20 +156,20 @@ def test_warm_cache_gives_the_same_finding_and_sees_a_changed_chain(tmp_path):
 
 
 def test_warm_cache_reads_the_chain_files_class_facts_without_parsing(tmp_path, monkeypatch):
-    import codemods.analysis.project as project
+    import codemods.analysis.modules as modules
 
     folder = tmp_path / "p"
     folder.mkdir()
     root = _project(folder)
     cache = str(tmp_path / "cache")
     parsed: List[str] = []
-    real = project.class_facts_of_file
+    real = modules.class_facts
 
-    def counting(path, data=None):
-        parsed.append(os.path.basename(path))
-        return real(path, data)
+    def counting(source):  # what FR005's proof reads of a file on a chain (analysis/int_chains.py)
+        parsed.append(os.path.basename(source.path))
+        return real(source)
 
-    monkeypatch.setattr(project, "class_facts_of_file", counting)
+    monkeypatch.setattr(modules, "class_facts", counting)
     first = _fr005(root, cache_dir=cache)
     assert first and "kv_cache.py" in parsed
     parsed.clear()
@@ -192,5 +192,5 @@ def test_per_file_ignore_drops_the_facts(tmp_path):
         ignored = run(["."], Settings(), selection=FileSelection(per_file_ignores=PerFileIgnores([("_compile.py", ["FR005"])], root)))
     finally:
         os.chdir(cwd)
-    assert plain.project.int_chains and not ignored.project.int_chains
+    assert plain.project.per_file.get("int_chains") and not ignored.project.per_file.get("int_chains")
     assert not [f for f in ignored.findings if f.code == "FR005"]

@@ -191,8 +191,8 @@ def test_a_writer_is_parsed_only_when_an_optimizer_is_passed_to_its_module(tmp_p
     from codemods.analysis import project
 
     parsed = []
-    real = project._file_lr
-    monkeypatch.setattr(project, "_file_lr", lambda path: parsed.append(os.path.basename(path)) or real(path))
+    real = project._file_later
+    monkeypatch.setattr(project, "_file_later", lambda job: parsed.append(os.path.basename(job[0])) or real(job))
     cache = str(tmp_path / ".cache")
     unrelated = "def decay(optimizer):\n    for group in optimizer.param_groups:\n        group['lr'] = 0.5 * group['lr']\n"
     files = {"scheduler.py": SCHEDULER.format(init=""), "unrelated.py": unrelated, "other.py": "import torch\nx = torch.zeros(1)\n"}

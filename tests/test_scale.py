@@ -669,14 +669,16 @@ def test_project_index_cache_reuses_unchanged_files_only(tmp_path, monkeypatch):
     import time
 
     from codemods.analysis import project as project_mod
+    from codemods.transforms import PROJECT_FACTS
 
+    FACTS = [fact for _, fact in PROJECT_FACTS]
     kernels = tmp_path / "kernels.py"
     kernels.write_text("import torch\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n")
     old = time.time() - 100  # not "racily clean": size + mtime decide alone
     os.utime(kernels, (old, old))
     cache_dir = str(tmp_path / "cache")
     files = [str(kernels)]
-    first = project_mod.build_project_index(files, Settings(), cache_dir=cache_dir)
+    first = project_mod.build_project_index(files, Settings(), FACTS, cache_dir=cache_dir)
     assert [sorted(fns) for fns in first.compiled.values()] == [["scale"]]
 
     def no_parse(*args, **kwargs):
@@ -684,17 +686,17 @@ def test_project_index_cache_reuses_unchanged_files_only(tmp_path, monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(ast, "parse", no_parse)  # every parse goes through it (codemods.analysis.source.parse)
-        warm = project_mod.build_project_index(files, Settings(), cache_dir=cache_dir)
+        warm = project_mod.build_project_index(files, Settings(), FACTS, cache_dir=cache_dir)
     assert warm.compiled == first.compiled
     # same size, other content, other mtime: parsed again
     kernels.write_text("import torch\n\n@torch.compile\ndef scal2(x, c):\n    return x * c\n")
     os.utime(kernels, (old + 10, old + 10))
-    changed = project_mod.build_project_index(files, Settings(), cache_dir=cache_dir)
+    changed = project_mod.build_project_index(files, Settings(), FACTS, cache_dir=cache_dir)
     assert [sorted(fns) for fns in changed.compiled.values()] == [["scal2"]]
     # no longer compiled
     kernels.write_text("import torch\n\ndef scale(x, c):\n    return x * c\n")
     os.utime(kernels, (old + 20, old + 20))
-    assert project_mod.build_project_index(files, Settings(), cache_dir=cache_dir).compiled == {}
+    assert project_mod.build_project_index(files, Settings(), FACTS, cache_dir=cache_dir).compiled == {}
 
 
 def test_index_names_match_whole_words_only():

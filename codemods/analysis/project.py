@@ -21,6 +21,7 @@ does it alone, for callers that need only the index.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import time
@@ -50,24 +51,17 @@ class ProjectIndex:
     modules: Dict[str, ModuleKey] = field(default_factory=dict)
     #: (root, module) -> {function name: summary} for module-level compiled functions
     compiled: Dict[ModuleKey, Dict[str, FunctionSummary]] = field(default_factory=dict)
-    #: (root, module) -> {callable: callers} for the module's lr writers whose
-    #: writes become ``.fill_`` (FR004): every optimizer passed to them, in
-    #: every file of the run, gets a tensor lr from plain --fix; callers are
-    #: (module, line of the optimizer) pairs (:func:`prove_lr_writers`)
-    lr_proven: Dict[ModuleKey, Dict[str, Tuple[Tuple[str, int], ...]]] = field(default_factory=dict)
-    #: (root, module) -> the names of all its lr writers, proven or not: an
-    #: optimizer passed to one has an lr that changes (FR004's evidence)
-    lr_writers: Dict[ModuleKey, Dict[str, bool]] = field(default_factory=dict)
-    #: files the index concerns whatever names they mention (the modules of
-    #: proven lr writers, the files of FR005's chains)
+    #: what the rules' declared :class:`ProjectFact` s proved over the run
+    #: (each fact's ``prove`` fills its own): table name -> (root, module) ->
+    #: {callable name: entry}; every name is a token of the prefilter
+    #: (:meth:`prefilter_tokens`), every table is resolved by :meth:`resolve_in`
+    tables: Dict[str, Dict[ModuleKey, dict]] = field(default_factory=dict)
+    #: table name -> path of a file of the run -> entry: facts about one file
+    per_file: Dict[str, Dict[str, dict]] = field(default_factory=dict)
+    #: files the index concerns whatever names they mention (a fact's
+    #: ``prove`` adds them: the modules of FR004's proven lr writers, the
+    #: files of FR005's chains)
     always: Tuple[str, ...] = ()
-    #: FR005: path of a file compiling an imported class one by one ->
-    #: {qualified class name as seen there: (class, method, attribute, line,
-    #: module, proven) of the first int attribute change its forward reaches;
-    #: proven False: the chain goes through a submodule known only from a
-    #: parameter's annotation}
-    #: (:func:`prove_int_chains`)
-    int_chains: Dict[str, Dict[str, Tuple[str, str, str, int, str, bool]]] = field(default_factory=dict)
     #: (how many modules it was built from, (root, module) -> path): built on
     #: first use (:meth:`path_of`)
     _homes: Tuple[int, Dict[ModuleKey, str]] = field(default=(-1, {}), repr=False, compare=False)
@@ -104,7 +98,7 @@ class ProjectIndex:
             return ()
         if self._reach[0] is not self.names:
             entries = []
-            for table in (self.compiled, self.lr_proven, self.lr_writers):
+            for table in (self.compiled, *self.tables.values()):
                 count: Dict[Tuple[str, str], int] = {}
                 for module, found in table.items():
                     for name in found:
@@ -139,15 +133,14 @@ class ProjectIndex:
         cls,
         files: Sequence[str],
         functions: Dict[str, Optional[Dict[str, FunctionSummary]]],
-        lr: Optional[Dict[str, Optional[dict]]] = None,
-        ints: Optional[Dict[str, Optional[dict]]] = None,
-        class_facts_of: Optional[Callable[[str], Optional[dict]]] = None,
+        facts: Sequence[Tuple["ProjectFact", Dict[str, Optional[dict]]]] = (),
+        reader: Optional[Callable[["ProjectFact", str], Optional[dict]]] = None,
     ) -> "ProjectIndex":
         """The index of ``files`` given each file's compiled functions
-        (:func:`compiled_functions`; None or missing: unreadable, skipped),
-        FR004's facts (:func:`lr_facts`) and FR005's (:func:`int_facts`);
-        ``class_facts_of``: FR005's class facts of a file on a chain (default
-        :func:`class_facts_of_file`; the runner's reads the facts cache)."""
+        (:func:`compiled_functions`; None or missing: unreadable, skipped)
+        and, for each declared :class:`ProjectFact`, each file's facts
+        (path -> what its ``gather`` gave); ``reader``: a fact's ``read`` of
+        a file through the facts cache (default: the file itself)."""
         index = cls()
         folders: Dict[object, object] = {}
         for path in files:
@@ -155,37 +148,96 @@ class ProjectIndex:
             found = functions.get(path)
             if found:
                 index.compiled[key] = found
-        if lr:
-            prove_lr_writers(index, files, lr)
-        if ints:
-            prove_int_chains(index, ints, class_facts_of or class_facts_of_file)
+        for fact, found_facts in facts:
+            if any(found_facts.values()):
+                read = (lambda path, fact=fact: reader(fact, path)) if reader is not None else fact.read  # type: ignore[misc]
+                fact.prove(index, files, found_facts, read)
         names = {module_token(name, key) for key, fns in index.compiled.items() for name in fns}
-        names |= {module_token(name, key) for key, fns in index.lr_proven.items() for name in fns}
-        names |= {module_token(name, key) for key, fns in index.lr_writers.items() for name in fns}
+        for table in index.tables.values():
+            names |= {module_token(name, key) for key, fns in table.items() for name in fns}
         index.names = tuple(sorted(names))
         return index
 
-    def lr_proven_in(self, path: str) -> Dict[str, Tuple[Tuple[str, int], ...]]:
-        """The proven lr writers defined in ``path`` -> their callers."""
+    def table(self, name: str) -> Dict[ModuleKey, dict]:
+        """A table a :class:`ProjectFact` proved (empty when it proved none)."""
+        return self.tables.get(name, {})
+
+    def table_in(self, name: str, path: str) -> dict:
+        """The entries of table ``name`` of the module that is ``path``."""
         key = self.modules.get(path)
-        return self.lr_proven.get(key, {}) if key is not None else {}
+        return self.tables.get(name, {}).get(key, {}) if key is not None else {}
 
-    def resolve_lr_writer(self, path: str, qualified: str) -> Optional[Tuple[str, str]]:
-        """(callable, module) of the proven lr writer ``qualified`` names in ``path``."""
-        hit = _resolve_in(self.modules, self.lr_proven, path, qualified)
-        return (qualified.rpartition(".")[2], hit[0][1]) if hit is not None else None
+    def of_file(self, name: str, path: str) -> dict:
+        """The entry of per-file table ``name`` for ``path`` (empty: none)."""
+        return self.per_file.get(name, {}).get(path, {})
 
-    def writes_lr(self, path: str, qualified: str) -> Optional[Tuple[str, str]]:
-        """(callable, module) of the lr writer of another module, proven or
-        not, that ``qualified`` names in ``path``: what it is passed has an
-        lr that changes."""
-        hit = _resolve_in(self.modules, self.lr_writers, path, qualified)
+    def resolve_in(self, name: str, path: str, qualified: str) -> Optional[Tuple[str, str]]:
+        """(callable, module) of the entry of table ``name`` that ``qualified``
+        (as seen in ``path``) names in another module of the run, or None."""
+        hit = _resolve_in(self.modules, self.tables.get(name, {}), path, qualified)
         return (qualified.rpartition(".")[2], hit[0][1]) if hit is not None else None
 
     def resolve(self, path: str, qualified: str) -> Optional[Tuple[ModuleKey, FunctionSummary]]:
         """The compiled function that ``qualified`` (a libcst qualified name as
         seen in ``path``: ``kernels.f``, ``.kernels.f``, ``pkg.kernels.f``) names."""
         return _resolve_in(self.modules, self.compiled, path, qualified)
+
+
+def _reads_nothing(path: str, data: Optional[bytes] = None) -> Optional[dict]:
+    """:attr:`ProjectFact.read` of a fact whose proof reads no other file."""
+    return None
+
+
+@dataclass(frozen=True)
+class ProjectFact:
+    """Facts of the other modules of the run that a rule needs, declared by
+    the rule (:attr:`codemods.transforms.base.Rule.project_facts`): the run
+    gathers them from each file's one parse and keeps them in the facts
+    cache; the index proves them over the run.  A rule that needs a new
+    cross-module fact declares one; nothing in the pipeline changes.
+
+    ``gather``: a parsed file's facts (JSON-ready; None: nothing).
+    ``valid``: has a fact read back from the cache folder the shape ``prove``
+    reads (a damaged entry is a miss, never a crash)?  ``prove(index, files,
+    found, read)``: fill the index's :attr:`ProjectIndex.tables`,
+    :attr:`ProjectIndex.per_file` and :attr:`ProjectIndex.always` from
+    ``found`` (path -> facts), reading other files' derived facts with
+    ``read(path)`` (this fact's ``read``, through the facts cache)."""
+
+    name: str
+    gather: Callable[[object], Optional[dict]]
+    valid: Callable[[object], bool]
+    prove: Callable[["ProjectIndex", Sequence[str], Dict[str, Optional[dict]], Callable[[str], Optional[dict]]], None]
+    #: a file's derived facts that ``prove`` reads for files it reaches
+    #: (path, its bytes or None -> facts; kept in the facts cache by content)
+    read: Callable[..., Optional[dict]] = _reads_nothing
+    #: bytes of a file the first look does not parse (it can hold no compile
+    #: site) whose facts may still matter: marked :data:`LATER`, and gathered
+    #: only for the modules ``wanted`` names (:func:`settle_later`)
+    later: Optional[Callable[[bytes], bool]] = None
+    #: the dotted module names whose :data:`LATER` files must be gathered,
+    #: given every file's facts and a path's module key
+    wanted: Optional[Callable[[Dict[str, Optional[object]], Callable[[str], ModuleKey]], set]] = None
+
+
+#: a file's facts for a :class:`ProjectFact` with ``later``, not gathered yet
+LATER = "later"
+
+
+def gather_facts(facts: Sequence["ProjectFact"], source, data: bytes, first: bool) -> Dict[str, object]:
+    """Each fact's facts of one file: from its parse (``source``), or, not
+    parsed, :data:`LATER` on a first look at bytes a fact's ``later`` takes."""
+    out: Dict[str, object] = {}
+    for fact in facts:
+        if source is not None:
+            try:
+                found: object = fact.gather(source)
+            except RecursionError:
+                found = None
+        else:
+            found = LATER if first and fact.later is not None and fact.later(data) else None
+        out[fact.name] = found
+    return out
 
 
 def _absolute(modules: Dict[str, ModuleKey], path: str, qualified: str) -> Optional[Tuple[List[str], str, str]]:
@@ -231,215 +283,12 @@ def _resolve_in(modules: Dict[str, ModuleKey], table: Dict[ModuleKey, dict], pat
     return matches[0] if len(matches) == 1 and matches[0][0] != me else None
 
 
-def prove_lr_writers(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict]]) -> None:
-    """Fill ``index.lr_proven``: an lr writer of one module (a function or
-    class whose parameter's ``param_groups`` get ``["lr"] = v``, FR004's
-    ``_writers``) is proven when its writes are clean (nothing else of the
-    optimizer is used there, no lr read back), it is called from other
-    modules only with optimizers that plain --fix makes tensors (each call
-    passes it where the writer expects it, leaves the key's default "lr",
-    and is every use of the name in its file), every other optimizer those
-    calls pass is handed only to proven writers, and no other file of the
-    run mentions the writer (a call the index has not seen)."""
-    writers: Dict[ModuleKey, Dict[str, dict]] = {}
-    for path, facts in lr.items():
-        if facts and facts.get("writers") and path in index.modules:
-            writers[index.modules[path]] = facts["writers"]
-    if not writers:
-        return
-    index.lr_writers = {key: dict.fromkeys(sorted(found), True) for key, found in sorted(writers.items())}
-    callers: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
-    bad: set = set()
-    for path, facts in sorted(lr.items()):
-        passes = (facts or {}).get("passes") or {}
-        complete = passes.get("complete", {})
-        for opt in passes.get("optimizers", ()):
-            for q, slot, nargs, kws, star, _line in opt["calls"]:
-                hit = _resolve_in(index.modules, writers, path, q)
-                if hit is None:
-                    continue
-                (key, entry), name = hit, q.rpartition(".")[2]
-                callers.setdefault((key, name), []).append((path, opt))
-                passed_key = any(k in kws or 0 <= at < nargs for k, at in entry["keys"])
-                if not (entry["clean"] and opt["fixed"] and complete.get(q) and not star and not passed_key and slot in (entry["param"], entry["index"])):
-                    bad.add((key, name))
-    proven = {w for w in callers if w not in bad}
-    if proven:  # a file that mentions a writer and was not seen calling it
-        tokens = {w: [module_token(w[1], w[0])] for w in proven}
-        seen = {w: {p for p, _ in callers[w]} for w in proven}
-        from ..pipeline.prefilter import mentions_any
-
-        for path in files:
-            todo = [w for w in proven if path not in seen[w] and index.path_of(w[0]) != path]
-            if not todo:
-                continue
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                data = None
-            for w in todo:
-                if data is None or mentions_any(data, tokens[w]):
-                    proven.discard(w)
-    changed = True
-    while changed:  # every writer an optimizer is passed to must be proven
-        changed = False
-        for w in sorted(proven):
-            for path, opt in callers[w]:
-                hits = [_resolve_in(index.modules, writers, path, call[0]) for call in opt["calls"]]
-                if any(h is None or (h[0], call[0].rpartition(".")[2]) not in proven for h, call in zip(hits, opt["calls"])):
-                    proven.discard(w)
-                    changed = True
-                    break
-    for key, name in sorted(proven):
-        index.lr_proven.setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in callers[(key, name)])
-    index.always = tuple(sorted(p for p in map(index.path_of, index.lr_proven) if p is not None))
-
-
-def prove_int_chains(index: ProjectIndex, ints: Dict[str, Optional[dict]], class_facts_of: Optional[Callable[[str], Optional[dict]]] = None) -> None:
-    """Fill ``index.int_chains`` (FR005 across modules): for each imported
-    class a file compiles one by one (:func:`int_facts`), follow the calls of
-    its ``forward`` through the classes of the run (``self.method()``,
-    ``self.sub.method()`` and ``self.sub(...)`` where ``self.sub`` is built
-    from a class the analysis can see, imports and re-exports followed, at
-    most ``MAX_PROJECT_HOPS`` submodule hops) to the first change of an int
-    attribute.  Only the files on a chain are read, here, once per run
-    (:func:`codemods.analysis.modules.class_facts`)."""
-    from .modules import MAX_PROJECT_HOPS
-
-    wanted = {path: facts["compiled"] for path, facts in sorted(ints.items()) if facts and facts.get("compiled") and path in index.modules}
-    if not wanted:
-        return
-    homes = {key: path for path, key in index.modules.items()}
-    by_module: Dict[str, List[ModuleKey]] = {}
-    for key in sorted(homes):
-        by_module.setdefault(key[1], []).append(key)
-    loaded: Dict[str, Optional[dict]] = {}
-
-    read = class_facts_of or class_facts_of_file
-
-    def facts_of(path: str) -> Optional[dict]:
-        if path not in loaded:
-            loaded[path] = read(path)
-        return loaded[path]
-
-    def find_class(path: str, ref: str, depth: int = 0) -> Optional[Tuple[str, str, dict]]:
-        """(file, class name, its facts) of the class ``ref`` names in ``path``."""
-        if depth > 4:
-            return None
-        if "." not in ref:  # a class of the same module
-            facts = facts_of(path)
-            found = facts["classes"].get(ref) if facts else None
-            return (path, ref, found) if found is not None else None
-        absolute = _absolute(index.modules, path, ref)
-        if absolute is None:
-            return None
-        roots, module, name = absolute
-        keys = [(r, module) for r in roots if (r, module) in homes]
-        if not keys:
-            keys = by_module.get(module, [])
-            if len(keys) != 1:
-                return None  # not in the run, or ambiguous
-        target = homes[keys[0]]
-        facts = facts_of(target)
-        if not facts:
-            return None
-        if name in facts["classes"]:
-            return target, name, facts["classes"][name]
-        again = facts["reexports"].get(name)
-        return find_class(target, again, depth + 1) if again is not None and again != ref else None
-
-    for path, compiled in wanted.items():
-        for q, _line in compiled:
-            start = find_class(path, q)
-            if start is None or "forward" not in start[2]["methods"]:
-                continue
-            # a chain through a submodule known only from a parameter's
-            # annotation is not proven (a subclass may be passed): seen chains
-            # are searched first, so a proven one wins
-            order = [(start, "forward", 0, True)]
-            seen = {(start[0], start[1], "forward")}
-            hit = None
-            i = 0
-            while i < len(order):
-                (where, cls_name, cls_facts), method, hops, proven = order[i]
-                i += 1
-                entry = cls_facts["methods"][method]
-                if entry["muts"]:
-                    attr, line = entry["muts"][0]
-                    if hit is None or (proven and not hit[5]):
-                        hit = (cls_name, method, attr, line, index.modules[where][1], proven)
-                    if proven:
-                        break
-                for sub, called in entry["calls"]:
-                    target: Optional[Tuple[str, str, dict]] = (where, cls_name, cls_facts)
-                    next_hops, next_proven = hops, proven
-                    if sub is not None:
-                        if hops >= MAX_PROJECT_HOPS:
-                            continue
-                        target = find_class(where, cls_facts["subs"][sub])
-                        next_hops = hops + 1
-                        next_proven = proven and sub not in cls_facts.get("hinted", ())
-                    if target is None or called not in target[2]["methods"] or (target[0], target[1], called) in seen:
-                        continue
-                    seen.add((target[0], target[1], called))
-                    order.append((target, called, next_hops, next_proven))
-            if hit is not None:
-                index.int_chains.setdefault(path, {})[q] = hit
-    if index.int_chains:
-        index.always = tuple(sorted(set(index.always) | set(index.int_chains)))
-
-
 def _read_bytes(path: str) -> Optional[bytes]:
     """The bytes of ``path``, None when it cannot be read."""
     try:
         with open(path, "rb") as fh:
             return fh.read()
     except OSError:
-        return None
-
-
-def class_facts_of_file(path: str, data: Optional[bytes] = None) -> Optional[dict]:
-    """FR005's class facts of one file (None: unreadable, unparsable, no
-    class or import); ``data``: its bytes when already read."""
-    from .source import Source, decode, parse
-    from .modules import class_facts
-
-    if data is None:
-        data = _read_bytes(path)
-    if data is None:
-        return None
-    if b"class" not in data and b"import" not in data:
-        return None
-    try:
-        text, encoding = decode(data)
-        tree = parse(text, data)
-        return class_facts(Source(path, path, data, tree, text, encoding))
-    except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, LookupError):
-        return None
-
-
-def int_facts(source) -> Optional[dict]:
-    """FR005's per-file facts for the index (JSON-ready; None: nothing): the
-    imported classes the file compiles one by one."""
-    from .modules import index_facts
-
-    if b"isinstance" not in source.data:
-        return None
-    try:
-        return index_facts(source)
-    except RecursionError:
-        return None
-
-
-def lr_facts(source) -> Optional[dict]:
-    """FR004's per-file facts for the index (JSON-ready; None: nothing),
-    from the file's parsed :class:`~codemods.analysis.source.Source`."""
-    from ..transforms.optimizer_scalars import index_facts
-
-    try:
-        return index_facts(source)
-    except RecursionError:
         return None
 
 
@@ -491,33 +340,17 @@ def compiled_functions(source) -> Dict[str, FunctionSummary]:
     return {name: summarize_function(fn, aliases, model.functions) for name, fn in found.items()}
 
 
-#: FR004's facts (:func:`lr_facts`) of a file that can hold no compile site
-#: but writes ``param_groups`` (:func:`lr_later`), not computed yet: only
-#: its lr writers could matter, and only to a file that passes an optimizer
-#: to them (:func:`settle_lr_facts` computes the few that do)
-LR_LATER = "later"
-
-
-def lr_later(data: bytes) -> bool:
-    """Is this a file whose FR004 facts wait (:data:`LR_LATER`): the bytes
-    rule a compile site out (:func:`codemods.pipeline.prefilter.mentions_compile`) but
-    it writes ``param_groups`` (an lr writer, maybe)?"""
-    from ..pipeline.prefilter import mentions_compile
-
-    return b"param_groups" in data and not mentions_compile(data)
-
-
-def parse_for_index(data: bytes, display_path: str = "<file>", writers: bool = True):
+def parse_for_index(data: bytes, display_path: str = "<file>", later: Optional[Callable[[bytes], bool]] = None):
     """(the compiled functions, the parsed :class:`~codemods.analysis.source.Source`) of
     a file's bytes: ({}, None) when the bytes rule a compiled function out
     (``torch`` and a ``compile`` that can be a site:
-    :func:`codemods.pipeline.prefilter.mentions_compile`) and, with ``writers``, an
-    lr writer too (:func:`lr_later`), or they do not parse."""
+    :func:`codemods.pipeline.prefilter.mentions_compile`) and ``later`` does
+    not take them (a fact's :attr:`ProjectFact.later`), or they do not parse."""
     from ..pipeline.prefilter import mentions_compile
     from .source import Source, decode, parse
 
     compiled = mentions_compile(data)
-    if not compiled and not (writers and b"param_groups" in data):  # FR004's lr writers: see lr_facts
+    if not compiled and not (later is not None and later(data)):
         return {}, None
     try:
         text, encoding = decode(data)
@@ -531,64 +364,51 @@ def parse_for_index(data: bytes, display_path: str = "<file>", writers: bool = T
         return {}, None
 
 
-def _file_functions(path: str) -> Tuple[Optional[Dict[str, FunctionSummary]], Optional[object], Optional[dict]]:
+def _file_functions(path: str, facts: Sequence[ProjectFact]) -> Tuple[Optional[Dict[str, FunctionSummary]], Dict[str, object]]:
     """(the compiled functions of one file ({} for none or unparsable; None:
-    unreadable), its FR004 facts (:func:`lr_facts`, or :data:`LR_LATER`),
-    its FR005 facts (:func:`int_facts`))."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None, None, None
-    functions, source = parse_for_index(data, path, False)
-    if source is None:
-        return functions, LR_LATER if lr_later(data) else None, None
-    return functions, lr_facts(source), int_facts(source)
+    unreadable), each fact's facts of it (:func:`gather_facts`))."""
+    data = _read_bytes(path)
+    if data is None:
+        return None, {}
+    functions, source = parse_for_index(data, path)
+    return functions, gather_facts(facts, source, data, True)
 
 
-def _file_lr(path: str) -> Tuple[Optional[dict], Optional[str]]:
-    """(FR004's facts of one file, the content hash of the bytes they come
-    from (None: unreadable))."""
+def _file_later(job: Tuple[str, ProjectFact]) -> Tuple[Optional[dict], Optional[str]]:
+    """(one fact's facts of one file, the content hash of the bytes they
+    come from (None: unreadable))."""
     from ..pipeline.cache import content_hash
 
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
+    path, fact = job
+    data = _read_bytes(path)
+    if data is None:
         return None, None
-    _, source = parse_for_index(data, path)
-    return (lr_facts(source) if source is not None else None), content_hash(data)
+    _, source = parse_for_index(data, path, fact.later)
+    return gather_facts((fact,), source, data, False)[fact.name], content_hash(data)  # type: ignore[return-value]
 
 
-def settle_lr_facts(lr: Dict[str, Optional[object]], jobs: int = 1, facts: Optional["FactsCache"] = None) -> None:
-    """Replace each :data:`LR_LATER` of ``lr`` (path -> FR004's facts) in
-    place: by the file's facts when some file of the run passes an optimizer
-    to a callable of the file's module (FR004's ``passes``: the only way its
-    lr writers can matter, :func:`prove_lr_writers`), else by None.  The
-    files to parse are parsed in a process pool when ``jobs > 1``; ``facts``
-    keeps what they give."""
-    later = [path for path, found in lr.items() if found == LR_LATER]
+def settle_later(fact: ProjectFact, found: Dict[str, Optional[object]], jobs: int = 1, cache: Optional["FactsCache"] = None) -> None:
+    """Replace each :data:`LATER` of ``found`` (path -> ``fact``'s facts) in
+    place: by the file's facts when the file's module is one the fact's
+    ``wanted`` names (FR004: some file passes an optimizer to a callable of
+    that module), else by None.  The files to parse are parsed in a process
+    pool when ``jobs > 1``; ``cache`` keeps what they give."""
+    later = [path for path, facts in found.items() if facts == LATER]
     if not later:
         return
     folders: Dict[object, object] = {}
-    callers: Dict[str, ModuleKey] = {}
-    wanted = set()  # the modules a call of a passed optimizer can resolve to
-    for path, found in lr.items():
-        optimizers = (found.get("passes") or {}).get("optimizers") if isinstance(found, dict) else None
-        if optimizers:
-            callers[path] = module_key(path, folders)
-            for opt in optimizers:
-                for call in opt["calls"]:
-                    target = _absolute(callers, path, call[0])
-                    if target is not None:
-                        wanted.add(target[1])
-    todo = [path for path in later if module_key(path, folders)[1] in wanted]
+
+    def key_of(path: str) -> ModuleKey:
+        return module_key(path, folders)
+
+    wanted = fact.wanted(found, key_of) if fact.wanted is not None else set()
+    todo = [path for path in later if key_of(path)[1] in wanted]
     for path in later:
-        lr[path] = None
-    for path, (found, digest) in zip(todo, _map_files(_file_lr, todo, jobs)):
-        lr[path] = found
-        if facts is not None and digest is not None:
-            facts.settle_lr(path, digest, found)
+        found[path] = None
+    for path, (facts, digest) in zip(todo, _map_files(_file_later, [(path, fact) for path in todo], jobs)):
+        found[path] = facts
+        if cache is not None and digest is not None:
+            cache.settle(fact, path, digest, facts)
 
 
 def _summary_to_json(s: FunctionSummary):
@@ -606,49 +426,20 @@ def _summary_from_json(d) -> FunctionSummary:
     )
 
 
-def _lr_shape_ok(lr) -> bool:
-    """Has ``lr`` (FR004's facts of one file, maybe read from the cache
-    folder) the shape :func:`prove_lr_writers` reads?  A damaged entry is a
-    miss, never a crash."""
-    try:
-        if not isinstance(lr, dict) or not isinstance(lr.get("writers", {}), dict) or not isinstance(lr.get("passes", {}), dict):
-            return False
-        for entry in lr.get("writers", {}).values():
-            if not (isinstance(entry["param"], str) and isinstance(entry["index"], int) and isinstance(entry["clean"], bool)):
-                return False
-            if not all(isinstance(k, str) and isinstance(i, int) for k, i in entry["keys"]) or not all(isinstance(n, int) for n in entry["lines"]):
-                return False
-        passes = lr.get("passes", {})
-        if not isinstance(passes.get("complete", {}), dict):
-            return False
-        for opt in passes.get("optimizers", ()):
-            if not (isinstance(opt["line"], int) and isinstance(opt["fixed"], bool)):
-                return False
-            for q, slot, nargs, kws, star, line in opt["calls"]:
-                if not (isinstance(q, str) and isinstance(slot, (int, str, type(None))) and isinstance(nargs, int) and isinstance(kws, list) and isinstance(star, bool)):
-                    return False
-        return True
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return False
-
-
-def _ints_shape_ok(ints) -> bool:
-    """Has ``ints`` (FR005's facts of one file) the shape :func:`prove_int_chains` reads?"""
-    try:
-        return isinstance(ints, dict) and all(isinstance(q, str) and isinstance(line, int) for q, line in ints["compiled"])
-    except (KeyError, TypeError, ValueError):
-        return False
-
-
 class FactsCache:
     """Per-file index facts kept in the cache folder, keyed by (path, size,
     mtime_ns) and the tool's source fingerprint, so a warm run only stats
-    files.  JSON, not pickle: a cache folder must never run code."""
+    files.  JSON, not pickle: a cache folder must never run code.  An entry
+    is [size, mtime_ns, stored_ns, compiled functions, content hash, {fact
+    name: facts}] for each declared :class:`ProjectFact`; a fact's derived
+    facts of a file (:attr:`ProjectFact.read`) are kept under
+    ``<fact name>:<path>`` (:meth:`derived`)."""
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, facts: Sequence[ProjectFact] = ()) -> None:
         from ..pipeline.cache import FORMAT, RACY_NS, _has_symlink, _tool_fingerprint
 
         self.racy_ns = RACY_NS
+        self.facts = {fact.name: fact for fact in facts}
         self.file = os.path.join(folder, f"v{FORMAT}", f"index-{_tool_fingerprint()}.json")
         self.entries: Dict[str, list] = {}
         self.dirty = False
@@ -670,6 +461,20 @@ class FactsCache:
             key = self._keys[path] = os.path.abspath(path)
         return key
 
+    def _valid(self, name: str, found: object) -> bool:
+        """Is ``found`` what fact ``name`` may hold (None, :data:`LATER` for a
+        fact with ``later``, or facts of the shape its ``prove`` reads)?"""
+        fact = self.facts.get(name)
+        if fact is None:
+            return False
+        if found is None or (found == LATER and fact.later is not None):
+            return True
+        return fact.valid(found)
+
+    def _entry(self, path: str) -> Optional[list]:
+        entry = self.entries.get(self._key(path))
+        return entry if isinstance(entry, list) and len(entry) == 6 and isinstance(entry[5], dict) else None
+
     def lookup(self, path: str):
         """(cached functions or None, stat or None): the stat is None when the
         file cannot be stat-ed (skipped), the functions None on a miss."""
@@ -677,8 +482,8 @@ class FactsCache:
             st = os.stat(path)
         except OSError:
             return None, None
-        entry = self.entries.get(self._key(path))
-        if not isinstance(entry, list) or len(entry) != 7 or not isinstance(entry[3], dict) or entry[0] != st.st_size:
+        entry = self._entry(path)
+        if entry is None or not isinstance(entry[3], dict) or entry[0] != st.st_size:
             return None, st  # missing, or of the wrong shape: a miss, never a crash
         # size + mtime decide, unless the file changed close to when it was
         # cached ("racily clean") or its mtime changed: then the content hash
@@ -688,75 +493,66 @@ class FactsCache:
             data = _read_bytes(path)
             if data is None or content_hash(data) != entry[4]:
                 return None, st
-        if (entry[5] is not None and entry[5] != LR_LATER and not _lr_shape_ok(entry[5])) or (entry[6] is not None and not _ints_shape_ok(entry[6])):
+        if sorted(entry[5]) != sorted(self.facts) or not all(self._valid(name, found) for name, found in entry[5].items()):
             return None, st
         try:
             return {name: _summary_from_json(d) for name, d in entry[3].items()}, st
         except (KeyError, TypeError, ValueError, AttributeError):
             return None, st  # a damaged entry: recompute
 
-    def lr_facts(self, path: str) -> Optional[object]:
-        """The FR004 facts kept with ``path``'s entry (after a :meth:`lookup`
-        hit), or :data:`LR_LATER`."""
-        entry = self.entries.get(self._key(path))
-        return entry[5] if isinstance(entry, list) and len(entry) == 7 and (isinstance(entry[5], dict) or entry[5] == LR_LATER) else None
+    def facts_of(self, path: str) -> Dict[str, object]:
+        """Each fact's facts kept with ``path``'s entry (after a :meth:`lookup` hit)."""
+        entry = self._entry(path)
+        return dict(entry[5]) if entry is not None else {}
 
-    def settle_lr(self, path: str, digest: str, lr: Optional[dict]) -> None:
-        """Keep ``lr``, computed from bytes of content hash ``digest``, in
-        place of the :data:`LR_LATER` of ``path``'s entry (made from the same bytes)."""
-        entry = self.entries.get(self._key(path))
-        if not (isinstance(entry, list) and len(entry) == 7 and entry[4] == digest and entry[5] == LR_LATER):
+    def settle(self, fact: ProjectFact, path: str, digest: str, found: Optional[dict]) -> None:
+        """Keep ``found``, computed from bytes of content hash ``digest``, in
+        place of the :data:`LATER` of ``fact`` in ``path``'s entry (made from
+        the same bytes)."""
+        entry = self._entry(path)
+        if not (entry is not None and entry[4] == digest and entry[5].get(fact.name) == LATER):
             return
-        if lr is None or (_lr_shape_ok(lr) and json.loads(json.dumps(lr)) == lr):
-            entry[5] = lr
+        if found is None or (fact.valid(found) and json.loads(json.dumps(found)) == found):
+            entry[5][fact.name] = found
             self.dirty = True
 
-    def int_facts(self, path: str) -> Optional[dict]:
-        """The FR005 facts kept with ``path``'s entry (after a :meth:`lookup` hit)."""
-        entry = self.entries.get(self._key(path))
-        return entry[6] if isinstance(entry, list) and len(entry) == 7 and isinstance(entry[6], dict) else None
-
-    def store(
-        self, path: str, st, functions: Optional[Dict[str, FunctionSummary]], digest: Optional[str] = None, lr: Optional[object] = None, ints: Optional[dict] = None
-    ) -> None:
-        """Keep ``functions`` for ``path`` (``digest``: the content hash of the
-        bytes they were computed from; without it the file is hashed now)."""
+    def store(self, path: str, st, functions: Optional[Dict[str, FunctionSummary]], digest: Optional[str] = None, facts: Optional[Dict[str, object]] = None) -> None:
+        """Keep ``functions`` and ``facts`` (each fact's, by name) for
+        ``path`` (``digest``: the content hash of the bytes they were
+        computed from; without it the file is hashed now)."""
         if functions is None or st is None:
             return
         if digest is None:
             from ..pipeline.cache import content_hash
 
-            try:
-                with open(path, "rb") as fh:
-                    digest = content_hash(fh.read())
-            except OSError:
+            data = _read_bytes(path)
+            if data is None:
                 return
+            digest = content_hash(data)
         key = self._key(path)
         encoded = {name: _summary_to_json(s) for name, s in functions.items()}
+        kept = {name: (facts or {}).get(name) for name in self.facts}
         try:  # store only what reads back identically
             ok = all(_summary_from_json(encoded[name]) == s for name, s in functions.items())
+            ok = ok and all(self._valid(name, found) for name, found in kept.items()) and json.loads(json.dumps(kept)) == kept
         except (KeyError, TypeError, ValueError):
             ok = False
-        if ok and lr is not None and lr != LR_LATER:
-            ok = _lr_shape_ok(lr) and json.loads(json.dumps(lr)) == lr
-        if ok and ints is not None:
-            ok = _ints_shape_ok(ints) and json.loads(json.dumps(ints)) == ints
         if ok:
-            self.entries[key] = [st.st_size, st.st_mtime_ns, time.time_ns(), encoded, digest, lr, ints]
+            self.entries[key] = [st.st_size, st.st_mtime_ns, time.time_ns(), encoded, digest, kept]
             self.dirty = True
 
-    def class_facts(self, path: str) -> Optional[dict]:
-        """:func:`class_facts_of_file`, kept beside the file's other facts
-        under the key ``classes:<path>`` as [size, mtime_ns, stored_ns,
-        content hash, facts]: a file on an FR005 chain is parsed again only
+    def derived(self, fact: ProjectFact, path: str) -> Optional[dict]:
+        """``fact.read(path)``, kept beside the file's other facts under the
+        key ``<fact name>:<path>`` as [size, mtime_ns, stored_ns, content
+        hash, facts]: a file a fact's proof reaches is parsed again only
         when it changed (size + mtime, else its hash, as :meth:`lookup`)."""
         from ..pipeline.cache import content_hash
 
-        key = "classes:" + self._key(path)
+        key = f"{fact.name}:" + self._key(path)
         try:
             st = os.stat(path)
         except OSError:
-            return class_facts_of_file(path)
+            return fact.read(path)
         entry = self.entries.get(key)
         data = None
         if isinstance(entry, list) and len(entry) == 5 and entry[0] == st.st_size and isinstance(entry[3], str) and (entry[4] is None or isinstance(entry[4], dict)):
@@ -769,15 +565,15 @@ class FactsCache:
             data = _read_bytes(path)
         if data is None:
             return None
-        facts = class_facts_of_file(path, data)
+        found = fact.read(path, data)
         try:  # keep only what reads back identically
-            ok = facts is None or json.loads(json.dumps(facts)) == facts
+            ok = found is None or json.loads(json.dumps(found)) == found
         except (TypeError, ValueError):
             ok = False
         if ok:
-            self.entries[key] = [len(data), st.st_mtime_ns, time.time_ns(), content_hash(data), facts]
+            self.entries[key] = [len(data), st.st_mtime_ns, time.time_ns(), content_hash(data), found]
             self.dirty = True
-        return facts
+        return found
 
     def save(self) -> None:
         if not self.dirty:
@@ -807,34 +603,39 @@ def _map_files(fn, paths: List[str], jobs: int) -> list:
     return [fn(path) for path in paths]
 
 
-def build_project_index(files: Sequence[str], settings, cache_dir: Optional[str] = None, cache_write: bool = True, jobs: int = 1) -> ProjectIndex:
+def build_project_index(
+    files: Sequence[str], settings, facts: Sequence[ProjectFact] = (), cache_dir: Optional[str] = None, cache_write: bool = True, jobs: int = 1
+) -> ProjectIndex:
     """One cheap pass over ``files``; unreadable or unparsable files are skipped
-    here (the engine reports them).  With ``cache_dir``, per-file facts are
-    reused for files whose size and mtime did not change.  The files to parse
-    are parsed in a process pool when ``jobs > 1``.  (A whole run builds the
-    index as it goes instead: :func:`codemods.pipeline.runner.run`.)"""
-    facts = FactsCache(cache_dir) if cache_dir is not None else None
+    here (the engine reports them).  ``facts``: the rules' declared
+    :class:`ProjectFact` s (:data:`codemods.transforms.PROJECT_FACTS`).  With
+    ``cache_dir``, per-file facts are reused for files whose size and mtime
+    did not change.  The files to parse are parsed in a process pool when
+    ``jobs > 1``.  (A whole run builds the index as it goes instead:
+    :func:`codemods.pipeline.runner.run`.)"""
+    cache = FactsCache(cache_dir, facts) if cache_dir is not None else None
     found: Dict[str, Optional[Dict[str, FunctionSummary]]] = {}
-    lr: Dict[str, Optional[object]] = {}
-    ints: Dict[str, Optional[dict]] = {}
+    gathered: Dict[str, Dict[str, Optional[object]]] = {fact.name: {} for fact in facts}
     misses: List[str] = []
     stats: Dict[str, Optional[os.stat_result]] = {}
     for path in files:
-        functions, st = facts.lookup(path) if facts is not None else (None, None)
+        functions, st = cache.lookup(path) if cache is not None else (None, None)
         found[path] = functions
         stats[path] = st
-        if functions is not None and facts is not None:
-            lr[path] = facts.lr_facts(path)
-            ints[path] = facts.int_facts(path)
-        if functions is None and (facts is None or st is not None):
+        if functions is not None and cache is not None:
+            for name, facts_of_file in cache.facts_of(path).items():
+                gathered[name][path] = facts_of_file  # type: ignore[assignment]
+        if functions is None and (cache is None or st is not None):
             misses.append(path)
-    for path, (functions, file_lr, file_ints) in zip(misses, _map_files(_file_functions, misses, jobs)):
+    job = functools.partial(_file_functions, facts=tuple(facts))
+    for path, (functions, file_facts) in zip(misses, _map_files(job, misses, jobs)):
         found[path] = functions
-        lr[path] = file_lr
-        ints[path] = file_ints
-        if facts is not None:
-            facts.store(path, stats[path], functions, lr=file_lr, ints=file_ints)
-    settle_lr_facts(lr, jobs, facts)
-    if facts is not None and cache_write:
-        facts.save()
-    return ProjectIndex.from_functions(files, found, lr, ints)
+        for name, facts_of_file in file_facts.items():
+            gathered[name][path] = facts_of_file  # type: ignore[assignment]
+        if cache is not None:
+            cache.store(path, stats[path], functions, facts=file_facts)
+    for fact in facts:
+        settle_later(fact, gathered[fact.name], jobs, cache)
+    if cache is not None and cache_write:
+        cache.save()
+    return ProjectIndex.from_functions(files, found, [(fact, gathered[fact.name]) for fact in facts], cache.derived if cache is not None else None)

@@ -80,10 +80,9 @@ def project_key(project) -> str:
         # were just computed or read back from the index cache (pickle bytes
         # differ with object sharing)
         try:
-            proven = getattr(project, "lr_proven", {})
-            writers = getattr(project, "lr_writers", {})
-            chains = getattr(project, "int_chains", {})
-            blob = repr((sorted((key, sorted(fns.items())) for key, fns in facts.items()), sorted(proven.items()), sorted((key, sorted(fns)) for key, fns in writers.items()), sorted(chains.items()))).encode()
+            tables = sorted((name, sorted((key, sorted(found.items())) for key, found in table.items())) for name, table in getattr(project, "tables", {}).items())
+            per_file = sorted((name, sorted(table.items())) for name, table in getattr(project, "per_file", {}).items())
+            blob = repr((sorted((key, sorted(fns.items())) for key, fns in facts.items()), tables, per_file)).encode()
             return hashlib.blake2b(blob, digest_size=16).hexdigest()
         except TypeError:
             pass

@@ -15,10 +15,11 @@ parsed as few times as possible:
    the engine: the byte prefilter, the rules, and libcst only to render
    fixes.  Cross-module facts are not known yet, so this result holds for
    every file that mentions none of the index's names;
-4. the project index is built from every file's compiled functions; a
-   file that can hold no compile site but writes ``param_groups`` (FR004's
+4. the project index is built from every file's compiled functions and the
+   facts the rules declare (:class:`~codemods.analysis.project.ProjectFact`);
+   a file that can hold no compile site but writes ``param_groups`` (FR004's
    lr writers) is parsed for them only now, and only when another file
-   passes an optimizer to its module (:func:`~codemods.analysis.project.settle_lr_facts`);
+   passes an optimizer to its module (:func:`~codemods.analysis.project.settle_later`);
 5. **second look**, only when the index lists compiled functions: the files
    that mention one of their names are processed again with the index (rare:
    they call a function compiled in another module; in a report only the
@@ -52,8 +53,12 @@ from .selection import FileSelection
 from .engine import FileResult, merge_project_findings, process_source, read_file
 from .notebook import Notebook, is_notebook
 from ..findings import FileError, Finding, Fix
-from ..analysis.project import LR_LATER, FactsCache, ProjectIndex, int_facts, lr_facts, lr_later, parse_for_index, settle_lr_facts
+from ..analysis.project import FactsCache, ProjectIndex, gather_facts, parse_for_index, settle_later
+from ..transforms import PROJECT_FACTS
 from .writer import write_changed
+
+#: the project facts the rules declare (:data:`codemods.transforms.PROJECT_FACTS`)
+_FACTS = tuple(fact for _, fact in PROJECT_FACTS)
 
 GENERATED_MARKER = b"@generated"
 #: how far into a file the ``@generated`` marker is looked for
@@ -139,11 +144,10 @@ class _Looked:
     functions: Optional[dict] = None
     stat: Optional[os.stat_result] = None
     content_hash: Optional[str] = None
-    #: FR004's facts for the index (first look only), or LR_LATER (not
-    #: parsed for them: :func:`codemods.analysis.project.settle_lr_facts`)
-    lr: Optional[object] = None
-    #: FR005's facts for the index (first look only)
-    ints: Optional[dict] = None
+    #: each declared project fact's facts of the file, by name (first look
+    #: only; :data:`~codemods.analysis.project.LATER`: not parsed for them,
+    #: :func:`~codemods.analysis.project.settle_later`)
+    facts: Optional[Dict[str, object]] = None
     #: only the rules that read the index ran (a report's second look): the
     #: result is merged with the first look's
     partial: bool = False
@@ -206,10 +210,10 @@ def _look_source(path: str, display: str, data: bytes, settings: Settings, mode:
     too_much = _over_size(data)  # before any parse: a huge file is not parsed at all
     if too_much is not None:
         return _Looked(path, FileResult(path=path, display_path=display, error=too_much), None, st)
-    # an lr writer alone is not parsed now: its facts matter only if another file passes it an optimizer
-    functions, source = parse_for_index(data, display, False) if mode == "first" else (None, None)
-    lr = lr_facts(source) if source is not None else (LR_LATER if mode == "first" and lr_later(data) else None)
-    ints = int_facts(source) if source is not None else None
+    # a file no compile can be in is not parsed now for a fact (FR004's lr
+    # writers): its facts matter only if another file's ask for them
+    functions, source = parse_for_index(data, display) if mode == "first" else (None, None)
+    facts = gather_facts(_FACTS, source, data, mode == "first") if mode == "first" else None
     too_much = _over_limits(data, source.tree if source is not None else None)
     if too_much is not None:
         return _Looked(path, FileResult(path=path, display_path=display, error=too_much), functions, st)
@@ -228,7 +232,7 @@ def _look_source(path: str, display: str, data: bytes, settings: Settings, mode:
     # process: the interactive review re-analyses files with findings)
     result.original = data if (result.new is not None or not options.portable) else None
     digest = content_hash(data) if options.want_hash else None
-    return _Looked(path, result, functions, st, digest, lr, ints, mode == "mentions" and not options.render)
+    return _Looked(path, result, functions, st, digest, facts, mode == "mentions" and not options.render)
 
 
 def _may_hold_a_finding(data: bytes) -> bool:
@@ -609,18 +613,18 @@ def _run(
             progress(done, len(files))
 
     # 2. what the cache already knows: index facts (and stats) of unchanged files
-    facts_cache = FactsCache(cache_dir) if cache_dir is not None else None
+    facts_cache = FactsCache(cache_dir, _FACTS) if cache_dir is not None else None
     functions: Dict[str, Optional[dict]] = {}
-    lr: Dict[str, Optional[object]] = {}
-    ints: Dict[str, Optional[dict]] = {}
+    #: fact name -> path -> that file's facts
+    gathered: Dict[str, Dict[str, Optional[object]]] = {fact.name: {} for fact in _FACTS}
     stat_of: Dict[str, Optional[os.stat_result]] = {}
     first: List[str] = []
     for path in files:
         known, st = facts_cache.lookup(path) if facts_cache is not None else (None, None)
         if known is not None:
             functions[path] = known
-            lr[path] = facts_cache.lr_facts(path)  # type: ignore[union-attr]
-            ints[path] = facts_cache.int_facts(path)  # type: ignore[union-attr]
+            for name, found in facts_cache.facts_of(path).items():  # type: ignore[union-attr]
+                gathered[name][path] = found
             stat_of[path] = st
         else:
             first.append(path)
@@ -630,20 +634,19 @@ def _run(
     for item in _look_all([(p, displays[p], file_settings[p], "first") for p in first], jobs, options, None, tick):
         looked[item.path] = item
         functions[item.path] = item.functions
-        lr[item.path] = item.lr
-        ints[item.path] = item.ints
+        for name, found in (item.facts or {}).items():
+            gathered[name][item.path] = found
         if facts_cache is not None and item.functions is not None:
-            facts_cache.store(item.path, item.stat, item.functions, item.content_hash, item.lr, item.ints)
+            facts_cache.store(item.path, item.stat, item.functions, item.content_hash, item.facts)
 
     # 4. the index
-    for path, facts in list(lr.items()):
-        if facts and not file_settings[path].selects("FR004"):  # per-file ignores: FR004 fixes nothing there
-            lr[path] = None
-    for path, facts in list(ints.items()):
-        if facts and not file_settings[path].selects("FR005"):  # per-file ignores: no FR005 finding there
-            ints[path] = None
-    settle_lr_facts(lr, jobs, facts_cache)  # the lr writers some file may pass an optimizer to
-    project = ProjectIndex.from_functions(files, functions, lr, ints, facts_cache.class_facts if facts_cache is not None else None)
+    for code, fact in PROJECT_FACTS:
+        found = gathered[fact.name]
+        for path, facts in list(found.items()):
+            if facts and not file_settings[path].selects(code):  # per-file ignores: the rule finds and fixes nothing there
+                found[path] = None
+        settle_later(fact, found, jobs, facts_cache)  # FR004: the lr writers some file may pass an optimizer to
+    project = ProjectIndex.from_functions(files, functions, [(fact, gathered[fact.name]) for fact in _FACTS], facts_cache.derived if facts_cache is not None else None)
     out.project = project
     cache = None
     if cache_dir is not None:

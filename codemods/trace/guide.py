@@ -16,6 +16,7 @@ from ..analysis.context import TraceEvidence, FileContext, Settings
 from ..pipeline.engine import analyze, render, should_apply
 from ..findings import FileError, Finding
 from ..analysis.project import build_project_index
+from ..transforms import PROJECT_FACTS
 from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic, write_changed
 from .match import Guided, GuidedFile, Match, _real, entry_file, implicated_files, map_library_entries, match_file
@@ -114,7 +115,7 @@ def guide(
     map_library_entries(trace, taken)
     files = [path for path in implicated_files(trace, within) if selection.takes(path)]
     indexed = sorted(set(taken) | set(files)) if within else files
-    project = build_project_index(indexed, settings)
+    project = build_project_index(indexed, settings, [fact for _, fact in PROJECT_FACTS])
     out.project = project
     files = files + _feeding_files(project, files, indexed)
     observed = float_evidence(trace)
@@ -212,14 +213,14 @@ def _fixed_optimizers(ctx: FileContext, project, guided: GuidedFile) -> Dict[Tup
 def apply_lr_writers(out: Guided, project, settings: Settings, optimizers: Dict[Tuple[str, int], Match]) -> None:
     """FR004's fix of an optimizer whose lr a writer in another module sets (a
     scheduler class, a ``set_lr`` helper) is whole only with that writer's
-    ``.fill_`` edits.  A module of proven lr writers (``project.lr_proven``)
+    ``.fill_`` edits.  A module of proven lr writers (the index's ``lr_proven``)
     all of whose optimizers had their FR004 fix applied here is analysed and
     its FR004 findings applied with them; otherwise nothing is added (a
     ``.fill_`` on a float lr would crash)."""
     from ..pipeline.discovery import display_path
 
     done = {_real(g.path) for g in out.files}
-    for key, writers in sorted(project.lr_proven.items()):
+    for key, writers in sorted(project.table("lr_proven").items()):
         path = project.path_of(key)
         callers = sorted({c for cs in writers.values() for c in cs})
         if path is None or _real(path) in done or not callers or any(c not in optimizers for c in callers):

@@ -7,7 +7,9 @@ part of the contract.
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Tuple
+
+from ..analysis.project import ProjectFact
 
 from .base import Example, Rule
 from .compile_in_loop import CompileInLoop
@@ -46,7 +48,12 @@ REGISTRY: List[Rule] = [
     ObjectIntState(),
 ]
 
+#: every project fact a rule declares, with the code of the rule that reads
+#: it (a file whose per-file ignores drop that rule gives none), in registry
+#: order
+PROJECT_FACTS: List[Tuple[str, ProjectFact]] = [(rule.code, fact) for rule in REGISTRY for fact in rule.project_facts]
+
 BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in REGISTRY}
 BY_NAME: Dict[str, Rule] = {rule.name: rule for rule in REGISTRY}
 
-__all__ = ["REGISTRY", "BY_CODE", "BY_NAME", "Rule", "Example"]
+__all__ = ["REGISTRY", "PROJECT_FACTS", "BY_CODE", "BY_NAME", "Rule", "Example"]

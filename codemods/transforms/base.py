@@ -30,6 +30,7 @@ class Example:
 
 
 if TYPE_CHECKING:
+    from ..analysis.project import ProjectFact
     from ..trace.causes import CuresCause
 
 
@@ -53,6 +54,10 @@ class Rule:
     reads: ClassVar[str] = "cst"
     #: the rule reads the project index (facts of other modules of the run)
     reads_project: ClassVar[bool] = False
+    #: the facts of other modules this rule needs beyond the index's compiled
+    #: functions, gathered and proved by the run for it
+    #: (:class:`~codemods.analysis.project.ProjectFact`)
+    project_facts: ClassVar[Tuple["ProjectFact", ...]] = ()
     #: the rule can only find something where something is compiled (a file
     #: whose only ``compile`` is ``re.compile`` is skipped unparsed)
     needs_compile_site: ClassVar[bool] = True

@@ -18,7 +18,9 @@ from .._lazy import cst
 
 from ..analysis.compile_sites import dotted_name
 from ..analysis.constants import number_kind
+from ..analysis import lr_writers
 from ..analysis.params import parameter_defaults, passed_argument
+from ..analysis.project import ProjectFact
 from ..findings import Edit, Finding, Safety
 from ..analysis.optim_table import (
     NEVER_TENSORIZE,
@@ -281,6 +283,40 @@ def _fill(target: cst.CSTNode):
     return cst.Expr(call)
 
 
+#: FR004's scratch entries that depend on neither the settings nor the index
+_SHARED = frozenset(("fr004_by_call", "fr004_built", "fr004_write_reach", "fr004_store_reach", "fr004_lr_stores", "fr004_lr_assigns", "fr004_lr_reads", "fr004_passed", "fr004_text", "fr004_writers", "fr004_fill_edits"))
+
+
+def index_facts(source) -> Optional[dict]:
+    """FR004's facts for the project index (JSON-ready), or None: the
+    module's lr writers (:meth:`OptimizerScalars._writers`), and the
+    optimizers it passes to code of other modules
+    (:meth:`OptimizerScalars._passes_out`)."""
+    from ..analysis.context import FileContext, Settings
+
+    data = source.data
+    writers: Dict[str, dict] = {}
+    passes: dict = {}
+    rule = OptimizerScalars()
+    ctx = FileContext(source.path, source.display_path, Settings(), None, source)
+    if b"param_groups" in data:
+        writers = rule._writers(ctx)
+    if b"optim" in data and b"step" in data:
+        passes = rule._passes_out(ctx)
+    # what does not depend on the settings or the index is kept for the
+    # rule's own run on this parse (the first look)
+    source.__dict__["_fr004_shared"] = {k: v for k, v in ctx.cache.items() if k in _SHARED}
+    if not writers and not passes:
+        return None
+    return {"writers": writers, "passes": passes}
+
+
+#: what FR004 needs to know of other modules: their lr writers, proven for
+#: ``.fill_`` when every optimizer passed to them gets a tensor lr
+#: (:mod:`codemods.analysis.lr_writers`)
+LR_WRITERS = ProjectFact("lr", gather=index_facts, valid=lr_writers.valid, prove=lr_writers.prove, later=lr_writers.later, wanted=lr_writers.wanted)
+
+
 class OptimizerScalars(Rule):
     code = "FR004"
     #: the trace causes its fix cures (the trace's cure table is made from these)
@@ -410,6 +446,7 @@ step), while the step compiled by the default inductor backend is as fast
 """
     triggers = (b"optim",)
     reads_project = True
+    project_facts = (LR_WRITERS,)
     reads = "ast"
     valid = (
         # not stepped inside a compiled region
@@ -687,11 +724,11 @@ step), while the step compiled by the default inductor backend is as fast
             if b in reached:
                 return f"the write on line {node.lineno}"
         project = ctx.project
-        if project is None or not getattr(project, "lr_writers", None):
+        if project is None or not project.table("lr_writers"):
             return None
         for call in self._escapes(ctx, b):
             for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
-                writer = project.writes_lr(ctx.path, q)
+                writer = project.resolve_in("lr_writers", ctx.path, q)
                 if writer is not None:
                     return f"`{writer[0]}` of module `{writer[1]}`"
         return None
@@ -1774,10 +1811,10 @@ step), while the step compiled by the default inductor backend is as fast
         reaches an lr writer of another module whose writes become ``.fill_``
         (every optimizer passed to it, in every module, gets a tensor lr)."""
         project = ctx.project
-        if project is None or not getattr(project, "lr_proven", None):
+        if project is None or not project.table("lr_proven"):
             return None
         for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
-            hit = project.resolve_lr_writer(ctx.path, q)
+            hit = project.resolve_in("lr_proven", ctx.path, q)
             if hit is not None:
                 return hit
         return None
@@ -1786,7 +1823,7 @@ step), while the step compiled by the default inductor backend is as fast
         """The lr writes of this module's proven writers (project index)
         become ``.fill_``: every optimizer reaching them, from every module,
         gets a tensor lr from plain --fix."""
-        proven = ctx.project.lr_proven_in(ctx.path) if hasattr(ctx.project, "lr_proven_in") else {}
+        proven = ctx.project.table_in("lr_proven", ctx.path)
         if not proven:
             return []
         writers = self._writers(ctx)
@@ -1836,31 +1873,3 @@ def _passes(call: ast.Call, fn: ast.AST, param: ast.arg, skip: int) -> bool:
         return True
     at = _position(fn, param, skip)
     return 0 <= at < len(call.args)
-
-
-#: FR004's scratch entries that depend on neither the settings nor the index
-_SHARED = frozenset(("fr004_by_call", "fr004_built", "fr004_write_reach", "fr004_store_reach", "fr004_lr_stores", "fr004_lr_assigns", "fr004_lr_reads", "fr004_passed", "fr004_text", "fr004_writers", "fr004_fill_edits"))
-
-
-def index_facts(source) -> Optional[dict]:
-    """FR004's facts for the project index (JSON-ready), or None: the
-    module's lr writers (:meth:`OptimizerScalars._writers`), and the
-    optimizers it passes to code of other modules
-    (:meth:`OptimizerScalars._passes_out`)."""
-    from ..analysis.context import FileContext, Settings
-
-    data = source.data
-    writers: Dict[str, dict] = {}
-    passes: dict = {}
-    rule = OptimizerScalars()
-    ctx = FileContext(source.path, source.display_path, Settings(), None, source)
-    if b"param_groups" in data:
-        writers = rule._writers(ctx)
-    if b"optim" in data and b"step" in data:
-        passes = rule._passes_out(ctx)
-    # what does not depend on the settings or the index is kept for the
-    # rule's own run on this parse (the first look)
-    source.__dict__["_fr004_shared"] = {k: v for k, v in ctx.cache.items() if k in _SHARED}
-    if not writers and not passes:
-        return None
-    return {"writers": writers, "passes": passes}

@@ -14,7 +14,8 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 
-from ..analysis import placement
+from ..analysis import int_chains, placement
+from ..analysis.project import ProjectFact
 from ..analysis.compile_sites import CompileModel
 from ..analysis.compile_sites import CompileSite as AstCompileSite
 from ..analysis.compile_sites import dotted_name as ast_dotted_name
@@ -447,6 +448,12 @@ def _insertion_statement(source: Source, stmt: ast.stmt) -> ast.stmt:
 
 
 # -- the rule ---------------------------------------------------------------------
+#: what FR005 needs to know of other modules: the classes their files
+#: compile one by one, and the calls from those classes' forward to an int
+#: attribute's change (:mod:`codemods.analysis.int_chains`)
+INT_CHAINS = ProjectFact("ints", gather=int_chains.gather, valid=int_chains.valid, prove=int_chains.prove, read=int_chains.class_facts_of_file)
+
+
 class UnspecIntAttrs(Rule):
     code = "FR005"
     #: the trace causes its fix cures (the trace's cure table is made from these)
@@ -682,6 +689,7 @@ all dynamo config is.
 
     reads = "ast"
     reads_project = True
+    project_facts = (INT_CHAINS,)
 
     def check(self, ctx) -> Iterable[Finding]:
         model = ctx.model
@@ -692,7 +700,7 @@ all dynamo config is.
         # None, proven), in source order of the compile
         candidates: List[Tuple[ast.stmt, AstCompileSite, str, Optional[Tuple[str, str]], bool]] = []
         mutations_of: Dict[Tuple[int, str], List[IntMutation]] = {}
-        chains = getattr(ctx.project, "int_chains", {}).get(ctx.path, {}) if ctx.project is not None else {}
+        chains = ctx.project.of_file("int_chains", ctx.path) if ctx.project is not None else {}
         for site in model.compile_sites:
             cls = compiled_module_class(model, site)
             start = "forward"

@@ -1,0 +1,139 @@
+"""FR004's facts across modules: which lr writers of one module may write
+``.fill_`` because every optimizer passed to them, from any module of the
+run, gets a tensor lr.
+
+The rule declares them (:data:`codemods.transforms.optimizer_scalars.LR_WRITERS`,
+a :class:`~codemods.analysis.project.ProjectFact`); each file's facts come
+from the rule's own look at it (``index_facts``: the module's lr writers, and
+the optimizers it passes to code of other modules); this module proves them
+over the run.  Index tables: ``lr_writers`` ((root, module) -> {writer: True},
+proven or not: an optimizer passed to one has an lr that changes) and
+``lr_proven`` ((root, module) -> {writer: its callers as (module, line of
+the optimizer)}).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from .project import ModuleKey, ProjectIndex, _absolute, _resolve_in, module_token
+
+
+def later(data: bytes) -> bool:
+    """Are these the bytes of a file whose FR004 facts wait: they rule a
+    compile site out (:func:`codemods.pipeline.prefilter.mentions_compile`)
+    but the file writes ``param_groups`` (an lr writer, maybe)?  Its lr
+    writers matter only to a file that passes an optimizer to them."""
+    from ..pipeline.prefilter import mentions_compile
+
+    return b"param_groups" in data and not mentions_compile(data)
+
+
+def wanted(found: Dict[str, Optional[object]], key_of: Callable[[str], ModuleKey]) -> set:
+    """The dotted modules a call passing an optimizer, in any file of the
+    run, can resolve to: the only modules whose waiting files' lr writers
+    can matter."""
+    callers: Dict[str, ModuleKey] = {}
+    out = set()
+    for path, facts in found.items():
+        optimizers = (facts.get("passes") or {}).get("optimizers") if isinstance(facts, dict) else None
+        if optimizers:
+            callers[path] = key_of(path)
+            for opt in optimizers:
+                for call in opt["calls"]:
+                    target = _absolute(callers, path, call[0])
+                    if target is not None:
+                        out.add(target[1])
+    return out
+
+
+def valid(lr) -> bool:
+    """Has ``lr`` (FR004's facts of one file, maybe read from the cache
+    folder) the shape :func:`prove` reads?  A damaged entry is a
+    miss, never a crash."""
+    try:
+        if not isinstance(lr, dict) or not isinstance(lr.get("writers", {}), dict) or not isinstance(lr.get("passes", {}), dict):
+            return False
+        for entry in lr.get("writers", {}).values():
+            if not (isinstance(entry["param"], str) and isinstance(entry["index"], int) and isinstance(entry["clean"], bool)):
+                return False
+            if not all(isinstance(k, str) and isinstance(i, int) for k, i in entry["keys"]) or not all(isinstance(n, int) for n in entry["lines"]):
+                return False
+        passes = lr.get("passes", {})
+        if not isinstance(passes.get("complete", {}), dict):
+            return False
+        for opt in passes.get("optimizers", ()):
+            if not (isinstance(opt["line"], int) and isinstance(opt["fixed"], bool)):
+                return False
+            for q, slot, nargs, kws, star, line in opt["calls"]:
+                if not (isinstance(q, str) and isinstance(slot, (int, str, type(None))) and isinstance(nargs, int) and isinstance(kws, list) and isinstance(star, bool)):
+                    return False
+        return True
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+
+
+def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict]], read=None) -> None:
+    """Fill the index's table ``lr_proven``: an lr writer of one module (a function or
+    class whose parameter's ``param_groups`` get ``["lr"] = v``, FR004's
+    ``_writers``) is proven when its writes are clean (nothing else of the
+    optimizer is used there, no lr read back), it is called from other
+    modules only with optimizers that plain --fix makes tensors (each call
+    passes it where the writer expects it, leaves the key's default "lr",
+    and is every use of the name in its file), every other optimizer those
+    calls pass is handed only to proven writers, and no other file of the
+    run mentions the writer (a call the index has not seen)."""
+    writers: Dict[ModuleKey, Dict[str, dict]] = {}
+    for path, facts in lr.items():
+        if facts and facts.get("writers") and path in index.modules:
+            writers[index.modules[path]] = facts["writers"]
+    if not writers:
+        return
+    index.tables["lr_writers"] = {key: dict.fromkeys(sorted(found), True) for key, found in sorted(writers.items())}
+    callers: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
+    bad: set = set()
+    for path, facts in sorted(lr.items()):
+        passes = (facts or {}).get("passes") or {}
+        complete = passes.get("complete", {})
+        for opt in passes.get("optimizers", ()):
+            for q, slot, nargs, kws, star, _line in opt["calls"]:
+                hit = _resolve_in(index.modules, writers, path, q)
+                if hit is None:
+                    continue
+                (key, entry), name = hit, q.rpartition(".")[2]
+                callers.setdefault((key, name), []).append((path, opt))
+                passed_key = any(k in kws or 0 <= at < nargs for k, at in entry["keys"])
+                if not (entry["clean"] and opt["fixed"] and complete.get(q) and not star and not passed_key and slot in (entry["param"], entry["index"])):
+                    bad.add((key, name))
+    proven = {w for w in callers if w not in bad}
+    if proven:  # a file that mentions a writer and was not seen calling it
+        tokens = {w: [module_token(w[1], w[0])] for w in proven}
+        seen = {w: {p for p, _ in callers[w]} for w in proven}
+        from ..pipeline.prefilter import mentions_any
+
+        for path in files:
+            todo = [w for w in proven if path not in seen[w] and index.path_of(w[0]) != path]
+            if not todo:
+                continue
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                data = None
+            for w in todo:
+                if data is None or mentions_any(data, tokens[w]):
+                    proven.discard(w)
+    changed = True
+    while changed:  # every writer an optimizer is passed to must be proven
+        changed = False
+        for w in sorted(proven):
+            for path, opt in callers[w]:
+                hits = [_resolve_in(index.modules, writers, path, call[0]) for call in opt["calls"]]
+                if any(h is None or (h[0], call[0].rpartition(".")[2]) not in proven for h, call in zip(hits, opt["calls"])):
+                    proven.discard(w)
+                    changed = True
+                    break
+    table = index.tables.setdefault("lr_proven", {})
+    for key, name in sorted(proven):
+        table.setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in callers[(key, name)])
+    index.always = tuple(sorted(set(index.always) | {p for p in map(index.path_of, table) if p is not None}))
