@@ -41,6 +41,7 @@ TORCH = "torch"
 TORCH_COMPILE = "torch.compile"
 _NN_PREFIXES = ("torch.nn.",)
 _MODULE_BASE_NAMES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+_OPTIMIZER_BASE_NAMES = {"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"}
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BUILTINS = frozenset(dir(builtins))
 _NO_NAMES: FrozenSet[str] = frozenset()
@@ -481,17 +482,24 @@ class CompileModel:
                 return stmt
         return None
 
-    def is_module_class(self, cls: ast.ClassDef, _seen: Optional[Set[str]] = None) -> bool:
+    def is_module_class(self, cls: ast.ClassDef) -> bool:
         """Does ``cls`` subclass ``torch.nn.Module`` (directly or via classes of this module)?"""
-        seen = _seen if _seen is not None else set()
+        return self._derives(cls, lambda qn: bool(qn & _MODULE_BASE_NAMES) or any(q.startswith(_NN_PREFIXES) for q in qn), set())
+
+    def is_optimizer_class(self, cls: ast.ClassDef) -> bool:
+        """Does ``cls`` subclass ``torch.optim.Optimizer`` (directly or via classes of this module)?"""
+        return self._derives(cls, lambda qn: bool(qn & _OPTIMIZER_BASE_NAMES), set())
+
+    def _derives(self, cls: ast.ClassDef, test, seen: Set[str]) -> bool:
+        """Does a base of ``cls`` (or of a class of this module it derives
+        from) have qualified names ``test`` accepts?"""
         for base in cls.bases:
-            qn = self.qualified_names(base)
-            if qn & _MODULE_BASE_NAMES or any(q.startswith(_NN_PREFIXES) for q in qn):
+            if test(self.qualified_names(base)):
                 return True
             name = dotted_name(base)
             if name in self.classes and name not in seen:
                 seen.add(name)  # type: ignore[arg-type]
-                if self.is_module_class(self.classes[name], seen):  # type: ignore[index]
+                if self._derives(self.classes[name], test, seen):  # type: ignore[index]
                     return True
         return False
 

@@ -28,6 +28,7 @@ from .unspec_int_attrs import UnspecIntAttrs
 from .compiled_memo import CompiledMemo
 from .data_driven_loop import DataDrivenLoop
 from .object_int_state import ObjectIntState
+from .tensor_keyed_state import TensorKeyedState
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
@@ -46,6 +47,7 @@ REGISTRY: List[Rule] = [
     CompiledMemo(),
     DataDrivenLoop(),
     ObjectIntState(),
+    TensorKeyedState(),
 ]
 
 #: every project fact a rule declares, with the code of the rule that reads

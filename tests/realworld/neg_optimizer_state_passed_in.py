@@ -1,0 +1,122 @@
+# realworld: negative graphs=1
+# Pattern: Koratahiu/Advanced_Optimizers after V2.0
+# (5a1a7fa97524c7887391088b44b1c7864fffa1c2, "torch.compile support"): the
+# eager `step_parameter` looks the parameter's state up (`state =
+# self.state[p]`), passes it to the compiled `_step_parameter(p, grad, state,
+# group)` and counts `state['step'] += 1` itself. The compiled code never
+# looks a key up: one graph per parameter shape, the same values as eager.
+# Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 1
+# graph over 3 steps of 8 parameters of one shape.
+import torch
+import torch.nn as nn
+
+
+class Prodigy_adv(torch.optim.Optimizer):
+    def __init__(self, params, lr: float = 1, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0, d0: float = 1e-6, slice_p: int = 11):
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "d": d0, "d0": d0, "d_max": d0, "d_numerator": 0.0, "k": 0, "slice_p": slice_p}
+        super().__init__(params, defaults)
+        self.device = torch.device("cpu")
+        self.init_step()
+        self._compiled_step_parameter = None
+
+    def init_step(self):
+        """Resets accumulators and calculates dlr for the upcoming step."""
+        self.d_denom = torch.zeros(1, device=self.device)
+        g_group = self.param_groups[0]
+        self.beta1, self.beta2_default = g_group['betas']
+        self.beta3 = self.beta2_default ** 0.5
+        self.d = g_group['d']
+        self.dlr = self.d * g_group['lr']
+        self.d_numerator = torch.tensor(g_group.get('d_numerator', 0.0) * self.beta3, device=self.device)
+        for group in self.param_groups:
+            for i, p in enumerate(group['params']):
+                self.init_state(p, group)
+
+    def init_state(self, p, group):
+        state = self.state[p]
+        if 'step' in state:
+            return
+        state['step'] = 0
+        state['exp_avg'] = torch.zeros_like(p)
+        state['exp_avg_sq'] = torch.zeros_like(p)
+        state['s'] = torch.zeros_like(p.flatten()[::group['slice_p']]).detach()
+        state['p0'] = p.flatten()[::group['slice_p']].detach().clone()
+
+    def _step_parameter(self, p: torch.Tensor, grad: torch.Tensor, state: dict, group: dict, d: torch.Tensor, dlr: torch.Tensor):
+        beta2 = self.beta2_default
+        exp_avg_sq = state['exp_avg_sq']
+        exp_avg = state['exp_avg']
+        exp_avg.mul_(self.beta1).add_(grad, alpha=d * (1.0 - self.beta1))
+        update = exp_avg.clone()
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad.conj(), value=d * d * (1.0 - beta2))
+        denom = exp_avg_sq.sqrt()
+        update.div_(denom.add_(d * group['eps']))
+        update.mul_(dlr)
+        # --- Accumulate Prodigy stats ---
+        d0, slice_p = group['d0'], group['slice_p']
+        s, p0 = state['s'], state['p0']
+        grad_flat = grad.flatten().float()
+        p_flat = p.data.flatten().float()
+        self.d_numerator.add_((d / d0) * dlr * torch.dot(grad_flat[::slice_p], p0.data - p_flat[::slice_p]))
+        s.mul_(self.beta3).add_(grad_flat[::slice_p], alpha=(d / d0) * dlr)
+        self.d_denom.add_(s.abs().sum())
+        if group["weight_decay"] != 0:
+            p.data.add_(p.data, alpha=-group["weight_decay"] * dlr)
+        p.data.add_(-update)
+
+    @torch.no_grad()
+    def step_parameter(self, p: torch.Tensor, group: dict, i=None):
+        if p.grad is None:
+            return
+        grad = p.grad
+        state = self.state[p]
+        if self._compiled_step_parameter is None:
+            self._step_parameter(p, grad, state, group, self.d, self.dlr)
+        else:
+            # TODO, workaround until pytorch#169634 is fixed
+            d = torch.tensor(self.d, dtype=torch.float64)
+            dlr = torch.tensor(self.dlr, dtype=torch.float64)
+            self._compiled_step_parameter(p, grad, state, group, d, dlr)
+        state['step'] += 1
+
+    def compile(self, *args, **kwargs):
+        self._compiled_step_parameter = torch.compile(self._step_parameter, *args, **kwargs)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for i, p in enumerate(group['params']):
+                self.step_parameter(p, group, i)
+        self.calculate_d()
+        self.init_step()
+
+    def calculate_d(self):
+        g_group = self.param_groups[0]
+        global_d_numerator = self.d_numerator.item()
+        global_d_denom = self.d_denom.item()
+        d_max = g_group['d_max']
+        if global_d_denom > 0:
+            d_hat = global_d_numerator / global_d_denom
+            if self.d == g_group['d0']:
+                self.d = max(self.d, d_hat)
+            d_max = max(d_max, d_hat)
+            self.d = min(d_max, self.d * 2.0)
+        for group in self.param_groups:
+            group['d_numerator'] = global_d_numerator
+            group['d'] = self.d
+            group['d_max'] = d_max
+            group['k'] += 1
+
+
+torch.manual_seed(0)
+model = nn.Sequential(*[nn.Linear(16, 16, bias=False) for _ in range(8)])  # one shape: only the per-parameter state differs
+opt = Prodigy_adv(model.parameters(), lr=1.0)
+opt.compile()  # the project passes fullgraph=True (the probe's eager reference cannot run it)
+x, y = torch.randn(32, 16), torch.randn(32, 16)
+for _ in range(3):
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+print(f"OUT {sum(float(p.detach().double().sum()) for p in model.parameters()):.6f}")
+print("STEPS", [opt.state[p]['step'] for p in model.parameters()])
