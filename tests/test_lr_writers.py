@@ -206,3 +206,67 @@ def test_a_writer_is_parsed_only_when_an_optimizer_is_passed_to_its_module(tmp_p
     assert parsed == ["scheduler.py"] and again == found
     assert _project(tmp_path, files) == found  # no cache: the same
 
+
+
+# -- an optimizer built by a factory of another module (issue 29 item 2) ------
+
+MODEL = """
+import torch
+
+
+class GPT(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def configure_optimizers(self, weight_decay, learning_rate):
+        groups = [{"params": [self.lin.weight], "weight_decay": weight_decay}, {"params": [self.lin.bias], "weight_decay": 0.0}]
+        optimizer = torch.optim.AdamW(groups, lr=learning_rate)
+        return optimizer
+"""
+
+TRAIN = """
+import torch
+from model import GPT
+
+model = GPT()
+optimizer = model.configure_optimizers(0.1, {lr})
+
+
+@torch.compile
+def opt_step():
+    optimizer.step()
+
+
+for it in range(4):
+    for param_group in optimizer.param_groups:
+        param_group["lr"] = 6e-4 * (it + 1) / 4
+    model.lin(torch.ones(8)).sum().backward()
+    opt_step()
+{extra}"""
+
+
+def test_factory_of_another_module_is_fixed_in_both_files(tmp_path):
+    found = _project(tmp_path, {"model.py": MODEL, "train.py": TRAIN.format(lr="6e-4", extra="")})
+    assert _safety(found, "model.py") == [Safety.SAFE] and _safety(found, "train.py") == [Safety.SAFE]
+    assert b"lr=torch.tensor(learning_rate)" in found["model.py"][1]
+    assert b'param_group["lr"].fill_(6e-4 * (it + 1) / 4)' in found["train.py"][1]
+
+
+def test_factory_is_not_proven_when_a_user_reads_the_lr_back(tmp_path):
+    # the lr read back would be a tensor: no fix in either file, the write is reported
+    found = _project(tmp_path, {"model.py": MODEL, "train.py": TRAIN.format(lr="6e-4", extra='print(optimizer.param_groups[0]["lr"])\n')})
+    assert _safety(found, "model.py") == [] and _safety(found, "train.py") == [None]
+    assert found["model.py"][1] is None and found["train.py"][1] is None
+
+
+def test_factory_is_not_proven_when_the_lr_passed_is_not_a_float(tmp_path):
+    found = _project(tmp_path, {"model.py": MODEL, "train.py": TRAIN.format(lr="float(input())", extra="")})
+    assert _safety(found, "model.py") == [] and _safety(found, "train.py") == [None]
+
+
+def test_factory_is_not_proven_when_another_file_calls_it_unseen(tmp_path):
+    # bench.py gets an optimizer from the factory in a form the index cannot follow
+    bench = "from model import GPT\n\nclass Bench:\n    def __init__(self):\n        self.opt = GPT().configure_optimizers(0.1, 6e-4)\n"
+    found = _project(tmp_path, {"model.py": MODEL, "train.py": TRAIN.format(lr="6e-4", extra=""), "bench.py": bench})
+    assert _safety(found, "model.py") == [] and _safety(found, "train.py") == [None]

@@ -1,15 +1,19 @@
 """FR004's facts across modules: which lr writers of one module may write
 ``.fill_`` because every optimizer passed to them, from any module of the
-run, gets a tensor lr.
+run, gets a tensor lr; and which optimizer factories of one module (nanoGPT's
+``GPT.configure_optimizers``) may build a tensor lr because every module
+that gets an optimizer from them writes its lr with ``.fill_``.
 
 The rule declares them (:data:`codemods.transforms.optimizer_scalars.LR_WRITERS`,
 a :class:`~codemods.analysis.project.ProjectFact`); each file's facts come
 from the rule's own look at it (``index_facts``: the module's lr writers, and
-the optimizers it passes to code of other modules); this module proves them
+the optimizers it passes to code of other modules, its factories, and the
+optimizers it gets from factories of other modules); this module proves them
 over the run.  Index tables: ``lr_writers`` ((root, module) -> {writer: True},
-proven or not: an optimizer passed to one has an lr that changes) and
+proven or not: an optimizer passed to one has an lr that changes),
 ``lr_proven`` ((root, module) -> {writer: its callers as (module, line of
-the optimizer)}).
+the optimizer)}) and ``lr_factories`` ((root, module) -> {class or function:
+{method ("" for a function): its users as (module, line of the optimizer)}}).
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ from .project import ModuleKey, ProjectIndex, _absolute, _resolve_in, module_tok
 def later(data: bytes) -> bool:
     """Are these the bytes of a file whose FR004 facts wait: they rule a
     compile site out (:func:`codemods.pipeline.prefilter.mentions_compile`)
-    but the file writes ``param_groups`` (an lr writer, maybe)?  Its lr
-    writers matter only to a file that passes an optimizer to them."""
+    but the file writes ``param_groups`` (an lr writer, maybe) or returns
+    an optimizer (a factory, maybe)?  Its writers and factories matter only
+    to a file that passes an optimizer to them or gets one from them."""
     from ..pipeline.prefilter import mentions_compile
 
-    return b"param_groups" in data and not mentions_compile(data)
+    return (b"param_groups" in data or (b"optim" in data and b"return" in data)) and not mentions_compile(data)
 
 
 def wanted(found: Dict[str, Optional[object]], key_of: Callable[[str], ModuleKey]) -> set:
@@ -37,13 +42,18 @@ def wanted(found: Dict[str, Optional[object]], key_of: Callable[[str], ModuleKey
     out = set()
     for path, facts in found.items():
         optimizers = (facts.get("passes") or {}).get("optimizers") if isinstance(facts, dict) else None
-        if optimizers:
+        uses = facts.get("factory_uses") if isinstance(facts, dict) else None
+        if optimizers or uses:
             callers[path] = key_of(path)
-            for opt in optimizers:
-                for call in opt["calls"]:
-                    target = _absolute(callers, path, call[0])
-                    if target is not None:
-                        out.add(target[1])
+        for opt in optimizers or ():
+            for call in opt["calls"]:
+                target = _absolute(callers, path, call[0])
+                if target is not None:
+                    out.add(target[1])
+        for use in uses or ():
+            target = _absolute(callers, path, use["q"])
+            if target is not None:
+                out.add(target[1])
     return out
 
 
@@ -58,6 +68,16 @@ def valid(lr) -> bool:
             if not (isinstance(entry["param"], str) and isinstance(entry["index"], int) and isinstance(entry["clean"], bool)):
                 return False
             if not all(isinstance(k, str) and isinstance(i, int) for k, i in entry["keys"]) or not all(isinstance(n, int) for n in entry["lines"]):
+                return False
+        for methods in lr.get("factories", {}).values():
+            for entry in methods.values():
+                param = entry["lr_param"]
+                if not (isinstance(entry["line"], int) and isinstance(entry["fixable"], bool) and (param is None or (isinstance(param[0], str) and isinstance(param[1], int)))):
+                    return False
+        for use in lr.get("factory_uses", ()):
+            if not (isinstance(use["q"], str) and isinstance(use["method"], str) and isinstance(use["line"], int) and isinstance(use["stepped"], bool)
+                    and isinstance(use["fills"], bool) and isinstance(use["complete"], bool) and isinstance(use["star"], bool) and all(isinstance(k, str) for k in use["args"])
+                    and all(isinstance(k, str) and isinstance(v, str) for k, v in use["kwargs"].items())):
                 return False
         passes = lr.get("passes", {})
         if not isinstance(passes.get("complete", {}), dict):
@@ -83,6 +103,7 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
     and is every use of the name in its file), every other optimizer those
     calls pass is handed only to proven writers, and no other file of the
     run mentions the writer (a call the index has not seen)."""
+    _prove_factories(index, files, lr)
     writers: Dict[ModuleKey, Dict[str, dict]] = {}
     for path, facts in lr.items():
         if facts and facts.get("writers") and path in index.modules:
@@ -137,3 +158,65 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
     for key, name in sorted(proven):
         table.setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in callers[(key, name)])
     index.always = tuple(sorted(set(index.always) | {p for p in map(index.path_of, table) if p is not None}))
+
+
+def _prove_factories(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict]]) -> None:
+    """Fill the index's table ``lr_factories``: a factory of one module (a
+    function, or a method of a class, that returns one optimizer built
+    there, whose lr FR004 would make a tensor) is proven when some module
+    steps an optimizer it builds inside a compiled region, every module
+    that gets one from it writes that optimizer's lr only as a float that
+    becomes ``.fill_``, reads no lr back and makes no call of the factory
+    the index cannot follow, each passes a float for the
+    factory's lr parameter, and no other file of the run mentions the
+    factory (a use the index has not seen)."""
+    factories: Dict[ModuleKey, Dict[str, Dict[str, dict]]] = {}
+    for path, facts in lr.items():
+        if facts and facts.get("factories") and path in index.modules:
+            factories[index.modules[path]] = facts["factories"]
+    if not factories:
+        return
+    uses: Dict[Tuple[ModuleKey, str, str], List[Tuple[str, dict]]] = {}
+    for path, facts in sorted(lr.items()):
+        for use in (facts or {}).get("factory_uses", ()):
+            hit = _resolve_in(index.modules, factories, path, use["q"])
+            if hit is not None and use["method"] in hit[1]:
+                uses.setdefault((hit[0], use["q"].rpartition(".")[2], use["method"]), []).append((path, use))
+    proven: Dict[Tuple[ModuleKey, str, str], List[Tuple[str, dict]]] = {}
+    for (key, name, method), found in sorted(uses.items()):
+        entry = factories[key][name][method]
+        if entry["fixable"] and any(u["stepped"] for _, u in found) and all(u["fills"] and u["complete"] and _passes_float(u, entry["lr_param"]) for _, u in found):
+            proven[(key, name, method)] = found
+    if not proven:
+        return
+    from ..pipeline.prefilter import mentions_any
+
+    for path in files:  # a file that mentions a factory and was not seen using it
+        todo = [f for f in proven if index.path_of(f[0]) != path and path not in {p for p, _ in proven[f]}]
+        if not todo:
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            data = None
+        for f in todo:
+            if data is None or mentions_any(data, [module_token(f[2] or f[1], f[0])]):
+                proven.pop(f, None)
+    table = index.tables.setdefault("lr_factories", {})
+    for (key, name, method), found in sorted(proven.items()):
+        stepped = [(p, u) for p, u in found if u["stepped"]]
+        table.setdefault(key, {}).setdefault(name, {})[method] = tuple((index.modules[p][1], u["line"]) for p, u in stepped + [x for x in found if x not in stepped])
+    index.always = tuple(sorted(set(index.always) | {p for p in map(index.path_of, table) if p is not None}))
+
+
+def _passes_float(use: dict, param: Optional[list]) -> bool:
+    """Does the call ``use`` records pass a float for the factory's lr
+    parameter ``param`` ([name, position]; None: the lr is not a parameter)?"""
+    if param is None:
+        return True
+    if use["star"]:
+        return False
+    name, at = param
+    kind = use["kwargs"].get(name) or (use["args"][at] if 0 <= at < len(use["args"]) else None)
+    return kind == "float"

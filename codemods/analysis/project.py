@@ -177,6 +177,11 @@ class ProjectIndex:
         hit = _resolve_in(self.modules, self.tables.get(name, {}), path, qualified)
         return (qualified.rpartition(".")[2], hit[0][1]) if hit is not None else None
 
+    def lookup(self, name: str, path: str, qualified: str) -> Optional[Tuple[ModuleKey, dict]]:
+        """(module, entry) of table ``name`` that ``qualified`` (as seen in
+        ``path``) names in another module of the run, or None."""
+        return _resolve_in(self.modules, self.tables.get(name, {}), path, qualified)
+
     def resolve(self, path: str, qualified: str) -> Optional[Tuple[ModuleKey, FunctionSummary]]:
         """The compiled function that ``qualified`` (a libcst qualified name as
         seen in ``path``: ``kernels.f``, ``.kernels.f``, ``pkg.kernels.f``) names."""

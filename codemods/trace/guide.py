@@ -143,6 +143,8 @@ def guide(
         optimizers.update(_fixed_optimizers(ctx, project, guided))
     if optimizers:
         apply_lr_writers(out, project, settings, optimizers)
+    if project.table("lr_factories"):
+        apply_lr_factories(out, project, settings)
     if evidence:
         # the trace's own fixes obey --select / --ignore / the configuration:
         # the flag is FR005's cure, the marks are the code TRACE's
@@ -217,30 +219,56 @@ def apply_lr_writers(out: Guided, project, settings: Settings, optimizers: Dict[
     all of whose optimizers had their FR004 fix applied here is analysed and
     its FR004 findings applied with them; otherwise nothing is added (a
     ``.fill_`` on a float lr would crash)."""
-    from ..pipeline.discovery import display_path
-
     done = {_real(g.path) for g in out.files}
     for key, writers in sorted(project.table("lr_proven").items()):
         path = project.path_of(key)
         callers = sorted({c for cs in writers.values() for c in cs})
         if path is None or _real(path) in done or not callers or any(c not in optimizers for c in callers):
             continue
-        shown = display_path(path)
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-            ctx, findings = analyze(path, shown, data, settings, project)
-        except (OSError, FileError):
+        _apply_fr004_in(out, project, settings, path, optimizers[callers[0]])
+
+
+def apply_lr_factories(out: Guided, project, settings: Settings) -> None:
+    """The ``.fill_`` of an lr whose optimizer a factory of another module
+    builds (nanoGPT's ``model.configure_optimizers(...)``) is whole only with
+    that factory's tensor lr.  A module of proven factories (the index's
+    ``lr_factories``) every user module of which had an FR004 fix applied
+    here is analysed and its FR004 findings applied with them."""
+    done = {_real(g.path) for g in out.files}
+    fixed: Dict[str, Match] = {}
+    for g in out.files:
+        key = project.modules.get(g.path)
+        applied = [m for m in g.matches if m.finding.code == "FR004" and m.finding.applied]
+        if key is not None and applied:
+            fixed[key[1]] = applied[0]
+    for key, factories in sorted(project.table("lr_factories").items()):
+        path = project.path_of(key)
+        users = sorted({module for methods in factories.values() for callers in methods.values() for module, _ in callers})
+        if path is None or _real(path) in done or not users or any(u not in fixed for u in users):
             continue
-        if ctx is None:
-            continue
-        cause = optimizers[callers[0]]
-        guided = GuidedFile(path, shown, data)
-        guided.matches = [Match(f, cause.entry, tr.OPTIMIZER_LR) for f in findings if f.code == "FR004" and f.fix is not None]
-        guided.others = [f for f in findings if not (f.code == "FR004" and f.fix is not None)]
-        _apply(ctx, guided, data, settings, out)
-        if guided.changed:
-            out.files.append(guided)
+        _apply_fr004_in(out, project, settings, path, fixed[users[0]])
+
+
+def _apply_fr004_in(out: Guided, project, settings: Settings, path: str, cause: Match) -> None:
+    """Analyse ``path`` (not implicated by the trace) and apply its FR004
+    fixes, as curing the trace's optimizer-lr recompiles ``cause`` names."""
+    from ..pipeline.discovery import display_path
+
+    shown = display_path(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        ctx, findings = analyze(path, shown, data, settings, project)
+    except (OSError, FileError):
+        return
+    if ctx is None:
+        return
+    guided = GuidedFile(path, shown, data)
+    guided.matches = [Match(f, cause.entry, tr.OPTIMIZER_LR) for f in findings if f.code == "FR004" and f.fix is not None]
+    guided.others = [f for f in findings if not (f.code == "FR004" and f.fix is not None)]
+    _apply(ctx, guided, data, settings, out)
+    if guided.changed:
+        out.files.append(guided)
 
 
 def write(guided: Guided) -> int:

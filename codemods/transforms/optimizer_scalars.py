@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import contextlib
 import dataclasses
 import functools
 import io
@@ -60,6 +61,9 @@ class _Built:
     sched_row: Optional[SchedulerRow] = None
     #: line of a ``.step()`` inside a compiled region (or of the compiled step)
     stepped_at: Optional[int] = None
+    #: where it is stepped compiled when that is in another module (an
+    #: optimizer a factory of this module returns: "module `train` line 37")
+    stepped_elsewhere: str = ""
     #: for schedulers: the optimizer construction they drive
     optimizer: Optional["_Built"] = None
     schedulers: List["_Built"] = field(default_factory=list)
@@ -301,14 +305,24 @@ def index_facts(source) -> Optional[dict]:
     ctx = FileContext(source.path, source.display_path, Settings(), None, source)
     if b"param_groups" in data:
         writers = rule._writers(ctx)
+    factories: Dict[str, dict] = {}
+    uses: List[dict] = []
     if b"optim" in data and b"step" in data:
         passes = rule._passes_out(ctx)
+        uses = rule._factory_uses(ctx)
+    if b"optim" in data and b"return" in data:
+        factories = rule._factories(ctx)
     # what does not depend on the settings or the index is kept for the
     # rule's own run on this parse (the first look)
     source.__dict__["_fr004_shared"] = {k: v for k, v in ctx.cache.items() if k in _SHARED}
-    if not writers and not passes:
+    if not writers and not passes and not factories and not uses:
         return None
-    return {"writers": writers, "passes": passes}
+    found: dict = {"writers": writers, "passes": passes}
+    if factories:
+        found["factories"] = factories
+    if uses:
+        found["factory_uses"] = uses
+    return found
 
 
 #: what FR004 needs to know of other modules: their lr writers, proven for
@@ -584,7 +598,7 @@ step), while the step compiled by the default inductor backend is as fast
 
     # ------------------------------------------------------------------ check
     def check(self, ctx) -> Iterable[Finding]:
-        out = self._project_fills(ctx) if ctx.project is not None else []
+        out = (self._project_fills(ctx) + self._factory_findings(ctx)) if ctx.project is not None else []
         return out + self._check_module(ctx)
 
     def _check_module(self, ctx) -> List[Finding]:
@@ -692,6 +706,18 @@ step), while the step compiled by the default inductor backend is as fast
             if not isinstance(value, ast.Call) or self._resolve(ctx, holder) is not None or self._made_here(ctx, value):
                 continue  # not a call's result, or one this module shows
             made = self._text(ctx).code(value)
+            proven = self._proven_factory(ctx, value)
+            if proven is not None and write in self._lr_assigns(ctx):
+                out.append(self.finding(
+                    ctx, write,
+                    f"the lr of `{holder.id}` is written as a float here while its `.step()` runs compiled (line {stepped[holder.id]}); "
+                    f"`{holder.id}` is built by {proven}, whose lr becomes a 0-d tensor there: write it in place with `.fill_`",
+                    edits=[Edit(ctx.source.target(write, "Assign"), _fill)],
+                    safety=Safety.SAFE,
+                    needs_torch=False,
+                    title="write the lr in place (`.fill_`)",
+                ))
+                continue
             out.append(self.finding(ctx, write, (
                 f"the lr of `{holder.id}` is written as a float here while its `.step()` runs compiled (line {stepped[holder.id]}), "
                 f"and `{holder.id}` is built outside this module (`{made}`, line {value.lineno}): torch guards a float lr, so new "
@@ -700,6 +726,23 @@ step), while the step compiled by the default inductor backend is as fast
                 "(no automatic fix: the construction is in another module)"
             )))
         return out
+
+    def _proven_factory(self, ctx, call: ast.Call) -> Optional[str]:
+        """"`GPT.configure_optimizers` of module `model`" when ``call`` runs a
+        factory of another module that the project index proved (its
+        construction's lr becomes a tensor, every user's writes ``.fill_``)."""
+        project = ctx.project
+        if project is None or not project.table("lr_factories"):
+            return None
+        factory = self._imported_factory(ctx, call)
+        if factory is None:
+            return None
+        q, method = factory
+        hit = project.lookup("lr_factories", ctx.path, q)
+        if hit is None or method not in hit[1]:
+            return None
+        name = q.rpartition(".")[2]
+        return f"`{name}{'.' + method if method else ''}` of module `{hit[0][1]}`"
 
     def _made_here(self, ctx, call: ast.Call) -> bool:
         """Does ``call`` run code of this module (a function or class defined
@@ -1000,6 +1043,10 @@ step), while the step compiled by the default inductor backend is as fast
             fn = ctx.model.method(cls, func.attr) if cls is not None else None
         if fn is None:
             return None
+        return self._returned_by(ctx, fn, depth)
+
+    def _returned_by(self, ctx, fn: ast.AST, depth: int = 0) -> Optional[_Built]:
+        """The one construction every ``return`` of ``fn`` gives (see :meth:`_returned`)."""
         returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return)]
         found = set()
         for r in returns:
@@ -1075,8 +1122,9 @@ step), while the step compiled by the default inductor backend is as fast
                 b.stepped_at = line
 
     # ---------------------------------------------------------------- values
-    def _value(self, ctx, expr: ast.AST, depth: int = 0) -> Tuple[str, Optional[str]]:
-        """("tensor"|"float"|"int"|"unknown", detail)."""
+    def _value(self, ctx, expr: ast.AST, depth: int = 0, detail: bool = True) -> Tuple[str, Optional[str]]:
+        """("tensor"|"float"|"int"|"unknown", detail); without ``detail``, an
+        unknown value's text is not made (it needs the file's tokens)."""
         model = ctx.model
         if isinstance(expr, ast.Call) and model.qualified_names(expr.func, visible=True) & _TENSOR_FACTORIES:
             return "tensor", None
@@ -1089,7 +1137,7 @@ step), while the step compiled by the default inductor backend is as fast
             if len(bindings) == 1 and bindings[0].kind == "assign":
                 assign = bindings[0].stmt
                 if isinstance(assign, ast.Assign) and len(assign.targets) == 1:
-                    inner = self._value(ctx, assign.value, depth + 1)
+                    inner = self._value(ctx, assign.value, depth + 1, detail)
                     if inner[0] in ("float", "int", "tensor"):
                         return inner[0], f"constant `{expr.id}`"
             root = self._param_root(ctx, expr) if depth < 3 else None
@@ -1097,10 +1145,15 @@ step), while the step compiled by the default inductor backend is as fast
                 # a parameter (`learning_rate` of nanoGPT's configure_optimizers):
                 # what every call of its function in this module passes
                 passed = self._passed_everywhere(ctx, *root)
-                kinds = {self._value(ctx, v, depth + 1)[0] for v in passed or []}
+                kinds = {self._value(ctx, v, depth + 1, detail)[0] for v in passed or []}
                 if passed and len(kinds) == 1 and kinds <= {"float", "int"}:
                     return kinds.pop(), f"`{expr.id}`, given a number at every call (line {passed[0].lineno})"  # type: ignore[attr-defined]
-        return "unknown", self._text(ctx).code(expr)
+                assumed = ctx.cache.get("fr004_assumed", {}).get((id(root[0]), root[1].arg))
+                if passed is None and assumed is not None:
+                    # a factory's lr parameter, given a number by every call in
+                    # the other modules of the run (project index)
+                    return assumed, f"`{expr.id}`, given a {assumed} at every call in other modules"
+        return "unknown", (self._text(ctx).code(expr) if detail else None)
 
     def _passed_everywhere(self, ctx, fn: ast.AST, param: ast.arg) -> Optional[List[ast.AST]]:
         """What every call of ``fn`` in this module passes for ``param`` (a
@@ -1170,10 +1223,15 @@ step), while the step compiled by the default inductor backend is as fast
     # -------------------------------------------------------------- findings
     @staticmethod
     def _lead(b: _Built) -> str:
-        if b.stepped_at is None and not any(s.stepped_at is not None for s in b.schedulers):
+        if b.stepped_at is None and not b.stepped_elsewhere and not any(s.stepped_at is not None for s in b.schedulers):
             # an eager companion of a shared lr write (its finding is merged, never shown alone)
             return f"`{b.short}` (line {b.call.lineno}) is stepped eagerly"
-        where = f"line {b.stepped_at}" if b.stepped_at is not None else f"line {next(s.stepped_at for s in b.schedulers if s.stepped_at is not None)}, by its scheduler"
+        if b.stepped_elsewhere:
+            where = b.stepped_elsewhere
+        elif b.stepped_at is not None:
+            where = f"line {b.stepped_at}"
+        else:
+            where = f"line {next(s.stepped_at for s in b.schedulers if s.stepped_at is not None)}, by its scheduler"
         return (
             f"`{b.short}` is stepped inside a compiled region ({where}): a float `lr` is a guarded constant, "
             "a change recompiles (on torch 2.6+ the first one, then it is dynamic unless compiled with dynamic=False; "
@@ -1787,6 +1845,178 @@ step), while the step compiled by the default inductor backend is as fast
         if not out:
             return {}
         return {"complete": {q: self._every_use_called(ctx, q, found) for q, found in recorded.items()}, "optimizers": out}
+
+    def _factories(self, ctx) -> Dict[str, Dict[str, dict]]:
+        """For the project index: the module-level functions and the methods
+        of module-level classes that return one optimizer built here
+        (nanoGPT's ``GPT.configure_optimizers``): name -> {method ("" for a
+        function) -> {"line": the construction's, "fixable": were it stepped
+        compiled, its lr would get a safe fix here, and this module neither
+        steps it, schedules it, writes its lr nor passes it on}}.  JSON-ready."""
+        found = ctx.cache.get("fr004_factories")
+        if found is not None:
+            return found
+        found = {}
+        built = self._constructions(ctx)
+        self._mark_stepped(ctx, built)
+        for b in built:
+            if b.kind != "optimizer":
+                continue
+            fn = ctx.source.enclosing(b.call, _DEFS)
+            owner = ctx.source.parent(fn) if fn is not None else None
+            if isinstance(owner, ast.Module):
+                name, method = fn.name, ""  # type: ignore[union-attr]
+            elif isinstance(owner, ast.ClassDef) and isinstance(ctx.source.parent(owner), ast.Module):
+                name, method = owner.name, fn.name  # type: ignore[union-attr]
+            else:
+                continue
+            if self._returned_by(ctx, fn) is not b:
+                continue
+            lr = _arg(b.call, "lr", 1)
+            root = self._param_root(ctx, lr.value) if lr is not None else None
+            param = [root[1].arg, _position(fn, root[1], 1 if method else 0)] if root is not None and root[0] is fn else None
+            with self._assuming(ctx, fn, param):
+                fixable = self._factory_fixable(ctx, b, built)
+            found.setdefault(name, {})[method] = {"line": b.call.lineno, "fixable": fixable, "lr_param": param}
+        ctx.cache["fr004_factories"] = found
+        return found
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _assuming(ctx, fn: ast.AST, param: Optional[list]):
+        """While judging a factory's construction: its lr parameter ``param``
+        ([name, position]) is given a float by its callers in other modules
+        (the index proves that of every caller before the fix is made)."""
+        assumed = ctx.cache.setdefault("fr004_assumed", {})
+        if param is not None:
+            assumed[(id(fn), param[0])] = "float"
+        try:
+            yield
+        finally:
+            if param is not None:
+                assumed.pop((id(fn), param[0]), None)
+
+    def _factory_fixable(self, ctx, b: _Built, built: List[_Built]) -> bool:
+        """Would ``b``, built and returned by a factory of this module, get a
+        safe fix of its lr were it stepped compiled elsewhere, with nothing of
+        this module stepping, scheduling, writing or passing it on?"""
+        if b.stepped_at is not None or b.schedulers or self._escapes(ctx, b):
+            return False
+        if any(b in reached for reached, _ in self._write_reach(ctx, every=True).values()):
+            return False
+        b.stepped_elsewhere = "another module"
+        try:
+            found = self._optimizer_findings(ctx, b, built)
+        finally:
+            b.stepped_elsewhere = ""
+        return any(f.fix is not None and f.fix.safety is Safety.SAFE for f in found)
+
+    def _factory_uses(self, ctx) -> List[dict]:
+        """For the project index: every optimizer this module gets from a
+        factory of another module (``optimizer = model.configure_optimizers(...)``,
+        ``model = GPT(...)`` with ``GPT`` imported; ``opt = build_optimizer(...)``
+        imported): {"q": the factory's qualified name as seen here (the class,
+        or the function), "method" ("" for a function), "line", "stepped"
+        (its ``.step()`` runs compiled here), "fills" (every lr write of this
+        module is into its param groups or another's that can be told
+        apart, none is a read back, so each of its writes can be ``.fill_``)}."""
+        found = ctx.cache.get("fr004_factory_uses")
+        if found is not None:
+            return found
+        found = []
+        self._constructions(ctx)
+        stepped = {r.id for r, _ in self._stepped(ctx) if isinstance(r, ast.Name)}
+        writes: Dict[str, List[ast.Assign]] = {}
+        unknown = False
+        for write in self._lr_stores(ctx):
+            holder = self._groups_of(ctx, write)
+            if isinstance(holder, ast.Name):
+                writes.setdefault(holder.id, []).append(write)
+            else:
+                unknown = True
+        reads = bool(self._lr_reads(ctx))
+        for node in _source_order(ctx.source.nodes(ast.Assign)):
+            if not (len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call)):  # type: ignore[attr-defined]
+                continue
+            holder, call = node.targets[0], node.value  # type: ignore[attr-defined]
+            bindings = [b for b in ctx.model.scopes.scope_of(holder).bindings.get(holder.id, []) if b.kind != "del"]
+            if len(bindings) != 1 or bindings[0].value is not call or call in ctx.cache["fr004_by_call"] or self._made_here(ctx, call):
+                continue  # bound more than once, a construction here, or code of this module
+            factory = self._imported_factory(ctx, call)
+            if factory is None:
+                continue
+            q, method = factory
+            ok = not unknown and not reads and all(w in self._lr_assigns(ctx) for w in writes.get(holder.id, ()))
+            found.append({
+                "q": q, "method": method, "line": node.lineno, "stepped": holder.id in stepped, "fills": ok, "complete": True,
+                "args": [self._value(ctx, a, detail=False)[0] for a in call.args],
+                "kwargs": {kw.arg: self._value(ctx, kw.value, detail=False)[0] for kw in call.keywords if kw.arg},
+                "star": _has_star(call),
+            })
+        # a call of the same method or function this module makes that is
+        # not one of these (`self.opt = model.configure_optimizers(...)`):
+        # an optimizer the index cannot follow
+        calls: Dict[str, int] = {}
+        for call in ctx.source.nodes(ast.Call):
+            func = call.func  # type: ignore[attr-defined]
+            key = func.attr if isinstance(func, ast.Attribute) else (func.id if isinstance(func, ast.Name) else None)
+            if key is not None:
+                calls[key] = calls.get(key, 0) + 1
+        for use in found:
+            key = use["method"] or use["q"].rpartition(".")[2]
+            use["complete"] = calls.get(key, 0) == sum(1 for u in found if (u["method"] or u["q"].rpartition(".")[2]) == key)
+        ctx.cache["fr004_factory_uses"] = found
+        return found
+
+    @staticmethod
+    def _imported_factory(ctx, call: ast.Call) -> Optional[Tuple[str, str]]:
+        """(qualified name, method) of the imported factory ``call`` runs: a
+        method of an instance of an imported class (``model.configure_optimizers``,
+        ``model = GPT(...)``), or an imported function; None otherwise."""
+        model, func = ctx.model, call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            values = list(model.assigned_values(func.value))
+            if len(values) != 1 or not isinstance(values[0], ast.Call):
+                return None
+            names = model.qualified_names(values[0].func, visible=True)
+            method = func.attr
+        elif isinstance(func, ast.Name):
+            names = model.qualified_names(func, visible=True)
+            method = ""
+        else:
+            return None
+        imported = sorted(q for q in names if "." in q and not q.startswith(("torch.", "builtins.", "<local>")))
+        return (imported[0], method) if len(imported) == 1 else None
+
+    def _factory_callers(self, ctx) -> Dict[str, Dict[str, List[Tuple[str, int]]]]:
+        """The proven factories of this module (project index): name ->
+        method -> the (module, line) of every optimizer they build for
+        another module."""
+        project = ctx.project
+        return project.table_in("lr_factories", ctx.path) if project is not None else {}
+
+    def _factory_findings(self, ctx) -> List[Finding]:
+        """The constructions the proven factories of this module return get
+        FR004's fix of their lr (the index proved every module using them
+        writes its lr with ``.fill_``)."""
+        proven = self._factory_callers(ctx)
+        if not proven:
+            return []
+        built = self._constructions(ctx)
+        by_line = {b.call.lineno: b for b in built if b.kind == "optimizer"}
+        out: List[Finding] = []
+        for name, methods in sorted(self._factories(ctx).items()):
+            for method, entry in sorted(methods.items()):
+                callers = proven.get(name, {}).get(method)
+                b = by_line.get(entry["line"])
+                if not callers or not entry["fixable"] or b is None:
+                    continue
+                module, line = callers[0]
+                b.stepped_elsewhere = f"by module `{module}`, which gets it from `{name}{'.' + method if method else ''}` here on its line {line}"
+                with self._assuming(ctx, ctx.source.enclosing(b.call, _DEFS), entry["lr_param"]):
+                    found = self._optimizer_findings(ctx, b, built)
+                out.extend(f for f in found if f.fix is not None and f.fix.safety is Safety.SAFE)
+        return out
 
     def _every_use_called(self, ctx, q: str, calls: List[ast.Call]) -> bool:
         """Is every use of the imported name behind ``q`` one of ``calls``?"""

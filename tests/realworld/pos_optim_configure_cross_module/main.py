@@ -1,16 +1,18 @@
-# realworld: positive fix=none graphs=2
+# realworld: positive fix=safe graphs=2
 # Pattern: karpathy/nanoGPT's two files (model.py `GPT.configure_optimizers`
 # builds `torch.optim.AdamW(optim_groups, lr=learning_rate, ...)` and returns
 # it; train.py imports GPT, gets `optimizer = model.configure_optimizers(...)`
 # and sets `param_group['lr'] = lr` from `get_lr(it)` every iteration), with
 # the optimizer step compiled as torch's compiled-optimizer tutorial does
-# (issue 29 item 2: "not recognised at all", "All checks passed!"). The cure
-# spans both files (`lr=torch.tensor(learning_rate)` in model.py, `.fill_(lr)`
-# here); FR004 reports it at the write, with no fix (a `.fill_` here without
-# the constructor's tensor would crash). The one-file form,
-# pos_optim_configure_optimizers, is fixed.
+# (issue 29 item 2). The cure spans both files: the project index proves that
+# every module getting an optimizer from `GPT.configure_optimizers` writes its
+# lr as a float that can become `.fill_` and passes a float lr, so FR004 makes
+# `lr=torch.tensor(learning_rate)` in model.py and `.fill_(lr)` here, together
+# (nanoGPT's own configure_optimizers adds `**extra_args` (`fused=True` on
+# CUDA) to the constructor: there the lr cannot be seen, and FR004 reports).
+# The one-file form is pos_optim_configure_optimizers.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 2
-# graphs over 20 steps (the one-file form, hand-fixed in both places: 1).
+# graphs over 20 steps; FR004's fix in both files: 1, the same output.
 import math
 import torch
 
