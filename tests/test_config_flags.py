@@ -354,3 +354,38 @@ def test_without_torch_installed_no_release_is_assumed(tmp_path, monkeypatch):
     assert tuple(settings.target_torch) == (2, 13)
     _, new = fix(COUNTER, "FR005", target=settings.target_torch)
     assert statements_added(COUNTER, new) == "torch._dynamo.config.allow_unspec_int_on_nn_module = True"
+
+
+WARMUP = """\
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.step_count = 0
+
+    def forward(self, x):
+        self.step_count += 1
+        return x * {scale}
+
+
+model = torch.compile(Model())
+"""
+
+
+def test_flag_is_unsafe_before_2_13_where_inductor_miscomputes_min_of_a_division():
+    """torch 2.9.1 and 2.11.0's inductor computes `min(1.0, (step + 1) / 10)`
+    as 0.0 once `step` is dynamic (2.13.0, 2.14.1 right; measured): the flag
+    that makes it dynamic is unsafe for a release before 2.13, safe from it."""
+    risky = WARMUP.format(scale="min(1.0, (self.step_count + 1) / 10)")
+    for target, safe in (((2, 11), False), ((2, 9), False), ((2, 13), True), ((2, 14), True)):
+        findings, new = fix(risky, "FR005", target=target)
+        [finding] = findings
+        assert (finding.fix.safety.value == "safe") == safe, (target, finding.message)
+        assert (new is not None) == safe
+        if not safe:
+            assert "before torch 2.13" in finding.message and "line 11" in finding.message
+    # the same counter in plain arithmetic: safe on every release
+    findings, new = fix(WARMUP.format(scale="(self.step_count + 1) / 10"), "FR005", target=(2, 11))
+    assert [f.fix.safety.value for f in findings] == ["safe"] and new is not None

@@ -10,6 +10,7 @@ way). Directives, read from the programs themselves (header in the file or in
 
     # realworld: positive fix=safe graphs=2        first line; fix=safe|unsafe|none
     # realworld: negative graphs=3 [limit]         "limit": the run hits the recompile limit
+    # realworld: positive fix=safe graphs=8 target=2.13    analysed for that --target-torch
     ...  # expect: FR003                           a finding of this code is required on this line
     ...  # expect: FR003 [name]                    ... on at least one of the lines marked [name]
     ...  # allow: FR006 (why)                      a finding of this code here is real, not required
@@ -48,6 +49,7 @@ refuses, so `fullgraph=True` appears only where no cure is run
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -82,6 +84,9 @@ class Program:
     fix: str  # "safe" | "unsafe" | "none" ("" for negatives)
     graphs: int
     limit: bool
+    #: the --target-torch the program is analysed for (``target=2.13``), else
+    #: none (the library default: the oldest spellings, the release unknown)
+    target: Optional[Tuple[int, int]] = None
     #: (code, group) -> {(file, line)}; a finding of `code` is required on one of them
     expect: Dict[Tuple[str, str], Set[Tuple[str, int]]] = field(default_factory=dict)
     #: (file, code, line) triples that may (not must) get a finding
@@ -117,6 +122,7 @@ def load_program(entry: str) -> Program:
         fix=opts.get("fix", ""),
         graphs=int(opts["graphs"]),
         limit="limit" in opts,
+        target=tuple(int(v) for v in opts["target"].split(".")[:2]) if "target" in opts else None,  # type: ignore[arg-type]
     )
     for rel, full in prog.files().items():
         with open(full, encoding="utf-8") as fh:
@@ -182,6 +188,8 @@ class Analysis:
 def analyse(prog: Program, settings: Settings = Settings()) -> Analysis:
     """One file: ``process_source`` in-process. A folder: one run over it, the
     way the CLI runs (project index, so cross-module facts count)."""
+    if prog.target is not None:
+        settings = dataclasses.replace(settings, target_torch=prog.target)
     if prog.root is None:
         rel = os.path.basename(prog.path)
         data = prog.read(rel)

@@ -261,6 +261,19 @@ def test_an_int_an_op_needed_is_specialised_and_not_cured_by_fr001():
     assert not plain.specialized and plain.op_site == ""
 
 
+def test_an_identity_guard_whose_type_is_a_repr_over_several_lines():
+    """torch 2.11 writes `type=` as the guarded object's repr (2.13: its
+    class); an optimizer's spans lines, which are one guard, not six."""
+    text = (
+        "2/0: ___check_obj_id(self, 139743483069712), type=SGD (\nParameter Group 0\n    dampening: 0\n    lr: 0.01\n"
+        "    weight_decay: 0\n)  # for group in self.param_groups:  # optim/sgd.py:118 in step\n"
+        'User stack trace:\n  File "@SITE@/torch/optim/sgd.py", line 118, in step\n    for group in self.param_groups:'
+    )
+    [reason] = tr.parse_reason(text)
+    assert (reason.cause, reason.source, reason.line) == (tr.IDENTITY, "self", 118)
+    assert reason.text == "___check_obj_id(self, 139743483069712), type=SGD (...)"
+
+
 def test_an_int_field_of_a_plain_object_is_an_argument_not_a_module_attribute():
     """torchtitan#2823's `meta.max_q`: an int of a dataclass passed in is
     lifted by automatic dynamic like an int argument (measured: 2 graphs; 8
@@ -515,3 +528,16 @@ def test_a_submodule_of_a_module_list_is_named_whole():
     assert not computed
     [reason] = tr.parse_reason(f"0/0: {guard}  # result = result + lora_B(lora_A(dropout(x))) * scaling  # before.py:63 in forward")
     assert not reason.specialized
+
+
+def test_an_entry_reached_by_key_position_is_its_own_cause():
+    """Advanced_Optimizers' Prodigy_adv (PR #6): `state = self.state[p]` in
+    the compiled per-parameter update; torch guards the entry's int by the
+    key's place among the keys. Not a module int attribute (FR005 cannot
+    cure it): the cause FR017 declares, with its report."""
+    guard = "self.state[list(dict.keys(self.state))[1]]['step'] == 0"
+    cause, source, _dims, _computed = tr.classify(guard)
+    assert (cause, source) == (tr.KEYED_ENTRY, "self.state[list(dict.keys(self.state))[1]]['step']")
+    from codemods.transforms import BY_CODE
+
+    assert [c.cause for c in BY_CODE["FR017"].cures] == [tr.KEYED_ENTRY]

@@ -30,6 +30,10 @@ IDENTITY = "object identity"
 TYPE = "type"
 NONE_CHECK = "None check"
 KEYS = "key or attribute presence"
+#: a value of a dict entry torch reached by its key's place among the keys
+#: (``self.state[list(dict.keys(self.state))[1]]['step']``): a dict looked up
+#: by a tensor inside the compiled code (FR017), or iterated there
+KEYED_ENTRY = "dict entry by key position"
 TRUTH = "truthiness"
 CONSTANT = "constant value"
 TRAIN_EVAL = "train/eval mode"
@@ -64,6 +68,7 @@ CAUSES = (
     TYPE,
     NONE_CHECK,
     KEYS,
+    KEYED_ENTRY,
     TRUTH,
     CONSTANT,
     TRAIN_EVAL,

@@ -53,6 +53,7 @@ from .causes import (  # noqa: F401  (the causes are read as tr.FLOAT_ARG ...)
     TYPE,
     NONE_CHECK,
     KEYS,
+    KEYED_ENTRY,
     TRUTH,
     CONSTANT,
     TRAIN_EVAL,
@@ -178,6 +179,10 @@ REMEDIES: Dict[str, str] = {
         "report: every new value of {src} (a str, a bool, a value compared by equality) is a new graph: "
         "do what depends on it outside the compiled code (tokenize text first, look a key up before the call) "
         "and compile only the tensor part"
+    ),
+    KEYED_ENTRY: (
+        "report: {src} is an entry torch reached by its key's place in the dict, guarded for every key: "
+        "look the entry up outside the compiled code and pass it in (a dict looked up by a tensor: rule FR017)"
     ),
     INVALIDATED: (
         "report: {src} is freed between calls, which throws the compiled code away: keep it alive "
@@ -934,6 +939,8 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...], boo
     raw_src = m.group("src")
     src, is_global = _user_source(raw_src)
     value = m.group("val").strip()
+    if "[list(dict.keys(" in raw_src:  # `self.state[list(dict.keys(self.state))[1]]['step'] == 0`
+        return KEYED_ENTRY, src, (), False
     if _CLOSURE.search(raw_src):
         h = _CLOSURE_HINT.search(hint)
         return CLOSURE, (h.group("name") if h else src), (), False
@@ -993,11 +1000,11 @@ def parse_reason(text: str) -> List[Reason]:
     else:
         # torch before 2.10 writes no user stack: the guard's own comment
         # names the line (``# return x * t  # path/to/file.py:6 in f``)
-        where = _GUARD_SITE.search(head.splitlines()[0] if head.strip() else "")
+        where = _GUARD_SITE.search(_guard_lines(head)[0] if head.strip() else "")
         if where is not None:
             file, line = where.group("file"), int(where.group("line"))
     out: List[Reason] = []
-    for raw in head.splitlines():
+    for raw in _guard_lines(head):
         raw = raw.strip()
         if not raw:
             continue
@@ -1024,6 +1031,31 @@ def parse_reason(text: str) -> List[Reason]:
                 )
             )
     return out
+
+
+#: the ``type=`` of an identity guard: torch 2.11 writes the guarded object's
+#: repr there (2.13: its class; 2.10, 2.12 not seen), an optimizer's or a module's
+#: over several lines (``type=SGD (\nParameter Group 0\n    lr: 0.01\n...\n)  # <code>``)
+_TYPE_REPR = re.compile(r", type=(?P<repr>.*)$")
+
+
+def _guard_lines(head: str) -> List[str]:
+    """The lines of a reason's head, one per guard: a ``type=`` repr over
+    several lines is folded into its guard's line as ``type=SGD (...)``, with
+    the guard's comment from the repr's last line."""
+    lines: List[str] = []
+    depth = 0
+    for raw in head.splitlines():
+        if depth > 0:
+            depth += raw.count("(") - raw.count(")")
+            if depth <= 0:
+                lines[-1] += "..." + raw.strip()
+            continue
+        lines.append(raw)
+        m = _TYPE_REPR.search(raw)
+        if m is not None and "#" not in m.group("repr"):
+            depth = m.group("repr").count("(") - m.group("repr").count(")")
+    return lines
 
 
 #: ``  # <code>  # <file>:<line> in <fn>`` ending the first guard of a reason

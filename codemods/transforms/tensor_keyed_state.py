@@ -11,8 +11,10 @@ from __future__ import annotations
 import ast
 from typing import Iterable, List, Optional, Set
 
+from ..analysis.compile_sites import def_first_lines
 from ..analysis.source import walk
 from ..findings import Finding
+from ..trace.causes import KEYED_ENTRY, CuresCause
 from .base import Example, Rule
 
 #: attributes only a tensor has among the values a dict is keyed by
@@ -23,8 +25,8 @@ _TENSOR_TYPES = frozenset(("torch.Tensor", "torch.nn.Parameter", "torch.nn.param
 
 class TensorKeyedState(Rule):
     code = "FR017"
-    #: no trace cause: report only
-    cures = ()
+    #: the trace's guard on the entry reached by its key's place (report only)
+    cures = (CuresCause(KEYED_ENTRY),)
     name = "tensor-keyed-state"
     summary = "a dict keyed by a tensor argument looked up inside compiled code"
     what_it_does = """
@@ -176,7 +178,8 @@ user's to check.
             f"so a call with another tensor of a shape already compiled can read and write the first one's entry (silently wrong values){also}; "
             "look the entry up in the eager caller and pass it in (no automatic fix)"
         )
-        return self.finding(ctx, node, message, proven=proven)
+        # the trace matches it by the compiled function's first lines
+        return self.finding(ctx, node, message, proven=proven, feeds=def_first_lines(fn))
 
     @staticmethod
     def _counter(ctx, fn, lookup: ast.Subscript) -> Optional[str]:

@@ -47,6 +47,11 @@ from .base import Example, Rule
 FLAG = "allow_unspec_int_on_nn_module"
 #: first release that has the flag (AttributeError when set before)
 FLAG_SINCE = (2, 7)
+#: from this release on, inductor computes ``min(1.0, (step + 1) / warmup)``
+#: right once ``step`` is dynamic; 2.9.1 and 2.11.0 give 0.0 (measured on the
+#: CPU with a plain compiled function, ``dynamic=True``; 2.13.0, 2.14.1 agree
+#: with eager; 2.10 and 2.12 not measured)
+DYNAMIC_MIN_DIV_SINCE = (2, 13)
 
 
 @dataclass
@@ -642,10 +647,10 @@ all dynamo config is.
         # the training loop advances a counter that forward reads
         Example(
             "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.n = 0\n"
-            "    def forward(self, x):\n        return x * min(1.0, (self.n + 1) / 10)\n"
+            "    def forward(self, x):\n        return x * (self.n + 1) / 10\n"
             "m = M()\nc = torch.compile(m)\nfor _ in range(12):\n    c(torch.ones(2))\n    m.n += 1\n",
             "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.n = 0\n"
-            "    def forward(self, x):\n        return x * min(1.0, (self.n + 1) / 10)\n"
+            "    def forward(self, x):\n        return x * (self.n + 1) / 10\n"
             "m = M()\n"
             'if hasattr(torch._dynamo.config, "allow_unspec_int_on_nn_module"):\n'
             "    torch._dynamo.config.allow_unspec_int_on_nn_module = True\n"
@@ -795,15 +800,23 @@ all dynamo config is.
                 continue
             if proven:  # an unproven finding is dropped by default: its flag must not hide a later compile's
                 chosen.append(stmt)
+            risky = None if placement.torch_at_least(ctx.settings, DYNAMIC_MIN_DIV_SINCE) else _min_of_division(model)
+            because = (
+                f"line {risky} takes `min`/`max` of a float and a division involving a module attribute, which inductor before torch 2.13 "
+                "computes as 0.0 once the int is dynamic (measured on 2.9.1 and 2.11.0; use --target-torch 2.13 if you only run 2.13+)"
+                if risky is not None
+                else ""
+            )
             findings.append(
                 self.finding(
                     ctx,
                     site.node,
-                    message + f"; set `{FLAG} = True` before compiling",
+                    message + f"; set `{FLAG} = True` before compiling" + (f"; unsafe: {because}" if because else ""),
                     edits=[placement.insert_before(source, stmt, self._flag_statement(ctx))],
-                    safety=Safety.SAFE,
+                    safety=Safety.UNSAFE if because else Safety.SAFE,
                     needs_torch=True,
                     title=f"set `torch._dynamo.config.{FLAG} = True` before the compile",
+                    unsafe_because=because,
                     proven=proven,
                 )
             )
@@ -832,3 +845,33 @@ all dynamo config is.
         return cst.If(test=test, body=cst.IndentedBlock(body=[assign]))
 
 
+def _min_of_division(model: CompileModel) -> Optional[int]:
+    """The line of the first ``min(...)``/``max(...)`` of a float constant and
+    a true division whose operands read a ``self.`` attribute, directly or
+    through a local bound to one (``step = self.step_count``, then
+    ``min(1.0, (step + 1) / warmup)``): the arithmetic inductor before 2.13
+    gets wrong once the int is dynamic (:data:`DYNAMIC_MIN_DIV_SINCE`)."""
+    source = model.source
+    for call in source.nodes(ast.Call):
+        func = call.func  # type: ignore[attr-defined]
+        if not (isinstance(func, ast.Name) and func.id in ("min", "max") and model.qualified_names(func) == {"builtins." + func.id}):
+            continue
+        args = call.args  # type: ignore[attr-defined]
+        if not any(isinstance(a, ast.Constant) and type(a.value) is float for a in args):
+            continue
+        fn = source.enclosing(call, _DEFS)
+        aliases = {
+            t.id
+            for node in (walk(fn) if fn is not None else ())
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Attribute)
+            and isinstance(node.value.value, ast.Name) and node.value.value.id == "self"
+            for t in node.targets if isinstance(t, ast.Name)
+        }
+        for a in args:
+            for node in walk(a):
+                if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and any(
+                    (isinstance(x, ast.Attribute) and isinstance(x.value, ast.Name) and x.value.id == "self") or (isinstance(x, ast.Name) and x.id in aliases)
+                    for x in walk(node)
+                ):
+                    return call.lineno  # type: ignore[attr-defined]
+    return None

@@ -1,4 +1,4 @@
-# realworld: positive fix=safe graphs=8 limit
+# realworld: positive fix=safe graphs=8 limit target=2.13
 # Pattern: the training loop advances a step counter kept on the model
 # (`model.step_count += 1`, outside the compiled region) and forward reads it
 # for a warm-up factor: pytorch/pytorch#140464 "int property on NN module is
@@ -8,7 +8,10 @@
 # = True` before compiling (FR005's safe fix: 8 graphs + limit -> 2, same
 # output), or keep the counter in a buffer tensor.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 8
-# graphs, then the recompile limit (12 steps).
+# graphs, then the recompile limit (12 steps). Analysed for torch 2.13
+# (`target=2.13`): before 2.13 inductor computes this `min(1.0, (step + 1) /
+# warmup)` as 0.0 once the int is dynamic (2.9.1, 2.11.0), so there the flag
+# is unsafe.
 import torch
 
 

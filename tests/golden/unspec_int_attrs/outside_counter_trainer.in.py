@@ -1,4 +1,4 @@
-# golden: runtime
+# golden: runtime --target-torch 2.13
 # A trainer keeps the model and its compiled wrapper on self; its loop calls
 # the compiled model and advances the model's step counter, which forward
 # reads for a warm-up factor (measured: 8 graphs + limit; with the flag, 2).

@@ -1,4 +1,4 @@
-# golden: runtime
+# golden: runtime --target-torch 2.13
 # A trainer keeps the model and its compiled wrapper on self; its loop calls
 # the compiled model and advances the model's step counter, which forward
 # reads for a warm-up factor (measured: 8 graphs + limit; with the flag, 2).
@@ -19,8 +19,7 @@ class Trainer:
     def __init__(self):
         torch.manual_seed(0)
         self.model = Model()
-        if hasattr(torch._dynamo.config, "allow_unspec_int_on_nn_module"):
-            torch._dynamo.config.allow_unspec_int_on_nn_module = True
+        torch._dynamo.config.allow_unspec_int_on_nn_module = True
         self.compiled = torch.compile(self.model)
 
     def fit(self, x, steps):

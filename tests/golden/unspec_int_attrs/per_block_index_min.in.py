@@ -1,4 +1,4 @@
-# golden: runtime
+# golden: runtime --target-torch 2.13
 # Blocks compiled one by one (regional compilation), each with its own index,
 # which forward reads through min() with a number constant: the flag makes
 # the index dynamic (measured on 2.13: 8 graphs + limit -> 2).

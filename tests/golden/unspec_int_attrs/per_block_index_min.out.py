@@ -1,4 +1,4 @@
-# golden: runtime
+# golden: runtime --target-torch 2.13
 # Blocks compiled one by one (regional compilation), each with its own index,
 # which forward reads through min() with a number constant: the flag makes
 # the index dynamic (measured on 2.13: 8 graphs + limit -> 2).
@@ -27,8 +27,7 @@ class Model(torch.nn.Module):
 
 def main():
     m = Model()
-    if hasattr(torch._dynamo.config, "allow_unspec_int_on_nn_module"):
-        torch._dynamo.config.allow_unspec_int_on_nn_module = True
+    torch._dynamo.config.allow_unspec_int_on_nn_module = True
     for b in m.blocks:
         b.compile()
     print(round(m(torch.ones(2)).sum().item(), 6))
