@@ -6,7 +6,7 @@
 # recall) on that torch.  Not CI's job: each release takes 10-20 minutes
 # (a CUDA build of 2.14.1 is several GB to install).
 #
-#   benchmarks/torch_matrix.sh [RELEASE ...]      default: 2.9.1 2.13.0 2.14.1
+#   benchmarks/torch_matrix.sh [RELEASE ...]      default: 2.9.1 2.11.0 2.13.0 2.14.1
 #
 # Prints one line per release and step: "<release> <step>: ok" or "FAILED"
 # (the logs stay in $MATRIX_DIR, default /tmp/fix-recompiles-matrix).
@@ -16,7 +16,7 @@ ROOT=$(pwd)
 MATRIX_DIR=${MATRIX_DIR:-/tmp/fix-recompiles-matrix}
 mkdir -p "$MATRIX_DIR"
 RELEASES=("$@")
-[ ${#RELEASES[@]} -eq 0 ] && RELEASES=(2.9.1 2.13.0 2.14.1)
+[ ${#RELEASES[@]} -eq 0 ] && RELEASES=(2.9.1 2.11.0 2.13.0 2.14.1)
 # which steps (all by default): record trace-tests runtime-proofs trace-recall
 STEPS=${STEPS:-"record trace-tests runtime-proofs trace-recall"}
 # the test extra pins torch==2.13.0: every other test dependency, without it

@@ -249,6 +249,15 @@ class CompileModel:
             found = self._qnames[key] = self._qualified(expr, visible, local)
         return found
 
+    def torch_path(self, expr: ast.AST) -> Optional[str]:
+        """The dotted torch path ``expr`` names by the module's imports
+        (``th.nn.functional.relu`` -> "torch.nn.functional.relu", ``F.relu``
+        with ``import torch.nn.functional as F``), None when it names no
+        torch object or may name another: the one reading of torch names
+        (the float analysis's summaries use it too)."""
+        found = [q for q in self.qualified_names(expr) if q == "torch" or q.startswith("torch.")]
+        return found[0] if len(found) == 1 else None
+
     def _qualified(self, expr: ast.AST, visible: bool, local: str) -> FrozenSet[str]:
         parts: List[str] = []
         base = expr

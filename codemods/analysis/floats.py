@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from .compile_sites import CompileModel, dotted_name
 from .params import argument_for, parameter_defaults
@@ -1083,48 +1083,9 @@ class FunctionSummary:
 _STMT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
 
 
-def torch_aliases(tree: ast.Module) -> Dict[str, str]:
-    """Local name -> dotted torch path for the imports of a module (``th`` -> ``torch``,
-    ``F`` -> ``torch.nn.functional``, ``compile`` -> ``torch.compile``).
-
-    Imports are statements, so only statements are visited (several times
-    faster than ``ast.walk``), in ``ast.walk``'s breadth-first order
-    (``ExceptHandler`` and ``match_case`` count as levels), so a name imported
-    twice ends with the same value."""
-    out: Dict[str, str] = {}
-    level: List[ast.AST] = [tree]
-    while level:
-        following: List[ast.AST] = []
-        for node in level:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name == "torch" or alias.name.startswith("torch."):
-                        if alias.asname:
-                            out[alias.asname] = alias.name
-                        else:
-                            out["torch"] = "torch"
-            elif isinstance(node, ast.ImportFrom):
-                if node.level == 0 and node.module and (node.module == "torch" or node.module.startswith("torch.")):
-                    for alias in node.names:
-                        out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-            else:
-                for name in _STMT_FIELDS:
-                    held = getattr(node, name, None)
-                    if held:
-                        following.extend(held)
-        level = following
-    return out
-
-
-def resolve_ast(expr: ast.AST, aliases: Dict[str, str]) -> Optional[str]:
-    """The dotted torch path of ``expr`` (``th.nn.functional.relu`` -> ``torch.nn.functional.relu``)."""
-    parts: List[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name) and expr.id in aliases:
-        return ".".join([aliases[expr.id]] + list(reversed(parts)))
-    return None
+#: what names a torch object where an expression is
+#: (:meth:`codemods.analysis.compile_sites.CompileModel.torch_path`)
+TorchPath = Callable[[ast.AST], Optional[str]]
 
 
 #: builtins that take the value as a Python number and keep working on a 0-d
@@ -1173,8 +1134,8 @@ class SummaryContext:
     views and per-parameter verdicts, and the helpers being summarized (a
     recursive helper is not followed)."""
 
-    def __init__(self, aliases: Dict[str, str], helpers: Optional[Dict[str, ast.AST]]) -> None:
-        self.aliases = aliases
+    def __init__(self, torch_path: TorchPath, helpers: Optional[Dict[str, ast.AST]]) -> None:
+        self.torch_path = torch_path
         self.helpers = helpers or {}
         self.callees: Dict[int, "_Callee"] = {}
         self.verdicts: Dict[Tuple[int, str], ParamUse] = {}
@@ -1183,7 +1144,7 @@ class SummaryContext:
     def callee(self, fn: ast.AST) -> "_Callee":
         found = self.callees.get(id(fn))
         if found is None:
-            found = self.callees[id(fn)] = _Callee(fn, self.aliases, self)  # type: ignore[arg-type]
+            found = self.callees[id(fn)] = _Callee(fn, self.torch_path, self)  # type: ignore[arg-type]
         return found
 
     def verdict(self, fn: ast.AST, param: str) -> Optional[ParamUse]:
@@ -1203,10 +1164,10 @@ class SummaryContext:
 
 
 class _Callee:
-    def __init__(self, fn: ast.FunctionDef, aliases: Dict[str, str], shared: Optional[SummaryContext] = None) -> None:
+    def __init__(self, fn: ast.FunctionDef, torch_path: TorchPath, shared: Optional[SummaryContext] = None) -> None:
         self.fn = fn
-        self.aliases = aliases
-        self.shared = shared if shared is not None else SummaryContext(aliases, None)
+        self.torch_path = torch_path
+        self.shared = shared if shared is not None else SummaryContext(torch_path, None)
         self.parents: Dict[int, ast.AST] = {}
         for node in walk(fn):
             for child in children(node):
@@ -1257,12 +1218,12 @@ class _Callee:
             value = self.locals.get(expr.id)
             return self.width(value, exclude, depth + 1) if value is not None else (None, ())
         if isinstance(expr, ast.Call):
-            path = resolve_ast(expr.func, self.aliases)
+            path = self.torch_path(expr.func)
             if path is not None:
                 last = path.rsplit(".", 1)[-1]
                 for kw in expr.keywords:
                     if kw.arg == "dtype":
-                        d = (resolve_ast(kw.value, self.aliases) or "").rsplit(".", 1)[-1]
+                        d = (self.torch_path(kw.value) or "").rsplit(".", 1)[-1]
                         return ("full" if d in FULL_DTYPES else "float" if d in HALF_DTYPES else None), ()
                 if last in LIKE_FACTORIES and expr.args:
                     return self.width(expr.args[0], exclude, depth + 1)
@@ -1442,7 +1403,7 @@ class _Callee:
 
     def _call_use(self, call: ast.Call, value: ast.AST, derived: Set[str], needs, keyword: Optional[str] = None):
         func = call.func
-        if isinstance(func, ast.Name) and func.id not in self.aliases and func.id not in self.bound:
+        if isinstance(func, ast.Name) and self.torch_path(func) is None and func.id not in self.bound:
             if func.id in BUILTIN_NUMBER_ONLY and func.id != "math":
                 return _Problem("nofix", f"passed to `{func.id}()`: {BUILTIN_NUMBER_ONLY[func.id]}", NUMBER_CURE)
             if func.id in _PYTHON_USERS:
@@ -1450,7 +1411,7 @@ class _Callee:
             helper = self.shared.helpers.get(func.id)
             if helper is not None and helper is not self.fn:
                 return self._helper_use(helper, call, value, derived, needs, keyword)
-        path = resolve_ast(func, self.aliases)
+        path = self.torch_path(func)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "math" and ("math" not in self.bound or self.imported.get("math") == "math"):
             return _Problem("nofix", f"passed to `math.{func.attr}()`: " + BUILTIN_NUMBER_ONLY["math"].format(fn=func.attr), NUMBER_CURE)
         method = func.attr if path is None and isinstance(func, ast.Attribute) else None
@@ -1517,20 +1478,20 @@ class _Callee:
         return None
 
 
-def callee_width(fn: ast.AST, aliases: Dict[str, str], exprs: List[ast.AST], context: Optional[SummaryContext] = None) -> Tuple[Width, Tuple[str, ...]]:
+def callee_width(fn: ast.AST, torch_path: TorchPath, exprs: List[ast.AST], context: Optional[SummaryContext] = None) -> Tuple[Width, Tuple[str, ...]]:
     """(width, params) of the operands ``exprs`` of one use inside ``fn``, as
     :func:`summarize_function` sees them (the result is as wide as the widest):
     floating of at least ``width``, or as floating as the arguments of
     ``params`` (``context``: the module's shared summary state)."""
-    callee = context.callee(fn) if context is not None else _Callee(fn, aliases)  # type: ignore[arg-type]
+    callee = context.callee(fn) if context is not None else _Callee(fn, torch_path)  # type: ignore[arg-type]
     return callee._join_all(exprs, set(), -1) if len(exprs) > 1 else callee.width(exprs[0])
 
 
-def summarize_function(fn: ast.FunctionDef, aliases: Dict[str, str], helpers: Optional[Dict[str, ast.AST]] = None, context: Optional[SummaryContext] = None) -> FunctionSummary:
+def summarize_function(fn: ast.FunctionDef, torch_path: TorchPath, helpers: Optional[Dict[str, ast.AST]] = None, context: Optional[SummaryContext] = None) -> FunctionSummary:
     """Per-parameter verdicts of ``fn``.  ``helpers``: the module's top-level
     functions by name, followed when ``fn`` passes a value to one of them
     (``context``: the state shared by the summaries of one module, instead)."""
-    shared = context if context is not None else SummaryContext(aliases, helpers)
+    shared = context if context is not None else SummaryContext(torch_path, helpers)
     callee = shared.callee(fn)
     args = fn.args
     positional = tuple(a.arg for a in args.posonlyargs + args.args)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..pipeline._jsonfile import write_json
-from .floats import FunctionSummary, ParamUse, summarize_function, torch_aliases
+from .floats import FunctionSummary, ParamUse, summarize_function
 
 ModuleKey = Tuple[str, str]  # (root folder, dotted module name)
 
@@ -341,8 +341,7 @@ def compiled_functions(source) -> Dict[str, FunctionSummary]:
     found = model.module_compiled_functions()
     if not found:
         return {}
-    aliases = torch_aliases(source.tree)
-    return {name: summarize_function(fn, aliases, model.functions) for name, fn in found.items()}
+    return {name: summarize_function(fn, model.torch_path, model.functions) for name, fn in found.items()}
 
 
 def parse_for_index(data: bytes, display_path: str = "<file>", later: Optional[Callable[[bytes], bool]] = None):

@@ -28,7 +28,6 @@ from ..analysis.floats import (
     float_flow,
     summarize_function,
     tensor_width,
-    torch_aliases,
 )
 from ..analysis.placement import torch_at_least, torch_expr
 from ..analysis.scopes import Binding
@@ -411,20 +410,19 @@ gives `inf` with a tensor.
     # -- callee summaries ---------------------------------------------------
     @staticmethod
     def _cache(ctx) -> dict:
-        """The module's summary state: torch aliases, summaries by def, and the
+        """The module's summary state: summaries by def, and the
         context the summaries share (helpers followed once)."""
         cache = ctx.cache.setdefault("FR003", {})
-        if "aliases" not in cache:
-            cache["aliases"] = torch_aliases(ctx.source.tree)
+        if "context" not in cache:
             cache["summaries"] = {}
-            cache["context"] = SummaryContext(cache["aliases"], ctx.model.functions)
+            cache["context"] = SummaryContext(ctx.model.torch_path, ctx.model.functions)
         return cache
 
     def _local_summary(self, ctx, fn: ast.AST) -> FunctionSummary:
         cache = self._cache(ctx)
         summaries = cache["summaries"]
         if fn not in summaries:
-            summaries[fn] = summarize_function(fn, cache["aliases"], context=cache["context"])  # type: ignore[arg-type]
+            summaries[fn] = summarize_function(fn, ctx.model.torch_path, context=cache["context"])  # type: ignore[arg-type]
         return summaries[fn]
 
     @staticmethod
@@ -620,7 +618,7 @@ gives `inf` with a tensor.
                 if any(p is None for p in passed):
                     width, params = None, ()  # through *args / **kwargs at the call: not seen
                 else:
-                    width, params = callee_width(fn, cache["aliases"], passed, cache["context"])  # type: ignore[arg-type]
+                    width, params = callee_width(fn, ctx.model.torch_path, passed, cache["context"])  # type: ignore[arg-type]
                 if width == "full" or (width == "float" and required == "float"):
                     continue
                 if not params:
