@@ -270,3 +270,17 @@ def test_factory_is_not_proven_when_another_file_calls_it_unseen(tmp_path):
     bench = "from model import GPT\n\nclass Bench:\n    def __init__(self):\n        self.opt = GPT().configure_optimizers(0.1, 6e-4)\n"
     found = _project(tmp_path, {"model.py": MODEL, "train.py": TRAIN.format(lr="6e-4", extra=""), "bench.py": bench})
     assert _safety(found, "model.py") == [] and _safety(found, "train.py") == [None]
+
+
+def test_factory_is_not_proven_when_its_fix_is_suppressed(tmp_path):
+    # the constructor's fix would not be made: the user's `.fill_` would meet a float lr
+    model = MODEL.replace("lr=learning_rate)", "lr=learning_rate)  # fix-recompiles: ignore[FR004]")
+    found = _project(tmp_path, {"model.py": model, "train.py": TRAIN.format(lr="6e-4", extra="")})
+    assert found["model.py"][1] is None and found["train.py"][1] is None
+
+
+def test_factory_is_not_proven_when_a_helper_writes_some_lr(tmp_path):
+    # `set_lr(o, v)` may write this optimizer's lr as a float: not every write becomes `.fill_`
+    helper = "def set_lr(o, v):\n    for g in o.param_groups:\n        g['lr'] = v\n"
+    found = _project(tmp_path, {"model.py": MODEL, "train.py": TRAIN.format(lr="6e-4", extra=helper)})
+    assert found["model.py"][1] is None and found["train.py"][1] is None

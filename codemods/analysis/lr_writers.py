@@ -128,22 +128,7 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
                     bad.add((key, name))
     proven = {w for w in callers if w not in bad}
     if proven:  # a file that mentions a writer and was not seen calling it
-        tokens = {w: [module_token(w[1], w[0])] for w in proven}
-        seen = {w: {p for p, _ in callers[w]} for w in proven}
-        from ..pipeline.prefilter import mentions_any
-
-        for path in files:
-            todo = [w for w in proven if path not in seen[w] and index.path_of(w[0]) != path]
-            if not todo:
-                continue
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                data = None
-            for w in todo:
-                if data is None or mentions_any(data, tokens[w]):
-                    proven.discard(w)
+        proven -= _mentioned_unseen(index, files, {w: (w[1], {p for p, _ in callers[w]}) for w in proven})
     changed = True
     while changed:  # every writer an optimizer is passed to must be proven
         changed = False
@@ -189,20 +174,9 @@ def _prove_factories(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Op
             proven[(key, name, method)] = found
     if not proven:
         return
-    from ..pipeline.prefilter import mentions_any
-
-    for path in files:  # a file that mentions a factory and was not seen using it
-        todo = [f for f in proven if index.path_of(f[0]) != path and path not in {p for p, _ in proven[f]}]
-        if not todo:
-            continue
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            data = None
-        for f in todo:
-            if data is None or mentions_any(data, [module_token(f[2] or f[1], f[0])]):
-                proven.pop(f, None)
+    # a file that mentions a factory (its method's or function's name) and was not seen using it
+    for f in _mentioned_unseen(index, files, {f: (f[2] or f[1], {p for p, _ in found}) for f, found in proven.items()}):
+        proven.pop(f)
     table = index.tables.setdefault("lr_factories", {})
     for (key, name, method), found in sorted(proven.items()):
         stepped = [(p, u) for p, u in found if u["stepped"]]
@@ -220,3 +194,27 @@ def _passes_float(use: dict, param: Optional[list]) -> bool:
     name, at = param
     kind = use["kwargs"].get(name) or (use["args"][at] if 0 <= at < len(use["args"]) else None)
     return kind == "float"
+
+
+def _mentioned_unseen(index: ProjectIndex, files: Sequence[str], names: Dict[tuple, Tuple[str, set]]) -> set:
+    """The entries of ``names`` ((module key, ...) -> (the name a use must
+    mention, the files whose uses the index saw)) that a file of the run
+    other than the entry's own module and those files mentions, together
+    with the module's last name (:func:`module_token`), or that a file that
+    cannot be read might: a use the index has not seen."""
+    from ..pipeline.prefilter import mentions_any
+
+    out: set = set()
+    for path in files:
+        todo = [k for k in names if k not in out and path not in names[k][1] and index.path_of(k[0]) != path]
+        if not todo:
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            data = None
+        for k in todo:
+            if data is None or mentions_any(data, [module_token(names[k][0], k[0])]):
+                out.add(k)
+    return out

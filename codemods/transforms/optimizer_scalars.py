@@ -708,14 +708,10 @@ step), while the step compiled by the default inductor backend is as fast
             made = self._text(ctx).code(value)
             proven = self._proven_factory(ctx, value)
             if proven is not None and write in self._lr_assigns(ctx):
-                out.append(self.finding(
+                out.append(self._fill_finding(
                     ctx, write,
                     f"the lr of `{holder.id}` is written as a float here while its `.step()` runs compiled (line {stepped[holder.id]}); "
                     f"`{holder.id}` is built by {proven}, whose lr becomes a 0-d tensor there: write it in place with `.fill_`",
-                    edits=[Edit(ctx.source.target(write, "Assign"), _fill)],
-                    safety=Safety.SAFE,
-                    needs_torch=False,
-                    title="write the lr in place (`.fill_`)",
                 ))
                 continue
             out.append(self.finding(ctx, write, (
@@ -1909,7 +1905,13 @@ step), while the step compiled by the default inductor backend is as fast
             found = self._optimizer_findings(ctx, b, built)
         finally:
             b.stepped_elsewhere = ""
-        return any(f.fix is not None and f.fix.safety is Safety.SAFE for f in found)
+        safe = [f for f in found if f.fix is not None and f.fix.safety is Safety.SAFE]
+        if safe and b"fix-recompiles:" in ctx.source.data:  # a suppressed fix is not made: the users' `.fill_` would crash
+            from ..analysis.suppressions import is_suppressed, suppressions
+
+            table = suppressions(ctx.source.text)
+            safe = [f for f in safe if not is_suppressed(f, table)]
+        return bool(safe)
 
     def _factory_uses(self, ctx) -> List[dict]:
         """For the project index: every optimizer this module gets from a
@@ -1930,9 +1932,9 @@ step), while the step compiled by the default inductor backend is as fast
         unknown = False
         for write in self._lr_stores(ctx):
             holder = self._groups_of(ctx, write)
-            if isinstance(holder, ast.Name):
+            if isinstance(holder, ast.Name) and self._param_root(ctx, holder) is None:
                 writes.setdefault(holder.id, []).append(write)
-            else:
+            else:  # `self.opt.param_groups`, a helper's parameter: may be any optimizer
                 unknown = True
         reads = bool(self._lr_reads(ctx))
         for node in _source_order(ctx.source.nodes(ast.Assign)):
@@ -2068,16 +2070,23 @@ step), while the step compiled by the default inductor backend is as fast
                 node = by_line.get(line)
                 if node is None:
                     continue
-                out.append(self.finding(
+                out.append(self._fill_finding(
                     ctx, node,
                     f"`{name}` writes a float lr into the param groups of optimizers that are stepped inside a compiled region "
                     f"and get a 0-d tensor lr ({where}): the float replaces the tensor and every new value recompiles; write it in place with `.fill_`",
-                    edits=[Edit(ctx.source.target(node, "Assign"), _fill)],
-                    safety=Safety.SAFE,
-                    needs_torch=False,
-                    title="write the lr in place (`.fill_`)",
                 ))
         return out
+
+    def _fill_finding(self, ctx, write: ast.Assign, message: str) -> Finding:
+        """A safe finding that writes the lr of ``write`` in place (``.fill_``),
+        the other half of a fix made in another module (proven by the index)."""
+        return self.finding(
+            ctx, write, message,
+            edits=[Edit(ctx.source.target(write, "Assign"), _fill)],
+            safety=Safety.SAFE,
+            needs_torch=False,
+            title="write the lr in place (`.fill_`)",
+        )
 
 
 def _default_is_lr(fn: ast.AST, param: ast.arg) -> bool:
