@@ -12,6 +12,7 @@ import ast
 from typing import Iterable, List, Optional, Set
 
 from ..analysis.compile_sites import def_first_lines
+from ..analysis.params import passed_argument
 from ..analysis.source import walk
 from ..findings import Finding
 from ..trace.causes import KEYED_ENTRY, CuresCause
@@ -37,8 +38,9 @@ when the parameter is annotated `torch.Tensor` or `nn.Parameter`, or the
 function reads a tensor attribute of it (`p.grad`, `p.data`, `p.shape`).
 Reported by default for an optimizer's own `self.state` (a method of a
 `torch.optim.Optimizer` subclass: the state holds an entry per parameter,
-so the compiled code is called with several keys); any other dict only with
-`--unproven`. Report only.
+so the compiled code is called with several keys) and for any dict when a
+call of the compiled code passes a loop's variable as the key (`for p in
+params: step(p)`); otherwise only with `--unproven`. Report only.
 """
     why_it_recompiles = """
 dynamo resolves `self.state[p]` while tracing to the entry of the tensor it
@@ -107,6 +109,11 @@ user's to check.
         ),
         # a module-level dict keyed by a tensor argument: no proof it holds several keys
         Example("import torch\ncache = {}\n@torch.compile\ndef f(x: torch.Tensor):\n    return cache[x] * 2\n", unproven=True),
+        # a module-level dict, the compiled function called with each tensor of a loop
+        Example(
+            "import torch\nbufs = {}\n@torch.compile\ndef step(p: torch.Tensor):\n    bufs[p].mul_(0.9).add_(p.grad)\n"
+            "def train(params):\n    for p in params:\n        step(p)\n"
+        ),
     )
 
     def check(self, ctx) -> Iterable[Finding]:
@@ -143,7 +150,8 @@ user's to check.
             )
             if not optimizer_state and not self._outer_dict(ctx, fn, holder):
                 continue
-            out.append(self._finding(ctx, site, fn, node, optimizer_state))
+            proven = optimizer_state or self._loop_keys(ctx, site, fn, node.slice.id, cls is not None)  # type: ignore[attr-defined]
+            out.append(self._finding(ctx, site, fn, node, proven))
         return out
 
     @staticmethod
@@ -153,6 +161,17 @@ user's to check.
             return True
         for node in walk(fn):
             if isinstance(node, ast.Attribute) and node.attr in _TENSOR_ATTRS and isinstance(node.value, ast.Name) and node.value.id == param.arg:
+                return True
+        return False
+
+    @staticmethod
+    def _loop_keys(ctx, site, fn, param: str, bound_self: bool) -> bool:
+        """Does a call of the compiled callable pass, for ``param``, the
+        variable of a loop (``for p in params: step(p)``): several keys, the
+        evidence a default finding needs?"""
+        for call in site.calls:
+            value = passed_argument(call, fn, param, bound_self)
+            if isinstance(value, ast.Name) and any(b.kind in ("for", "comprehension") for b in ctx.model.bindings(value)):
                 return True
         return False
 
