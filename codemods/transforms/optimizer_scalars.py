@@ -1921,25 +1921,41 @@ step), while the step compiled by the default inductor backend is as fast
         or the function), "method" ("" for a function), "line", "stepped"
         (its ``.step()`` runs compiled here), "fills" (every lr write of this
         module is into its param groups or another's that can be told
-        apart, none is a read back, so each of its writes can be ``.fill_``)}."""
+        apart, none is a read back, so each of its writes can be ``.fill_``),
+        "complete" (no other call of the factory here), the kinds of the
+        arguments ("args", "kwargs", "star")}, for the names stepped here or
+        whose lr is written here."""
         found = ctx.cache.get("fr004_factory_uses")
         if found is not None:
             return found
         found = []
+        ctx.cache["fr004_factory_uses"] = found
         self._constructions(ctx)
         stepped = {r.id for r, _ in self._stepped(ctx) if isinstance(r, ast.Name)}
         writes: Dict[str, List[ast.Assign]] = {}
         unknown = False
-        for write in self._lr_stores(ctx):
+        for write in self._lr_stores(ctx) if b"param_groups" in ctx.source.data else ():
             holder = self._groups_of(ctx, write)
             if isinstance(holder, ast.Name) and self._param_root(ctx, holder) is None:
                 writes.setdefault(holder.id, []).append(write)
             else:  # `self.opt.param_groups`, a helper's parameter: may be any optimizer
                 unknown = True
+        # only names used as optimizers here (stepped, eagerly or compiled, or
+        # their lr written) can hold one from a factory; any other call of the
+        # factory makes the uses incomplete (below)
+        used = set(stepped) | set(writes)
+        for call in ctx.source.nodes(ast.Call):
+            func = call.func  # type: ignore[attr-defined]
+            if isinstance(func, ast.Attribute) and func.attr == "step" and isinstance(func.value, ast.Name):
+                used.add(func.value.id)
+        candidates = [
+            node for node in _source_order(ctx.source.nodes(ast.Assign))
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in used and isinstance(node.value, ast.Call)  # type: ignore[attr-defined]
+        ]
+        if not candidates:
+            return found
         reads = bool(self._lr_reads(ctx))
-        for node in _source_order(ctx.source.nodes(ast.Assign)):
-            if not (len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call)):  # type: ignore[attr-defined]
-                continue
+        for node in candidates:
             holder, call = node.targets[0], node.value  # type: ignore[attr-defined]
             bindings = [b for b in ctx.model.scopes.scope_of(holder).bindings.get(holder.id, []) if b.kind != "del"]
             if len(bindings) != 1 or bindings[0].value is not call or call in ctx.cache["fr004_by_call"] or self._made_here(ctx, call):
@@ -1967,7 +1983,6 @@ step), while the step compiled by the default inductor backend is as fast
         for use in found:
             key = use["method"] or use["q"].rpartition(".")[2]
             use["complete"] = calls.get(key, 0) == sum(1 for u in found if (u["method"] or u["q"].rpartition(".")[2]) == key)
-        ctx.cache["fr004_factory_uses"] = found
         return found
 
     @staticmethod
