@@ -134,12 +134,21 @@ user's to check.
         cls = ctx.source.enclosing(fn, ast.ClassDef)
         if cls is not None and [*args.posonlyargs, *args.args][:1]:
             params.pop([*args.posonlyargs, *args.args][0].arg, None)  # self
-        tensors = {name for name, a in params.items() if self._tensor_param(ctx, fn, a)}
-        if not tensors:
-            return []
-        out: List[Finding] = []
+        # one walk: the lookups keyed by a parameter, and the tensor
+        # attributes read of a name (only those keys are judged tensors)
+        keyed: List[ast.Subscript] = []
+        tensor_reads: Set[str] = set()
         for node in walk(fn):
-            if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Name) and node.slice.id in tensors):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Name) and node.slice.id in params:
+                keyed.append(node)
+            elif isinstance(node, ast.Attribute) and node.attr in _TENSOR_ATTRS and isinstance(node.value, ast.Name):
+                tensor_reads.add(node.value.id)
+        if not keyed:
+            return []
+        tensors = {name for name in {n.slice.id for n in keyed} if name in tensor_reads or self._annotated_tensor(ctx, params[name])}  # type: ignore[attr-defined]
+        out: List[Finding] = []
+        for node in keyed:
+            if node.slice.id not in tensors:  # type: ignore[attr-defined]
                 continue
             if ctx.source.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) is not fn:
                 continue  # a nested function's own parameter may shadow it
@@ -155,14 +164,10 @@ user's to check.
         return out
 
     @staticmethod
-    def _tensor_param(ctx, fn, param: ast.arg) -> bool:
-        """Is ``param`` a tensor: annotated so, or read through a tensor attribute?"""
-        if param.annotation is not None and ctx.model.qualified_names(param.annotation) & _TENSOR_TYPES:
-            return True
-        for node in walk(fn):
-            if isinstance(node, ast.Attribute) and node.attr in _TENSOR_ATTRS and isinstance(node.value, ast.Name) and node.value.id == param.arg:
-                return True
-        return False
+    def _annotated_tensor(ctx, param: ast.arg) -> bool:
+        """Is ``param`` annotated ``torch.Tensor`` or ``nn.Parameter``?  (A
+        parameter read through a tensor attribute, ``p.grad``, is a tensor too.)"""
+        return param.annotation is not None and bool(ctx.model.qualified_names(param.annotation) & _TENSOR_TYPES)
 
     @staticmethod
     def _loop_keys(ctx, site, fn, param: str, bound_self: bool) -> bool:

@@ -52,6 +52,7 @@ FLAG_SINCE = (2, 7)
 #: CPU with a plain compiled function, ``dynamic=True``; 2.13.0, 2.14.1 agree
 #: with eager; 2.10 and 2.12 not measured)
 DYNAMIC_MIN_DIV_SINCE = (2, 13)
+_UNREAD = object()
 
 
 @dataclass
@@ -786,6 +787,7 @@ all dynamo config is.
         candidates.sort(key=lambda c: placement.start_of(c[0]))
         findings: List[Finding] = []
         chosen: List[ast.stmt] = []
+        risky: object = _UNREAD
         for stmt, site, message, blocker, proven in candidates:
             if any(s is stmt or placement.dominates(source, s, stmt) for s in chosen):
                 continue  # the flag is already set before this compile runs
@@ -800,7 +802,8 @@ all dynamo config is.
                 continue
             if proven:  # an unproven finding is dropped by default: its flag must not hide a later compile's
                 chosen.append(stmt)
-            risky = None if placement.torch_at_least(ctx.settings, DYNAMIC_MIN_DIV_SINCE) else _min_of_division(model)
+            if risky is _UNREAD:  # read once per module, for the first flag written
+                risky = None if placement.torch_at_least(ctx.settings, DYNAMIC_MIN_DIV_SINCE) else _min_of_division(model)
             because = (
                 f"line {risky} takes `min`/`max` of a float and a division involving a module attribute, which inductor before torch 2.13 "
                 "computes as 0.0 once the int is dynamic (measured on 2.9.1 and 2.11.0; use --target-torch 2.13 if you only run 2.13+)"
