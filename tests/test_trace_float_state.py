@@ -90,10 +90,11 @@ def test_a_use_a_tensor_does_not_behave_the_same_in_leaves_the_file():
 def test_plan_follows_the_dict_bound_to_a_local_name_once():
     from codemods.analysis.compile_sites import model_of
     from codemods.pipeline.engine import parse_ast
+    from codemods.transforms.float_dict_state import values_written
 
     source = parse_ast("m.py", LAYER.encode())
-    plan = float_state.plan_file(source, model_of(source), "scaling")
-    assert plan is not None and [ast.unparse(v) for v in plan.values] == ["alpha / r", "value"]
+    values = values_written(source, model_of(source), "scaling")
+    assert values is not None and [ast.unparse(v) for v in values] == ["alpha / r", "value"]
 
 
 def test_run_fix_writes_tensors_only_with_unsafe_fixes(tmp_path):

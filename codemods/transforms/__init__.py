@@ -29,6 +29,7 @@ from .compiled_memo import CompiledMemo
 from .data_driven_loop import DataDrivenLoop
 from .object_int_state import ObjectIntState
 from .tensor_keyed_state import TensorKeyedState
+from .float_dict_state import FloatDictState
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
@@ -48,6 +49,7 @@ REGISTRY: List[Rule] = [
     DataDrivenLoop(),
     ObjectIntState(),
     TensorKeyedState(),
+    FloatDictState(),
 ]
 
 #: every project fact a rule declares, with the code of the rule that reads

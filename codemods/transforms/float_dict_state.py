@@ -1,0 +1,525 @@
+"""FR018 float-dict-state: a Python float kept in a dict attribute of an
+``nn.Module`` (an adapter's scaling per name), read by its ``forward``, and
+rewritten by eager code between calls of the compiled model: torch guards
+each float by value, so the next call recompiles (huggingface/peft #2177: a
+LoRA hot-swap with another ``lora_alpha`` writes a new
+``lora_module.scaling[adapter_name]``; its fix,
+``prepare_model_for_compiled_hotswap``, makes every scaling a 0-d tensor that
+the hot-swap then ``.fill_()``\\ s).
+
+The fix writes ``torch.as_tensor(value)`` at every write into the dict
+(:func:`tensor_value_edits`, also the trace's own cure of a guarded dict
+float: :mod:`codemods.trace.float_state`), when every use of the dict's
+values in the file is one a 0-d tensor behaves the same in."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+from .._lazy import cst
+from ..analysis.modules import methods_reached
+from ..findings import Edit, Finding, Safety
+from .base import Example, Rule
+
+#: torch's constructors of a tensor from a number (a value already a tensor is not wrapped)
+_TENSOR_MAKERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.full", "torch.zeros", "torch.ones", "torch.scalar_tensor"})
+#: builtins whose first argument may be a 0-d tensor where it was a float
+_TAKES_A_TENSOR = frozenset({"builtins.isinstance", "builtins.float", "builtins.int", "builtins.bool", "builtins.abs", "builtins.round"})
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+#: how many calls deep a loop's eager code is followed to a write of the dict
+_MAX_DEPTH = 4
+
+
+# -- the fix: which writes to wrap, and may they be --------------------------------------------
+
+
+def _is_tensor_call(model, node: ast.AST) -> bool:
+    """``torch.tensor(...)``, ``torch.as_tensor(...)``, ``torch.full(...)``, … (by the module's imports)."""
+    return isinstance(node, ast.Call) and bool(model.qualified_names(node.func) & _TENSOR_MAKERS)
+
+
+def _use_is_tensor_safe(source, model, node: ast.AST) -> bool:
+    """Does ``node`` (a value read) sit where a 0-d tensor behaves as the float?"""
+    parent = source.parent(node)
+    if isinstance(parent, (ast.BinOp, ast.Compare)):
+        return True
+    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, (ast.USub, ast.UAdd)):
+        return True
+    if isinstance(parent, ast.Attribute) and parent.value is node:
+        return isinstance(source.parent(parent), ast.Call)  # a method: `.fill_(v)`, `.item()`
+    if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node:
+        # `isinstance(v, float)`, `float(v)`, `math.sqrt(v)`, `torch.tensor(v)`: a 0-d tensor is taken
+        names = model.qualified_names(parent.func)
+        return bool(names & (_TAKES_A_TENSOR | {"torch.tensor", "torch.as_tensor"})) or any(q.startswith("math.") for q in names)
+    return False
+
+
+def _local_loads(scope: ast.AST, name: str) -> Tuple[List[ast.Name], int]:
+    """(loads of ``name`` in ``scope``, how many times it is bound there)."""
+    loads: List[ast.Name] = []
+    stores = 0
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Name) and n.id == name:
+            if isinstance(n.ctx, ast.Load):
+                loads.append(n)
+            else:
+                stores += 1
+        elif isinstance(n, ast.arg) and n.arg == name:
+            stores += 1
+    return loads, stores
+
+
+def values_written(source, model, attr: str) -> Optional[List[ast.expr]]:
+    """The values written into the dict attribute ``attr`` in this file (not
+    those already a tensor), in source order; None when a use or a write is
+    not one a 0-d tensor may stand in for (the whole file is then left
+    alone): every value read must enter arithmetic, a comparison, a method
+    call or ``isinstance``/``float``/``math.*``/``torch.tensor``, read
+    directly or through a local name; the dict itself bound to a local name
+    is followed one hop; a write must be ``d[k] = v`` or a dict literal
+    assigned to the attribute."""
+    tree = source.tree
+    values: List[ast.expr] = []
+    # the dict expressions: `<x>.attr`, and local names bound once to one
+    dicts: List[ast.AST] = [n for n in source.nodes(ast.Attribute) if n.attr == attr]
+    seen_locals: Set[Tuple[int, str]] = set()
+    todo = list(dicts)
+    while todo:
+        d = todo.pop()
+        parent = source.parent(d)
+        if isinstance(d, ast.Attribute) and isinstance(d.ctx, ast.Store):
+            # `<x>.attr = {...}` (or a tuple target: `a.r, a.scaling = {}, {}`)
+            stmt = parent
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and stmt.targets[0] is d:
+                value = stmt.value
+            elif isinstance(parent, ast.Tuple) and isinstance(source.parent(parent), ast.Assign):
+                assign = source.parent(parent)
+                if not isinstance(assign.value, ast.Tuple) or len(assign.value.elts) != len(parent.elts):
+                    return None
+                value = assign.value.elts[parent.elts.index(d)]
+            else:
+                return None
+            if not isinstance(value, ast.Dict) or None in value.keys:
+                return None
+            values.extend(v for v in value.values if not _is_tensor_call(model, v))
+            continue
+        if isinstance(d, ast.Attribute) and isinstance(d.ctx, ast.Del):
+            return None
+        if isinstance(parent, ast.Subscript) and parent.value is d:
+            if isinstance(parent.ctx, ast.Store):
+                assign = source.parent(parent)
+                if not isinstance(assign, ast.Assign) or len(assign.targets) != 1 or assign.targets[0] is not parent:
+                    return None  # `d[k] += v`, a tuple target, a for target
+                if not _is_tensor_call(model, assign.value):
+                    values.append(assign.value)
+                continue
+            if isinstance(parent.ctx, ast.Del):
+                continue
+            # a read of one value: directly, or bound to a local name
+            holder = source.parent(parent)
+            if isinstance(holder, ast.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0], ast.Name) and holder.value is parent:
+                scope = source.enclosing(holder, _FUNCS) or tree
+                loads, stores = _local_loads(scope, holder.targets[0].id)
+                if stores != 1 or not all(_use_is_tensor_safe(source, model, n) for n in loads):
+                    return None
+                continue
+            if not _use_is_tensor_safe(source, model, parent):
+                return None
+            continue
+        if isinstance(parent, ast.Attribute) and parent.value is d and parent.attr in ("items", "values", "keys", "get"):
+            if parent.attr in ("values", "items", "get"):
+                call = source.parent(parent)
+                if not isinstance(call, ast.Call):
+                    return None
+                if parent.attr == "get":
+                    if not _use_is_tensor_safe(source, model, call):
+                        return None
+                    continue
+                # `for k, v in d.items()`: the loop's value variable is a read
+                loop = source.parent(call)
+                if not isinstance(loop, (ast.For, ast.comprehension)) or loop.iter is not call:
+                    return None
+                target = loop.target
+                name = target.elts[-1] if parent.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2 else target
+                if not isinstance(name, ast.Name):
+                    return None
+                scope = source.enclosing(loop, _FUNCS) or tree
+                loads, _stores = _local_loads(scope, name.id)
+                if not all(_use_is_tensor_safe(source, model, n) for n in loads):
+                    return None
+            continue
+        if isinstance(parent, ast.Compare) and any(c is d for c in parent.comparators) and all(isinstance(o, (ast.In, ast.NotIn)) for o in parent.ops):
+            continue  # `key in d`
+        if isinstance(parent, ast.Assign) and parent.value is d and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+            # the dict bound to a local name: followed one hop
+            scope = source.enclosing(parent, _FUNCS) or tree
+            name = parent.targets[0].id
+            loads, stores = _local_loads(scope, name)
+            if stores != 1 or (id(scope), name) in seen_locals:
+                return None
+            seen_locals.add((id(scope), name))
+            todo.extend(loads)  # its reads and its subscript writes (`d[k] = v` loads `d`)
+            continue
+        return None
+    unique = {id(v): v for v in values}
+    return sorted(unique.values(), key=lambda v: (v.lineno, v.col_offset))
+
+
+def _as_tensor(torch_name: str, node: "cst.CSTNode") -> "cst.CSTNode":
+    return cst.Call(func=cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("as_tensor")), args=[cst.Arg(node)])
+
+
+def tensor_value_edits(source, model, attr: str) -> Optional[List[Tuple[ast.expr, Edit]]]:
+    """(value, its edit) for every value written into the dict attribute
+    ``attr`` in this file, made ``torch.as_tensor(value)``; None when a use
+    or a write forbids it (:func:`values_written`)."""
+    values = values_written(source, model, attr)
+    if values is None:
+        return None
+    make = functools.partial(_as_tensor, model.torch_name())
+    return [(v, Edit(source.target(v, "BaseExpression"), make)) for v in values]
+
+
+# -- the finding: a float of the dict read by forward, rewritten between calls ------------------
+
+
+@dataclass
+class _DictRead:
+    """``self.<attr>[key]`` read by a method a module's ``forward`` runs, its value entering arithmetic."""
+
+    cls: ast.ClassDef
+    method: str
+    node: ast.Subscript
+
+
+def _enters_arithmetic(source, read: ast.Subscript) -> bool:
+    """Is the value read an operand of arithmetic, directly or through a local name bound once?"""
+    parent = source.parent(read)
+    if isinstance(parent, ast.BinOp):
+        return True
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name) and parent.value is read:
+        scope = source.enclosing(parent, _FUNCS)
+        if scope is None:
+            return False
+        loads, stores = _local_loads(scope, parent.targets[0].id)
+        return stores == 1 and any(isinstance(source.parent(n), ast.BinOp) for n in loads)
+    return False
+
+
+def _forward_reads(model, source) -> Dict[str, _DictRead]:
+    """By attribute: the first ``self.<attr>[key]`` a module class's
+    ``forward`` (or a method it reaches) reads and computes with."""
+    out: Dict[str, _DictRead] = {}
+    for cls in source.nodes(ast.ClassDef):
+        if not model.is_module_class(cls):
+            continue
+        for owner, method, fn in methods_reached(model, cls, "forward"):
+            for node in ast.walk(fn):
+                if (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.ctx, ast.Load)
+                    and isinstance(node.value, ast.Attribute)
+                    and isinstance(node.value.value, ast.Name)
+                    and node.value.value.id == "self"
+                    and node.value.attr not in out
+                    and _enters_arithmetic(source, node)
+                ):
+                    out[node.value.attr] = _DictRead(owner, method, node)
+    return out
+
+
+def _is_float(node: ast.AST) -> bool:
+    """A float the source shows: a float literal, a true division, ``float(...)``
+    (either branch of a conditional)."""
+    if isinstance(node, ast.IfExp):
+        return _is_float(node.body) or _is_float(node.orelse)
+    if isinstance(node, ast.Constant):
+        return type(node.value) is float
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, ast.Div) or _is_float(node.left) or _is_float(node.right)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float"
+
+
+def _writes(source, attr: str) -> List[ast.Assign]:
+    """Every ``<x>.<attr>[key] = value`` of the file, in source order."""
+    out = []
+    for node in source.nodes(ast.Assign):
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) and target.value.attr == attr:
+            out.append(node)
+    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _on_self(write: ast.Assign) -> bool:
+    receiver = write.targets[0].value.value  # type: ignore[attr-defined]
+    return isinstance(receiver, ast.Name) and receiver.id == "self"
+
+
+def _tensor_writes(source, model, attr: str) -> List[ast.Assign]:
+    """Writes of a tensor into the dict: ``<x>.<attr>[key] = torch.tensor(...)``,
+    or through a local name bound to ``<x>.<attr>`` (peft's
+    ``_convert_scalings_to_tensor``: ``scaling = module.scaling`` then
+    ``scaling[key] = torch.tensor(val, ...)``)."""
+    out = []
+    for node in source.nodes(ast.Assign):
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if not isinstance(target, ast.Subscript) or not _is_tensor_call(model, node.value):
+            continue
+        d = target.value
+        if isinstance(d, ast.Name):
+            scope = source.enclosing(node, _FUNCS) or source.tree
+            bound = [
+                n.value
+                for n in ast.walk(scope)
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and n.targets[0].id == d.id
+            ]
+            d = bound[0] if len(bound) == 1 else d
+        if isinstance(d, ast.Attribute) and d.attr == attr:
+            out.append(node)
+    return out
+
+
+def _dead_branch(model, source, node: ast.AST) -> bool:
+    """Is ``node`` under an ``if`` whose test the model reads as a constant
+    that skips it (``PREPARE = False`` ... ``if PREPARE:``)?"""
+    child, parent = node, source.parent(node)
+    while parent is not None:
+        if isinstance(parent, ast.If) and child is not parent.test:
+            value = model.literal(parent.test)
+            if isinstance(value, bool) and value is not (child in parent.body):
+                return True
+        child, parent = parent, source.parent(parent)
+    return False
+
+
+def _runs(model, source, node: ast.AST, seen: Set[int]) -> bool:
+    """May ``node`` run?  Not when it is in a branch a constant skips, nor in
+    a module-level function every call of which (by name, in this file) is
+    itself in such a branch or in such a function.  A function the file
+    never calls by name may be called from elsewhere: it runs."""
+    if _dead_branch(model, source, node):
+        return False
+    fn = source.enclosing(node, _FUNCS)
+    if fn is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or source.parent(fn) is not source.tree:
+        return True
+    if id(fn) in seen:
+        return False
+    seen.add(id(fn))
+    calls = [c for c in source.nodes(ast.Call) if isinstance(c.func, ast.Name) and c.func.id == fn.name]
+    return not calls or any(_runs(model, source, c, seen) for c in calls)
+
+
+class _Reach:
+    """The module-level functions an eager statement runs, followed by name a few calls deep."""
+
+    def __init__(self, source) -> None:
+        self.defs: Dict[str, ast.AST] = {n.name: n for n in source.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def runs(self, nodes: Iterable[ast.AST], targets: Set[int]) -> bool:
+        """Does code of ``nodes`` (or a function it calls, by name) hold a node of ``targets``?"""
+        todo: List[Tuple[ast.AST, int]] = [(n, 0) for n in nodes]
+        seen: Set[str] = set()
+        while todo:
+            node, depth = todo.pop()
+            for sub in ast.walk(node):
+                if id(sub) in targets:
+                    return True
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and depth < _MAX_DEPTH:
+                    fn = self.defs.get(sub.func.id)
+                    if fn is not None and sub.func.id not in seen:
+                        seen.add(sub.func.id)
+                        todo.append((fn, depth + 1))
+        return False
+
+
+def _between_calls(model, source, writes: List[ast.Assign]) -> Optional[Tuple[ast.AST, ast.Call]]:
+    """(loop, compiled call) when a loop of the file calls compiled code and,
+    in the same loop, runs eager code that writes one of ``writes``: the
+    dict's value changes between calls of the compiled code."""
+    targets = {id(w) for w in writes}
+    reach = _Reach(source)
+    for site in model.compile_sites:
+        for call in site.calls:
+            loop = source.enclosing(call, _LOOPS)
+            if loop is None or source.enclosing(loop, _FUNCS) is not source.enclosing(call, _FUNCS):
+                continue
+            if reach.runs(loop.body, targets):
+                return loop, call
+    return None
+
+
+class FloatDictState(Rule):
+    code = "FR018"
+    #: no trace cause of its own: the trace's float of a dict attribute is
+    #: cured by the code TRACE's `tensor-dict-values-from-trace`, which makes
+    #: this rule's edits (:func:`tensor_value_edits`) in every file of the run
+    cures = ()
+    name = "float-dict-state"
+    summary = "a float in a dict attribute of an nn.Module, read by forward and rewritten by eager code"
+    what_it_does = """
+Finds a dict attribute of an `nn.Module` class whose values are Python floats
+(`self.scaling[adapter] = lora_alpha / r`), read by its `forward` (or a
+method it reaches) into arithmetic (`... * self.scaling[adapter]`), and
+written from eager code through another name than `self`
+(`lora_module.scaling[adapter_name] = scaling`: a hot-swap, a schedule).
+A default finding when a loop of the file calls compiled code and, in the
+same loop, runs that write (directly or through the functions it calls);
+otherwise with `--unproven`. The fix writes `torch.as_tensor(value)` at every
+write into the dict in the file.
+"""
+    why_it_recompiles = """
+dynamo reads each float of the dict while tracing and guards its value
+(`self._modules['layers']._modules['0']._modules['q_proj'].scaling['default']
+== 1.0`); eager code that writes another float makes the next call fail the
+guard. By default the float turns dynamic after that one recompile; under
+`dynamic=False`, `error_on_recompile=True` or a CUDA graph, every change costs
+a compile (peft's GPU tests fail on the one). A 0-d tensor is a graph input,
+guarded on its dtype and shape, not its value. Measured on torch 2.13 (CPU,
+counting backend): peft's hot-swap of #2177 without
+`prepare_model_for_compiled_hotswap`, 2 graphs over ten calls; with the
+scalings 0-d tensors, 1, the same output.
+"""
+    example = """
+    class Linear(nn.Module):
+        def update_layer(self, adapter_name, r, lora_alpha):
+            self.scaling[adapter_name] = lora_alpha / r      # torch.as_tensor(lora_alpha / r)
+        def forward(self, x):
+            scaling = self.scaling[self.active_adapter]
+            return self.base_layer(x) + self.lora_B(self.lora_A(x)) * scaling
+
+    def _update_scaling(lora_module, adapter_name, scaling):
+        lora_module.scaling[adapter_name] = scaling          # torch.as_tensor(scaling)
+
+    model = torch.compile(model)
+    for alpha in alphas:
+        hotswap(model_inner, alpha)                          # calls _update_scaling
+        model(x)
+"""
+    fix_safety = """
+Unsafe: every reader of the dict, in this file and others, now gets a 0-d
+tensor (float32, torch's default dtype, where the float was a double);
+arithmetic and comparisons behave the same, but a format, a `json.dump` or
+an identity check does not. The fix is offered only when every use of the
+dict's values in the file is arithmetic, a comparison, a method call
+(`.fill_(v)`) or `isinstance`/`float`/`math.*`/`torch.tensor`, and every
+write is `d[k] = v` or a dict literal; otherwise the finding is a report.
+"""
+    reads = "ast"
+    triggers = (b"] =", b"]=")
+    valid = (
+        # the dict's floats are written only in __init__ (never between calls)
+        "import torch\nclass L(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.scaling = {'a': 0.5}\n"
+        "    def forward(self, x):\n        return x * self.scaling['a']\nm = torch.compile(L())\nfor _ in range(3):\n    m(torch.ones(2))\n",
+        # written from outside, but the values are tensors already
+        "import torch\nclass L(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.scaling = {'a': torch.tensor(0.5)}\n"
+        "    def forward(self, x):\n        return x * self.scaling['a']\n"
+        "def swap(m, s):\n    m.scaling['a'] = torch.tensor(s)\n"
+        "l = L()\nm = torch.compile(l)\nfor s in (0.5, 2.0):\n    swap(l, s)\n    m(torch.ones(2))\n",
+        # the dict is not read by forward
+        "import torch\nclass L(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.meta = {'a': 0.5}\n"
+        "    def forward(self, x):\n        return x * 2\n"
+        "def swap(m, s):\n    m.meta['a'] = s / 2\n"
+        "l = L()\nm = torch.compile(l)\nfor s in (0.5, 2.0):\n    swap(l, s)\n    m(torch.ones(2))\n",
+    )
+    invalid = (
+        # peft #2177's hot-swap, without prepare_model_for_compiled_hotswap
+        Example(
+            "import torch\nclass L(torch.nn.Module):\n    def __init__(self, alpha, r):\n        super().__init__()\n        self.scaling = {}\n"
+            "        self.scaling['default'] = alpha / r\n"
+            "    def forward(self, x):\n        scaling = self.scaling['default']\n        return x * scaling\n"
+            "def _update_scaling(module, adapter_name, scaling):\n    module.scaling[adapter_name] = scaling\n"
+            "l = L(8, 8)\nm = torch.compile(l)\nfor alpha in (16, 4, 32):\n    _update_scaling(l, 'default', alpha / 8)\n    m(torch.ones(2))\n",
+            "import torch\nclass L(torch.nn.Module):\n    def __init__(self, alpha, r):\n        super().__init__()\n        self.scaling = {}\n"
+            "        self.scaling['default'] = torch.as_tensor(alpha / r)\n"
+            "    def forward(self, x):\n        scaling = self.scaling['default']\n        return x * scaling\n"
+            "def _update_scaling(module, adapter_name, scaling):\n    module.scaling[adapter_name] = torch.as_tensor(scaling)\n"
+            "l = L(8, 8)\nm = torch.compile(l)\nfor alpha in (16, 4, 32):\n    _update_scaling(l, 'default', alpha / 8)\n    m(torch.ones(2))\n",
+            unsafe=True,
+        ),
+        # the writer exists, but no loop shows it between calls: --unproven
+        Example(
+            "import torch\nclass L(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.scaling = {'a': 0.5}\n"
+            "    def forward(self, x):\n        return x * self.scaling['a']\n"
+            "def swap(m, s):\n    m.scaling['a'] = s\n"
+            "m = torch.compile(L())\n",
+            "import torch\nclass L(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.scaling = {'a': torch.as_tensor(0.5)}\n"
+            "    def forward(self, x):\n        return x * self.scaling['a']\n"
+            "def swap(m, s):\n    m.scaling['a'] = torch.as_tensor(s)\n"
+            "m = torch.compile(L())\n",
+            unsafe=True,
+            unproven=True,
+        ),
+    )
+
+    def check(self, ctx) -> Iterable[Finding]:
+        model, source = ctx.model, ctx.source
+        if not model.compile_sites:
+            return []
+        findings: List[Finding] = []
+        for attr, read in _forward_reads(model, source).items():
+            writes = _writes(source, attr)
+            eager = [w for w in writes if not _on_self(w) and not self._compiled(model, source, w)]
+            if not eager or not self._holds_floats(source, model, attr, writes):
+                continue
+            # a write that makes the values tensors (and may run): they may be tensors at the calls
+            converted = any(_runs(model, source, w, set()) for w in _tensor_writes(source, model, attr))
+            between = None if converted else _between_calls(model, source, eager)
+            findings.append(self._finding(ctx, attr, read, eager, between))
+        return sorted(findings, key=lambda f: (f.line, f.column))
+
+    @staticmethod
+    def _compiled(model, source, write: ast.Assign) -> bool:
+        """Is the write inside a function the file compiles (not eager code)?"""
+        fn = source.enclosing(write, _FUNCS)
+        return fn is not None and any(site.target_def is fn for site in model.compile_sites)
+
+    @staticmethod
+    def _holds_floats(source, model, attr: str, writes: List[ast.Assign]) -> bool:
+        """Does the source show a float among the dict's values (a write, or a dict literal assigned to it)?"""
+        if any(_is_float(w.value) for w in writes):
+            return True
+        for node in source.nodes(ast.Attribute):
+            if node.attr == attr and isinstance(node.ctx, ast.Store):
+                stmt = source.parent(node)
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Dict) and any(_is_float(v) for v in stmt.value.values):
+                    return True
+        return False
+
+    def _finding(self, ctx, attr: str, read: _DictRead, eager: List[ast.Assign], between) -> Finding:
+        source = ctx.source
+        write = eager[0]
+        writer = source.enclosing(write, _FUNCS)
+        where = f"`{writer.name}`" if isinstance(writer, (ast.FunctionDef, ast.AsyncFunctionDef)) else "module-level code"
+        shown = f"`{source.segment(write.targets[0])} = {source.segment(write.value)}`"
+        if between is not None:
+            loop, call = between
+            evidence = f"; the loop on line {loop.lineno} runs it between calls of the compiled code (line {call.lineno})"
+        else:
+            evidence = ""
+        message = (
+            f"`{read.cls.name}.{read.method}` computes with the float `self.{attr}[...]` (line {read.node.lineno}) and eager code "
+            f"writes a new one ({shown} in {where}){evidence}: torch guards each float of the dict by value, so the next call "
+            f"recompiles (once, then the float turns dynamic; at every change under `dynamic=False`)"
+        )
+        planned = tensor_value_edits(source, ctx.model, attr)
+        if not planned:
+            message += f"; keep the values 0-d tensors written with `.fill_()` (no automatic fix: a use of `{attr}`'s values here is not one a tensor may stand in for)"
+            return self.finding(ctx, write, message, proven=between is not None)
+        message += (
+            f"; write `torch.as_tensor(...)` at its {len(planned)} write(s) in this file "
+            f"(unsafe: every reader of `{attr}` gets a 0-d tensor)"
+        )
+        return self.finding(
+            ctx,
+            write,
+            message,
+            edits=[edit for _, edit in planned],
+            safety=Safety.UNSAFE,
+            needs_torch=True,
+            title=f"make the values of `{attr}` 0-d tensors",
+            proven=between is not None,
+        )
