@@ -285,8 +285,9 @@ def check(
     for path, reason in result.errors:
         _err(f"error: {path}: {reason}")
     errors_before_write = len(result.errors)
+    looked: List[str] = []  # the modules the note looked for: what it printed depends on them
     if paths and all(os.path.isfile(p) for p in paths) and not quiet:
-        _note_unread_imports([(r.path, r.original) for r in result.results if r.error is None], [r.path for r in result.results])
+        _note_unread_imports([(r.path, r.original) for r in result.results if r.error is None], [r.path for r in result.results], looked)
 
     findings = result.findings
     if diff:
@@ -344,13 +345,21 @@ def check(
     elif not (diff or fix or files_from is not None or show_statistics or sys.stderr.isatty()):
         # a report that wrote nothing: the console script may replay it while
         # none of what it read changes (codemods.pipeline.replay)
-        replay.replayable(cache_dir, result.inputs + replay.config_inputs(paths[0] if paths else ".", cfg.path) + replay.interpreter_inputs())
+        replay.replayable(
+            cache_dir,
+            result.inputs
+            + replay.config_inputs(paths[0] if paths else ".", cfg.path)
+            + replay.package_inputs(paths or ["."])
+            + [(os.path.abspath(p), "stat") for p in looked]
+            + replay.interpreter_inputs(),
+        )
     raise typer.Exit(code)
 
 
-def _note_unread_imports(files, read) -> None:
+def _note_unread_imports(files, read, looked=None) -> None:
     """A run on single files (or stdin) reads no other module: say which of
-    its project's modules a file imports, whose facts it cannot see."""
+    its project's modules a file imports, whose facts it cannot see.
+    ``looked``: where to note every path looked for."""
     for path, data in files:
         if data is None:  # a report keeps no bytes: read them again (a few files)
             try:
@@ -358,7 +367,7 @@ def _note_unread_imports(files, read) -> None:
                     data = fh.read()
             except OSError:
                 continue
-        missing = discovery.unread_imports(path, data, read)
+        missing = discovery.unread_imports(path, data, read, looked)
         if missing:
             shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
             _err(

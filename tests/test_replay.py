@@ -26,8 +26,25 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SCRIPT = os.path.join(os.path.dirname(sys.executable), "fix-recompiles")
+
+
+def _installed_elsewhere() -> bool:
+    """Is the installed ``fix_recompiles`` an editable install of another
+    source tree (a clone's tests would run the other tree's code)?"""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("fix_recompiles")
+    except (ImportError, ValueError):
+        return False
+    for location in list(getattr(spec, "submodule_search_locations", None) or []):
+        if os.path.isfile(os.path.join(location, "pyproject.toml")) and os.path.realpath(location) != os.path.realpath(REPO):
+            return True
+    return False
+
+
 #: the console script (what users run), else the checkout's __main__.py (the same main)
-COMMAND = [_SCRIPT] if os.path.exists(_SCRIPT) else [sys.executable, os.path.join(REPO, "__main__.py")]
+COMMAND = [_SCRIPT] if os.path.exists(_SCRIPT) and not _installed_elsewhere() else [sys.executable, os.path.join(REPO, "__main__.py")]
 
 # FR001 with evidence the shapes vary: one default finding, exit 1
 FINDING = (
@@ -282,3 +299,70 @@ def test_without_a_readable_key_nothing_is_recorded(tree, tmp_path_factory):
     (blocked / "fix-recompiles").write_text("a file where the key's folder should be")
     assert fr(tree, "pkg", env={"XDG_CACHE_HOME": str(blocked)}).returncode == 1
     assert snapshots(tree) == []
+
+
+# -- what a report reads beyond the files it takes ---------------------------------
+KERNELS = "import torch\n\n@torch.compile\ndef scale(x, c):\n    return x * c\n"
+CALLER = "import torch\nfrom proj.kernels import scale\n\nfor i in range(5):\n    scale(torch.ones(2), i / 7)\n"
+
+
+def _same_as_a_fresh_run(cwd, *args, env=None) -> subprocess.CompletedProcess:
+    """The run (replayed or not) and the same run without the cache agree."""
+    again = fr(cwd, *args, env=env)
+    fresh = fr(cwd, *args, "--no-cache", env=env)
+    assert (again.returncode, again.stdout, again.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+    return again
+
+
+def test_a_package_marker_above_the_folder_run_on_runs_again(tmp_path):
+    # module names (`proj.kernels`) come from the __init__.py files above a
+    # file, beyond the folder the run walks: one written there renames every
+    # module, and the call of a function compiled in another module is no
+    # longer resolved
+    proj = tmp_path / "x" / "proj"
+    proj.mkdir(parents=True)
+    (proj / "__init__.py").write_text("")
+    (proj / "kernels.py").write_text(KERNELS)
+    (proj / "train.py").write_text(CALLER)
+    age(tmp_path)
+    cwd = tmp_path / "x"
+    first = fr(cwd, "proj")
+    assert first.returncode == 1 and b"FR003" in first.stdout
+    assert len(list((cwd / ".fix_recompiles_cache" / "runs").glob("*.json"))) == 1
+    (cwd / "__init__.py").write_text("")
+    os.utime(cwd / "__init__.py", (time.time() - 30, time.time() - 30))
+    assert b"FR003" not in _same_as_a_fresh_run(cwd, "proj").stdout
+
+
+def test_a_module_created_beside_a_file_run_alone_runs_again(tree):
+    # a run on one file notes the modules of its project it imports and did
+    # not read: `helper.py` written beside it adds the note
+    (tree / "pkg" / "main.py").write_text("import helper\n" + FINDING)
+    age(tree)
+    first = fr(tree, "pkg/main.py")
+    assert first.returncode == 1 and b"helper" not in first.stderr
+    assert len(snapshots(tree)) == 1
+    (tree / "pkg" / "helper.py").write_text("x = 1\n")
+    os.utime(tree / "pkg" / "helper.py", (time.time() - 30, time.time() - 30))
+    assert b"(helper)" in _same_as_a_fresh_run(tree, "pkg/main.py").stderr
+
+
+def test_another_import_path_runs_again(tree, tmp_path_factory):
+    # the default --target-torch is the first torch metadata on sys.path: a
+    # folder put ahead of the installed torch (PYTHONPATH) changes it, and
+    # before 2.10 ReduceLROnPlateau's finding is reported only
+    (tree / "pkg" / "train.py").write_text(
+        "import torch\n\nmodel = torch.nn.Linear(4, 1)\nopt = torch.optim.Adam(model.parameters(), lr=0.01)\n"
+        "sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, 'min', 0.5)\n\n\n@torch.compile\ndef train_step():\n    opt.step()\n\n\n"
+        "def epoch(metric):\n    train_step()\n    sched.step(metric)\n"
+    )
+    (tree / "pkg" / "clean.py").unlink()
+    old = tmp_path_factory.mktemp("oldtorch")
+    (old / "torch-2.9.0.dist-info").mkdir()
+    age(tree)
+    age(old)
+    first = fr(tree, "pkg")
+    assert first.returncode == 1 and b"ReduceLROnPlateau" not in first.stdout
+    assert len(snapshots(tree)) == 1
+    env = {"PYTHONPATH": str(old) + os.pathsep + REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    assert b"ReduceLROnPlateau` puts a Python float back" in _same_as_a_fresh_run(tree, "pkg", env=env).stdout

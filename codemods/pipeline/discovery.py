@@ -237,12 +237,13 @@ def display_path(path: str) -> str:
     return rel.replace(os.sep, "/")
 
 
-def unread_imports(path: str, data: bytes, read: Sequence[str]) -> List[str]:
+def unread_imports(path: str, data: bytes, read: Sequence[str], looked: Optional[List[str]] = None) -> List[str]:
     """The modules of its own project that the file at ``path`` imports and
     the run did not read (``read``: the paths it did): a relative import, or
     a top-level name with a ``NAME.py`` or ``NAME/__init__.py`` beside the
     file.  A run on one file (or stdin) cannot see what they define: a
-    class compiled here and defined there, an lr written there."""
+    class compiled here and defined there, an lr written there.
+    ``looked``: where to note every path looked for (a replay's inputs)."""
     import ast
 
     try:
@@ -264,6 +265,8 @@ def unread_imports(path: str, data: bytes, read: Sequence[str]) -> List[str]:
             for _ in range(max(level - 1, 0)):
                 base = os.path.dirname(base)
             candidates = [os.path.join(base, head + ".py"), os.path.join(base, head, "__init__.py")] if head else [os.path.join(base, "__init__.py")]
+            if looked is not None:
+                looked.extend(candidates)
             hit = next((c for c in candidates if os.path.isfile(c)), None)
             if hit is None or os.path.realpath(hit) in seen:
                 continue

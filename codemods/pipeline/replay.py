@@ -17,9 +17,13 @@ mtime: an edited pass never replays) -- and holds:
   Python file it looked at, every folder it listed (a file added, removed or
   renamed changes the folder's mtime), every ``.gitignore`` and
   ``pyproject.toml`` it read or looked for (absent ones too: creating one is a
-  change), the repository markers (``.git``: presence only), and the
-  interpreter's import folders (installing another torch changes the
-  default ``--target-torch``);
+  change), the repository markers (``.git``: presence only), the
+  ``__init__.py`` of the folders above the paths named, as far as they make
+  packages (module names, hence what a call into another module resolves
+  to, come from them), the modules a file run alone was looked for beside
+  it (its note of unread imports), and the interpreter's import path (in
+  the key) and its entries (installing another torch, or putting one ahead
+  on ``PYTHONPATH``, changes the default ``--target-torch``);
 - the bytes written to stdout and stderr, in order, and the exit code.
 
 It is replayed only when every input stats the same (type and permissions, size, mtime in
@@ -143,6 +147,7 @@ def run_key(args: Sequence[str]) -> Tuple[str, str]:
             os.getcwd(),
             sys.executable,
             sys.version,
+            list(sys.path),  # an entry added or moved ahead changes the torch (and tool) found
             env,
             [_isatty(s) for s in (sys.stdin, sys.stdout, sys.stderr)],
             _tool_stamp(),
@@ -434,7 +439,32 @@ def config_inputs(start: str, config_path: Optional[str]) -> List[Input]:
 
 
 def interpreter_inputs() -> List[Input]:
-    """The interpreter's import folders (another torch installed changes the
-    default target release; another typer or pathspec, the tool)."""
+    """The interpreter's import path entries (another torch installed changes
+    the default target release; another typer or pathspec, the tool), absent
+    ones too: one made later can hold another torch's metadata."""
     cwd = os.getcwd()
-    return [(os.path.abspath(p), "stat") for p in sys.path if p and os.path.abspath(p) != cwd and os.path.isdir(p)]
+    return [(os.path.abspath(p), "stat") for p in sys.path if isinstance(p, str) and p and os.path.abspath(p) != cwd]
+
+
+def package_inputs(paths: Sequence[str]) -> List[Input]:
+    """The ``__init__.py`` files that make the module names of a run over
+    ``paths`` (:func:`codemods.analysis.project.module_key` climbs from each
+    file's folder while one is there): from each path's folder up to the
+    first folder without one (absent ones too: writing one renames every
+    module below it).  Those of the folders walked are the run's own files,
+    or their folders' listings say when one appears."""
+    out: List[Input] = []
+    seen = set()
+    for raw in paths:
+        cur = os.path.abspath(raw)
+        if not os.path.isdir(cur):
+            cur = os.path.dirname(cur)
+        while cur not in seen:
+            seen.add(cur)
+            marker = os.path.join(cur, "__init__.py")
+            out.append((marker, "stat"))
+            parent = os.path.dirname(cur)
+            if parent == cur or not os.path.isfile(marker):
+                break
+            cur = parent
+    return out
