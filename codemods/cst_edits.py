@@ -19,6 +19,29 @@ def remove_keyword(call: cst.Call, keyword: str) -> cst.Call:
     return call
 
 
+def add_keyword_only_param(name: str, make_default, node: "cst.FunctionDef") -> "cst.FunctionDef":
+    """``def f(x)`` -> ``def f(x, *, NAME)`` (``NAME=<make_default()>`` when
+    ``make_default`` is given; after any ``*args`` / keyword-only parameters)."""
+    params = node.params
+    star = params.star_arg
+    if isinstance(star, cst.MaybeSentinel):
+        star = cst.ParamStar()
+    equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    param = cst.Param(cst.Name(name)) if make_default is None else cst.Param(cst.Name(name), default=make_default(), equal=equal)
+    return node.with_changes(params=params.with_changes(star_arg=star, kwonly_params=list(params.kwonly_params) + [param]))
+
+
+def add_keyword_argument(name: str, make_value, node: "cst.Call") -> "cst.Call":
+    """``f(x)`` -> ``f(x, NAME=value)``, the value made by ``make_value()``
+    (libcst is imported only when the edit is rendered)."""
+    equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    return node.with_changes(args=list(node.args) + [cst.Arg(value=make_value(), keyword=cst.Name(name), equal=equal)])
+
+
+def name_node(name: str) -> "cst.Name":
+    return cst.Name(name)
+
+
 def split_leading_lines(lines) -> tuple:
     """(lines for an inserted statement, lines kept by the original one): the
     comment lines directly above a statement describe it and stay with it;

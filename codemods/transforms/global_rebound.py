@@ -8,9 +8,9 @@ import ast
 import functools
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from .._lazy import cst
 from ..analysis.compile_sites import CompileModel, CompileSite, def_first_lines
 from ..analysis.constants import number_kind
+from ..cst_edits import add_keyword_argument, add_keyword_only_param, name_node
 from ..findings import Edit, Finding, Safety
 from ..analysis.source import statement_target, walk
 from ..trace.causes import CuresCause, GLOBAL
@@ -50,22 +50,6 @@ def _is_int(node: Optional[ast.AST]) -> bool:
 
 _INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)
 _NUMBER_OPS = _INT_OPS + (ast.Div,)
-
-
-def _add_param(name: str, node: "cst.FunctionDef") -> "cst.FunctionDef":
-    """``def f(x)`` -> ``def f(x, *, NAME)`` (after any ``*args`` / keyword-only parameters)."""
-    params = node.params
-    star = params.star_arg
-    if isinstance(star, cst.MaybeSentinel):
-        star = cst.ParamStar()
-    kwonly = list(params.kwonly_params) + [cst.Param(cst.Name(name))]
-    return node.with_changes(params=params.with_changes(star_arg=star, kwonly_params=kwonly))
-
-
-def _add_keyword(name: str, node: "cst.Call") -> "cst.Call":
-    """``f(x)`` -> ``f(x, NAME=NAME)``."""
-    equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
-    return node.with_changes(args=list(node.args) + [cst.Arg(value=cst.Name(name), keyword=cst.Name(name), equal=equal)])
 
 
 def _is_range_loop(loop: Optional[ast.AST]) -> bool:
@@ -275,9 +259,9 @@ reads).
                 return [], 0, f"`{fn.name}` calls itself"
             if scopes.lookup(scopes.scope_of(call.func), name) is not module:
                 return [], 0, f"`{name}` is not the global at the call on line {call.lineno}"
-        edits = [Edit(statement_target(source, fn), functools.partial(_add_param, name))]
+        edits = [Edit(statement_target(source, fn), functools.partial(add_keyword_only_param, name, None))]
         edits.extend(
-            Edit(source.target(call, "Call"), functools.partial(_add_keyword, name))
+            Edit(source.target(call, "Call"), functools.partial(add_keyword_argument, name, functools.partial(name_node, name)))
             for call in sorted(calls.values(), key=lambda c: (c.lineno, c.col_offset))
         )
         return edits, len(calls), ""

@@ -9,12 +9,15 @@ PR #6 877bc8b, fixed in V2.0 5a1a7fa by passing the state in)."""
 from __future__ import annotations
 
 import ast
-from typing import Iterable, List, Optional, Set
+import functools
+from typing import Iterable, List, Optional, Set, Tuple
 
+from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
 from ..analysis.params import passed_argument
-from ..analysis.source import walk
-from ..findings import Finding
+from ..analysis.source import statement_target, walk
+from ..cst_edits import add_keyword_argument, add_keyword_only_param
+from ..findings import Edit, Finding, Safety
 from ..trace.causes import KEYED_ENTRY, CuresCause
 from .base import Example, Rule
 
@@ -26,7 +29,7 @@ _TENSOR_TYPES = frozenset(("torch.Tensor", "torch.nn.Parameter", "torch.nn.param
 
 class TensorKeyedState(Rule):
     code = "FR017"
-    #: the trace's guard on the entry reached by its key's place (report only)
+    #: the trace's guard on the entry reached by its key's place
     cures = (CuresCause(KEYED_ENTRY),)
     name = "tensor-keyed-state"
     summary = "a dict keyed by a tensor argument looked up inside compiled code"
@@ -40,7 +43,11 @@ Reported by default for an optimizer's own `self.state` (a method of a
 `torch.optim.Optimizer` subclass: the state holds an entry per parameter,
 so the compiled code is called with several keys) and for any dict when a
 call of the compiled code passes a loop's variable as the key (`for p in
-params: step(p)`); otherwise only with `--unproven`. Report only.
+params: step(p)`); otherwise only with `--unproven`. The fix (unsafe) passes
+the entry in: the function takes `*, state=None` and looks the entry up only
+when none is passed (`if state is None: state = self.state[p]`), and every
+call of it in the module that passes the key as a name passes
+`state=self.state[p]` (through the call's receiver).
 """
     why_it_recompiles = """
 dynamo resolves `self.state[p]` while tracing to the entry of the tensor it
@@ -76,12 +83,20 @@ caller, pass it in, and count the step there:
             state['step'] += 1
 """
     fix_safety = """
-No automatic fix: the lookup moves to every caller of the compiled code, the
-compiled function gains a parameter, and what else of the entry the caller
-must prepare (an int read inside, values derived from the step) is the
-user's to check.
+Unsafe: the callers look the entry up before the function's first statements
+run, so a statement before the lookup that returns early no longer skips it
+(an optimizer's `self.state`, a `defaultdict`, gains an empty entry for a
+parameter it skips; for any other dict the fix is not offered then); the
+function gains a keyword-only parameter. A caller the fix does not reach (in
+another module, or passing the key as an expression) passes nothing and
+looks the entry up inside, as before. An int counted up in the entry
+(`state['step'] += 1`) stays inside: torch guards the int of the dict passed
+in, one recompile more, then it is dynamic (Advanced_Optimizers' case: 8
+graphs and the limit -> 3; counting the step in the caller too, as V2.0
+does, gives 1). Not offered when the entry is not bound to a name by a
+statement of the function's own body, a statement before it uses the dict,
+or no call passes the key as a name.
 """
-    report_only = True
     reads = "ast"
     triggers = (b"[",)
     valid = (
@@ -113,6 +128,18 @@ user's to check.
         Example(
             "import torch\nbufs = {}\n@torch.compile\ndef step(p: torch.Tensor):\n    bufs[p].mul_(0.9).add_(p.grad)\n"
             "def train(params):\n    for p in params:\n        step(p)\n"
+        ),
+        # the compiled per-parameter update and its eager caller (Prodigy_adv's flow): the entry passed in
+        Example(
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group):\n        if p.grad is None:\n            return\n"
+            "        state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(p.grad)\n        state['step'] += 1\n"
+            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
+            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled_update(p, group)\n",
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group, *, state=None):\n        if p.grad is None:\n            return\n"
+            "        if state is None:\n            state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(p.grad)\n        state['step'] += 1\n"
+            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
+            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled_update(p, group, state=self.state[p])\n",
+            unsafe=True,
         ),
     )
 
@@ -152,6 +179,8 @@ user's to check.
                 continue
             if ctx.source.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) is not fn:
                 continue  # a nested function's own parameter may shadow it
+            if self._fallback(ctx, node, params):
+                continue  # this rule's fix: the callers pass the entry in
             holder = node.value
             optimizer_state = (
                 isinstance(holder, ast.Attribute) and holder.attr == "state" and isinstance(holder.value, ast.Name) and holder.value.id == "self"
@@ -160,8 +189,22 @@ user's to check.
             if not optimizer_state and not self._outer_dict(ctx, fn, holder):
                 continue
             proven = optimizer_state or self._loop_keys(ctx, site, fn, node.slice.id, cls is not None)  # type: ignore[attr-defined]
-            out.append(self._finding(ctx, site, fn, node, proven))
+            out.append(self._finding(ctx, site, fn, node, proven, self._entry_passed_in(ctx, fn, node, cls, optimizer_state)))
         return out
+
+    @staticmethod
+    def _fallback(ctx, lookup: ast.Subscript, params) -> bool:
+        """Is the lookup ``if state is None: state = <d>[p]``, ``state`` a
+        parameter (the form this rule's fix writes: the callers pass it)?"""
+        stmt = ctx.source.parent(lookup)
+        guard = ctx.source.parent(stmt)
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and isinstance(guard, ast.If)):
+            return False
+        test, name = guard.test, stmt.targets[0].id
+        return (
+            name in params and stmt in guard.body and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == name
+            and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+        )
 
     @staticmethod
     def _annotated_tensor(ctx, param: ast.arg) -> bool:
@@ -191,7 +234,7 @@ user's to check.
         bindings = ctx.model.bindings(holder)
         return bool(bindings) and all(ctx.source.enclosing(b.node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not fn and b.node is not fn for b in bindings)
 
-    def _finding(self, ctx, site, fn, node: ast.Subscript, proven: bool) -> Finding:
+    def _finding(self, ctx, site, fn, node: ast.Subscript, proven: bool, fix: "Tuple[List[Edit], str]") -> Finding:
         key = node.slice.id  # type: ignore[attr-defined]
         shown = ctx.source.segment(node)
         counter = self._counter(ctx, fn, node)
@@ -200,10 +243,115 @@ user's to check.
             f"`{shown}` looks a dict up by the tensor `{key}` inside the compiled `{fn.name}` (compiled on line {site.node.lineno}): "
             "torch resolves the key while tracing and guards the entry by its place among the keys, not by the tensor passed, "
             f"so a call with another tensor of a shape already compiled can read and write the first one's entry (silently wrong values){also}; "
-            "look the entry up in the eager caller and pass it in (no automatic fix)"
         )
+        edits, why = fix
         # the trace matches it by the compiled function's first lines
-        return self.finding(ctx, node, message, proven=proven, feeds=def_first_lines(fn))
+        if not edits:
+            return self.finding(ctx, node, message + f"look the entry up in the eager caller and pass it in (no automatic fix: {why})", proven=proven, feeds=def_first_lines(fn))
+        name = ctx.source.parent(node).targets[0].id  # type: ignore[union-attr]
+        kept = f" (`{counter}` stays inside: torch guards the int of the entry passed in, one recompile more, then it is dynamic)" if counter else ""
+        return self.finding(
+            ctx,
+            node,
+            message + f"pass the entry in: the callers look it up (`{name}=...`), the function takes `{name}=None`{kept} (unsafe: {why})",
+            edits=edits,
+            safety=Safety.UNSAFE,
+            title=f"pass `{name}` in, looked up by the callers",
+            proven=proven,
+            feeds=def_first_lines(fn),
+        )
+
+    def _entry_passed_in(self, ctx, fn, lookup: ast.Subscript, cls: Optional[ast.ClassDef], optimizer_state: bool) -> "Tuple[List[Edit], str]":
+        """The fix (Advanced_Optimizers V2.0's cure, the counter left in place):
+        ``state = self.state[p]`` of the compiled function's own body becomes
+        ``if state is None: state = self.state[p]``, the function takes
+        ``*, state=None``, and every call of it (compiled or eager) that
+        passes ``p`` as a name passes ``state=<holder>[p]`` too, the holder
+        as the caller sees it (``self.state`` through the call's receiver).
+        A call the fix does not reach still looks the entry up inside, as
+        before.  (edits, why unsafe), or ([], why there is none)."""
+        source = ctx.source
+        stmt = source.parent(lookup)
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and stmt.value is lookup and stmt in fn.body):
+            return [], "the entry is not bound to a name by a statement of the function's own body"
+        name, key, holder = stmt.targets[0].id, lookup.slice.id, lookup.value  # type: ignore[attr-defined]
+        args = fn.args
+        if name in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} or args.vararg or args.kwarg:
+            return [], "the function already takes that name, or takes *args or **kwargs"
+        if sum(1 for n in walk(fn) if isinstance(n, ast.Name) and n.id in (name, key) and not isinstance(n.ctx, ast.Load)) != 1:
+            return [], f"`{name}` or `{key}` is bound more than once in the function"
+        if isinstance(holder, ast.Attribute):
+            holder_name = holder.attr
+        elif isinstance(holder, ast.Name):
+            holder_name = holder.id
+        else:
+            return [], "the dict is not a name or an attribute of `self`"
+        before = fn.body[: fn.body.index(stmt)]
+        if any((isinstance(n, ast.Name) and n.id in (name, holder_name)) or (isinstance(n, ast.Attribute) and n.attr == holder_name) for s in before for n in walk(s)):
+            return [], "a statement before the lookup uses the dict"
+        exits = any(isinstance(n, (ast.Return, ast.Raise)) for s in before for n in walk(s))
+        if exits and not optimizer_state:
+            return [], "a statement before the lookup may return first, and the caller's lookup could fail where the function returned"
+        bound_self = cls is not None
+        calls = self._calls(ctx, fn, cls)
+        edits: List[Edit] = []
+        for call in calls:
+            value = self._entry_in_caller(ctx, fn, call, holder, key, bound_self)
+            if value is not None:
+                edits.append(Edit(source.target(call, "Call"), functools.partial(add_keyword_argument, name, functools.partial(_cst_of, value))))
+        if not edits:
+            return [], f"no call of `{fn.name}` in this module passes `{key}` as a name the fix can look the entry up with"
+        edits.append(Edit(statement_target(source, fn), functools.partial(add_keyword_only_param, name, functools.partial(_cst_of, ast.Constant(None)))))
+        edits.append(Edit(statement_target(source, stmt), functools.partial(_if_none, name)))
+        why = "the callers look the entry up before the function's first statements run"
+        if exits:
+            why += f" (an early return no longer skips the lookup: the optimizer's `self.state` gains an empty entry for a `{key}` it skips)"
+        return edits, why + "; a caller in another module passes none and still looks it up inside"
+
+    @staticmethod
+    def _calls(ctx, fn, cls: Optional[ast.ClassDef]) -> List[ast.Call]:
+        """Every call of ``fn`` this module shows: of the compiled callables
+        made from it, and of the function itself (``self.<name>(...)`` in its
+        class, ``<name>(...)`` for a module-level function)."""
+        found = {}
+        for site in ctx.model.compile_sites:
+            if site.target_def is fn:
+                found.update((id(c), c) for c in site.calls)
+        scope = cls if cls is not None else ctx.source.tree
+        for node in walk(scope):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if cls is not None and isinstance(func, ast.Attribute) and func.attr == fn.name and isinstance(func.value, ast.Name) and func.value.id == "self":
+                found[id(node)] = node
+            elif cls is None and isinstance(func, ast.Name) and func.id == fn.name and ctx.source.parent(fn) is ctx.source.tree:
+                found[id(node)] = node
+        return sorted(found.values(), key=lambda c: (c.lineno, c.col_offset))
+
+    @staticmethod
+    def _entry_in_caller(ctx, fn, call: ast.Call, holder: ast.AST, key: str, bound_self: bool) -> Optional[ast.AST]:
+        """``<holder>[<key passed>]`` as the caller writes it, or None: the key
+        passed must be a name, the call's receiver a name (``self.state`` is
+        read through it), and a module-level dict not rebound in the caller."""
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+            return None
+        value = passed_argument(call, fn, key, bound_self)
+        if not isinstance(value, ast.Name):
+            return None
+        caller = ctx.source.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        if isinstance(holder, ast.Attribute):
+            receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if not isinstance(receiver, ast.Name):
+                return None
+            new_holder: ast.AST = ast.Attribute(value=ast.Name(receiver.id, ast.Load()), attr=holder.attr, ctx=ast.Load())
+        else:
+            if caller is not None and any(
+                (isinstance(n, ast.Name) and n.id == holder.id and not isinstance(n.ctx, ast.Load)) or (isinstance(n, ast.arg) and n.arg == holder.id)  # type: ignore[attr-defined]
+                for n in walk(caller)
+            ):
+                return None
+            new_holder = ast.Name(holder.id, ast.Load())  # type: ignore[attr-defined]
+        return ast.Subscript(value=new_holder, slice=ast.Name(value.id, ast.Load()), ctx=ast.Load())
 
     @staticmethod
     def _counter(ctx, fn, lookup: ast.Subscript) -> Optional[str]:
@@ -220,3 +368,25 @@ user's to check.
             ):
                 return ctx.source.segment(node).strip()
         return None
+
+
+def _cst_of(node: ast.AST) -> "cst.BaseExpression":
+    """The libcst expression of a name, an attribute of one, a subscript of those, or ``None``."""
+    if isinstance(node, ast.Constant) and node.value is None:
+        return cst.Name("None")
+    if isinstance(node, ast.Name):
+        return cst.Name(node.id)
+    if isinstance(node, ast.Attribute):
+        return cst.Attribute(value=_cst_of(node.value), attr=cst.Name(node.attr))
+    if isinstance(node, ast.Subscript):
+        return cst.Subscript(value=_cst_of(node.value), slice=[cst.SubscriptElement(cst.Index(_cst_of(node.slice)))])
+    raise ValueError(f"no libcst form for {type(node).__name__}")
+
+
+def _if_none(name: str, node: "cst.SimpleStatementLine") -> "cst.If":
+    """``state = self.state[p]`` -> ``if state is None: state = self.state[p]``."""
+    return cst.If(
+        test=cst.Comparison(left=cst.Name(name), comparisons=[cst.ComparisonTarget(operator=cst.Is(), comparator=cst.Name("None"))]),
+        body=cst.IndentedBlock(body=[node.with_changes(leading_lines=())]),
+        leading_lines=node.leading_lines,
+    )

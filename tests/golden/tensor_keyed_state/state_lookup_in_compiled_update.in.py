@@ -1,9 +1,11 @@
-# Reported, no fix (FR017): a compiled per-parameter update of an Optimizer
+# golden: --unsafe-fixes runtime
+# Unsafe fix (FR017): a compiled per-parameter update of an Optimizer
 # subclass looks the parameter's state up inside (`self.state[p]`) and counts
 # a Python int step there (Advanced_Optimizers' Prodigy_adv, PR #6). torch
 # resolves the key while tracing: a graph for every parameter and step.
 # Measured (torch 2.13 CPU): 8 graphs and the recompile limit over 3 steps of
-# 4 parameters of one shape; the entry passed in (state_passed_in.in.py): 1.
+# 4 parameters of one shape; the entry passed in by the caller (the fix, the
+# counter left inside): 3; the project's V2.0 form (state_passed_in.in.py): 1.
 import torch
 
 
