@@ -822,8 +822,8 @@ def _user_source(src: str) -> Tuple[str, bool]:
     ``self._modules['layers']._modules['0'].scaling['default']`` ->
     ("self.layers[0].scaling['default']", False)."""
     src = src.strip()
-    # torch before 2.10 spells a float it guards as a Python number through a
-    # 0-d tensor: ``___as_tensor(self._modules['drop_path'].drop_prob).item()``
+    # torch before 2.12 (2.9.1, 2.10.0, 2.11.0 recorded) spells a float it guards
+    # as a Python number through a 0-d tensor: ``___as_tensor(self._modules['drop_path'].drop_prob).item()``
     src = _AS_TENSOR_ITEM.sub(lambda m: m.group("inner"), src)
     is_global = bool(_GLOBAL.match(src))
     # a global read through its module (``G['__import___main__']._TRI_ID``):
@@ -998,7 +998,7 @@ def parse_reason(text: str) -> List[Reason]:
     if frames:
         file, line = frames[-1].group("file"), int(frames[-1].group("line"))
     else:
-        # torch before 2.10 writes no user stack: the guard's own comment
+        # torch before 2.11 (2.9.1, 2.10.0 recorded) writes no user stack: the guard's own comment
         # names the line (``# return x * t  # path/to/file.py:6 in f``)
         where = _GUARD_SITE.search(_guard_lines(head)[0] if head.strip() else "")
         if where is not None:
@@ -1033,8 +1033,8 @@ def parse_reason(text: str) -> List[Reason]:
     return out
 
 
-#: the ``type=`` of an identity guard: torch 2.11 writes the guarded object's
-#: repr there (2.13: its class; 2.10, 2.12 not seen), an optimizer's or a module's
+#: the ``type=`` of an identity guard: torch 2.10 to 2.12 write the guarded object's
+#: repr there (2.10.0, 2.11.0, 2.12.1 recorded; 2.9.1 no type=; 2.13, 2.14: its class), an optimizer's or a module's
 #: over several lines (``type=SGD (\nParameter Group 0\n    lr: 0.01\n...\n)  # <code>``)
 _TYPE_REPR = re.compile(r", type=(?P<repr>.*)$")
 
