@@ -129,6 +129,12 @@ or no call passes the key as a name.
             "import torch\nbufs = {}\n@torch.compile\ndef step(p: torch.Tensor):\n    bufs[p].mul_(0.9).add_(p.grad)\n"
             "def train(params):\n    for p in params:\n        step(p)\n"
         ),
+        # the compiled method stored on another object: a call's receiver is not the optimizer, no fix
+        Example(
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def _update(self, p: torch.Tensor):\n        state = self.state[p]\n        state['buf'].mul_(0.9).add_(p.grad)\n"
+            "    def compile(self, runner):\n        runner.step = torch.compile(self._update)\n"
+            "    def step(self, runner):\n        for p in self.param_groups[0]['params']:\n            runner.step(p)\n"
+        ),
         # the compiled per-parameter update and its eager caller (Prodigy_adv's flow): the entry passed in
         Example(
             "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group):\n        if p.grad is None:\n            return\n"
@@ -315,7 +321,7 @@ or no call passes the key as a name.
         class, ``<name>(...)`` for a module-level function)."""
         found = {}
         for site in ctx.model.compile_sites:
-            if site.target_def is fn:
+            if site.target_def is fn and (cls is None or site.form == "decorator" or TensorKeyedState._stored_on_its_object(site)):
                 found.update((id(c), c) for c in site.calls)
         scope = cls if cls is not None else ctx.source.tree
         for node in walk(scope):
@@ -327,6 +333,18 @@ or no call passes the key as a name.
             elif cls is None and isinstance(func, ast.Name) and func.id == fn.name and ctx.source.parent(fn) is ctx.source.tree:
                 found[id(node)] = node
         return sorted(found.values(), key=lambda c: (c.lineno, c.col_offset))
+
+    @staticmethod
+    def _stored_on_its_object(site) -> bool:
+        """Is a compiled bound method stored on the object it is bound to
+        (``self._compiled = torch.compile(self._update)``)?  Then a call's
+        receiver is the method's ``self``; stored elsewhere
+        (``runner.step = torch.compile(opt._update)``), it is not."""
+        target = site.target
+        return (
+            isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+            and site.binding is not None and site.binding.split(".")[0] == target.value.id and "." in site.binding
+        )
 
     @staticmethod
     def _entry_in_caller(ctx, fn, call: ast.Call, holder: ast.AST, key: str, bound_self: bool) -> Optional[ast.AST]:
