@@ -129,6 +129,16 @@ or no call passes the key as a name.
             "import torch\nbufs = {}\n@torch.compile\ndef step(p: torch.Tensor):\n    bufs[p].mul_(0.9).add_(p.grad)\n"
             "def train(params):\n    for p in params:\n        step(p)\n"
         ),
+        # a module-level dict: a call inside a function whose enclosing function rebinds the name is left alone
+        Example(
+            "import torch\nbufs = {}\n@torch.compile\ndef step(p: torch.Tensor):\n    buf = bufs[p]\n    buf.mul_(0.9).add_(p.grad)\n"
+            "def outer(params):\n    bufs = {p: torch.zeros_like(p) for p in params}\n    def inner():\n        for p in params:\n            step(p)\n    inner()\n"
+            "def train(params):\n    for p in params:\n        step(p)\n",
+            "import torch\nbufs = {}\n@torch.compile\ndef step(p: torch.Tensor, *, buf=None):\n    if buf is None:\n        buf = bufs[p]\n    buf.mul_(0.9).add_(p.grad)\n"
+            "def outer(params):\n    bufs = {p: torch.zeros_like(p) for p in params}\n    def inner():\n        for p in params:\n            step(p)\n    inner()\n"
+            "def train(params):\n    for p in params:\n        step(p, buf=bufs[p])\n",
+            unsafe=True,
+        ),
         # the compiled method stored on another object: a call's receiver is not the optimizer, no fix
         Example(
             "import torch\nclass Opt(torch.optim.Optimizer):\n    def _update(self, p: torch.Tensor):\n        state = self.state[p]\n        state['buf'].mul_(0.9).add_(p.grad)\n"
@@ -356,18 +366,21 @@ or no call passes the key as a name.
         value = passed_argument(call, fn, key, bound_self)
         if not isinstance(value, ast.Name):
             return None
-        caller = ctx.source.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         if isinstance(holder, ast.Attribute):
             receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
             if not isinstance(receiver, ast.Name):
                 return None
             new_holder: ast.AST = ast.Attribute(value=ast.Name(receiver.id, ast.Load()), attr=holder.attr, ctx=ast.Load())
         else:
-            if caller is not None and any(
-                (isinstance(n, ast.Name) and n.id == holder.id and not isinstance(n.ctx, ast.Load)) or (isinstance(n, ast.arg) and n.arg == holder.id)  # type: ignore[attr-defined]
-                for n in walk(caller)
-            ):
-                return None
+            # the module's dict, unless the caller (or a function around it) binds the name
+            scope = ctx.source.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            while scope is not None:
+                if any(
+                    (isinstance(n, ast.Name) and n.id == holder.id and not isinstance(n.ctx, ast.Load)) or (isinstance(n, ast.arg) and n.arg == holder.id)  # type: ignore[attr-defined]
+                    for n in walk(scope)
+                ):
+                    return None
+                scope = ctx.source.enclosing(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             new_holder = ast.Name(holder.id, ast.Load())  # type: ignore[attr-defined]
         return ast.Subscript(value=new_holder, slice=ast.Name(value.id, ast.Load()), ctx=ast.Load())
 
