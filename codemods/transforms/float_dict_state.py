@@ -73,6 +73,17 @@ def _local_loads(scope: ast.AST, name: str) -> Tuple[List[ast.Name], int]:
     return loads, stores
 
 
+#: values a 0-d tensor cannot be made of, or not the same one: None, a string, a container
+_NOT_A_NUMBER = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.JoinedStr, ast.Lambda)
+
+
+def _may_be_number(value: ast.AST) -> bool:
+    """Could ``value`` be a number (a literal number, or an expression the source does not show the type of)?"""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, (int, float)) and not isinstance(value.value, bool)
+    return not isinstance(value, _NOT_A_NUMBER)
+
+
 def values_written(source, model, attr: str) -> Optional[List[ast.expr]]:
     """The values written into the dict attribute ``attr`` in this file (not
     those already a tensor), in source order; None when a use or a write is
@@ -81,7 +92,8 @@ def values_written(source, model, attr: str) -> Optional[List[ast.expr]]:
     call or ``isinstance``/``float``/``math.*``/``torch.tensor``, read
     directly or through a local name; the dict itself bound to a local name
     is followed one hop; a write must be ``d[k] = v`` or a dict literal
-    assigned to the attribute."""
+    assigned to the attribute, and no value written may be a literal other
+    than a number (``None``, a string, a container)."""
     tree = source.tree
     values: List[ast.expr] = []
     # the dict expressions: `<x>.attr`, and local names bound once to one
@@ -165,6 +177,8 @@ def values_written(source, model, attr: str) -> Optional[List[ast.expr]]:
             todo.extend(loads)  # its reads and its subscript writes (`d[k] = v` loads `d`)
             continue
         return None
+    if not all(_may_be_number(v) for v in values):
+        return None  # `torch.as_tensor(None)` fails; a list would become a 1-d tensor
     unique = {id(v): v for v in values}
     return sorted(unique.values(), key=lambda v: (v.lineno, v.col_offset))
 
@@ -439,6 +453,13 @@ write is `d[k] = v` or a dict literal; otherwise the finding is a report.
             "def _update_scaling(module, adapter_name, scaling):\n    module.scaling[adapter_name] = torch.as_tensor(scaling)\n"
             "l = L(8, 8)\nm = torch.compile(l)\nfor alpha in (16, 4, 32):\n    _update_scaling(l, 'default', alpha / 8)\n    m(torch.ones(2))\n",
             unsafe=True,
+        ),
+        # a value written is None: `torch.as_tensor(None)` would fail, so the finding has no fix
+        Example(
+            "import torch\nclass L(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.scaling = {'a': 0.5}\n"
+            "    def forward(self, x):\n        s = self.scaling['a']\n        return x * s if s is not None else x\n"
+            "def swap(m, v):\n    m.scaling['a'] = v / 2\ndef disable(m):\n    m.scaling['a'] = None\n"
+            "l = L()\nm = torch.compile(l)\nfor v in (1.0, 2.0):\n    swap(l, v)\n    m(torch.ones(2))\n"
         ),
         # the writer exists, but no loop shows it between calls: --unproven
         Example(
