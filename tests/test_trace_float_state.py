@@ -104,8 +104,10 @@ def test_run_fix_writes_tensors_only_with_unsafe_fixes(tmp_path):
     out = proc.stdout
     assert proc.returncode == 1, out
     assert "torch.as_tensor(...) at every write of `scaling[...]` (unsafe)" in out
-    assert "dict_float_state.py:16:35: TRACE [unsafe fix] " in out
-    assert "2 implicated fixes stay unsafe" in out
+    # FR018 finds the dict from the source: its finding is the one implicated (the same edits)
+    assert "dict_float_state.py:40:17: FR018 [unsafe fix] " in out
+    assert "TRACE [unsafe fix]" not in out
+    assert "1 implicated fix stays unsafe" in out
     assert "torch.as_tensor" not in script.read_text()
     (tmp_path / "unsafe").mkdir()
     proc, script = run_cli(tmp_path / "unsafe", "dict_float_state", "--fix", "--unsafe-fixes")
@@ -125,9 +127,19 @@ def test_the_recorded_trace_names_the_dict_and_the_cure(copied):  # noqa: F811
     assert tr.dict_attributes(entry) == ["scaling"]
     assert tr.cure_label(entry, tr.MODULE_FLOAT_ATTR, []) == "torch.as_tensor(...) at every write of `scaling[...]` (unsafe)"
     guided = trace_guide.guide(trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True)
+    # FR018 found the dict from the source: its finding, with the same edits
     assert [(m.finding.code, m.finding.rule_name, m.finding.line, m.finding.applied) for m in guided.matches] == [
+        ("FR018", "float-dict-state", 40, True),
+    ]
+    # without FR018, the trace's own cure makes them
+    only_trace = trace_guide.guide(trace, Settings(unsafe_fixes=True, ignore=frozenset({"FR018"})), [str(script.parent)], fixing=True)
+    assert [(m.finding.code, m.finding.rule_name, m.finding.line, m.finding.applied) for m in only_trace.matches] == [
         ("TRACE", "tensor-dict-values-from-trace", 16, True),
         ("TRACE", "tensor-dict-values-from-trace", 40, True),
     ]
-    off = trace_guide.guide(trace, Settings(unsafe_fixes=True, ignore=frozenset({"TRACE"})), [str(script.parent)], fixing=True)
+    assert [f.new for f in only_trace.files] == [f.new for f in guided.files]
+    # the code TRACE turned off leaves FR018's; both off, nothing
+    no_trace = trace_guide.guide(trace, Settings(unsafe_fixes=True, ignore=frozenset({"TRACE"})), [str(script.parent)], fixing=True)
+    assert [m.finding.code for m in no_trace.matches] == ["FR018"]
+    off = trace_guide.guide(trace, Settings(unsafe_fixes=True, ignore=frozenset({"TRACE", "FR018"})), [str(script.parent)], fixing=True)
     assert not off.matches

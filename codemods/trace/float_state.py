@@ -32,7 +32,7 @@ from typing import List, Optional, Tuple
 from . import read as tr
 from .registry import TENSOR_DICT_VALUES
 from ..findings import FileError
-from ..transforms.float_dict_state import tensor_value_edits
+from ..transforms.float_dict_state import FloatDictState, tensor_value_edits
 from .cures import _applied_finding, _render_edits
 from .match import Guided, Match
 
@@ -64,12 +64,14 @@ def wrap_values(data: bytes, attr: str) -> Tuple[Optional[bytes], List[Tuple[int
     return _render_edits(source, data, [edit for _, edit in planned]), sites, False
 
 
-def apply_float_state_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -> None:
+def apply_float_state_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool, trace_cures: bool = True) -> None:
     """For each dict attribute whose float entries the trace saw recompile a
     code object of a guided file, make every value written into it in the
     guided files a 0-d tensor: one finding (code ``TRACE``, unsafe) per
-    write; applied with ``--unsafe-fixes``, reported otherwise.  Nothing when
-    a file's uses forbid it."""
+    write, or FR018's finding about that dict where the rule found it (its
+    fix makes the same edits); applied with ``--unsafe-fixes``, reported
+    otherwise.  Nothing when a file's uses forbid it.  ``trace_cures``: the
+    code ``TRACE`` is selected (FR018's findings exist only where it is)."""
     attrs: List[Tuple[str, tr.CodeEntry]] = []
     for entry in trace.entries:
         if tr.is_library_file(entry.filename):
@@ -93,6 +95,18 @@ def apply_float_state_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bo
             continue
         sources = ", ".join(f"`{s}`" for s in entry.sources(tr.MODULE_FLOAT_ATTR) if tr.DICT_ENTRY.search(s))
         for g, new, sites in plans:
+            # FR018 found this dict here from the source: its finding (the
+            # same edits) is the one the trace implicates
+            found = [f for f in g.others if f.code == FloatDictState.code and attr in f.about and f.fix is not None]
+            if found:
+                g.others = [f for f in g.others if f is not found[0]]
+                found[0].applied = unsafe_fixes
+                g.matches.append(Match(found[0], entry, tr.MODULE_FLOAT_ATTR))
+                if unsafe_fixes:
+                    g.new = new
+                continue
+            if not trace_cures:
+                continue
             if unsafe_fixes:
                 g.new = new
             for line, column, value in sites:

@@ -154,7 +154,9 @@ def guide(
             apply_evidence(trace, out)
             apply_layout_evidence(trace, out)
             apply_alias_evidence(trace, out)
-            apply_float_state_evidence(trace, out, settings.unsafe_fixes)
+        # FR018's finding where it found the dict, TRACE's elsewhere
+        apply_float_state_evidence(trace, out, settings.unsafe_fixes, trace_cures=settings.selects(MARK_CODE))
+        if settings.selects(MARK_CODE):
             apply_scalar_capture_evidence(trace, out, settings.unsafe_fixes)
     return out
 

@@ -529,7 +529,7 @@ write is `d[k] = v` or a dict literal; otherwise the finding is a report.
         planned = tensor_value_edits(source, ctx.model, attr)
         if not planned:
             message += f"; keep the values 0-d tensors written with `.fill_()` (no automatic fix: a use of `{attr}`'s values here is not one a tensor may stand in for)"
-            return self.finding(ctx, write, message, proven=between is not None)
+            return self.finding(ctx, write, message, proven=between is not None, about=(attr,))
         message += (
             f"; write `torch.as_tensor(...)` at its {len(planned)} write(s) in this file "
             f"(unsafe: every reader of `{attr}` gets a 0-d tensor)"
@@ -543,4 +543,5 @@ write is `d[k] = v` or a dict literal; otherwise the finding is a report.
             needs_torch=True,
             title=f"make the values of `{attr}` 0-d tensors",
             proven=between is not None,
+            about=(attr,),
         )
