@@ -94,8 +94,10 @@ looks the entry up inside, as before. An int counted up in the entry
 in, one recompile more, then it is dynamic (Advanced_Optimizers' case: 8
 graphs and the limit -> 3; counting the step in the caller too, as V2.0
 does, gives 1). Not offered when the entry is not bound to a name by a
-statement of the function's own body, a statement before it uses the dict,
-or no call passes the key as a name.
+statement of the function's own body, a statement before it uses the dict or
+calls code that may (a method of `self`, a function of the module that names
+the dict: it may create or replace the entry), or no call passes the key as
+a name.
 """
     reads = "ast"
     triggers = (b"[",)
@@ -144,6 +146,16 @@ or no call passes the key as a name.
             "import torch\nclass Opt(torch.optim.Optimizer):\n    def _update(self, p: torch.Tensor):\n        state = self.state[p]\n        state['buf'].mul_(0.9).add_(p.grad)\n"
             "    def compile(self, runner):\n        runner.step = torch.compile(self._update)\n"
             "    def step(self, runner):\n        for p in self.param_groups[0]['params']:\n            runner.step(p)\n"
+        ),
+        # a method called before the lookup may create or replace the entry (`self.state[p] = {...}` when
+        # `p not in self.state`): the caller's lookup would make an empty entry first, no fix
+        Example(
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def _init_state(self, p):\n        if p not in self.state:\n"
+            "            self.state[p] = {'exp_avg': torch.zeros_like(p)}\n"
+            "    def _update(self, p: torch.Tensor, group):\n        self._init_state(p)\n        state = self.state[p]\n"
+            "        state['exp_avg'].mul_(0.9).add_(p.grad)\n"
+            "    def compile(self):\n        self._compiled = torch.compile(self._update)\n"
+            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled(p, group)\n"
         ),
         # the compiled per-parameter update and its eager caller (Prodigy_adv's flow): the entry passed in
         Example(
@@ -305,6 +317,8 @@ or no call passes the key as a name.
         before = fn.body[: fn.body.index(stmt)]
         if any((isinstance(n, ast.Name) and n.id in (name, holder_name)) or (isinstance(n, ast.Attribute) and n.attr == holder_name) for s in before for n in walk(s)):
             return [], "a statement before the lookup uses the dict"
+        if any(self._may_touch_dict(ctx, n, holder) for s in before for n in walk(s) if isinstance(n, ast.Call)):
+            return [], "a call before the lookup may create or replace the entry (the caller's lookup would run first)"
         exits = any(isinstance(n, (ast.Return, ast.Raise)) for s in before for n in walk(s))
         if exits and not optimizer_state:
             return [], "a statement before the lookup may return first, and the caller's lookup could fail where the function returned"
@@ -323,6 +337,25 @@ or no call passes the key as a name.
         if exits:
             why += f" (an early return no longer skips the lookup: the optimizer's `self.state` gains an empty entry for a `{key}` it skips)"
         return edits, why + "; a caller in another module passes none and still looks it up inside"
+
+    @staticmethod
+    def _may_touch_dict(ctx, call: ast.Call, holder: ast.AST) -> bool:
+        """May ``call``, run before the lookup, create or replace the entry
+        (``self._init_state(p)`` that writes ``self.state[p] = {...}``)?  For
+        ``self.<attr>``: a call through ``self`` or given ``self``; for a
+        name: a call of a function of this module that mentions the name."""
+        if isinstance(holder, ast.Attribute):
+            func = call.func
+            while isinstance(func, (ast.Attribute, ast.Subscript, ast.Call)):
+                func = func.func if isinstance(func, ast.Call) else func.value
+            given = [*call.args, *(kw.value for kw in call.keywords)]
+            return (isinstance(func, ast.Name) and func.id == "self") or any(isinstance(a, ast.Name) and a.id == "self" for a in given)
+        name = holder.id  # type: ignore[attr-defined]
+        callee = call.func.id if isinstance(call.func, ast.Name) else call.func.attr if isinstance(call.func, ast.Attribute) else None
+        return any(
+            isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == callee and any(isinstance(n, ast.Name) and n.id == name for n in walk(d))
+            for d in walk(ctx.source.tree)
+        )
 
     @staticmethod
     def _calls(ctx, fn, cls: Optional[ast.ClassDef]) -> List[ast.Call]:
