@@ -97,7 +97,8 @@ does, gives 1). Not offered when the entry is not bound to a name by a
 statement of the function's own body, a statement before it uses the dict or
 calls code that may (a method of `self`, a function of the module that names
 the dict: it may create or replace the entry), or no call passes the key as
-a name.
+a name; a call through a name or attribute the module also binds to another
+callable (an uncompiled default, a parameter) is left as it is.
 """
     reads = "ast"
     triggers = (b"[",)
@@ -156,6 +157,15 @@ a name.
             "        state['exp_avg'].mul_(0.9).add_(p.grad)\n"
             "    def compile(self):\n        self._compiled = torch.compile(self._update)\n"
             "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled(p, group)\n"
+        ),
+        # the attribute called holds another function too (the uncompiled default): no fix, the call
+        # would pass `state=` to `_plain_update` (a TypeError)
+        Example(
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __init__(self, params, compiled=False):\n        super().__init__(params, {})\n"
+            "        self._step_fn = self._plain_update\n        if compiled:\n            self._step_fn = torch.compile(self._update)\n"
+            "    def _plain_update(self, p, group):\n        p.add_(p.grad, alpha=-group['lr'])\n"
+            "    def _update(self, p: torch.Tensor, group):\n        state = self.state[p]\n        state['buf'].mul_(0.9).add_(p.grad)\n"
+            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._step_fn(p, group)\n"
         ),
         # the compiled per-parameter update and its eager caller (Prodigy_adv's flow): the entry passed in
         Example(
@@ -365,7 +375,7 @@ a name.
         found = {}
         for site in ctx.model.compile_sites:
             if site.target_def is fn and (cls is None or site.form == "decorator" or TensorKeyedState._stored_on_its_object(site)):
-                found.update((id(c), c) for c in site.calls)
+                found.update((id(c), c) for c in site.calls if TensorKeyedState._holds_only_fn(ctx, fn, c))
         scope = cls if cls is not None else ctx.source.tree
         for node in walk(scope):
             if not isinstance(node, ast.Call):
@@ -376,6 +386,40 @@ a name.
             elif cls is None and isinstance(func, ast.Name) and func.id == fn.name and ctx.source.parent(fn) is ctx.source.tree:
                 found[id(node)] = node
         return sorted(found.values(), key=lambda c: (c.lineno, c.col_offset))
+
+    @staticmethod
+    def _holds_only_fn(ctx, fn, call: ast.Call) -> bool:
+        """Does the name or attribute ``call`` calls hold ``fn`` compiled (or
+        None, or ``fn`` itself) wherever the module binds it?  Bound elsewhere
+        to another callable (``self._step_fn = self._plain_update``, then
+        ``= torch.compile(self._update)`` when asked; a parameter ``fn`` of a
+        helper given either), the call may run a function without the new
+        keyword: a TypeError."""
+        compiled = {id(s.node) for s in ctx.model.compile_sites if s.target_def is fn}
+
+        def holds(value: Optional[ast.AST]) -> bool:
+            if isinstance(value, ast.IfExp):
+                return holds(value.body) and holds(value.orelse)
+            return value is not None and (id(value) in compiled or (isinstance(value, ast.Constant) and value.value is None))
+
+        func = call.func
+        if isinstance(func, ast.Name):
+            bindings = ctx.model.bindings(func)
+            return bool(bindings) and all((b.kind == "def" and b.node is fn) or (b.kind in ("assign", "annassign") and holds(b.value)) for b in bindings)
+        if not isinstance(func, ast.Attribute):
+            return False
+        for node in walk(ctx.source.tree):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                for t in walk(target):
+                    if isinstance(t, ast.Attribute) and t.attr == func.attr and isinstance(t.ctx, ast.Store) and (t is not target or not holds(value)):
+                        return False
+        return True
 
     @staticmethod
     def _stored_on_its_object(site) -> bool:
