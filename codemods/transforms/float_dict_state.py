@@ -52,10 +52,45 @@ def _use_is_tensor_safe(source, model, node: ast.AST) -> bool:
     if isinstance(parent, ast.Attribute) and parent.value is node:
         return isinstance(source.parent(parent), ast.Call)  # a method: `.fill_(v)`, `.item()`
     if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node:
-        # `isinstance(v, float)`, `float(v)`, `math.sqrt(v)`, `torch.tensor(v)`: a 0-d tensor is taken
+        # `float(v)`, `math.sqrt(v)`, `torch.tensor(v)`: a 0-d tensor is taken
         names = model.qualified_names(parent.func)
+        if "builtins.isinstance" in names:
+            # the answer changes with the type: only a check that expects a tensor
+            return _checks_tensor(model, parent) or _after_tensor_check(source, model, parent)
         return bool(names & (_TAKES_A_TENSOR | {"torch.tensor", "torch.as_tensor"})) or any(q.startswith("math.") for q in names)
     return False
+
+
+def _checks_tensor(model, call: ast.Call) -> bool:
+    """Is ``call`` ``isinstance(v, <...torch.Tensor...>)``?"""
+    if len(call.args) != 2:
+        return False
+    kinds = call.args[1].elts if isinstance(call.args[1], ast.Tuple) else [call.args[1]]
+    return any("torch.Tensor" in model.qualified_names(k) for k in kinds)
+
+
+def _after_tensor_check(source, model, call: ast.Call) -> bool:
+    """Is ``call`` (``isinstance(v, (float, int))``) the test of an ``if`` or
+    ``elif`` of a chain that also checks for a tensor (peft's
+    ``_update_scaling``: ``if isinstance(v, torch.Tensor): ... elif
+    isinstance(v, (float, int)): ...``; ``_convert_scalings_to_tensor``: ``if
+    isinstance(v, float): ... elif not isinstance(v, torch.Tensor): raise``),
+    or of an ``if`` whose body only writes tensors (a conversion, needless for
+    a tensor)?  The code handles a tensor there."""
+    branch = source.parent(call)
+    if not (isinstance(branch, ast.If) and branch.test is call):
+        return False
+    writes = [n for st in branch.body for n in ast.walk(st) if isinstance(n, ast.Assign) and any(isinstance(t, ast.Subscript) for t in n.targets)]
+    if writes and all(_is_tensor_call(model, w.value) for w in writes):
+        return True  # `if isinstance(v, float): d[k] = torch.tensor(v)`: a value already a tensor needs no conversion
+    top = branch
+    while isinstance(source.parent(top), ast.If) and source.parent(top).orelse == [top]:
+        top = source.parent(top)
+    tests = []
+    while isinstance(top, ast.If):
+        tests.append(top.test.operand if isinstance(top.test, ast.UnaryOp) and isinstance(top.test.op, ast.Not) else top.test)
+        top = top.orelse[0] if len(top.orelse) == 1 and isinstance(top.orelse[0], ast.If) else None
+    return any(isinstance(t, ast.Call) and "builtins.isinstance" in model.qualified_names(t.func) and _checks_tensor(model, t) for t in tests)
 
 
 def _local_loads(scope: ast.AST, name: str) -> Tuple[List[ast.Name], int]:
@@ -89,7 +124,7 @@ def values_written(source, model, attr: str) -> Optional[List[ast.expr]]:
     those already a tensor), in source order; None when a use or a write is
     not one a 0-d tensor may stand in for (the whole file is then left
     alone): every value read must enter arithmetic, a comparison, a method
-    call or ``isinstance``/``float``/``math.*``/``torch.tensor``, read
+    call, ``float``/``math.*``/``torch.tensor`` or an ``isinstance`` that expects a tensor, read
     directly or through a local name; the dict itself bound to a local name
     is followed one hop; a write must be ``d[k] = v`` or a dict literal
     assigned to the attribute, and no value written may be a literal other
@@ -419,7 +454,10 @@ tensor (float32, torch's default dtype, where the float was a double);
 arithmetic and comparisons behave the same, but a format, a `json.dump` or
 an identity check does not. The fix is offered only when every use of the
 dict's values in the file is arithmetic, a comparison, a method call
-(`.fill_(v)`) or `isinstance`/`float`/`math.*`/`torch.tensor`, and every
+(`.fill_(v)`), `float`/`math.*`/`torch.tensor`, or an `isinstance` that
+expects a tensor (its classes name `torch.Tensor`, an `if`/`elif` of its
+chain does, or its branch only converts to a tensor: `isinstance(v, float)`
+guarding an update would flip), and every
 write is `d[k] = v` or a dict literal; otherwise the finding is a report.
 """
     reads = "ast"
@@ -459,6 +497,14 @@ write is `d[k] = v` or a dict literal; otherwise the finding is a report.
             "import torch\nclass L(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.scaling = {'a': 0.5}\n"
             "    def forward(self, x):\n        s = self.scaling['a']\n        return x * s if s is not None else x\n"
             "def swap(m, v):\n    m.scaling['a'] = v / 2\ndef disable(m):\n    m.scaling['a'] = None\n"
+            "l = L()\nm = torch.compile(l)\nfor v in (1.0, 2.0):\n    swap(l, v)\n    m(torch.ones(2))\n"
+        ),
+        # the writer updates only a float (`isinstance(v, (float, int))`, no tensor branch): with the values
+        # tensors it would raise, so the finding has no fix
+        Example(
+            "import torch\nclass L(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.scaling = {'a': 0.5}\n"
+            "    def forward(self, x):\n        return x * self.scaling['a']\n"
+            "def swap(m, v):\n    if isinstance(m.scaling['a'], (float, int)):\n        m.scaling['a'] = v / 2\n    else:\n        raise TypeError('not a float')\n"
             "l = L()\nm = torch.compile(l)\nfor v in (1.0, 2.0):\n    swap(l, v)\n    m(torch.ones(2))\n"
         ),
         # the writer exists, but no loop shows it between calls: --unproven
