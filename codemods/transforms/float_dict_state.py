@@ -42,10 +42,34 @@ def _is_tensor_call(model, node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and bool(model.qualified_names(node.func) & _TENSOR_MAKERS)
 
 
-def _use_is_tensor_safe(source, model, node: ast.AST) -> bool:
-    """Does ``node`` (a value read) sit where a 0-d tensor behaves as the float?"""
+def _compiled_code(source, model) -> Set[int]:
+    """The functions the module's compiled code runs: those compiled, and the
+    methods a module class's ``forward`` reaches."""
+    out = {id(site.target_def) for site in model.compile_sites if site.target_def is not None}
+    for cls in source.nodes(ast.ClassDef):
+        if model.is_module_class(cls):
+            out.update(id(fn) for _, _, fn in methods_reached(model, cls, "forward"))
+    return out
+
+
+def _branch_test(source, node: ast.AST) -> bool:
+    """Is ``node`` (a comparison) what an ``if``, ``while``, conditional
+    expression or ``assert`` branches on (also inside ``and``/``or``/``not``)?"""
+    child, parent = node, source.parent(node)
+    while isinstance(parent, ast.BoolOp) or (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)):
+        child, parent = parent, source.parent(parent)
+    return isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and parent.test is child
+
+
+def _use_is_tensor_safe(source, model, node: ast.AST, compiled: Set[int] = frozenset()) -> bool:
+    """Does ``node`` (a value read) sit where a 0-d tensor behaves as the
+    float?  Not a comparison that compiled code (``compiled``: the functions'
+    ids) branches on: with a tensor that is a data-dependent branch, a graph
+    break, and under ``fullgraph=True`` a failed compile."""
     parent = source.parent(node)
-    if isinstance(parent, (ast.BinOp, ast.Compare)):
+    if isinstance(parent, ast.Compare):
+        return not (_branch_test(source, parent) and id(source.enclosing(parent, _FUNCS)) in compiled)
+    if isinstance(parent, ast.BinOp):
         return True
     if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, (ast.USub, ast.UAdd)):
         return True
@@ -130,6 +154,7 @@ def values_written(source, model, attr: str) -> Optional[List[ast.expr]]:
     assigned to the attribute, and no value written may be a literal other
     than a number (``None``, a string, a container)."""
     tree = source.tree
+    compiled = _compiled_code(source, model)
     values: List[ast.expr] = []
     # the dict expressions: `<x>.attr`, and local names bound once to one
     dicts: List[ast.AST] = [n for n in source.nodes(ast.Attribute) if n.attr == attr]
@@ -171,10 +196,10 @@ def values_written(source, model, attr: str) -> Optional[List[ast.expr]]:
             if isinstance(holder, ast.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0], ast.Name) and holder.value is parent:
                 scope = source.enclosing(holder, _FUNCS) or tree
                 loads, stores = _local_loads(scope, holder.targets[0].id)
-                if stores != 1 or not all(_use_is_tensor_safe(source, model, n) for n in loads):
+                if stores != 1 or not all(_use_is_tensor_safe(source, model, n, compiled) for n in loads):
                     return None
                 continue
-            if not _use_is_tensor_safe(source, model, parent):
+            if not _use_is_tensor_safe(source, model, parent, compiled):
                 return None
             continue
         if isinstance(parent, ast.Attribute) and parent.value is d and parent.attr in ("items", "values", "keys", "get"):
@@ -183,7 +208,7 @@ def values_written(source, model, attr: str) -> Optional[List[ast.expr]]:
                 if not isinstance(call, ast.Call):
                     return None
                 if parent.attr == "get":
-                    if not _use_is_tensor_safe(source, model, call):
+                    if not _use_is_tensor_safe(source, model, call, compiled):
                         return None
                     continue
                 # `for k, v in d.items()`: the loop's value variable is a read
@@ -196,7 +221,7 @@ def values_written(source, model, attr: str) -> Optional[List[ast.expr]]:
                     return None
                 scope = source.enclosing(loop, _FUNCS) or tree
                 loads, _stores = _local_loads(scope, name.id)
-                if not all(_use_is_tensor_safe(source, model, n) for n in loads):
+                if not all(_use_is_tensor_safe(source, model, n, compiled) for n in loads):
                     return None
             continue
         if isinstance(parent, ast.Compare) and any(c is d for c in parent.comparators) and all(isinstance(o, (ast.In, ast.NotIn)) for o in parent.ops):
@@ -506,6 +531,14 @@ write is `d[k] = v` or a dict literal; otherwise the finding is a report.
             "    def forward(self, x):\n        return x * self.scaling['a']\n"
             "def swap(m, v):\n    if isinstance(m.scaling['a'], (float, int)):\n        m.scaling['a'] = v / 2\n    else:\n        raise TypeError('not a float')\n"
             "l = L()\nm = torch.compile(l)\nfor v in (1.0, 2.0):\n    swap(l, v)\n    m(torch.ones(2))\n"
+        ),
+        # the compiled forward branches on the value (`if scaling == 0`): with a tensor a data-dependent
+        # branch (a failed compile under fullgraph=True), so the finding has no fix
+        Example(
+            "import torch\nclass L(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.scaling = {'a': 0.5}\n"
+            "    def forward(self, x):\n        scaling = self.scaling['a']\n        if scaling == 0:\n            return x\n        return x * scaling\n"
+            "def swap(m, v):\n    m.scaling['a'] = v / 2\n"
+            "l = L()\nm = torch.compile(l, fullgraph=True)\nfor v in (1.0, 2.0):\n    swap(l, v)\n    m(torch.ones(2))\n"
         ),
         # the writer exists, but no loop shows it between calls: --unproven
         Example(
