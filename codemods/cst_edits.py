@@ -21,14 +21,40 @@ def remove_keyword(call: cst.Call, keyword: str) -> cst.Call:
 
 def add_keyword_only_param(name: str, make_default, node: "cst.FunctionDef") -> "cst.FunctionDef":
     """``def f(x)`` -> ``def f(x, *, NAME)`` (``NAME=<make_default()>`` when
-    ``make_default`` is given; after any ``*args`` / keyword-only parameters)."""
+    ``make_default`` is given; after any ``*args`` / keyword-only parameters).
+    Parameters one a line with a trailing comma (black's layout) get the new
+    ones on lines of their own, each with its comma."""
     params = node.params
     star = params.star_arg
     if isinstance(star, cst.MaybeSentinel):
         star = cst.ParamStar()
     equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
     param = cst.Param(cst.Name(name)) if make_default is None else cst.Param(cst.Name(name), default=make_default(), equal=equal)
-    return node.with_changes(params=params.with_changes(star_arg=star, kwonly_params=list(params.kwonly_params) + [param]))
+    kwonly = list(params.kwonly_params)
+    changes = {}
+    slash = [params.posonly_ind] if isinstance(params.posonly_ind, cst.ParamSlash) else []
+    ordered = [*params.posonly_params, *slash, *params.params, *([params.star_arg] if isinstance(params.star_arg, (cst.Param, cst.ParamStar)) else []), *kwonly]
+    # (after a `/` last, or before `**kwargs`, the plain form)
+    last = ordered[-1] if ordered and params.star_kwarg is None and not isinstance(ordered[-1], cst.ParamSlash) else None
+    closing = getattr(last, "comma", None)
+    if isinstance(closing, cst.Comma) and isinstance(closing.whitespace_after, cst.ParenthesizedWhitespace):
+        between = next(
+            (e.comma for e in reversed(ordered[:-1]) if isinstance(getattr(e, "comma", None), cst.Comma) and isinstance(e.comma.whitespace_after, cst.ParenthesizedWhitespace)),
+            closing.with_changes(whitespace_after=closing.whitespace_after.with_changes(last_line=cst.SimpleWhitespace(closing.whitespace_after.last_line.value + "    "))),
+        )
+        param = param.with_changes(comma=closing)
+        moved = last.with_changes(comma=between)
+        if last is params.star_arg:
+            star = moved
+        elif kwonly and last is kwonly[-1]:
+            kwonly[-1] = moved
+        elif params.params and last is params.params[-1]:
+            changes["params"] = [*params.params[:-1], moved]
+        else:
+            changes["posonly_params"] = [*params.posonly_params[:-1], moved]
+        if star is not params.star_arg and isinstance(star, cst.ParamStar) and last is not params.star_arg:
+            star = star.with_changes(comma=between)
+    return node.with_changes(params=params.with_changes(star_arg=star, kwonly_params=kwonly + [param], **changes))
 
 
 def add_keyword_argument(name: str, make_value, node: "cst.Call") -> "cst.Call":

@@ -142,6 +142,18 @@ callable (an uncompiled default, a parameter) is left as it is.
             "def train(params):\n    for p in params:\n        step(p, buf=bufs[p])\n",
             unsafe=True,
         ),
+        # black's layout (one parameter a line, a trailing comma): the new parameter follows it
+        Example(
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def _update(\n        self,\n        p: torch.Tensor,\n    ):\n"
+            "        state = self.state[p]\n        state['buf'].mul_(0.9).add_(p.grad)\n"
+            "    def compile(self):\n        self._compiled = torch.compile(self._update)\n"
+            "    def step(self):\n        for p in self.param_groups[0]['params']:\n            self._compiled(p)\n",
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def _update(\n        self,\n        p: torch.Tensor,\n        *,\n        state=None,\n    ):\n"
+            "        if state is None:\n            state = self.state[p]\n        state['buf'].mul_(0.9).add_(p.grad)\n"
+            "    def compile(self):\n        self._compiled = torch.compile(self._update)\n"
+            "    def step(self):\n        for p in self.param_groups[0]['params']:\n            self._compiled(p, state=self.state[p])\n",
+            unsafe=True,
+        ),
         # the compiled method stored on another object: a call's receiver is not the optimizer, no fix
         Example(
             "import torch\nclass Opt(torch.optim.Optimizer):\n    def _update(self, p: torch.Tensor):\n        state = self.state[p]\n        state['buf'].mul_(0.9).add_(p.grad)\n"
