@@ -49,7 +49,8 @@ for release in "${RELEASES[@]}"; do
   # fork after autograd's threads started refuses backward(): new processes
   if [ "$release" != 2.13.0 ]; then export FIX_RECOMPILES_COLD_PROBES=1; else unset FIX_RECOMPILES_COLD_PROBES; fi
   fixtures="$MATRIX_DIR/fixtures-$release"
-  rm -rf "$fixtures" && mkdir -p "$fixtures"
+  # recorded again only by the record step: a run of the other steps alone keeps them
+  case " $STEPS " in *" record "*) rm -rf "$fixtures" && mkdir -p "$fixtures" ;; esac
   names=$(cd tests/trace_fixtures && ls ./*.log | sed 's|^\./||; s|\.log$||')
   # shellcheck disable=SC2086
   step "$release" record env FIX_RECOMPILES_FIXTURES="$fixtures" "$venv/bin/python" tests/trace_fixtures/trim.py record $names
