@@ -4,7 +4,7 @@
 # keeps `self.scaling[adapter] = lora_alpha / r`, a Python float its forward
 # multiplies by, and `_update_scaling` writes a new one from eager code when
 # an adapter of another lora_alpha is swapped in. torch guarded the float
-# (`...scaling['default'] == 1.0`): 2 graphs over ten calls (torch 2.13 CPU);
+# (`...scaling['default'] == 1.0`): 2 graphs over four calls (torch 2.13 CPU);
 # with every write a 0-d tensor, 1 graph and the same output.
 import torch
 import torch.nn as nn
@@ -66,7 +66,7 @@ x = torch.randn(2, 5, 16)
 total = 0.0
 with torch.no_grad():
     total += model(x).sum().item()
-    for alpha in [16, 4, 32, 12, 24, 6, 20, 10, 28]:
+    for alpha in [16, 4, 32]:
         hotswap_adapter(inner, alpha)
         total += model(x).sum().item()
 print(f"{total:.4f}")
