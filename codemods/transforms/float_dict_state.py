@@ -284,9 +284,9 @@ def _enters_arithmetic(source, read: ast.Subscript) -> bool:
     return False
 
 
-def _forward_reads(model, source) -> Dict[str, _DictRead]:
-    """By attribute: the first ``self.<attr>[key]`` a module class's
-    ``forward`` (or a method it reaches) reads and computes with."""
+def _forward_reads(model, source, attrs: Set[str]) -> Dict[str, _DictRead]:
+    """By attribute (of ``attrs``): the first ``self.<attr>[key]`` a module
+    class's ``forward`` (or a method it reaches) reads and computes with."""
     out: Dict[str, _DictRead] = {}
     for cls in source.nodes(ast.ClassDef):
         if not model.is_module_class(cls):
@@ -299,6 +299,7 @@ def _forward_reads(model, source) -> Dict[str, _DictRead]:
                     and isinstance(node.value, ast.Attribute)
                     and isinstance(node.value.value, ast.Name)
                     and node.value.value.id == "self"
+                    and node.value.attr in attrs
                     and node.value.attr not in out
                     and _enters_arithmetic(source, node)
                 ):
@@ -318,12 +319,13 @@ def _is_float(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float"
 
 
-def _writes(source, attr: str) -> List[ast.Assign]:
-    """Every ``<x>.<attr>[key] = value`` of the file, in source order."""
+def _writes(source, attr: Optional[str]) -> List[ast.Assign]:
+    """Every ``<x>.<attr>[key] = value`` of the file (of any attribute when
+    ``attr`` is None), in source order."""
     out = []
     for node in source.nodes(ast.Assign):
         target = node.targets[0] if len(node.targets) == 1 else None
-        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) and target.value.attr == attr:
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) and attr in (None, target.value.attr):
             out.append(node)
     return sorted(out, key=lambda n: (n.lineno, n.col_offset))
 
@@ -560,7 +562,12 @@ write is `d[k] = v` or a dict literal; otherwise the finding is a report.
         if not model.compile_sites:
             return []
         findings: List[Finding] = []
-        for attr, read in _forward_reads(model, source).items():
+        # the dicts written through another name than self (cheap: the file's
+        # assignments), before the walk of what each module's forward runs
+        written = {w.targets[0].value.attr for w in _writes(source, None) if not _on_self(w)}  # type: ignore[attr-defined]
+        if not written:
+            return []
+        for attr, read in _forward_reads(model, source, written).items():
             writes = _writes(source, attr)
             eager = [w for w in writes if not _on_self(w) and not self._compiled(model, source, w)]
             if not eager or not self._holds_floats(source, model, attr, writes):
