@@ -443,8 +443,10 @@ method it reaches) into arithmetic (`... * self.scaling[adapter]`), and
 written from eager code through another name than `self`
 (`lora_module.scaling[adapter_name] = scaling`: a hot-swap, a schedule).
 A default finding when a loop of the file calls compiled code and, in the
-same loop, runs that write (directly or through the functions it calls);
-otherwise with `--unproven`. The fix writes `torch.as_tensor(value)` at every
+same loop, runs that write (directly or through the functions it calls), and
+no write that may run makes the values tensors (a conversion such as peft's
+`_convert_scalings_to_tensor`; one under a constant-false `if` does not
+count); otherwise with `--unproven`. The fix writes `torch.as_tensor(value)` at every
 write into the dict in the file.
 """
     why_it_recompiles = """
@@ -480,12 +482,15 @@ Unsafe: every reader of the dict, in this file and others, now gets a 0-d
 tensor (float32, torch's default dtype, where the float was a double);
 arithmetic and comparisons behave the same, but a format, a `json.dump` or
 an identity check does not. The fix is offered only when every use of the
-dict's values in the file is arithmetic, a comparison, a method call
-(`.fill_(v)`), `float`/`math.*`/`torch.tensor`, or an `isinstance` that
+dict's values in the file is arithmetic, a comparison (not one compiled
+code branches on, `if scaling == 0:`: with a tensor a data-dependent branch,
+a failed compile under `fullgraph=True`), a method call (`.fill_(v)`),
+`float`/`math.*`/`torch.tensor`, or an `isinstance` that
 expects a tensor (its classes name `torch.Tensor`, an `if`/`elif` of its
 chain does, or its branch only converts to a tensor: `isinstance(v, float)`
-guarding an update would flip), and every
-write is `d[k] = v` or a dict literal; otherwise the finding is a report.
+guarding an update would flip); every write is `d[k] = v` or a dict
+literal; and no value written is a literal other than a number (`None`:
+`torch.as_tensor(None)` fails); otherwise the finding is a report.
 """
     reads = "ast"
     triggers = (b"] =", b"]=")

@@ -98,7 +98,9 @@ statement of the function's own body, a statement before it uses the dict or
 calls code that may (a method of `self`, a function of the module that names
 the dict: it may create or replace the entry), or no call passes the key as
 a name; a call through a name or attribute the module also binds to another
-callable (an uncompiled default, a parameter) is left as it is.
+callable (an uncompiled default, a parameter), or of a compiled method stored
+on another object than its own (`runner.step = torch.compile(self._update)`),
+is left as it is.
 """
     reads = "ast"
     triggers = (b"[",)
