@@ -68,6 +68,12 @@ def name_node(name: str) -> "cst.Name":
     return cst.Name(name)
 
 
+def guard_statement(test: "cst.BaseExpression", node: "cst.SimpleStatementLine") -> "cst.If":
+    """``node`` (a statement) under ``if <test>:``; the comment lines above it
+    stay above the ``if``."""
+    return cst.If(test=test, body=cst.IndentedBlock(body=[node.with_changes(leading_lines=())]), leading_lines=node.leading_lines)
+
+
 def split_leading_lines(lines) -> tuple:
     """(lines for an inserted statement, lines kept by the original one): the
     comment lines directly above a statement describe it and stay with it;

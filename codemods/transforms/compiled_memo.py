@@ -18,6 +18,7 @@ from ..analysis.compile_sites import def_first_lines
 from ..analysis.modules import class_chain, compiled_class_method, compiled_function, init_assignments, instance_methods_reached, methods_reached_through_submodules, runs_eager, self_attr, walk_body
 from ..analysis.placement import block_of, torch_at_least, torch_expr
 from ..analysis.source import statement_target
+from ..cst_edits import guard_statement
 from ..findings import Edit, Finding, Safety
 from ..trace.causes import KEYS, NONE_CHECK, CuresCause
 from .base import Example, Rule
@@ -557,11 +558,7 @@ def _guard_test(model, attrs: Tuple[str, ...], node: "cst.BaseExpression") -> "c
 
 def _guard_statement(model, attrs: Tuple[str, ...], node: "cst.SimpleStatementLine") -> "cst.If":
     """``self._cache = v`` -> ``if not torch.compiler.is_compiling(): self._cache = v``."""
-    return cst.If(
-        test=_not_compiling(model, attrs),
-        body=cst.IndentedBlock(body=[node.with_changes(leading_lines=())]),
-        leading_lines=node.leading_lines,
-    )
+    return guard_statement(_not_compiling(model, attrs), node)
 
 
 # -- a dict memo in any form: a local dict that is fresh while compiling ----------------

@@ -389,27 +389,22 @@ def _runs(model, source, node: ast.AST, seen: Set[int]) -> bool:
     return not calls or any(_runs(model, source, c, seen) for c in calls)
 
 
-class _Reach:
-    """The module-level functions an eager statement runs, followed by name a few calls deep."""
-
-    def __init__(self, source) -> None:
-        self.defs: Dict[str, ast.AST] = {n.name: n for n in source.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-
-    def runs(self, nodes: Iterable[ast.AST], targets: Set[int]) -> bool:
-        """Does code of ``nodes`` (or a function it calls, by name) hold a node of ``targets``?"""
-        todo: List[Tuple[ast.AST, int]] = [(n, 0) for n in nodes]
-        seen: Set[str] = set()
-        while todo:
-            node, depth = todo.pop()
-            for sub in ast.walk(node):
-                if id(sub) in targets:
-                    return True
-                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and depth < _MAX_DEPTH:
-                    fn = self.defs.get(sub.func.id)
-                    if fn is not None and sub.func.id not in seen:
-                        seen.add(sub.func.id)
-                        todo.append((fn, depth + 1))
-        return False
+def _reaches(model, source, nodes: Iterable[ast.AST], targets: Set[int]) -> bool:
+    """Does code of ``nodes``, or a module-level function it calls by name
+    (a few calls deep), hold a node of ``targets``?"""
+    todo: List[Tuple[ast.AST, int]] = [(n, 0) for n in nodes]
+    seen: Set[int] = set()
+    while todo:
+        node, depth = todo.pop()
+        for sub in ast.walk(node):
+            if id(sub) in targets:
+                return True
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and depth < _MAX_DEPTH:
+                fn = model.resolve_function(sub.func)
+                if fn is not None and source.parent(fn) is source.tree and id(fn) not in seen:
+                    seen.add(id(fn))
+                    todo.append((fn, depth + 1))
+    return False
 
 
 def _between_calls(model, source, writes: List[ast.Assign]) -> Optional[Tuple[ast.AST, ast.Call]]:
@@ -417,13 +412,12 @@ def _between_calls(model, source, writes: List[ast.Assign]) -> Optional[Tuple[as
     in the same loop, runs eager code that writes one of ``writes``: the
     dict's value changes between calls of the compiled code."""
     targets = {id(w) for w in writes}
-    reach = _Reach(source)
     for site in model.compile_sites:
         for call in site.calls:
             loop = source.enclosing(call, _LOOPS)
             if loop is None or source.enclosing(loop, _FUNCS) is not source.enclosing(call, _FUNCS):
                 continue
-            if reach.runs(loop.body, targets):
+            if _reaches(model, source, loop.body, targets):
                 return loop, call
     return None
 

@@ -16,7 +16,7 @@ from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
 from ..analysis.params import passed_argument
 from ..analysis.source import statement_target, walk
-from ..cst_edits import add_keyword_argument, add_keyword_only_param
+from ..cst_edits import add_keyword_argument, add_keyword_only_param, guard_statement, name_node
 from ..findings import Edit, Finding, Safety
 from ..trace.causes import KEYED_ENTRY, CuresCause
 from .base import Example, Rule
@@ -350,12 +350,12 @@ is left as it is.
         calls = self._calls(ctx, fn, cls)
         edits: List[Edit] = []
         for call in calls:
-            value = self._entry_in_caller(ctx, fn, call, holder, key, bound_self)
-            if value is not None:
-                edits.append(Edit(source.target(call, "Call"), functools.partial(add_keyword_argument, name, functools.partial(_cst_of, value))))
+            entry = self._entry_in_caller(ctx, fn, call, holder, key, bound_self)
+            if entry is not None:
+                edits.append(Edit(source.target(call, "Call"), functools.partial(add_keyword_argument, name, functools.partial(_entry_expr, *entry))))
         if not edits:
             return [], f"no call of `{fn.name}` in this module passes `{key}` as a name the fix can look the entry up with"
-        edits.append(Edit(statement_target(source, fn), functools.partial(add_keyword_only_param, name, functools.partial(_cst_of, ast.Constant(None)))))
+        edits.append(Edit(statement_target(source, fn), functools.partial(add_keyword_only_param, name, functools.partial(name_node, "None"))))
         edits.append(Edit(statement_target(source, stmt), functools.partial(_if_none, name)))
         why = "the callers look the entry up before the function's first statements run"
         if exits:
@@ -448,8 +448,9 @@ is left as it is.
         )
 
     @staticmethod
-    def _entry_in_caller(ctx, fn, call: ast.Call, holder: ast.AST, key: str, bound_self: bool) -> Optional[ast.AST]:
-        """``<holder>[<key passed>]`` as the caller writes it, or None: the key
+    def _entry_in_caller(ctx, fn, call: ast.Call, holder: ast.AST, key: str, bound_self: bool) -> Optional[Tuple[Optional[str], str, str]]:
+        """``<holder>[<key passed>]`` as the caller writes it, as (receiver or
+        None, the dict's attribute or name, the key's name), or None: the key
         passed must be a name, the call's receiver a name (``self.state`` is
         read through it), and a module-level dict not rebound in the caller."""
         if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
@@ -461,7 +462,7 @@ is left as it is.
             receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
             if not isinstance(receiver, ast.Name):
                 return None
-            new_holder: ast.AST = ast.Attribute(value=ast.Name(receiver.id, ast.Load()), attr=holder.attr, ctx=ast.Load())
+            return receiver.id, holder.attr, value.id
         else:
             # the module's dict, unless the caller (or a function around it) binds the name
             scope = ctx.source.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
@@ -472,8 +473,7 @@ is left as it is.
                 ):
                     return None
                 scope = ctx.source.enclosing(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            new_holder = ast.Name(holder.id, ast.Load())  # type: ignore[attr-defined]
-        return ast.Subscript(value=new_holder, slice=ast.Name(value.id, ast.Load()), ctx=ast.Load())
+        return None, holder.id, value.id  # type: ignore[attr-defined]
 
     @staticmethod
     def _counter(ctx, fn, lookup: ast.Subscript) -> Optional[str]:
@@ -492,23 +492,13 @@ is left as it is.
         return None
 
 
-def _cst_of(node: ast.AST) -> "cst.BaseExpression":
-    """The libcst expression of a name, an attribute of one, a subscript of those, or ``None``."""
-    if isinstance(node, ast.Constant) and node.value is None:
-        return cst.Name("None")
-    if isinstance(node, ast.Name):
-        return cst.Name(node.id)
-    if isinstance(node, ast.Attribute):
-        return cst.Attribute(value=_cst_of(node.value), attr=cst.Name(node.attr))
-    if isinstance(node, ast.Subscript):
-        return cst.Subscript(value=_cst_of(node.value), slice=[cst.SubscriptElement(cst.Index(_cst_of(node.slice)))])
-    raise ValueError(f"no libcst form for {type(node).__name__}")
+def _entry_expr(receiver: Optional[str], holder: str, key: str) -> "cst.BaseExpression":
+    """``<receiver>.<holder>[<key>]`` (``<holder>[<key>]`` without a receiver)."""
+    base = cst.Name(holder) if receiver is None else cst.Attribute(value=cst.Name(receiver), attr=cst.Name(holder))
+    return cst.Subscript(value=base, slice=[cst.SubscriptElement(cst.Index(cst.Name(key)))])
 
 
 def _if_none(name: str, node: "cst.SimpleStatementLine") -> "cst.If":
     """``state = self.state[p]`` -> ``if state is None: state = self.state[p]``."""
-    return cst.If(
-        test=cst.Comparison(left=cst.Name(name), comparisons=[cst.ComparisonTarget(operator=cst.Is(), comparator=cst.Name("None"))]),
-        body=cst.IndentedBlock(body=[node.with_changes(leading_lines=())]),
-        leading_lines=node.leading_lines,
-    )
+    test = cst.Comparison(left=cst.Name(name), comparisons=[cst.ComparisonTarget(operator=cst.Is(), comparator=cst.Name("None"))])
+    return guard_statement(test, node)
