@@ -186,7 +186,7 @@ def floor(paths, jobs: int, startup: float) -> dict:
     """What a cold run costs before any analysis (best of 3 in this process):
     see the module docstring."""
     from codemods.pipeline.discovery import discover
-    from codemods.pipeline.prefilter import mentions_compile
+    from codemods.analysis.mentions import mentions_compile
     from codemods.pipeline.runner import _quiet_collector
     from codemods.analysis.source import decode, parse
 

@@ -28,16 +28,7 @@ LAYERS = {
 }
 
 #: (importer, imported) pairs that reach up a layer, each with why it is still so
-KNOWN_UPWARD = {
-    # FR004's cross-module facts wait for files the prefilter's byte test says
-    # can hold no compile site (the same test the index's parse uses)
-    ("codemods.analysis.lr_writers", "codemods.pipeline.prefilter"),
-    # the index's facts cache reads and writes the cache folder and uses the
-    # prefilter's byte tests: the index and its cache are not split yet
-    ("codemods.analysis.project", "codemods.pipeline._jsonfile"),
-    ("codemods.analysis.project", "codemods.pipeline.prefilter"),
-    ("codemods.analysis.project", "codemods.pipeline.cache"),
-}
+KNOWN_UPWARD: Set[Tuple[str, str]] = set()
 
 
 def _modules() -> Iterator[Tuple[str, str]]:

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from codemods.analysis.context import Settings
 from codemods.pipeline.engine import process_source
-from codemods.analysis.project import build_project_index, module_key
+from codemods.analysis.project import module_key
+from codemods.pipeline.index import build_project_index
 from codemods.pipeline.runner import run
 from codemods.transforms import BY_CODE
 

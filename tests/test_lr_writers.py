@@ -188,7 +188,7 @@ def test_a_writer_is_parsed_only_when_an_optimizer_is_passed_to_its_module(tmp_p
     parsed for its lr writers only when some file passes an optimizer to a
     callable of that module; its facts wait in the cache until then, and are
     kept there once computed."""
-    from codemods.analysis import project
+    from codemods.pipeline import index as project
 
     parsed = []
     real = project._file_later

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from codemods.analysis import mentions
 from codemods.pipeline import prefilter
 from codemods.analysis.context import Settings
 from codemods.pipeline.engine import process_source
@@ -547,7 +548,7 @@ def test_prefilter_keeps_every_spelling_of_a_site(name, monkeypatch):
 def test_no_compile_site(source, no_site):
     """The byte test that spares the ast parse of files where no `compile`
     can be a site answers True only when no compile site can exist."""
-    assert prefilter.no_compile_site(source) is no_site
+    assert mentions.no_compile_site(source) is no_site
     if no_site:  # and the analysis agrees: no compile site
         from codemods.analysis.compile_sites import CompileModel
         from codemods.pipeline.engine import parse_ast
@@ -668,7 +669,7 @@ def test_project_index_cache_reuses_unchanged_files_only(tmp_path, monkeypatch):
     import ast
     import time
 
-    from codemods.analysis import project as project_mod
+    from codemods.pipeline import index as project_mod
     from codemods.transforms import PROJECT_FACTS
 
     FACTS = [fact for _, fact in PROJECT_FACTS]
@@ -703,13 +704,13 @@ def test_index_names_match_whole_words_only():
     """A file must name a compiled function of another module to call it: as
     a whole word, so a short name (`f`) does not pull in every file."""
     F, G = (b"f", b"m"), (b"g", b"m")
-    assert not prefilter.mentions_any(b"import m\ndef g(x):\n    return x  # of\n", (F,))
-    assert not prefilter.mentions_any(b"import m\nfx = f_2 + 1\n", (F,))
+    assert not mentions.mentions_any(b"import m\ndef g(x):\n    return x  # of\n", (F,))
+    assert not mentions.mentions_any(b"import m\nfx = f_2 + 1\n", (F,))
     for hit in (b"import m\nf(x)", b"import m as k\nk.f (x, 0.5)", b"from m import f\n", b"from m import (\n    f,\n)", b"from m import f as g\n", b"from . import f\nf(x)"):
-        assert prefilter.mentions_any(hit, (G, F)), hit
+        assert mentions.mentions_any(hit, (G, F)), hit
     # read as a value, or in prose: nothing can call it through the index
-    assert not prefilter.mentions_any(b"m.g()\ny = f\n", (F,))
-    assert not prefilter.mentions_any(b'm.g()\n"""uses f for speed"""\n', (F,))
+    assert not mentions.mentions_any(b"m.g()\ny = f\n", (F,))
+    assert not mentions.mentions_any(b'm.g()\n"""uses f for speed"""\n', (F,))
 
 
 def test_index_names_need_their_module():
@@ -717,10 +718,10 @@ def test_index_names_need_their_module():
     defining module (or a relative import): `d.update(x)` in a file that never
     names `optim_kernels` cannot call `optim_kernels.update`."""
     U = (b"update", b"optim_kernels")
-    assert not prefilter.mentions_any(b"d = {}\nd.update(x=1)\n", (U,))
-    assert not prefilter.mentions_any(b"import optim_kernels_v2\nd.update(x=1)\n", (U,))
+    assert not mentions.mentions_any(b"d = {}\nd.update(x=1)\n", (U,))
+    assert not mentions.mentions_any(b"import optim_kernels_v2\nd.update(x=1)\n", (U,))
     for hit in (b"from optim_kernels import update\n", b"import pkg.optim_kernels as ok\nok.update(p)\n", b"from .optim_kernels import update\n", b"from . import optim_kernels\noptim_kernels.update(p)\n"):
-        assert prefilter.mentions_any(hit, (U,)), hit
+        assert mentions.mentions_any(hit, (U,)), hit
 
 
 def test_index_names_through_a_relative_import_need_their_module_too():
@@ -729,29 +730,29 @@ def test_index_names_through_a_relative_import_need_their_module_too():
     module (``from . import f``, ``from .. import k``) can reach a name of a
     package ``__init__`` without spelling it."""
     U = (b"update", b"optim_kernels")
-    assert not prefilter.mentions_any(b"from .utils import helper\nd.update(x=1)\n", (U,))
-    assert not prefilter.mentions_any(b"from .utils import (\n    helper,\n)\nd.update(x=1)\n", (U,))
+    assert not mentions.mentions_any(b"from .utils import helper\nd.update(x=1)\n", (U,))
+    assert not mentions.mentions_any(b"from .utils import (\n    helper,\n)\nd.update(x=1)\n", (U,))
     for hit in (b"from . import update\nupdate(p)\n", b"from .. import update\n", b"from .import update\nupdate(p)\n", b"from .utils import a\nfrom . import b\nupdate(p)\n"):
-        assert prefilter.mentions_any(hit, (U,)), hit
+        assert mentions.mentions_any(hit, (U,)), hit
     # a name defined by two modules is looked for once, and either module spelled is enough
-    assert prefilter.mentions_any(b"import other_kernels\nupdate(p)\n", (U, (b"update", b"other_kernels")))
+    assert mentions.mentions_any(b"import other_kernels\nupdate(p)\n", (U, (b"update", b"other_kernels")))
 
 
 def test_index_names_and_modules_count_in_code_only():
     """A module named in a comment or a docstring (``# after train_gpt.py``)
     or a call in prose resolves nothing; in an f-string's braces it is code."""
     U = (b"update", b"train_gpt")
-    assert not prefilter.mentions_any(b"# based on train_gpt.py\nupdate(p)\n", (U,))
-    assert not prefilter.mentions_any(b'"""see train_gpt.update(p)"""\nupdate = 1\n', (U,))
-    assert not prefilter.mentions_any(b"import train_gpt\n# update(p) is compiled there\n", (U,))
-    assert not prefilter.mentions_any(b"import train_gpt\nx = 'update(p)'\n", (U,))
+    assert not mentions.mentions_any(b"# based on train_gpt.py\nupdate(p)\n", (U,))
+    assert not mentions.mentions_any(b'"""see train_gpt.update(p)"""\nupdate = 1\n', (U,))
+    assert not mentions.mentions_any(b"import train_gpt\n# update(p) is compiled there\n", (U,))
+    assert not mentions.mentions_any(b"import train_gpt\nx = 'update(p)'\n", (U,))
     for hit in (
         b"# based on train_gpt.py\nimport train_gpt\ntrain_gpt.update(p)\n",
         b"import train_gpt\nprint(f\"{train_gpt.update(p)}\")\n",
         b"print(rf'{__import__(1)}')\nfrom train_gpt import update\n",
         b"s = 'it''s'\nfrom train_gpt import update\n",
     ):
-        assert prefilter.mentions_any(hit, (U,)), hit
+        assert mentions.mentions_any(hit, (U,)), hit
 
 
 def test_index_tokens_leave_out_the_files_own_names(tmp_path):
@@ -769,7 +770,7 @@ def test_index_tokens_leave_out_the_files_own_names(tmp_path):
             "c/train.py": "from kernels import scale, shift\nscale(x, 0.5)\nshift(x, 0.5)\n",
         },
     )
-    from codemods.analysis import project as project_mod
+    from codemods.pipeline import index as project_mod
 
     files = sorted(str(p) for p in tmp_path.rglob("*.py"))
     index = project_mod.build_project_index(files, Settings())
@@ -869,12 +870,12 @@ def test_a_report_never_imports_libcst_and_a_render_does(tmp_path, text):
 @given(st.binary(max_size=400))
 def test_no_word_compile_means_no_site(data):
     """prefilter.select skips the rules that need a site on a file without the
-    bytes ``compile`` before asking :func:`prefilter.no_compile_site`: the two
+    bytes ``compile`` before asking :func:`mentions.no_compile_site`: the two
     must agree."""
     while b"compile" in data:
         data = data.replace(b"compile", b"")
-    assert prefilter.no_compile_site(data)
-    assert prefilter.no_compile_site(b"import torch\n" + data + b"\nx.compil\n")
+    assert mentions.no_compile_site(data)
+    assert mentions.no_compile_site(b"import torch\n" + data + b"\nx.compil\n")
 
 
 def test_module_keys_with_a_shared_folder_cache(tmp_path, monkeypatch):

@@ -25,11 +25,11 @@ from .project import ModuleKey, ProjectIndex, _absolute, _resolve_in, module_tok
 
 def later(data: bytes) -> bool:
     """Are these the bytes of a file whose FR004 facts wait: they rule a
-    compile site out (:func:`codemods.pipeline.prefilter.mentions_compile`)
+    compile site out (:func:`codemods.analysis.mentions.mentions_compile`)
     but the file writes ``param_groups`` (an lr writer, maybe) or returns
     an optimizer (a factory, maybe)?  Its writers and factories matter only
     to a file that passes an optimizer to them or gets one from them."""
-    from ..pipeline.prefilter import mentions_compile
+    from .mentions import mentions_compile
 
     return (b"param_groups" in data or (b"optim" in data and b"return" in data)) and not mentions_compile(data)
 
@@ -202,7 +202,7 @@ def _mentioned_unseen(index: ProjectIndex, files: Sequence[str], names: Dict[tup
     other than the entry's own module and those files mentions, together
     with the module's last name (:func:`module_token`), or that a file that
     cannot be read might: a use the index has not seen."""
-    from ..pipeline.prefilter import mentions_any
+    from .mentions import mentions_any
 
     out: set = set()
     for path in files:

@@ -276,7 +276,7 @@ def unlink_planted_links(folder: str) -> int:
     its files (the ``.gitignore``, the version folder, the JSON files in it):
     the links themselves, never what they point to.  Called before a run that
     may write the cache, so neither this module nor the index-facts cache
-    (:class:`codemods.analysis.project.FactsCache`) writes through one.  Returns how
+    (:class:`codemods.pipeline.index.FactsCache`) writes through one.  Returns how
     many were removed."""
     removed = 0
     version = os.path.join(folder, f"v{FORMAT}")

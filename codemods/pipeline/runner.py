@@ -19,7 +19,7 @@ parsed as few times as possible:
    facts the rules declare (:class:`~codemods.analysis.project.ProjectFact`);
    a file that can hold no compile site but writes ``param_groups`` (FR004's
    lr writers) is parsed for them only now, and only when another file
-   passes an optimizer to its module (:func:`~codemods.analysis.project.settle_later`);
+   passes an optimizer to its module (:func:`~codemods.pipeline.index.settle_later`);
 5. **second look**, only when the index lists compiled functions: the files
    that mention one of their names are processed again with the index (rare:
    they call a function compiled in another module; in a report only the
@@ -53,7 +53,8 @@ from .selection import FileSelection
 from .engine import FileResult, merge_project_findings, process_source, read_file
 from .notebook import Notebook, is_notebook
 from ..findings import FileError, Finding, Fix
-from ..analysis.project import FactsCache, ProjectIndex, gather_facts, parse_for_index, settle_later
+from ..analysis.project import ProjectIndex, gather_facts, parse_for_index
+from .index import FactsCache, settle_later
 from ..transforms import PROJECT_FACTS
 from .writer import write_changed
 
@@ -146,7 +147,7 @@ class _Looked:
     content_hash: Optional[str] = None
     #: each declared project fact's facts of the file, by name (first look
     #: only; :data:`~codemods.analysis.project.LATER`: not parsed for them,
-    #: :func:`~codemods.analysis.project.settle_later`)
+    #: :func:`~codemods.pipeline.index.settle_later`)
     facts: Optional[Dict[str, object]] = None
     #: only the rules that read the index ran (a report's second look): the
     #: result is merged with the first look's
@@ -255,7 +256,7 @@ def _over_limits(data: bytes, tree) -> Optional[str]:
     if too_big is not None:
         return too_big
     if tree is None:
-        from .prefilter import mentions_compile
+        from ..analysis.mentions import mentions_compile
 
         if not mentions_compile(data):
             return None

@@ -15,7 +15,7 @@ from . import read as tr
 from ..analysis.context import TraceEvidence, FileContext, Settings
 from ..pipeline.engine import analyze, render, should_apply
 from ..findings import FileError, Finding
-from ..analysis.project import build_project_index
+from ..pipeline.index import build_project_index
 from ..transforms import PROJECT_FACTS
 from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic, write_changed
@@ -165,7 +165,7 @@ def _feeding_files(project, implicated: Sequence[str], indexed: Sequence[str]) -
     """Files of the run (not implicated themselves) that may call a function
     compiled in an implicated file: a float passed there in is fixed where it
     is passed (FR003 reports it in the caller's file)."""
-    from ..pipeline.prefilter import mentions_any
+    from ..analysis.mentions import mentions_any
 
     tokens = project.call_tokens({project.modules[p] for p in implicated if p in project.modules})
     if not tokens:

@@ -224,7 +224,7 @@ def map_library_entries(trace: tr.Trace, files: Sequence[str]) -> None:
       several, the one in the file the entry's guards point into."""
     from ..analysis.compile_sites import model_of
     from ..pipeline.engine import parse_ast
-    from ..pipeline.prefilter import mentions_compile
+    from ..analysis.mentions import mentions_compile
 
     todo = [
         e for e in trace.entries
