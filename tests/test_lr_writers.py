@@ -284,3 +284,141 @@ def test_factory_is_not_proven_when_a_helper_writes_some_lr(tmp_path):
     helper = "def set_lr(o, v):\n    for g in o.param_groups:\n        g['lr'] = v\n"
     found = _project(tmp_path, {"model.py": MODEL, "train.py": TRAIN.format(lr="6e-4", extra=helper)})
     assert found["model.py"][1] is None and found["train.py"][1] is None
+
+
+# -- a schedule factory whose closure calls the module's writer (open_clip) ------------
+
+OPEN_CLIP_SCHEDULER = """
+import math
+
+
+def assign_learning_rate(optimizer, new_lr):
+    for param_group in optimizer.param_groups:
+        param_group["lr"] = new_lr
+
+
+def _warmup_lr(base_lr, warmup_length, step):
+    return base_lr * (step + 1) / warmup_length
+
+
+def const_lr(optimizer, base_lr, warmup_length, steps):
+    def _lr_adjuster(step):
+        if step < warmup_length:
+            lr = _warmup_lr(base_lr, warmup_length, step)
+        else:
+            lr = base_lr
+        assign_learning_rate(optimizer, lr)
+        return lr
+
+    return _lr_adjuster
+
+
+def cosine_lr(optimizer, base_lr, warmup_length, steps):
+    def _lr_adjuster(step):
+        if step < warmup_length:
+            lr = _warmup_lr(base_lr, warmup_length, step)
+        else:
+            e = step - warmup_length
+            es = steps - warmup_length
+            lr = 0.5 * (1 + math.cos(math.pi * e / es)) * base_lr
+        assign_learning_rate(optimizer, lr)
+        return lr
+
+    return _lr_adjuster
+"""
+
+OPEN_CLIP_MAIN = """
+import torch
+
+from scheduler import cosine_lr
+
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+scheduler = cosine_lr(optimizer, 1e-3, 2, 10)
+
+
+@torch.compile(backend="eager")
+def train_step(x):
+    model(x).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+{extra}
+for step in range(10):
+    scheduler(step)
+    train_step(torch.randn(2, 4))
+"""
+
+
+def test_a_schedule_factory_of_another_module_is_followed_to_its_writer(tmp_path):
+    """open_clip's `cosine_lr(optimizer, ...)` hands the optimizer to the
+    closure it returns, which calls `assign_learning_rate(optimizer, lr)`:
+    the factory is a writer of its module, proven like one, and the write
+    it reaches becomes `.fill_` once, whichever factories lead there."""
+    found = _project(tmp_path, {"main.py": OPEN_CLIP_MAIN.format(extra=""), "scheduler.py": OPEN_CLIP_SCHEDULER})
+    assert _safety(found, "main.py") == [Safety.SAFE]
+    assert _safety(found, "scheduler.py") == [Safety.SAFE]
+    assert found["scheduler.py"][1].count(b'param_group["lr"].fill_(new_lr)') == 1
+    assert b"lr=torch.tensor(1e-3)" in found["main.py"][1]
+
+
+def test_a_tensor_aware_writer_behind_a_schedule_factory_leaves_only_the_constructor(tmp_path):
+    """open_clip after 3650e7b: the writer fills a tensor lr and writes a
+    float one; the optimizer passed to the factory then only needs a tensor
+    lr, and the writer stays as it is."""
+    aware = OPEN_CLIP_SCHEDULER.replace(
+        'import math\n',
+        'import math\n\nimport torch\n',
+    ).replace(
+        '        param_group["lr"] = new_lr\n',
+        '        lr = param_group["lr"]\n        if isinstance(lr, torch.Tensor):\n            lr.fill_(new_lr)\n        else:\n            param_group["lr"] = new_lr\n',
+    )
+    found = _project(tmp_path, {"main.py": OPEN_CLIP_MAIN.format(extra=""), "scheduler.py": aware})
+    assert _safety(found, "main.py") == [Safety.SAFE]
+    assert _safety(found, "scheduler.py") == [] and found["scheduler.py"][1] is None
+
+
+def test_a_schedule_factory_is_not_proven_when_another_file_calls_its_writer(tmp_path):
+    """An eager optimizer handed straight to `assign_learning_rate` keeps a
+    float lr: the `.fill_` the factory's proof would write would fail on it."""
+    other = """
+    import torch
+
+    from scheduler import assign_learning_rate
+
+    head = torch.nn.Linear(4, 1)
+    eager = torch.optim.SGD(head.parameters(), lr=0.1)
+    assign_learning_rate(eager, 0.05)
+    """
+    found = _project(tmp_path, {"main.py": OPEN_CLIP_MAIN.format(extra=""), "scheduler.py": OPEN_CLIP_SCHEDULER, "other.py": other})
+    assert _safety(found, "scheduler.py") == []
+    assert _safety(found, "main.py") == [Safety.UNSAFE]
+
+
+def test_a_schedule_factory_given_an_eager_optimizer_too_is_not_proven(tmp_path):
+    """Another factory of the same writer given an optimizer stepped eagerly
+    (float lr): the shared write cannot become `.fill_`."""
+    extra = """
+    head = torch.nn.Linear(4, 1)
+    eager = torch.optim.SGD(head.parameters(), lr=0.1)
+    from scheduler import const_lr
+    warm = const_lr(eager, 0.1, 2, 10)
+    warm(0)
+    eager.step()
+    """
+    found = _project(tmp_path, {"main.py": OPEN_CLIP_MAIN.format(extra=textwrap.dedent(extra)), "scheduler.py": OPEN_CLIP_SCHEDULER})
+    assert _safety(found, "scheduler.py") == []
+    assert Safety.SAFE not in _safety(found, "main.py")
+
+
+def test_a_factory_that_also_reads_the_optimizer_is_no_forwarder(tmp_path):
+    """`cosine_lr` that also hands the optimizer elsewhere (`print`) is no
+    forwarder: it is no lr writer, so nothing is proven, and nothing shows
+    the lr changes either (default: quiet)."""
+    reads = OPEN_CLIP_SCHEDULER.replace(
+        "def cosine_lr(optimizer, base_lr, warmup_length, steps):\n",
+        "def cosine_lr(optimizer, base_lr, warmup_length, steps):\n    print(optimizer)\n",
+    )
+    found = _project(tmp_path, {"main.py": OPEN_CLIP_MAIN.format(extra=""), "scheduler.py": reads})
+    assert _safety(found, "scheduler.py") == []
+    assert _safety(found, "main.py") == []

@@ -157,9 +157,14 @@ NOT_FOUND = {
 
 #: programs that get a default finding they should not get
 EXTRA_FINDING: dict = {
-    # none left: constant-width slices, intent comments, a raised limit,
+    # constant-width slices, intent comments, a raised limit,
     # disable_cache_limit(), tensors already, bounded warm-up and mark_static
     # give no default FR001 finding, and `dynamic=<variable>` is --unproven only
+    "neg_cosine_lr_tensorized_cross_module": (
+        "FR004 does not know that a helper whose every lr write is a tensor (open_clip's "
+        "`tensorize_learning_rate`) makes the lr a tensor: it takes the helper for an lr writer "
+        "(the evidence) and the optimizer for one with a float lr"
+    ),
 }
 
 #: positives whose expected fix (kind given by `fix=`) is not offered as such

@@ -69,6 +69,8 @@ def valid(lr) -> bool:
                 return False
             if not all(isinstance(k, str) and isinstance(i, int) for k, i in entry["keys"]) or not all(isinstance(n, int) for n in entry["lines"]):
                 return False
+            if not all(isinstance(v, str) for v in entry.get("via", ())):
+                return False
         for methods in lr.get("factories", {}).values():
             for entry in methods.values():
                 param = entry["lr_param"]
@@ -129,6 +131,20 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
     proven = {w for w in callers if w not in bad}
     if proven:  # a file that mentions a writer and was not seen calling it
         proven -= _mentioned_unseen(index, files, {w: (w[1], {p for p, _ in callers[w]}) for w in proven})
+    # writers that share writes (open_clip's `cosine_lr` and `const_lr`, whose
+    # closures both call `assign_learning_rate`): a shared write becomes
+    # `.fill_` only when no file of the run reaches it through one not proven
+    while True:
+        shares = {
+            (key, name, other): (other, set())
+            for key, name in sorted(proven)
+            for other, entry in sorted(writers[key].items())
+            if (key, other) not in proven and set(writers[key][name]["lines"]) & set(entry["lines"])
+        }
+        reached = {(k[0], k[1]) for k in _mentioned_unseen(index, files, shares)} if shares else set()
+        if not reached:
+            break
+        proven -= reached
     changed = True
     while changed:  # every writer an optimizer is passed to must be proven
         changed = False

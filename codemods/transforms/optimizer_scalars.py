@@ -366,14 +366,18 @@ are reported only with `--unproven`.
 Across modules (a run over the project, through its index): an lr writer of
 another module -- a function or class whose parameter's param groups get
 `["lr"] = v`, also under a computed key such as `group[self.lr_field]` with
-`lr_field="lr"` as the `__init__` default -- has its writes made
+`lr_field="lr"` as the `__init__` default, or a function that only hands
+its parameter to one, also from the closure it returns (open_clip's
+`cosine_lr(optimizer, ...)`, whose `_lr_adjuster` calls
+`assign_learning_rate(optimizer, lr)`) -- has its writes made
 `.fill_` (a finding in its module) when the index proves that every
 optimizer passed to it, in every file of the run, gets a tensor lr from plain
 `--fix`; the constructor's fix is then safe. Not proven (the constructor's fix
 stays unsafe, the writer is left alone): a writer that uses the optimizer for
 more than its param groups or reads an lr back, a call that passes the key,
 a caller whose optimizer keeps a float lr or is also passed to other code, a
-subclass or any other file of the run that mentions the writer.
+subclass or any other file of the run that mentions the writer, or, for a
+write two of them share (two schedule factories of one helper), one of them.
 
 The optimizer's class may be named (`torch.optim.AdamW`, any import or alias)
 or reached through what the module shows: a name bound once to it, a
@@ -1738,12 +1742,16 @@ step), while the step compiled by the default inductor backend is as fast
         found = {}
         source = ctx.source
         unresolved = False
-        for node in self._lr_assigns(ctx):
+        filled = set(map(id, self._lr_assigns(ctx)))
+        #: writer name -> its calls in this module (a function's only)
+        called: Dict[str, List[ast.Call]] = {}
+        for node in self._lr_stores(ctx):
+            aware = id(node) not in filled  # the float branch of a tensor-aware writer: nothing to fill
             groups = self._groups_of(ctx, node)
             root = self._param_root(ctx, groups) if groups is not None else None
             owner = source.parent(root[0]) if root is not None else None
             if root is None or owner is None:
-                unresolved = True
+                unresolved = unresolved or not aware
                 continue
             fn, param = root
             if isinstance(owner, ast.Module):
@@ -1756,19 +1764,94 @@ step), while the step compiled by the default inductor backend is as fast
             entry = found.setdefault(name, {"param": param.arg, "index": _position(fn, param, skip), "keys": [], "lines": [], "clean": True})
             if entry["param"] != param.arg:
                 entry["clean"] = False
-            entry["lines"].append(node.lineno)
+            if not aware:
+                entry["lines"].append(node.lineno)
             for key_fn, key_param in self._lr_key(ctx, node.targets[0]) or ():
                 if key_fn is not fn:
                     entry["clean"] = False
                 elif [key_param.arg, _position(fn, key_param, skip)] not in entry["keys"]:
                     entry["keys"].append([key_param.arg, _position(fn, key_param, skip)])
-            if entry["clean"] and not (self._calls_of(ctx, fn) == [] and self._uses_only_groups(ctx, fn, param, cls)):
+            calls = self._calls_of(ctx, fn)
+            if entry["clean"] and not (calls is not None and (not calls or skip == 0) and self._uses_only_groups(ctx, fn, param, cls)):
                 entry["clean"] = False
+            if calls:
+                called[name] = [call for call, _ in calls]
         if unresolved or self._lr_reads(ctx):
             for entry in found.values():
                 entry["clean"] = False
+        self._add_forwarders(ctx, found, called)
         ctx.cache["fr004_writers"] = found
         return found
+
+    def _add_forwarders(self, ctx, found: Dict[str, dict], called: Dict[str, List[ast.Call]]) -> None:
+        """Add to ``found`` (the module's lr writers) the module-level
+        functions that only hand a parameter to them: open_clip's
+        ``cosine_lr(optimizer, ...)``, whose returned closure calls
+        ``assign_learning_rate(optimizer, lr)``.  Such a forwarder writes
+        what its writers write ("lines"; "via": their names); its every use
+        of the parameter is a call of a writer by name, at the writer's
+        optimizer slot, passing none of its key parameters.  A writer this
+        module calls stays clean only when every such call is a forwarder's
+        (the optimizer then comes through the forwarder's callers)."""
+        if not found:
+            return
+        forwarded: Set[int] = set()
+        forwarders: Dict[str, dict] = {}
+        for fn in ctx.source.tree.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name in found:
+                continue
+            args = fn.args
+            for param in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+                via = self._forwarded_to(ctx, fn, param, found)
+                if via is None:
+                    continue
+                if self._calls_of(ctx, fn) != []:
+                    break
+                names = sorted({name for name, _ in via})
+                forwarded |= {id(call) for _, call in via}
+                forwarders[fn.name] = {
+                    "param": param.arg, "index": _position(fn, param, 0), "keys": [],
+                    "lines": sorted({line for name in names for line in found[name]["lines"]}), "clean": True, "via": names,
+                }
+                break
+        for name, calls in called.items():
+            if not all(id(call) in forwarded for call in calls):
+                found[name]["clean"] = False
+        for entry in forwarders.values():
+            entry["clean"] = all(found[name]["clean"] for name in entry["via"])
+        found.update(forwarders)
+
+    def _forwarded_to(self, ctx, fn: ast.AST, param: ast.arg, writers: Dict[str, dict]) -> Optional[List[Tuple[str, ast.Call]]]:
+        """(writer name, call) for every load of ``param`` inside ``fn`` (its
+        nested functions too), when each is passed to a function writer of
+        this module at its optimizer slot and passes none of its key
+        parameters; None when some load is anything else, or there is none."""
+        model = ctx.model
+        out: List[Tuple[str, ast.Call]] = []
+        for ref in walk(fn):
+            if not (isinstance(ref, ast.Name) and ref.id == param.arg):
+                continue
+            if not isinstance(ref.ctx, ast.Load):
+                return None  # rebound or deleted
+            bindings = model.scopes.bindings_of(ref)
+            if not (len(bindings) == 1 and bindings[0].node is param):
+                continue  # another name of the same spelling (a nested parameter)
+            call = ctx.source.parent(ref)
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in writers):
+                return None
+            target = model.scopes.bindings_of(call.func)
+            entry = writers[call.func.id]
+            if not (len(target) == 1 and target[0].kind == "def" and isinstance(ctx.source.parent(target[0].node), ast.Module)):
+                return None
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+                return None
+            at = entry["index"]
+            if not ((0 <= at < len(call.args) and call.args[at] is ref) or any(kw.arg == entry["param"] and kw.value is ref for kw in call.keywords)):
+                return None
+            if any(k in {kw.arg for kw in call.keywords} or 0 <= i < len(call.args) for k, i in entry["keys"]):
+                return None
+            out.append((call.func.id, call))
+        return out or None
 
     def _uses_only_groups(self, ctx, fn: ast.AST, param: ast.arg, cls: Optional[ast.ClassDef]) -> bool:
         """Is the optimizer ``param`` brings used only as ``X.param_groups``
@@ -2076,18 +2159,21 @@ step), while the step compiled by the default inductor backend is as fast
         writers = self._writers(ctx)
         out: List[Finding] = []
         by_line = {n.lineno: n for n in self._lr_assigns(ctx)}
+        done: Set[int] = set()
         for name, callers in sorted(proven.items()):
             entry = writers.get(name)
             if entry is None or not entry["clean"]:
                 continue
             where = ", ".join(f"{path} line {line}" for path, line in callers)
+            through = "".join(f" (through `{v}`)" for v in entry.get("via", ()))
             for line in entry["lines"]:
                 node = by_line.get(line)
-                if node is None:
+                if node is None or line in done:
                     continue
+                done.add(line)
                 out.append(self._fill_finding(
                     ctx, node,
-                    f"`{name}` writes a float lr into the param groups of optimizers that are stepped inside a compiled region "
+                    f"`{name}`{through} writes a float lr into the param groups of optimizers that are stepped inside a compiled region "
                     f"and get a 0-d tensor lr ({where}): the float replaces the tensor and every new value recompiles; write it in place with `.fill_`",
                 ))
         return out
