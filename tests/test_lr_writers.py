@@ -422,3 +422,62 @@ def test_a_factory_that_also_reads_the_optimizer_is_no_forwarder(tmp_path):
     found = _project(tmp_path, {"main.py": OPEN_CLIP_MAIN.format(extra=""), "scheduler.py": reads})
     assert _safety(found, "scheduler.py") == []
     assert _safety(found, "main.py") == []
+
+
+# -- a helper that makes the lr a tensor (open_clip's tensorize_learning_rate) ----------
+
+TENSORIZE = """
+
+def tensorize_learning_rate(optimizer, device):
+    for param_group in optimizer.param_groups:
+        lr = param_group["lr"]
+        if isinstance(lr, torch.Tensor):
+            lr = lr.detach().to(device=device)
+        else:
+            lr = torch.tensor(float(lr), device=device)
+        param_group["lr"] = lr
+"""
+
+
+def _tensorized_main(target: str) -> str:
+    main = OPEN_CLIP_MAIN.format(extra="").replace("from scheduler import cosine_lr\n", "from scheduler import cosine_lr, tensorize_learning_rate\n")
+    return main.replace("scheduler = cosine_lr(", f"other = torch.optim.SGD(model.parameters(), lr=0.1)\ntensorize_learning_rate({target}, torch.device('cpu'))\nscheduler = cosine_lr(")
+
+
+def test_an_optimizer_handed_to_a_tensorizer_of_another_module_has_no_float_lr(tmp_path):
+    """open_clip's own cure (3650e7b): `tensorize_learning_rate(optimizer,
+    device)` right after the constructor makes every group's lr a tensor, so
+    there is nothing to report, and the helper is no lr writer (no evidence,
+    no `.fill_`)."""
+    aware = OPEN_CLIP_SCHEDULER.replace("import math\n", "import math\n\nimport torch\n").replace(
+        '        param_group["lr"] = new_lr\n',
+        '        lr = param_group["lr"]\n        if isinstance(lr, torch.Tensor):\n            lr.fill_(new_lr)\n        else:\n            param_group["lr"] = new_lr\n',
+    )
+    found = _project(tmp_path, {"main.py": _tensorized_main("optimizer"), "scheduler.py": aware + TENSORIZE})
+    assert _safety(found, "main.py") == [] and _safety(found, "scheduler.py") == []
+
+
+def test_a_tensorized_lr_that_a_float_write_replaces_is_still_found(tmp_path):
+    """Tensorized, then handed to a schedule whose helper writes a float
+    (not tensor-aware): the float replaces the tensor, so the finding stays,
+    and the cure is the helper's `.fill_`."""
+    scheduler = OPEN_CLIP_SCHEDULER.replace("import math\n", "import math\n\nimport torch\n") + TENSORIZE
+    found = _project(tmp_path, {"main.py": _tensorized_main("optimizer"), "scheduler.py": scheduler})
+    assert _safety(found, "main.py") != []
+
+
+def test_a_tensorizer_given_another_optimizer_changes_nothing(tmp_path):
+    """The helper made another optimizer's lr a tensor: the compiled one's is
+    still a float that the schedule changes."""
+    scheduler = OPEN_CLIP_SCHEDULER.replace("import math\n", "import math\n\nimport torch\n") + TENSORIZE
+    found = _project(tmp_path, {"main.py": _tensorized_main("other"), "scheduler.py": scheduler})
+    assert Safety.SAFE in _safety(found, "main.py") or Safety.UNSAFE in _safety(found, "main.py")
+
+
+def test_a_helper_that_may_write_a_float_is_no_tensorizer(tmp_path):
+    """Without the else branch the name may still hold the float it read:
+    the helper writes a float there, so it makes nothing a tensor."""
+    partial = TENSORIZE.replace("        else:\n            lr = torch.tensor(float(lr), device=device)\n", "")
+    scheduler = OPEN_CLIP_SCHEDULER.replace("import math\n", "import math\n\nimport torch\n") + partial
+    found = _project(tmp_path, {"main.py": _tensorized_main("optimizer"), "scheduler.py": scheduler})
+    assert _safety(found, "main.py") != []

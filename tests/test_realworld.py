@@ -157,14 +157,10 @@ NOT_FOUND = {
 
 #: programs that get a default finding they should not get
 EXTRA_FINDING: dict = {
-    # constant-width slices, intent comments, a raised limit,
+    # none left: constant-width slices, intent comments, a raised limit,
     # disable_cache_limit(), tensors already, bounded warm-up and mark_static
-    # give no default FR001 finding, and `dynamic=<variable>` is --unproven only
-    "neg_cosine_lr_tensorized_cross_module": (
-        "FR004 does not know that a helper whose every lr write is a tensor (open_clip's "
-        "`tensorize_learning_rate`) makes the lr a tensor: it takes the helper for an lr writer "
-        "(the evidence) and the optimizer for one with a float lr"
-    ),
+    # give no default FR001 finding, `dynamic=<variable>` is --unproven only,
+    # and an lr made a tensor by a helper (open_clip's `tensorize_learning_rate`) no FR004
 }
 
 #: positives whose expected fix (kind given by `fix=`) is not offered as such

@@ -9,8 +9,10 @@ a :class:`~codemods.analysis.project.ProjectFact`); each file's facts come
 from the rule's own look at it (``index_facts``: the module's lr writers, and
 the optimizers it passes to code of other modules, its factories, and the
 optimizers it gets from factories of other modules); this module proves them
-over the run.  Index tables: ``lr_writers`` ((root, module) -> {writer: True},
-proven or not: an optimizer passed to one has an lr that changes),
+over the run.  Index tables: ``lr_writers`` ((root, module) -> {writer:
+{"fills": whether it writes a float it would fill}}, proven or not: an
+optimizer passed to one has an lr that changes), ``lr_tensorizers`` ((root,
+module) -> {function: {"param", "index"}}: it makes an lr a tensor),
 ``lr_proven`` ((root, module) -> {writer: its callers as (module, line of
 the optimizer)}) and ``lr_factories`` ((root, module) -> {class or function:
 {method ("" for a function): its users as (module, line of the optimizer)}}).
@@ -71,6 +73,9 @@ def valid(lr) -> bool:
                 return False
             if not all(isinstance(v, str) for v in entry.get("via", ())):
                 return False
+        for entry in lr.get("tensorizers", {}).values():
+            if not (isinstance(entry["param"], str) and isinstance(entry["index"], int)):
+                return False
         for methods in lr.get("factories", {}).values():
             for entry in methods.values():
                 param = entry["lr_param"]
@@ -106,13 +111,18 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
     calls pass is handed only to proven writers, and no other file of the
     run mentions the writer (a call the index has not seen)."""
     _prove_factories(index, files, lr)
+    # functions that make an lr a tensor need no proof: an optimizer handed
+    # to one has no float lr left to guard on
+    tensorizers = {index.modules[path]: dict(facts["tensorizers"]) for path, facts in sorted(lr.items()) if facts and facts.get("tensorizers") and path in index.modules}
+    if tensorizers:
+        index.tables["lr_tensorizers"] = tensorizers
     writers: Dict[ModuleKey, Dict[str, dict]] = {}
     for path, facts in lr.items():
         if facts and facts.get("writers") and path in index.modules:
             writers[index.modules[path]] = facts["writers"]
     if not writers:
         return
-    index.tables["lr_writers"] = {key: dict.fromkeys(sorted(found), True) for key, found in sorted(writers.items())}
+    index.tables["lr_writers"] = {key: {name: {"fills": bool(found[name]["lines"])} for name in sorted(found)} for key, found in sorted(writers.items())}
     callers: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
     bad: set = set()
     for path, facts in sorted(lr.items()):

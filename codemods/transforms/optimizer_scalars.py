@@ -279,6 +279,79 @@ def _tensor_test(ctx, test: ast.AST) -> Optional[Tuple[ast.AST, bool]]:
     return None
 
 
+#: torch calls that make a new tensor of a number
+_TENSOR_MAKERS = frozenset(("torch.tensor", "torch.as_tensor", "torch.scalar_tensor", "torch.full"))
+#: tensor methods that keep a tensor a tensor
+_TENSOR_KEEPERS = frozenset(("detach", "to", "clone", "float", "double", "cpu", "cuda"))
+
+
+def _makes_tensor(ctx, value: ast.AST, stmt: ast.AST) -> bool:
+    """Is ``value``, bound or written by ``stmt``, a tensor: a call of a
+    torch tensor maker, or a chain of tensor methods (``.detach().to(d)``) on
+    a name that the ``if`` around ``stmt`` tests to be a tensor?"""
+    if not isinstance(value, ast.Call):
+        return False
+    if ctx.model.qualified_names(value.func) & _TENSOR_MAKERS:
+        return True
+    chain = value
+    while isinstance(chain, ast.Call) and isinstance(chain.func, ast.Attribute) and chain.func.attr in _TENSOR_KEEPERS:
+        chain = chain.func.value
+    if not (isinstance(chain, ast.Name) and chain is not value):
+        return False
+    child: ast.AST = stmt
+    for anc in ctx.source.ancestors(stmt):
+        if isinstance(anc, ast.If) and any(child is body for body in anc.body):
+            found = _tensor_test(ctx, anc.test)
+            return found is not None and found[1] and isinstance(found[0], ast.Name) and found[0].id == chain.id
+        if isinstance(anc, _DEFS + (ast.Lambda, ast.ClassDef, ast.Module)):
+            return False
+        child = anc
+    return False
+
+
+def _tensor_written(ctx, stmt: ast.Assign) -> bool:
+    """Does ``g["lr"] = v`` write a tensor: ``v`` a tensor maker's call, or
+    a name whose last binding before the write, in its block, is one, or an
+    ``if`` whose both branches end by binding it to one (open_clip's
+    ``tensorize_learning_rate``: ``lr.detach().to(device)`` if it is a tensor,
+    else ``torch.tensor(float(lr), device=device)``)?"""
+    value = stmt.value
+    if isinstance(value, ast.Call):
+        return _makes_tensor(ctx, value, stmt)
+    if not isinstance(value, ast.Name):
+        return False
+    return _binds_tensor_before(ctx, stmt, value.id)
+
+
+def _binds_tensor_before(ctx, stmt: ast.AST, name: str) -> bool:
+    """Is the last statement before ``stmt`` in its block that binds
+    ``name`` one that binds it to a tensor (:func:`_binds_tensor`)?"""
+    parent = ctx.source.parent(stmt)
+    for field_name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field_name, None)
+        if isinstance(block, list) and any(stmt is s for s in block):
+            at = next(i for i, s in enumerate(block) if s is stmt)
+            for prev in reversed(block[:at]):
+                if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in walk(prev)):
+                    return _binds_tensor(ctx, prev, name)
+            return False
+    return False
+
+
+def _binds_tensor(ctx, stmt: ast.AST, name: str) -> bool:
+    """Does ``stmt`` leave ``name`` bound to a tensor on every path: ``name
+    = <tensor>``, or an ``if``/``else`` each of whose branches ends so?"""
+    if isinstance(stmt, ast.Assign):
+        return len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name and _makes_tensor(ctx, stmt.value, stmt)
+    if isinstance(stmt, ast.If) and stmt.body and stmt.orelse:
+        for block in (stmt.body, stmt.orelse):
+            last = next((s for s in reversed(block) if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in walk(s))), None)
+            if last is None or not _binds_tensor(ctx, last, name):
+                return False
+        return True
+    return False
+
+
 def _fill(target: cst.CSTNode):
     """``x["lr"] = v`` -> ``x["lr"].fill_(v)``."""
     assert isinstance(target, cst.Assign)
@@ -288,7 +361,7 @@ def _fill(target: cst.CSTNode):
 
 
 #: FR004's scratch entries that depend on neither the settings nor the index
-_SHARED = frozenset(("fr004_by_call", "fr004_built", "fr004_write_reach", "fr004_store_reach", "fr004_lr_stores", "fr004_lr_assigns", "fr004_lr_reads", "fr004_passed", "fr004_text", "fr004_writers", "fr004_fill_edits"))
+_SHARED = frozenset(("fr004_by_call", "fr004_built", "fr004_write_reach", "fr004_store_reach", "fr004_lr_stores", "fr004_lr_stores_all", "fr004_tensorizers", "fr004_lr_assigns", "fr004_lr_reads", "fr004_passed", "fr004_text", "fr004_writers", "fr004_fill_edits"))
 
 
 def index_facts(source) -> Optional[dict]:
@@ -303,8 +376,10 @@ def index_facts(source) -> Optional[dict]:
     passes: dict = {}
     rule = OptimizerScalars()
     ctx = FileContext(source.path, source.display_path, Settings(), None, source)
+    tensorizers: Dict[str, dict] = {}
     if b"param_groups" in data:
         writers = rule._writers(ctx)
+        tensorizers = rule._tensorizers(ctx)
     factories: Dict[str, dict] = {}
     uses: List[dict] = []
     if b"optim" in data and b"step" in data:
@@ -315,9 +390,11 @@ def index_facts(source) -> Optional[dict]:
     # what does not depend on the settings or the index is kept for the
     # rule's own run on this parse (the first look)
     source.__dict__["_fr004_shared"] = {k: v for k, v in ctx.cache.items() if k in _SHARED}
-    if not writers and not passes and not factories and not uses:
+    if not writers and not passes and not factories and not uses and not tensorizers:
         return None
     found: dict = {"writers": writers, "passes": passes}
+    if tensorizers:
+        found["tensorizers"] = tensorizers
     if factories:
         found["factories"] = factories
     if uses:
@@ -452,6 +529,12 @@ index (above) is the exception. The proof covers the files of the run: a file
 outside it that passes a float-lr optimizer to the writer would meet `.fill_`
 on a float, so run the tool over the whole project.
 
+An optimizer handed to a function that makes its lr a tensor (every
+`["lr"] = v` there writes a tensor: `torch.tensor(...)`, or a name bound
+so on every path, as open_clip's `tensorize_learning_rate`), of this module
+or of another of the run, has no float lr to guard on: not reported, unless
+a float write reaches it afterwards (then the cure is that write's `.fill_`).
+
 Adam/AdamW with `foreach=True` reject a tensor lr unless `capturable=True`,
 and `capturable=True` raises on CPU parameters (AssertionError in an eager
 step, measured on 2.13), so it is never added. With `capturable=True` already
@@ -481,6 +564,15 @@ step), while the step compiled by the default inductor backend is as fast
         (
             "import torch\nfrom model import GPT\nmodel = torch.compile(GPT())\noptimizer = model.configure_optimizers(0.1, 6e-4)\n"
             "for it in range(10):\n    for g in optimizer.param_groups:\n        g['lr'] = 6e-4 * (1 - it / 10)\n    optimizer.step()\n"
+        ),
+        # made a tensor by a helper after the constructor (open_clip's
+        # tensorize_learning_rate, 3650e7b), its schedule tensor-aware
+        (
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.Adam(m.parameters(), lr=0.01)\n"
+            "def tensorize(o):\n    for g in o.param_groups:\n        g['lr'] = torch.tensor(g['lr'])\n"
+            "def set_lr(o, v):\n    for g in o.param_groups:\n        lr = g['lr']\n        if isinstance(lr, torch.Tensor):\n"
+            "            lr.fill_(v)\n        else:\n            g['lr'] = v\n"
+            "tensorize(opt)\n@torch.compile\ndef f():\n    opt.step()\nfor i in range(3):\n    set_lr(opt, 0.01 / (i + 1))\n    f()\n"
         ),
         # nothing changes the lr (pytorch/examples' rpc pipeline: measured 1 graph over 23 steps)
         (
@@ -621,6 +713,7 @@ step), while the step compiled by the default inductor backend is as fast
             return elsewhere
         self._mark_stepped(ctx, built)
         region = [b for b in built if b.kind == "optimizer" and (b.stepped_at is not None or any(s.stepped_at is not None for s in b.schedulers))]
+        region = [b for b in region if not self._tensorized(ctx, b)]
         if not region:
             return elsewhere
         reach = self._write_reach(ctx)
@@ -1503,6 +1596,45 @@ step), while the step compiled by the default inductor backend is as fast
             out.append((call, skip))
         return out
 
+    def _tensorized(self, ctx, b: _Built) -> bool:
+        """Is ``b`` passed, at its slot, to a function that makes its lr a
+        tensor (:meth:`_tensorizers`, of this module or, through the project
+        index, of another)?  Its lr is then no float to guard on."""
+        if any(b in reached for reached, _ in self._write_reach(ctx).values()):
+            return False  # a float written after it: the cure is that write's `.fill_`
+        escapes = self._escapes(ctx, b)  # also fills the calls that pass names on
+        project = ctx.project
+        if project is not None and project.table("lr_writers"):
+            for call in escapes:
+                for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
+                    hit = project.lookup("lr_writers", ctx.path, q)
+                    if hit is not None and hit[1].get("fills"):
+                        return False  # likewise, in a writer of another module
+        local = self._tensorizers(ctx) if b"param_groups" in ctx.source.data else {}
+        project = project if project is not None and project.table("lr_tensorizers") else None
+        for call, target in ctx.cache["fr004_passed"]:
+            if target is not b:
+                continue
+            entry = None
+            if isinstance(call.func, ast.Name) and call.func.id in local:
+                bindings = ctx.model.scopes.bindings_of(call.func)
+                if len(bindings) == 1 and bindings[0].kind == "def" and isinstance(ctx.source.parent(bindings[0].node), ast.Module):
+                    entry = local[call.func.id]
+            elif project is not None:
+                for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
+                    hit = project.lookup("lr_tensorizers", ctx.path, q)
+                    if hit is not None:
+                        entry = hit[1]
+                        break
+            if entry is None:
+                continue
+            at = entry["index"]
+            arg = call.args[at] if 0 <= at < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: at + 1]) else next(
+                (kw.value for kw in call.keywords if kw.arg == entry["param"]), None)
+            if arg is not None and self._resolve(ctx, arg) is b:
+                return True
+        return False
+
     def _escapes(self, ctx, b: _Built) -> List[ast.Call]:
         """The calls that pass ``b`` to code not visible here (not torch's,
         not a builtin, not a function or class of this module), in source order."""
@@ -1531,10 +1663,45 @@ step), while the step compiled by the default inductor backend is as fast
         """Every ``x["lr"] = v`` statement (one target), in source order."""
         found = ctx.cache.get("fr004_lr_stores")
         if found is None:
-            found = ctx.cache["fr004_lr_stores"] = _source_order(
+            found = ctx.cache["fr004_lr_stores"] = [n for n in self._lr_stores_all(ctx) if not _tensor_written(ctx, n)]
+        return found
+
+    def _lr_stores_all(self, ctx) -> List[ast.Assign]:
+        """Every ``x["lr"] = v`` statement (one target), in source order, a
+        tensor written too."""
+        found = ctx.cache.get("fr004_lr_stores_all")
+        if found is None:
+            found = ctx.cache["fr004_lr_stores_all"] = _source_order(
                 n for n in ctx.source.nodes(ast.Assign)
                 if len(n.targets) == 1 and self._lr_key(ctx, n.targets[0]) is not None  # type: ignore[attr-defined]
             )
+        return found
+
+    def _tensorizers(self, ctx) -> Dict[str, dict]:
+        """The module's functions that make an optimizer's lr a tensor (open_clip's
+        ``tensorize_learning_rate(optimizer, device)``): module-level function
+        name -> {"param", "index"}, when every ``["lr"] = v`` write of the
+        function writes a tensor into the param groups of that parameter (see
+        :func:`_tensor_written`) and there is at least one.  JSON-ready."""
+        found = ctx.cache.get("fr004_tensorizers")
+        if found is not None:
+            return found
+        found = {}
+        bad: Set[str] = set()
+        for node in self._lr_stores_all(ctx):
+            groups = self._groups_of(ctx, node)
+            root = self._param_root(ctx, groups) if groups is not None else None
+            fn = root[0] if root is not None else ctx.source.enclosing(node, _DEFS)
+            if fn is None or not isinstance(ctx.source.parent(fn), ast.Module):
+                continue
+            name = fn.name  # type: ignore[attr-defined]
+            if root is None or not _tensor_written(ctx, node) or (name in found and found[name]["param"] != root[1].arg):
+                bad.add(name)
+                continue
+            found[name] = {"param": root[1].arg, "index": _position(fn, root[1], 0)}
+        for name in bad:
+            found.pop(name, None)
+        ctx.cache["fr004_tensorizers"] = found
         return found
 
     def _lr_assigns(self, ctx) -> List[ast.Assign]:
@@ -1616,6 +1783,9 @@ step), while the step compiled by the default inductor backend is as fast
                     continue
                 if self._tensor_aware_read(ctx, node, parent):
                     continue
+                fn = source.enclosing(node, _DEFS)
+                if fn is not None and fn.name in self._tensorizers(ctx) and isinstance(source.parent(fn), ast.Module):  # type: ignore[attr-defined]
+                    continue  # read to be made a tensor
                 lines.append(node.lineno)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get_last_lr", "get_lr"):
                 lines.append(node.lineno)
