@@ -446,3 +446,110 @@ def test_a_helper_that_may_write_a_float_is_no_tensorizer(tmp_path):
     scheduler = OPEN_CLIP_SCHEDULER.replace("import math\n", "import math\n\nimport torch\n") + partial
     found = _project(tmp_path, {"main.py": _tensorized_main("optimizer"), "scheduler.py": scheduler})
     assert _safety(found, "main.py") != []
+
+
+# -- an optimizer stepped compiled by a training loop of another module ------------------
+
+LOOP = """
+import torch
+
+
+def make_train_step(model, optimizer):
+    def train_step(batch):
+        optimizer.zero_grad()
+        loss = model(batch).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return train_step
+
+
+def train(model, optimizer, scheduler, batches):
+    step_fn = {compile}(make_train_step(model, optimizer))
+    for batch in batches:
+        scheduler.step(){extra}
+        step_fn(batch)
+"""
+
+LOOP_MAIN = """
+import torch
+
+from loop import train
+
+model = torch.nn.Linear(8, 1)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.9)
+train(model, optimizer, scheduler, [torch.randn(4, 8) for _ in range(10)])
+"""
+
+
+def test_an_optimizer_stepped_compiled_by_a_loop_of_another_module_is_found(tmp_path):
+    """`train(model, optimizer, ...)` of another module hands the optimizer to
+    a factory whose returned closure is compiled and steps it: the optimizer
+    is stepped inside a compiled region, and, the loop doing nothing else
+    with it, the constructor's fix is safe."""
+    found = _project(tmp_path, {"main.py": LOOP_MAIN, "loop.py": LOOP.format(compile="torch.compile", extra="")})
+    assert _safety(found, "main.py") == [Safety.SAFE]
+    assert b"lr=torch.tensor(1e-3)" in found["main.py"][1]
+
+
+def test_a_loop_that_also_reads_the_lr_makes_the_fix_unsafe(tmp_path):
+    extra = "\n        print(optimizer.param_groups[0]['lr'])"
+    found = _project(tmp_path, {"main.py": LOOP_MAIN, "loop.py": LOOP.format(compile="torch.compile", extra=extra)})
+    assert _safety(found, "main.py") == [Safety.UNSAFE]
+
+
+def test_a_loop_that_steps_eagerly_is_no_stepper(tmp_path):
+    found = _project(tmp_path, {"main.py": LOOP_MAIN, "loop.py": LOOP.format(compile="", extra="")})
+    assert _safety(found, "main.py") == []
+
+
+def test_an_optimizer_held_by_a_dataclass_field_is_followed(tmp_path):
+    """open_clip's tree: the optimizer goes into `TrainState(optimizer=...)`,
+    `train_one_epoch(state)` compiles `_make_train_step(state.optimizer)`:
+    found; the fix stays unsafe (the dataclass is other code that holds it)."""
+    loop = """
+    from dataclasses import dataclass
+    from typing import Any, Optional
+
+    import torch
+
+
+    @dataclass
+    class TrainState:
+        task: Any
+        optimizer: Optional[torch.optim.Optimizer] = None
+        scheduler: Any = None
+
+
+    def _make_train_step(task, optimizer):
+        def train_step(batch):
+            optimizer.zero_grad()
+            task(batch).sum().backward()
+            optimizer.step()
+
+        return train_step
+
+
+    def train_one_epoch(state, batches):
+        train_step = torch.compile(_make_train_step(state.task, state.optimizer))
+        for i, batch in enumerate(batches):
+            state.scheduler.step()
+            train_step(batch)
+    """
+    main = """
+    import torch
+
+    from loop import TrainState, train_one_epoch
+
+    task = torch.nn.Linear(8, 1)
+    optimizer = torch.optim.AdamW(task.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.9)
+    state = TrainState(task=task, optimizer=optimizer, scheduler=scheduler)
+    train_one_epoch(state, [torch.randn(4, 8) for _ in range(10)])
+    """
+    found = _project(tmp_path, {"main.py": main, "loop.py": loop})
+    assert _safety(found, "main.py") == [Safety.UNSAFE]
+    other = main.replace("state = TrainState(task=task, optimizer=optimizer, scheduler=scheduler)", "state = TrainState(task=task, scheduler=scheduler)")
+    assert _safety(_project(tmp_path, {"main.py": other, "loop.py": loop}), "main.py") == []

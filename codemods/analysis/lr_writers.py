@@ -13,6 +13,9 @@ over the run.  Index tables: ``lr_writers`` ((root, module) -> {writer:
 {"fills": whether it writes a float it would fill}}, proven or not: an
 optimizer passed to one has an lr that changes), ``lr_tensorizers`` ((root,
 module) -> {function: {"param", "index"}}: it makes an lr a tensor),
+``lr_steppers`` ((root, module) -> {function: {"param", "index", "field",
+"clean"}}: it steps the optimizer it gets, or that the field of what it gets
+holds, inside a compiled region),
 ``lr_proven`` ((root, module) -> {writer: its callers as (module, line of
 the optimizer)}) and ``lr_factories`` ((root, module) -> {class or function:
 {method ("" for a function): its users as (module, line of the optimizer)}}).
@@ -22,18 +25,20 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from .project import ModuleKey, ProjectIndex, _absolute, _resolve_in, module_token
+from .project import LATER, ModuleKey, ProjectIndex, _absolute, _resolve_in, module_token
 
 
 def later(data: bytes) -> bool:
     """Are these the bytes of a file whose FR004 facts wait: they rule a
     compile site out (:func:`codemods.analysis.mentions.mentions_compile`)
-    but the file writes ``param_groups`` (an lr writer, maybe) or returns
-    an optimizer (a factory, maybe)?  Its writers and factories matter only
-    to a file that passes an optimizer to them or gets one from them."""
+    but the file mentions ``optim`` (it may write ``param_groups``, return
+    an optimizer, or build one and hand it to a training loop)?  Its facts
+    matter only to a file that passes an optimizer to it or gets one from
+    it, and, when some module steps an optimizer it is given, to that one:
+    the file may hand it one (:func:`wanted`)."""
     from .mentions import mentions_compile
 
-    return (b"param_groups" in data or (b"optim" in data and b"return" in data)) and not mentions_compile(data)
+    return b"optim" in data and not mentions_compile(data)
 
 
 def wanted(found: Dict[str, Optional[object]], key_of: Callable[[str], ModuleKey]) -> set:
@@ -42,6 +47,11 @@ def wanted(found: Dict[str, Optional[object]], key_of: Callable[[str], ModuleKey
     can matter."""
     callers: Dict[str, ModuleKey] = {}
     out = set()
+    if any(isinstance(facts, dict) and facts.get("steppers") for facts in found.values()):
+        # a module that steps an optimizer it is given, compiled: any waiting
+        # file may build one and hand it over (open_clip's main.py), so all
+        # are read
+        out |= {key_of(path)[1] for path, facts in found.items() if facts == LATER}
     for path, facts in found.items():
         optimizers = (facts.get("passes") or {}).get("optimizers") if isinstance(facts, dict) else None
         uses = facts.get("factory_uses") if isinstance(facts, dict) else None
@@ -72,6 +82,9 @@ def valid(lr) -> bool:
             if not all(isinstance(k, str) and isinstance(i, int) for k, i in entry["keys"]) or not all(isinstance(n, int) for n in entry["lines"]):
                 return False
             if not all(isinstance(v, str) for v in entry.get("via", ())):
+                return False
+        for entry in lr.get("steppers", {}).values():
+            if not (isinstance(entry["param"], str) and isinstance(entry["index"], int) and isinstance(entry["field"], str) and isinstance(entry["clean"], bool)):
                 return False
         for entry in lr.get("tensorizers", {}).values():
             if not (isinstance(entry["param"], str) and isinstance(entry["index"], int)):
@@ -116,6 +129,11 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
     tensorizers = {index.modules[path]: dict(facts["tensorizers"]) for path, facts in sorted(lr.items()) if facts and facts.get("tensorizers") and path in index.modules}
     if tensorizers:
         index.tables["lr_tensorizers"] = tensorizers
+    # functions that step an optimizer they get inside a compiled region (a
+    # training loop or a train-step factory of another module)
+    steppers = {index.modules[path]: dict(facts["steppers"]) for path, facts in sorted(lr.items()) if facts and facts.get("steppers") and path in index.modules}
+    if steppers:
+        index.tables["lr_steppers"] = steppers
     writers: Dict[ModuleKey, Dict[str, dict]] = {}
     for path, facts in lr.items():
         if facts and facts.get("writers") and path in index.modules:

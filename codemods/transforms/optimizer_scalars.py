@@ -361,7 +361,7 @@ def _fill(target: cst.CSTNode):
 
 
 #: FR004's scratch entries that depend on neither the settings nor the index
-_SHARED = frozenset(("fr004_by_call", "fr004_built", "fr004_write_reach", "fr004_store_reach", "fr004_lr_stores", "fr004_lr_stores_all", "fr004_tensorizers", "fr004_lr_assigns", "fr004_lr_reads", "fr004_passed", "fr004_text", "fr004_writers", "fr004_fill_edits"))
+_SHARED = frozenset(("fr004_by_call", "fr004_built", "fr004_write_reach", "fr004_store_reach", "fr004_lr_stores", "fr004_lr_stores_all", "fr004_tensorizers", "fr004_steppers", "fr004_stepped", "fr004_lr_assigns", "fr004_lr_reads", "fr004_passed", "fr004_text", "fr004_writers", "fr004_fill_edits"))
 
 
 def index_facts(source) -> Optional[dict]:
@@ -382,17 +382,22 @@ def index_facts(source) -> Optional[dict]:
         tensorizers = rule._tensorizers(ctx)
     factories: Dict[str, dict] = {}
     uses: List[dict] = []
+    steppers: Dict[str, dict] = {}
     if b"optim" in data and b"step" in data:
         passes = rule._passes_out(ctx)
         uses = rule._factory_uses(ctx)
+    if b"step" in data and b"compile" in data:
+        steppers = rule._steppers(ctx)
     if b"optim" in data and b"return" in data:
         factories = rule._factories(ctx)
     # what does not depend on the settings or the index is kept for the
     # rule's own run on this parse (the first look)
     source.__dict__["_fr004_shared"] = {k: v for k, v in ctx.cache.items() if k in _SHARED}
-    if not writers and not passes and not factories and not uses and not tensorizers:
+    if not writers and not passes and not factories and not uses and not tensorizers and not steppers:
         return None
     found: dict = {"writers": writers, "passes": passes}
+    if steppers:
+        found["steppers"] = steppers
     if tensorizers:
         found["tensorizers"] = tensorizers
     if factories:
@@ -528,6 +533,17 @@ a `.fill_` of this fix fail. A writer in another module proven by the project
 index (above) is the exception. The proof covers the files of the run: a file
 outside it that passes a float-lr optimizer to the writer would meet `.fill_`
 on a float, so run the tool over the whole project.
+
+An optimizer handed to a function of another module of the run that steps
+it inside a compiled region is stepped there too: a training loop
+`train(model, optimizer, ...)` that compiles the closure a factory returns
+(`make_train_step(model, optimizer)`), also through a field of what it is
+handed (open_clip's `train_one_epoch(state)` compiling
+`_make_train_step_no_accum_no_scaler(state.task, state.optimizer, ...)`,
+`state = TrainState(optimizer=optimizer)` here). The constructor's fix is
+safe only when that module does nothing else with it (`.step()`,
+`.zero_grad()`, handed to another such function) and writes and reads no
+lr; otherwise unsafe, as for any code the optimizer is passed to.
 
 An optimizer handed to a function that makes its lr a tensor (every
 `["lr"] = v` there writes a tensor: `torch.tensor(...)`, or a name bound
@@ -705,8 +721,8 @@ step), while the step compiled by the default inductor backend is as fast
             for key, value in shared.items():
                 ctx.cache.setdefault(key, value)
         model = ctx.model
-        if not model.compile_sites:  # early exit before walking the module
-            return []
+        if not model.compile_sites and not (ctx.project is not None and ctx.project.table("lr_steppers")):
+            return []  # early exit before walking the module: nothing here is stepped compiled
         built = self._constructions(ctx)
         elsewhere = self._built_elsewhere(ctx) if b"param_groups" in ctx.source.data else []
         if not built:
@@ -1211,8 +1227,64 @@ step), while the step compiled by the default inductor backend is as fast
     def _mark_stepped(self, ctx, built: List[_Built]) -> None:
         for receiver, line in self._stepped(ctx):
             b = self._resolve(ctx, receiver)
-            if b is not None and b.stepped_at is None:
-                b.stepped_at = line
+            # a parameter (a factory's `optimizer`, stepped by the closure it
+            # returns): the optimizers its function's calls pass
+            reached = (b,) if b is not None else sorted(self._reaching(ctx, receiver, 0)[0], key=lambda o: (o.call.lineno, o.call.col_offset))
+            for b in reached:
+                if b.stepped_at is None:
+                    b.stepped_at = line
+        project = ctx.project
+        if project is None or not project.table("lr_steppers"):
+            return
+        for b in built:  # handed to a function of another module that steps it compiled
+            if b.kind != "optimizer" or b.stepped_at is not None:
+                continue
+            hit = self._stepper_call(ctx, b)
+            if hit is not None:
+                call, name, module = hit
+                b.stepped_at = call.lineno
+                b.stepped_elsewhere = f"by `{name}` of module `{module}`, given it on line {call.lineno}"
+
+    def _stepper_call(self, ctx, b: _Built, clean: bool = False) -> Optional[Tuple[ast.Call, str, str]]:
+        """(call, function, module) of the first call here that hands ``b``, at
+        its slot, to a function of another module that steps it inside a
+        compiled region (project index ``lr_steppers``; with ``clean``, one
+        that does nothing else with it)."""
+        project = ctx.project
+        if project is None or not project.table("lr_steppers"):
+            return None
+        names = ctx.cache.get("fr004_stepper_names")
+        if names is None:
+            names = ctx.cache["fr004_stepper_names"] = {name for found in project.table("lr_steppers").values() for name in found}
+        for call in _source_order(ctx.source.nodes(ast.Call)):
+            func = call.func
+            if (func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None) not in names:
+                continue
+            for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
+                hit = project.lookup("lr_steppers", ctx.path, q)
+                if hit is None or (clean and not hit[1]["clean"]):
+                    continue
+                entry = hit[1]
+                at = entry["index"]
+                arg = call.args[at] if 0 <= at < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: at + 1]) else next(
+                    (kw.value for kw in call.keywords if kw.arg == entry["param"]), None)
+                if arg is not None and entry["field"]:
+                    arg = self._field_value(ctx, arg, entry["field"])
+                if arg is not None and self._resolve(ctx, arg) is b:
+                    return call, q.rpartition(".")[2], hit[0][1]
+        return None
+
+    @staticmethod
+    def _field_value(ctx, holder: ast.AST, field: str) -> Optional[ast.AST]:
+        """What ``holder``, a name bound once to a call (``state =
+        TrainState(task=task, optimizer=optimizer)``), was given for
+        ``field`` by keyword; None otherwise."""
+        if not isinstance(holder, ast.Name):
+            return None
+        bindings = [b for b in ctx.model.scopes.bindings_of(holder) if b.kind != "del"]
+        if len(bindings) != 1 or bindings[0].kind not in ("assign", "annassign") or not isinstance(bindings[0].value, ast.Call):
+            return None
+        return next((kw.value for kw in bindings[0].value.keywords if kw.arg == field), None)
 
     # ---------------------------------------------------------------- values
     def _value(self, ctx, expr: ast.AST, depth: int = 0, detail: bool = True) -> Tuple[str, Optional[str]]:
@@ -1436,7 +1508,8 @@ step), while the step compiled by the default inductor backend is as fast
             unsafe.append(f"line {unknown[0].lineno} writes a float lr into param groups of an optimizer not visible here, which may be this one (the lr would be a float again{', and `.fill_` fail on it' if fills else ''})")
         fixable = ctx.cache.setdefault("fr004_fixable", {})
         fixable[b] = not unsafe
-        escape = next((c for c in self._escapes(ctx, b) if not self._proven_writer(ctx, c)), None)
+        stepper = self._stepper_call(ctx, b, clean=True)
+        escape = next((c for c in self._escapes(ctx, b) if not self._proven_writer(ctx, c) and not (stepper is not None and c is stepper[0])), None)
         if escape is not None:
             unsafe.append(f"the optimizer is passed to `{self._text(ctx).code(escape.func)}` (line {escape.lineno}), code not visible here: a float lr written there would replace the tensor{' (and `.fill_` fail on it)' if fills else ''}")
         message = f"{lead}; make it a 0-d tensor (`lr=torch.tensor(...)`)" if lr_fixed else f"{lead}; keep the tensor lr a tensor"
@@ -1676,6 +1749,70 @@ step), while the step compiled by the default inductor backend is as fast
                 if len(n.targets) == 1 and self._lr_key(ctx, n.targets[0]) is not None  # type: ignore[attr-defined]
             )
         return found
+
+    def _steppers(self, ctx) -> Dict[str, dict]:
+        """The module's functions that step an optimizer they are given inside
+        a compiled region: module-level function name -> {"param", "index",
+        "clean"}: its parameter reaches a compiled ``.step()`` (a factory whose
+        returned closure is compiled and steps it: ``make_train_step(model,
+        optimizer)``), or is handed on to such a function of this module
+        (``train(model, optimizer, ...)``).  "clean": the parameter is used
+        only so (``.step()``, ``.zero_grad()``, handed on) and the module
+        writes and reads no lr: a tensor lr given to it stays one.  JSON-ready."""
+        found = ctx.cache.get("fr004_steppers")
+        if found is not None:
+            return found
+        found = {}
+        #: function name -> (function, parameter, field of the parameter that holds the optimizer or "")
+        roots: Dict[str, Tuple[ast.AST, ast.arg, str]] = {}
+
+        def add(expr: Optional[ast.AST], field: str) -> Optional[Tuple[ast.AST, ast.arg, str]]:
+            if isinstance(expr, ast.Attribute) and not field and isinstance(expr.value, ast.Name):
+                expr, field = expr.value, expr.attr  # `state.optimizer`: a field of what the parameter holds
+            root = self._param_root(ctx, expr) if isinstance(expr, ast.Name) else None
+            if root is None or not isinstance(ctx.source.parent(root[0]), ast.Module) or root[0].name in roots:  # type: ignore[attr-defined]
+                return None
+            roots[root[0].name] = (root[0], root[1], field)  # type: ignore[attr-defined]
+            return roots[root[0].name]  # type: ignore[attr-defined]
+
+        todo = [r for r in (add(receiver, "") for receiver, _line in self._stepped(ctx)) if r is not None]
+        while todo:  # a function that hands its parameter (or what holds it) to a stepper steps it too
+            fn, param, field = todo.pop(0)
+            for call, skip in self._calls_of(ctx, fn) or ():
+                root = add(_bound_arg(call, fn, param, skip), field)
+                if root is not None:
+                    todo.append(root)
+        quiet = not self._lr_stores_all(ctx) and not self._lr_reads(ctx)
+        for name, (fn, param, field) in sorted(roots.items()):
+            clean = quiet and not field and self._only_stepped(ctx, fn, param, roots)
+            found[name] = {"param": param.arg, "index": _position(fn, param, 0), "field": field, "clean": clean}
+        ctx.cache["fr004_steppers"] = found
+        return found
+
+    def _only_stepped(self, ctx, fn: ast.AST, param: ast.arg, steppers: Dict[str, Tuple[ast.AST, ast.arg, str]]) -> bool:
+        """Is every load of ``param`` in ``fn`` (its closures too) the receiver
+        of ``.step()`` / ``.zero_grad()``, or the argument a stepper of this
+        module gets for its optimizer?"""
+        for ref in walk(fn):
+            if not (isinstance(ref, ast.Name) and ref.id == param.arg):
+                continue
+            bindings = ctx.model.scopes.bindings_of(ref) if isinstance(ref.ctx, ast.Load) else []
+            if not isinstance(ref.ctx, ast.Load) or len(bindings) != 1:
+                return False
+            if bindings[0].node is not param:
+                continue
+            parent = ctx.source.parent(ref)
+            if isinstance(parent, ast.Attribute) and parent.attr in ("step", "zero_grad"):
+                call = ctx.source.parent(parent)
+                if isinstance(call, ast.Call) and call.func is parent:
+                    continue
+                return False
+            if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in steppers:
+                callee, its, field = steppers[parent.func.id]
+                if not field and ctx.model.resolve_function(parent.func) is callee and _bound_arg(parent, callee, its, 0) is ref:
+                    continue
+            return False
+        return True
 
     def _tensorizers(self, ctx) -> Dict[str, dict]:
         """The module's functions that make an optimizer's lr a tensor (open_clip's
@@ -2056,7 +2193,9 @@ step), while the step compiled by the default inductor backend is as fast
         count, keywords, *args/**kwargs, line], ...]}, and for each callee
         whether every use of it here is one of these calls ("complete")."""
         self._check_module(ctx)
-        built = ctx.cache.get("fr004_built") or []
+        # a module with no compile site still passes its optimizers on (to a
+        # training loop of another module that may step them compiled)
+        built = ctx.cache.get("fr004_built") or (self._constructions(ctx) if not ctx.model.compile_sites else [])
         converted = ctx.cache.get("fr004_converted", set())
         results = ctx.cache.get("fr004_results", {})
         table = None
