@@ -923,3 +923,25 @@ def test_sigterm_stops_the_command_and_leaves_no_trace_folder(tmp_path):
     except ProcessLookupError:
         alive = False
     assert not alive, "the traced command is still running"
+
+
+def test_run_fix_cures_an_optimizer_stepped_by_a_loop_of_another_module(tmp_path):
+    """The optimizer is built in main.py and stepped by train.py's compiled
+    train step (tests/realworld/pos_train_loop_steps_compiled_cross_module):
+    the recompile is torch's `step` called from train.py, the cure FR004's
+    in main.py (its finding names train.py's compiled code)."""
+    folder = HERE / "realworld" / "pos_train_loop_steps_compiled_cross_module"
+    for name in ("main.py", "train.py"):
+        shutil.copy(folder / name, tmp_path / name)
+    proc = warm_python.cli_run(
+        check=False,
+        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert re.search(r"^step \(via .*\)\s+train\.py:9\s+2\s+no\s+optimizer hyperparameter .*FR004", out, re.MULTILINE), out
+    before, after = graphs(out, "total")
+    assert after < before, out
+    assert "lr=torch.tensor(1e-3)" in (tmp_path / "main.py").read_text()
+    assert (tmp_path / "train.py").read_text() == (folder / "train.py").read_text()

@@ -14,7 +14,7 @@ over the run.  Index tables: ``lr_writers`` ((root, module) -> {writer:
 optimizer passed to one has an lr that changes), ``lr_tensorizers`` ((root,
 module) -> {function: {"param", "index"}}: it makes an lr a tensor),
 ``lr_steppers`` ((root, module) -> {function: {"param", "index", "field",
-"clean"}}: it steps the optimizer it gets, or that the field of what it gets
+"clean", "compiled" (the first lines of the module's compiled functions)}}: it steps the optimizer it gets, or that the field of what it gets
 holds, inside a compiled region),
 ``lr_proven`` ((root, module) -> {writer: its callers as (module, line of
 the optimizer)}) and ``lr_factories`` ((root, module) -> {class or function:
@@ -84,7 +84,8 @@ def valid(lr) -> bool:
             if not all(isinstance(v, str) for v in entry.get("via", ())):
                 return False
         for entry in lr.get("steppers", {}).values():
-            if not (isinstance(entry["param"], str) and isinstance(entry["index"], int) and isinstance(entry["field"], str) and isinstance(entry["clean"], bool)):
+            if not (isinstance(entry["param"], str) and isinstance(entry["index"], int) and isinstance(entry["field"], str) and isinstance(entry["clean"], bool)
+                    and all(isinstance(n, int) for n in entry["compiled"])):
                 return False
         for entry in lr.get("tensorizers", {}).values():
             if not (isinstance(entry["param"], str) and isinstance(entry["index"], int)):

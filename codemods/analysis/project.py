@@ -75,8 +75,12 @@ class ProjectIndex:
         return self._homes[1].get(key)
 
     def call_tokens(self, keys) -> Tuple[Tuple[bytes, bytes], ...]:
-        """:attr:`names` of the compiled functions of the modules ``keys`` only."""
-        return tuple(sorted(module_token(name, key) for key in keys for name in self.compiled.get(key, ())))
+        """:attr:`names` of the modules ``keys`` only: their compiled
+        functions and their entries in the rules' tables (a training loop
+        that steps an optimizer it is given, compiled)."""
+        names = {module_token(name, key) for key in keys for name in self.compiled.get(key, ())}
+        names |= {module_token(name, key) for table in self.tables.values() for key in keys for name in table.get(key, ())}
+        return tuple(sorted(names))
 
     def prefilter_tokens(self, path: str) -> Tuple[Tuple[bytes, bytes], ...]:
         """Byte strings one of which a file of the run must contain for the

@@ -354,13 +354,17 @@ def match_file(
         if path is None:
             continue
         if _real(path) != real:
-            # a function compiled in another module, fed from this file
-            if not tr.is_library_file(entry.filename):
-                for cause in _match_causes(entry):
-                    for cure in tr.rule_cures(entry, cause):
-                        for index, f in enumerate(findings):
-                            if f.feeds_path and f.code == cure.code and index not in matched and entry.firstlineno in f.feeds and _real(f.feeds_path) == _real(path):
-                                matched[index] = Match(f, entry, cause)
+            # a function compiled in another module, fed from this file; or
+            # torch's own optimizer step called there (an optimizer built
+            # here and stepped by that module's compiled code)
+            internal = tr.is_library_file(entry.filename)
+            for cause in _match_causes(entry):
+                if internal and cause != tr.OPTIMIZER_LR:
+                    continue
+                for cure in tr.rule_cures(entry, cause):
+                    for index, f in enumerate(findings):
+                        if f.feeds_path and f.code == cure.code and index not in matched and (internal or entry.firstlineno in f.feeds) and _real(f.feeds_path) == _real(path):
+                            matched[index] = Match(f, entry, cause)
             continue
         internal = tr.is_library_file(entry.filename)
         library_spans = [

@@ -17,11 +17,11 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 
 from .._lazy import cst
 
-from ..analysis.compile_sites import dotted_name
+from ..analysis.compile_sites import def_first_lines, dotted_name
 from ..analysis.constants import number_kind
 from ..analysis import lr_writers
 from ..analysis.params import parameter_defaults, passed_argument
-from ..analysis.project import ProjectFact
+from ..analysis.project import ModuleKey, ProjectFact
 from ..findings import Edit, Finding, Safety
 from ..analysis.optim_table import (
     NEVER_TENSORIZE,
@@ -64,6 +64,10 @@ class _Built:
     #: where it is stepped compiled when that is in another module (an
     #: optimizer a factory of this module returns: "module `train` line 37")
     stepped_elsewhere: str = ""
+    #: stepped by a compiled function of another module: its file and the
+    #: lines its code objects start on (a trace's recompiles there match)
+    feeds_path: str = ""
+    feeds: Tuple[int, ...] = ()
     #: for schedulers: the optimizer construction they drive
     optimizer: Optional["_Built"] = None
     schedulers: List["_Built"] = field(default_factory=list)
@@ -1241,12 +1245,13 @@ step), while the step compiled by the default inductor backend is as fast
                 continue
             hit = self._stepper_call(ctx, b)
             if hit is not None:
-                call, name, module = hit
+                call, name, key, entry = hit
                 b.stepped_at = call.lineno
-                b.stepped_elsewhere = f"by `{name}` of module `{module}`, given it on line {call.lineno}"
+                b.stepped_elsewhere = f"by `{name}` of module `{key[1]}`, given it on line {call.lineno}"
+                b.feeds_path, b.feeds = project.path_of(key) or "", tuple(entry["compiled"])
 
-    def _stepper_call(self, ctx, b: _Built, clean: bool = False) -> Optional[Tuple[ast.Call, str, str]]:
-        """(call, function, module) of the first call here that hands ``b``, at
+    def _stepper_call(self, ctx, b: _Built, clean: bool = False) -> Optional[Tuple[ast.Call, str, ModuleKey, dict]]:
+        """(call, function, module, its entry) of the first call here that hands ``b``, at
         its slot, to a function of another module that steps it inside a
         compiled region (project index ``lr_steppers``; with ``clean``, one
         that does nothing else with it)."""
@@ -1271,7 +1276,7 @@ step), while the step compiled by the default inductor backend is as fast
                 if arg is not None and entry["field"]:
                     arg = self._field_value(ctx, arg, entry["field"])
                 if arg is not None and self._resolve(ctx, arg) is b:
-                    return call, q.rpartition(".")[2], hit[0][1]
+                    return call, q.rpartition(".")[2], hit[0], entry
         return None
 
     @staticmethod
@@ -1404,6 +1409,15 @@ step), while the step compiled by the default inductor backend is as fast
         )
 
     def _optimizer_findings(self, ctx, b: _Built, built: List[_Built]) -> List[Finding]:
+        """The findings about optimizer ``b``: each names the compiled code
+        of another module that steps it, when that is where (a trace's
+        recompiles there match them)."""
+        found = self._judge_optimizer(ctx, b, built)
+        if not b.feeds_path:
+            return found
+        return [f if f.feeds_path else dataclasses.replace(f, feeds=b.feeds, feeds_path=b.feeds_path) for f in found]
+
+    def _judge_optimizer(self, ctx, b: _Built, built: List[_Built]) -> List[Finding]:
         out: List[Finding] = []
         lead = self._lead(b)
         row = b.opt_row
@@ -1783,9 +1797,11 @@ step), while the step compiled by the default inductor backend is as fast
                 if root is not None:
                     todo.append(root)
         quiet = not self._lr_stores_all(ctx) and not self._lr_reads(ctx)
+        # the code objects a trace names for the step: every compiled function here
+        compiled = sorted({line for site in ctx.model.compile_sites if site.target_def is not None for line in def_first_lines(site.target_def)})
         for name, (fn, param, field) in sorted(roots.items()):
             clean = quiet and not field and self._only_stepped(ctx, fn, param, roots)
-            found[name] = {"param": param.arg, "index": _position(fn, param, 0), "field": field, "clean": clean}
+            found[name] = {"param": param.arg, "index": _position(fn, param, 0), "field": field, "clean": clean, "compiled": compiled}
         ctx.cache["fr004_steppers"] = found
         return found
 
