@@ -553,3 +553,14 @@ def test_an_optimizer_held_by_a_dataclass_field_is_followed(tmp_path):
     assert _safety(found, "main.py") == [Safety.UNSAFE]
     other = main.replace("state = TrainState(task=task, optimizer=optimizer, scheduler=scheduler)", "state = TrainState(task=task, scheduler=scheduler)")
     assert _safety(_project(tmp_path, {"main.py": other, "loop.py": loop}), "main.py") == []
+
+
+def test_a_loop_handing_the_optimizer_to_a_factory_that_uses_it_otherwise_is_not_clean(tmp_path):
+    """`train` only hands the optimizer on, but the factory it hands it to
+    also hands it to other code (`print`): the chain is not clean, the fix
+    unsafe."""
+    loop = LOOP.format(compile="torch.compile", extra="").replace(
+        "    def train_step(batch):\n", "    print(optimizer)\n\n    def train_step(batch):\n"
+    )
+    found = _project(tmp_path, {"main.py": LOOP_MAIN, "loop.py": loop})
+    assert _safety(found, "main.py") == [Safety.UNSAFE]

@@ -1767,12 +1767,16 @@ step), while the step compiled by the default inductor backend is as fast
     def _steppers(self, ctx) -> Dict[str, dict]:
         """The module's functions that step an optimizer they are given inside
         a compiled region: module-level function name -> {"param", "index",
-        "clean"}: its parameter reaches a compiled ``.step()`` (a factory whose
-        returned closure is compiled and steps it: ``make_train_step(model,
-        optimizer)``), or is handed on to such a function of this module
-        (``train(model, optimizer, ...)``).  "clean": the parameter is used
-        only so (``.step()``, ``.zero_grad()``, handed on) and the module
-        writes and reads no lr: a tensor lr given to it stays one.  JSON-ready."""
+        "field", "clean", "compiled"}: its parameter reaches a compiled
+        ``.step()`` (a factory whose returned closure is compiled and steps
+        it: ``make_train_step(model, optimizer)``), or is handed on to such a
+        function of this module (``train(model, optimizer, ...)``); with
+        "field", the optimizer is that field of what the parameter holds
+        (``state.optimizer``).  "clean": the parameter is used only so
+        (``.step()``, ``.zero_grad()``, handed on to clean ones) and the
+        module writes and reads no lr: a tensor lr given to it stays one.
+        "compiled": the first lines of the module's compiled functions (the
+        code objects a trace names).  JSON-ready."""
         found = ctx.cache.get("fr004_steppers")
         if found is not None:
             return found
@@ -1799,22 +1803,32 @@ step), while the step compiled by the default inductor backend is as fast
         quiet = not self._lr_stores_all(ctx) and not self._lr_reads(ctx)
         # the code objects a trace names for the step: every compiled function here
         compiled = sorted({line for site in ctx.model.compile_sites if site.target_def is not None for line in def_first_lines(site.target_def)})
+        #: name -> the steppers it hands the optimizer to, when it does nothing else with it
+        handed = {name: self._only_stepped(ctx, fn, param, roots) if quiet and not field else None for name, (fn, param, field) in roots.items()}
+        changed = True
+        while changed:  # clean only if every stepper it hands the optimizer to is clean
+            changed = False
+            for name, callees in handed.items():
+                if callees is not None and any(handed.get(c) is None for c in callees):
+                    handed[name] = None
+                    changed = True
         for name, (fn, param, field) in sorted(roots.items()):
-            clean = quiet and not field and self._only_stepped(ctx, fn, param, roots)
-            found[name] = {"param": param.arg, "index": _position(fn, param, 0), "field": field, "clean": clean, "compiled": compiled}
+            found[name] = {"param": param.arg, "index": _position(fn, param, 0), "field": field, "clean": handed[name] is not None, "compiled": compiled}
         ctx.cache["fr004_steppers"] = found
         return found
 
-    def _only_stepped(self, ctx, fn: ast.AST, param: ast.arg, steppers: Dict[str, Tuple[ast.AST, ast.arg, str]]) -> bool:
-        """Is every load of ``param`` in ``fn`` (its closures too) the receiver
-        of ``.step()`` / ``.zero_grad()``, or the argument a stepper of this
-        module gets for its optimizer?"""
+    def _only_stepped(self, ctx, fn: ast.AST, param: ast.arg, steppers: Dict[str, Tuple[ast.AST, ast.arg, str]]) -> Optional[Set[str]]:
+        """The steppers of this module ``fn`` hands ``param`` to, when every
+        load of ``param`` in ``fn`` (its closures too) is the receiver of
+        ``.step()`` / ``.zero_grad()`` or the argument such a stepper gets
+        for its optimizer; None when some load is anything else."""
+        out: Set[str] = set()
         for ref in walk(fn):
             if not (isinstance(ref, ast.Name) and ref.id == param.arg):
                 continue
             bindings = ctx.model.scopes.bindings_of(ref) if isinstance(ref.ctx, ast.Load) else []
             if not isinstance(ref.ctx, ast.Load) or len(bindings) != 1:
-                return False
+                return None
             if bindings[0].node is not param:
                 continue
             parent = ctx.source.parent(ref)
@@ -1822,13 +1836,14 @@ step), while the step compiled by the default inductor backend is as fast
                 call = ctx.source.parent(parent)
                 if isinstance(call, ast.Call) and call.func is parent:
                     continue
-                return False
+                return None
             if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in steppers:
                 callee, its, field = steppers[parent.func.id]
                 if not field and ctx.model.resolve_function(parent.func) is callee and _bound_arg(parent, callee, its, 0) is ref:
+                    out.add(parent.func.id)
                     continue
-            return False
-        return True
+            return None
+        return out
 
     def _tensorizers(self, ctx) -> Dict[str, dict]:
         """The module's functions that make an optimizer's lr a tensor (open_clip's
