@@ -231,7 +231,7 @@ def _describe(findings) -> str:
 def test_suite_is_complete():
     """Every form of issue 12 has at least one program; the directives parse."""
     assert len(POSITIVES) >= 15 and len(NEGATIVES) >= 8
-    stale = (set(NOT_FOUND) | set(EXTRA_FINDING) | set(FIX_NOT_OFFERED)) - set(BY_NAME)
+    stale = (set(NOT_FOUND) | set(EXTRA_FINDING) | set(FIX_NOT_OFFERED) | set(UNSAFE_CURE_XFAIL)) - set(BY_NAME)
     assert not stale, f"xfail tables name programs that do not exist: {sorted(stale)}"
 
 
@@ -369,8 +369,17 @@ def test_recorded_graph_counts_hold(prog: Program):
     assert (r["graphs"], r["limit_hits"] > 0) == (prog.graphs, prog.limit), f"measured {r['graphs']} graphs, limit hit {r['limit_hits'] > 0}"
 
 
+#: positives whose unsafe fix does not cure yet
+UNSAFE_CURE_XFAIL = {
+    "pos_open_clip_train_state_step": (
+        "the constructor's unsafe `torch.tensor(float(args.lr))` alone: the schedule helper's float write "
+        "(another module) is proven for `.fill_` only for optimizers plain --fix makes tensors, so it keeps writing floats"
+    ),
+}
+
+
 @pytest.mark.runtime
-@pytest.mark.parametrize("prog", _params([p for p in POSITIVES if p.fix == "unsafe"], {}))
+@pytest.mark.parametrize("prog", _params([p for p in POSITIVES if p.fix == "unsafe"], UNSAFE_CURE_XFAIL))
 def test_positive_unsafe_fix_cures_at_runtime(prog: Program):
     """fix=unsafe: every offered fix applied (``--unsafe-fixes``), run under
     real torch: fewer graphs (or the limit no longer hit), the same output."""

@@ -472,8 +472,13 @@ itself passes `params`, `lr`, `foreach` or `capturable`), a dict literal
 indexed by a constant (`OPTIMIZERS["sgd"](...)`), a function or `self.` method
 without arguments returning it (`self.optimizer()(params, lr=...)`).
 
-Reported without a fix: an lr that is not a constant visible here (config,
-argument), an optimizer missing from the table, `CyclicLR`/`OneCycleLR` with
+An lr that is not a constant visible here (`lr=args.lr`, `cfg["lr"]`, an
+argument) is made a float and a tensor where it is passed,
+`torch.tensor(float(args.lr))`, an unsafe fix: its value is not visible, and
+a 0-d tensor the program fills itself would be replaced by a copy. (A group's
+own lr not visible stays reported without a fix.)
+
+Reported without a fix: an optimizer missing from the table, `CyclicLR`/`OneCycleLR` with
 `cycle_momentum=True` (they write Python floats into momentum/betas every
 step), `ReduceLROnPlateau` unless `--target-torch` is 2.10 or newer (older
 releases put a float lr back), Adamax/NAdam with `foreach=True` unless the
@@ -624,9 +629,14 @@ step), while the step compiled by the default inductor backend is as fast
             "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\ns = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
             "@torch.compile\ndef f():\n    opt.step()\n",
         ),
+        # ... the lr from a config (`cfg.lr`, `args.lr`): made a float and a
+        # tensor where it is passed; unsafe, its value is not visible
         Example(
             "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=cfg.lr)\ns = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
             "@torch.compile\ndef f():\n    opt.step()\n",
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(float(cfg.lr)))\ns = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+            "@torch.compile\ndef f():\n    opt.step()\n",
+            unsafe=True,
         ),
         # the class through functools.partial / a dict
         Example(
@@ -662,12 +672,17 @@ step), while the step compiled by the default inductor backend is as fast
             "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\nset_lr(other, 0.05)\n",
             unsafe=True,
         ),
-        # ... whose own lr is not visible: report, no fix
+        # ... also one whose own lr comes from a config (unsafe, as above)
         Example(
             "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
             "other = torch.optim.SGD(m.parameters(), lr=cfg.lr)\n"
             "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'] = lr\n"
             "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\nset_lr(other, 0.05)\n",
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\n"
+            "other = torch.optim.SGD(m.parameters(), lr=torch.tensor(float(cfg.lr)))\n"
+            "def set_lr(o, lr):\n    for g in o.param_groups:\n        g['lr'].fill_(lr)\n"
+            "@torch.compile\ndef f():\n    opt.step()\nset_lr(opt, 0.05)\nset_lr(other, 0.05)\n",
+            unsafe=True,
         ),
         # a tensor-aware helper (open_clip's): its float branch stays a plain write
         Example(
@@ -1460,9 +1475,13 @@ step), while the step compiled by the default inductor backend is as fast
             anchor = lr
             kind, detail = self._value(ctx, lr.value)
             if kind == "unknown":
-                out.append(self._arg_finding(ctx, lr, f"{lead}; lr comes from `{detail}`, not a constant visible here, so it cannot be wrapped statically (no automatic fix; wrap it where it is built: `torch.tensor(float(...))`)"))
-                return out
-            if kind != "tensor":
+                # `lr=args.lr`: made a float and a tensor where it is passed;
+                # unsafe, as its value is not visible: a 0-d tensor the
+                # program fills itself would be replaced by a copy
+                edits.append(self._wrap_edit(ctx, lr, "int"))
+                lr_fixed = True
+                unsafe.append(f"lr comes from `{detail}`, a value not visible here: `torch.tensor(float(...))` copies it, so a tensor lr the program fills itself would no longer be the optimizer's")
+            elif kind != "tensor":
                 edits.append(self._wrap_edit(ctx, lr, kind))
                 lr_fixed = True
         foreach = _arg(b.call, "foreach", None)
@@ -1951,6 +1970,8 @@ step), while the step compiled by the default inductor backend is as fast
                     continue
                 if self._tensor_aware_read(ctx, node, parent):
                     continue
+                if isinstance(parent, ast.keyword) and parent.arg == "lr" and any(b.call is source.parent(parent) for b in self._constructions(ctx)):
+                    continue  # `lr=cfg["lr"]`: the value an optimizer is built with, not one read back
                 fn = source.enclosing(node, _DEFS)
                 if fn is not None and fn.name in self._tensorizers(ctx) and isinstance(source.parent(fn), ast.Module):  # type: ignore[attr-defined]
                     continue  # read to be made a tensor

@@ -1,4 +1,4 @@
-# lr comes from a config file: reported, unchanged
+# lr comes from a config file: an unsafe fix (`torch.tensor(float(cfg["lr"]))`), so plain --fix leaves it
 import json
 
 import torch

@@ -1,4 +1,4 @@
-# realworld: positive fix=none graphs=3
+# realworld: positive fix=unsafe graphs=3
 # Pattern: mlfoundations/open_clip before 3650e7b / 0b07760, its real tree
 # trimmed: `main.py` builds the AdamW (lr from args), the schedule
 # (`scheduler.cosine_lr`, verbatim) and `TrainState(optimizer=...)`;
@@ -8,9 +8,11 @@
 # step`).  Every new lr the schedule writes recompiles the step.  FR004
 # follows the optimizer through the dataclass field into the other module's
 # compiled closure and the schedule's closure into `assign_learning_rate`;
-# the lr comes from `args.lr`, so the cure (a 0-d tensor where it is built,
-# filled in place by the helper: the project's 3650e7b) is reported, not
-# written.
+# the lr comes from `args.lr`, so the constructor's half of the cure
+# (`torch.tensor(float(args.lr))`) is unsafe, and the helper's half (its
+# write made `.fill_`, the project's 3650e7b) is not proven, as the
+# constructor's fix is not a plain --fix one: the unsafe fix alone cures
+# nothing yet (the helper writes floats again).
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 3
 # graphs over 2 epochs of 5 steps.
 import argparse
