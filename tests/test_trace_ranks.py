@@ -4,10 +4,14 @@ ranks.  The end-to-end test runs a real 2-process gloo job under torchrun."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from test_trace import CLI, SCRIPTS, _env
 
@@ -41,10 +45,25 @@ def test_rank_labels():
     assert tr.rank_label([4]) == "4"
 
 
+@contextlib.contextmanager
+def _one_torchrun_at_a_time():
+    """The two real two-rank runs below must not overlap (pytest -n 2 may
+    start them together): their rendezvous and process-group ports, each
+    picked free, can then collide and a rank fails to start (seen once in
+    CI).  A lock file in the temp folder, shared by every xdist worker."""
+    with open(os.path.join(tempfile.gettempdir(), "fix-recompiles-torchrun.lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def test_a_real_two_rank_run_gives_one_row(tmp_path):
     shutil.copy(SCRIPTS / "ranks_train.py", tmp_path / "ranks_train.py")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "ranks_train.py"]
-    proc = subprocess.run(CLI + ["run", "--", *cmd], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600)
+    with _one_torchrun_at_a_time():
+        proc = subprocess.run(CLI + ["run", "--", *cmd], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600)
     out = proc.stdout
     rows = [ln for ln in out.splitlines() if ln.startswith("step")]
     assert len(rows) == 1, out
@@ -59,7 +78,9 @@ def test_from_trace_reads_a_cluster_jobs_folder(tmp_path):
     env = _env()
     env["TORCH_TRACE"] = str(tmp_path / "job" / "run1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "ranks_train.py"]
-    subprocess.run(cmd, cwd=tmp_path, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+    with _one_torchrun_at_a_time():
+        run = subprocess.run(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-4000:]  # why a rank failed, if one does
     assert len(list((tmp_path / "job" / "run1").iterdir())) == 2  # a file per rank
     shutil.copytree(tmp_path / "job" / "run1", tmp_path / "job" / "run2")
     proc = subprocess.run(CLI + ["check", ".", "--from-trace", "job"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600)
