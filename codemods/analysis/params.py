@@ -44,3 +44,14 @@ def passed_argument(call: ast.Call, fn: ast.AST, param: str, bound_self: bool) -
     value = argument_for(call, fn, param, bound_self)
     passed = list(call.args) + [kw.value for kw in call.keywords]
     return value if value is not None and any(value is a for a in passed) else None
+
+
+def argument_at(call: ast.Call, index: int, param: str) -> Optional[ast.AST]:
+    """What ``call`` passes for a parameter known by its position among the
+    call's arguments (``index``; -1: keyword-only) and its name, as an entry
+    of the project index records a callable of another module: the argument
+    at that position when no ``*args`` comes before it, else the keyword of
+    that name; None when it passes neither plainly."""
+    if 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        return call.args[index]
+    return next((kw.value for kw in call.keywords if kw.arg == param), None)

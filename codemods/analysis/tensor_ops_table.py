@@ -50,6 +50,10 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 
+#: torch calls that make a new tensor of a number (``torch.tensor(0.1)``):
+#: a value built so is a tensor already (FR004's lr, FR018's dict values)
+TENSOR_MAKERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.full", "torch.zeros", "torch.ones", "torch.scalar_tensor"})
+
 @dataclass(frozen=True)
 class TensorArgRow:
     """A torch op that takes a 0-d float64 tensor where a Python float went."""

@@ -21,11 +21,11 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 from ..analysis.modules import methods_reached
+from ..analysis.tensor_ops_table import TENSOR_MAKERS
 from ..findings import Edit, Finding, Safety
 from .base import Example, Rule
 
 #: torch's constructors of a tensor from a number (a value already a tensor is not wrapped)
-_TENSOR_MAKERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.full", "torch.zeros", "torch.ones", "torch.scalar_tensor"})
 #: builtins whose first argument may be a 0-d tensor where it was a float
 _TAKES_A_TENSOR = frozenset({"builtins.isinstance", "builtins.float", "builtins.int", "builtins.bool", "builtins.abs", "builtins.round"})
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -39,7 +39,7 @@ _MAX_DEPTH = 4
 
 def _is_tensor_call(model, node: ast.AST) -> bool:
     """``torch.tensor(...)``, ``torch.as_tensor(...)``, ``torch.full(...)``, … (by the module's imports)."""
-    return isinstance(node, ast.Call) and bool(model.qualified_names(node.func) & _TENSOR_MAKERS)
+    return isinstance(node, ast.Call) and bool(model.qualified_names(node.func) & TENSOR_MAKERS)
 
 
 def _compiled_code(source, model) -> Set[int]:

@@ -13,14 +13,14 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .._lazy import cst
 
 from ..analysis.compile_sites import def_first_lines, dotted_name
 from ..analysis.constants import number_kind
 from ..analysis import lr_writers
-from ..analysis.params import parameter_defaults, passed_argument
+from ..analysis.params import argument_at, parameter_defaults, passed_argument
 from ..analysis.project import ModuleKey, ProjectFact
 from ..findings import Edit, Finding, Safety
 from ..analysis.optim_table import (
@@ -34,12 +34,12 @@ from ..analysis.optim_table import (
     scheduler_row,
 )
 from ..analysis.placement import torch_expr
+from ..analysis.tensor_ops_table import TENSOR_MAKERS
 from ..analysis.source import Source, children, walk
 from ..cst_edits import remove_keyword
 from ..trace.causes import CuresCause, OPTIMIZER_LR
 from .base import Example, Rule
 
-_TENSOR_FACTORIES = {"torch.tensor", "torch.as_tensor", "torch.full", "torch.scalar_tensor", "torch.ones", "torch.zeros"}
 def _no_ws() -> "cst.AssignEqual":
     return cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -283,8 +283,6 @@ def _tensor_test(ctx, test: ast.AST) -> Optional[Tuple[ast.AST, bool]]:
     return None
 
 
-#: torch calls that make a new tensor of a number
-_TENSOR_MAKERS = frozenset(("torch.tensor", "torch.as_tensor", "torch.scalar_tensor", "torch.full"))
 #: tensor methods that keep a tensor a tensor
 _TENSOR_KEEPERS = frozenset(("detach", "to", "clone", "float", "double", "cpu", "cuda"))
 
@@ -295,7 +293,7 @@ def _makes_tensor(ctx, value: ast.AST, stmt: ast.AST) -> bool:
     a name that the ``if`` around ``stmt`` tests to be a tensor?"""
     if not isinstance(value, ast.Call):
         return False
-    if ctx.model.qualified_names(value.func) & _TENSOR_MAKERS:
+    if ctx.model.qualified_names(value.func, visible=True) & TENSOR_MAKERS:
         return True
     chain = value
     while isinstance(chain, ast.Call) and isinstance(chain.func, ast.Attribute) and chain.func.attr in _TENSOR_KEEPERS:
@@ -336,10 +334,15 @@ def _binds_tensor_before(ctx, stmt: ast.AST, name: str) -> bool:
         if isinstance(block, list) and any(stmt is s for s in block):
             at = next(i for i, s in enumerate(block) if s is stmt)
             for prev in reversed(block[:at]):
-                if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in walk(prev)):
+                if _binds_name(prev, name):
                     return _binds_tensor(ctx, prev, name)
             return False
     return False
+
+
+def _binds_name(stmt: ast.AST, name: str) -> bool:
+    """Does ``stmt`` (anything in it) bind ``name``?"""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in walk(stmt))
 
 
 def _binds_tensor(ctx, stmt: ast.AST, name: str) -> bool:
@@ -349,7 +352,7 @@ def _binds_tensor(ctx, stmt: ast.AST, name: str) -> bool:
         return len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name and _makes_tensor(ctx, stmt.value, stmt)
     if isinstance(stmt, ast.If) and stmt.body and stmt.orelse:
         for block in (stmt.body, stmt.orelse):
-            last = next((s for s in reversed(block) if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in walk(s))), None)
+            last = next((s for s in reversed(block) if _binds_name(s, name)), None)
             if last is None or not _binds_tensor(ctx, last, name):
                 return False
         return True
@@ -1280,19 +1283,25 @@ step), while the step compiled by the default inductor backend is as fast
             func = call.func
             if (func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None) not in names:
                 continue
-            for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
-                hit = project.lookup("lr_steppers", ctx.path, q)
-                if hit is None or (clean and not hit[1]["clean"]):
+            for q, hit in self._index_entries(ctx, call, "lr_steppers"):
+                if clean and not hit[1]["clean"]:
                     continue
                 entry = hit[1]
-                at = entry["index"]
-                arg = call.args[at] if 0 <= at < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: at + 1]) else next(
-                    (kw.value for kw in call.keywords if kw.arg == entry["param"]), None)
+                arg = argument_at(call, entry["index"], entry["param"])
                 if arg is not None and entry["field"]:
                     arg = self._field_value(ctx, arg, entry["field"])
                 if arg is not None and self._resolve(ctx, arg) is b:
                     return call, q.rpartition(".")[2], hit[0], entry
         return None
+
+    @staticmethod
+    def _index_entries(ctx, call: ast.Call, table: str) -> Iterator[Tuple[str, Tuple[ModuleKey, dict]]]:
+        """(qualified name, (module, entry)) of each entry of the project
+        index's ``table`` that the callee of ``call`` may name."""
+        for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
+            hit = ctx.project.lookup(table, ctx.path, q)
+            if hit is not None:
+                yield q, hit
 
     @staticmethod
     def _field_value(ctx, holder: ast.AST, field: str) -> Optional[ast.AST]:
@@ -1311,7 +1320,7 @@ step), while the step compiled by the default inductor backend is as fast
         """("tensor"|"float"|"int"|"unknown", detail); without ``detail``, an
         unknown value's text is not made (it needs the file's tokens)."""
         model = ctx.model
-        if isinstance(expr, ast.Call) and model.qualified_names(expr.func, visible=True) & _TENSOR_FACTORIES:
+        if isinstance(expr, ast.Call) and model.qualified_names(expr.func, visible=True) & TENSOR_MAKERS:
             return "tensor", None
         kind = number_kind(expr)
         if kind is not None:
@@ -1711,11 +1720,8 @@ step), while the step compiled by the default inductor backend is as fast
         escapes = self._escapes(ctx, b)  # also fills the calls that pass names on
         project = ctx.project
         if project is not None and project.table("lr_writers"):
-            for call in escapes:
-                for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
-                    hit = project.lookup("lr_writers", ctx.path, q)
-                    if hit is not None and hit[1].get("fills"):
-                        return False  # likewise, in a writer of another module
+            if any(hit[1].get("fills") for call in escapes for _, hit in self._index_entries(ctx, call, "lr_writers")):
+                return False  # likewise, in a writer of another module
         local = self._tensorizers(ctx) if b"param_groups" in ctx.source.data else {}
         project = project if project is not None and project.table("lr_tensorizers") else None
         for call, target in ctx.cache["fr004_passed"]:
@@ -1727,16 +1733,10 @@ step), while the step compiled by the default inductor backend is as fast
                 if len(bindings) == 1 and bindings[0].kind == "def" and isinstance(ctx.source.parent(bindings[0].node), ast.Module):
                     entry = local[call.func.id]
             elif project is not None:
-                for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
-                    hit = project.lookup("lr_tensorizers", ctx.path, q)
-                    if hit is not None:
-                        entry = hit[1]
-                        break
+                entry = next((hit[1] for _, hit in self._index_entries(ctx, call, "lr_tensorizers")), None)
             if entry is None:
                 continue
-            at = entry["index"]
-            arg = call.args[at] if 0 <= at < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: at + 1]) else next(
-                (kw.value for kw in call.keywords if kw.arg == entry["param"]), None)
+            arg = argument_at(call, entry["index"], entry["param"])
             if arg is not None and self._resolve(ctx, arg) is b:
                 return True
         return False
@@ -2204,8 +2204,7 @@ step), while the step compiled by the default inductor backend is as fast
                 return None
             if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
                 return None
-            at = entry["index"]
-            if not ((0 <= at < len(call.args) and call.args[at] is ref) or any(kw.arg == entry["param"] and kw.value is ref for kw in call.keywords)):
+            if argument_at(call, entry["index"], entry["param"]) is not ref:
                 return None
             if any(k in {kw.arg for kw in call.keywords} or 0 <= i < len(call.args) for k, i in entry["keys"]):
                 return None
