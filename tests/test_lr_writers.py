@@ -564,3 +564,70 @@ def test_a_loop_handing_the_optimizer_to_a_factory_that_uses_it_otherwise_is_not
     )
     found = _project(tmp_path, {"main.py": LOOP_MAIN, "loop.py": loop})
     assert _safety(found, "main.py") == [Safety.UNSAFE]
+
+
+STEPPED_ELSEWHERE_MAIN = """
+import torch
+
+from loop import train
+from scheduler import cosine_lr
+
+model = torch.nn.Linear(8, 1)
+optimizer = torch.optim.AdamW(model.parameters(), lr={lr})
+scheduler = cosine_lr(optimizer, 1e-3, 2, 10)
+train(model, optimizer, scheduler, [torch.randn(4, 8) for _ in range(10)])
+"""
+
+
+def _stepped_elsewhere(tmp_path, lr: str = "1e-3", compile: str = "torch.compile", unsafe: bool = False, extra: Dict[str, str] = {}):
+    loop = LOOP.format(compile=compile, extra="").replace("scheduler.step()", "scheduler(0)")
+    files = {"main.py": STEPPED_ELSEWHERE_MAIN.format(lr=lr), "loop.py": loop, "scheduler.py": OPEN_CLIP_SCHEDULER, **extra}
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        outcome = run(["."], Settings(unsafe_fixes=unsafe))
+    finally:
+        os.chdir(cwd)
+    assert not outcome.errors, outcome.errors
+    return {os.path.basename(r.display_path): r for r in outcome.results}
+
+
+def test_a_writer_given_an_optimizer_stepped_by_a_loop_of_another_module_fills_only_with_unsafe_fixes(tmp_path):
+    """open_clip's tree: main.py (no compile site) builds the AdamW, hands it
+    to `cosine_lr` (whose closure writes its lr) and to a training loop of
+    another module that steps it compiled.  The writer's `.fill_` holds
+    only if main.py's constructor gets its tensor lr, which the index cannot
+    prove safe for a module it did not see stepping it: both halves are
+    unsafe, applied together with --unsafe-fixes and neither without (a
+    `.fill_` on a float lr would crash)."""
+    plain = _stepped_elsewhere(tmp_path)
+    assert [f.fix.safety for f in plain["main.py"].findings if f.fix] == [Safety.UNSAFE]
+    assert [f.fix.safety for f in plain["scheduler.py"].findings if f.fix] == [Safety.UNSAFE]
+    assert not plain["main.py"].changed and not plain["scheduler.py"].changed
+    both = _stepped_elsewhere(tmp_path, unsafe=True)
+    assert b"lr=torch.tensor(1e-3)" in both["main.py"].new
+    assert both["scheduler.py"].new.count(b'param_group["lr"].fill_(new_lr)') == 1
+
+
+def test_a_writer_given_an_optimizer_no_module_steps_compiled_is_not_proven(tmp_path):
+    """The same, the loop stepping eagerly: nothing steps main.py's
+    optimizer compiled, so nothing is found and the writer stays a float
+    writer (a `.fill_` would crash on the float lr)."""
+    found = _stepped_elsewhere(tmp_path, compile="", unsafe=True)
+    assert not found["main.py"].findings and not found["scheduler.py"].findings
+
+
+def test_a_writer_shared_with_an_unsafe_half_makes_the_safe_half_unsafe(tmp_path):
+    """Another module steps its own optimizer compiled and hands it to the
+    same writer: alone its fix would be safe; with main.py's optimizer,
+    whose tensor lr comes only with --unsafe-fixes, the shared `.fill_` is
+    unsafe, and so is its constructor's fix, which goes with it."""
+    other = OPEN_CLIP_MAIN.format(extra="")
+    found = _stepped_elsewhere(tmp_path, extra={"other.py": other})
+    assert [f.fix.safety for f in found["other.py"].findings if f.fix] == [Safety.UNSAFE]
+    assert [f.fix.safety for f in found["scheduler.py"].findings if f.fix] == [Safety.UNSAFE]
+    assert not any(r.changed for r in found.values())
+    alone = _project(tmp_path / "alone" if (tmp_path / "alone").mkdir() is None else tmp_path, {"main.py": other, "scheduler.py": OPEN_CLIP_SCHEDULER})
+    assert _safety(alone, "main.py") == [Safety.SAFE] and _safety(alone, "scheduler.py") == [Safety.SAFE]

@@ -370,12 +370,7 @@ def test_recorded_graph_counts_hold(prog: Program):
 
 
 #: positives whose unsafe fix does not cure yet
-UNSAFE_CURE_XFAIL = {
-    "pos_open_clip_train_state_step": (
-        "the constructor's unsafe `torch.tensor(float(args.lr))` alone: the schedule helper's float write "
-        "(another module) is proven for `.fill_` only for optimizers plain --fix makes tensors, so it keeps writing floats"
-    ),
-}
+UNSAFE_CURE_XFAIL: dict = {}
 
 
 @pytest.mark.runtime

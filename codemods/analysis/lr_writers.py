@@ -17,7 +17,9 @@ module) -> {function: {"param", "index"}}: it makes an lr a tensor),
 "clean", "compiled" (the first lines of the module's compiled functions)}}: it steps the optimizer it gets, or that the field of what it gets
 holds, inside a compiled region),
 ``lr_proven`` ((root, module) -> {writer: its callers as (module, line of
-the optimizer)}) and ``lr_factories`` ((root, module) -> {class or function:
+the optimizer)}), ``lr_unsafe`` (the same, for the proven writers whose
+``.fill_`` holds only with --unsafe-fixes: the callers whose optimizer gets
+its tensor lr from an unsafe fix) and ``lr_factories`` ((root, module) -> {class or function:
 {method ("" for a function): its users as (module, line of the optimizer)}}).
 """
 
@@ -26,6 +28,10 @@ from __future__ import annotations
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .project import LATER, ModuleKey, ProjectIndex, _absolute, _resolve_in, module_token
+
+
+#: how an optimizer gets a tensor lr (:func:`_level`)
+LEVELS = ("safe", "unsafe", "")
 
 
 def later(data: bytes) -> bool:
@@ -69,6 +75,14 @@ def wanted(found: Dict[str, Optional[object]], key_of: Callable[[str], ModuleKey
     return out
 
 
+def hands_over(entry: dict, slot, field: str) -> bool:
+    """Does a call that hands an optimizer over at ``slot`` (a position, or
+    a keyword), in ``field`` of what it passes there ("" for the optimizer
+    itself), give it to the parameter of the index entry ``entry`` (a
+    stepper: {"param", "index", "field"}) that entry steps?"""
+    return field == entry["field"] and (slot == entry["index"] if isinstance(slot, int) else slot == entry["param"])
+
+
 def valid(lr) -> bool:
     """Has ``lr`` (FR004's facts of one file, maybe read from the cache
     folder) the shape :func:`prove` reads?  A damaged entry is a
@@ -104,8 +118,11 @@ def valid(lr) -> bool:
         if not isinstance(passes.get("complete", {}), dict):
             return False
         for opt in passes.get("optimizers", ()):
-            if not (isinstance(opt["line"], int) and isinstance(opt["fixed"], bool)):
+            if not (isinstance(opt["line"], int) and opt["fixed"] in LEVELS and isinstance(opt.get("if_stepped", False), bool)):
                 return False
+            for q, slot, field in opt.get("handoffs", ()):
+                if not (isinstance(q, str) and isinstance(slot, (int, str)) and isinstance(field, str)):
+                    return False
             for q, slot, nargs, kws, star, line in opt["calls"]:
                 if not (isinstance(q, str) and isinstance(slot, (int, str, type(None))) and isinstance(nargs, int) and isinstance(kws, list) and isinstance(star, bool)):
                     return False
@@ -119,7 +136,9 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
     class whose parameter's ``param_groups`` get ``["lr"] = v``, FR004's
     ``_writers``) is proven when its writes are clean (nothing else of the
     optimizer is used there, no lr read back), it is called from other
-    modules only with optimizers that plain --fix makes tensors (each call
+    modules only with optimizers that plain --fix makes tensors (or, for a
+    proof under --unsafe-fixes only, ``lr_unsafe``, optimizers that
+    --unsafe-fixes makes tensors, then handed to other code too; each call
     passes it where the writer expects it, leaves the key's default "lr",
     and is every use of the name in its file), every other optimizer those
     calls pass is handed only to proven writers, and no other file of the
@@ -144,10 +163,12 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
     index.tables["lr_writers"] = {key: {name: {"fills": bool(found[name]["lines"])} for name in sorted(found)} for key, found in sorted(writers.items())}
     callers: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
     bad: set = set()
+    unsafe: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
     for path, facts in sorted(lr.items()):
         passes = (facts or {}).get("passes") or {}
         complete = passes.get("complete", {})
         for opt in passes.get("optimizers", ()):
+            level = _level(index, path, opt, steppers)
             for q, slot, nargs, kws, star, _line in opt["calls"]:
                 hit = _resolve_in(index.modules, writers, path, q)
                 if hit is None:
@@ -155,8 +176,10 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
                 (key, entry), name = hit, q.rpartition(".")[2]
                 callers.setdefault((key, name), []).append((path, opt))
                 passed_key = any(k in kws or 0 <= at < nargs for k, at in entry["keys"])
-                if not (entry["clean"] and opt["fixed"] and complete.get(q) and not star and not passed_key and slot in (entry["param"], entry["index"])):
+                if not (entry["clean"] and level and complete.get(q) and not star and not passed_key and slot in (entry["param"], entry["index"])):
                     bad.add((key, name))
+                elif level == "unsafe":
+                    unsafe.setdefault((key, name), []).append((path, opt))
     proven = {w for w in callers if w not in bad}
     if proven:  # a file that mentions a writer and was not seen calling it
         proven -= _mentioned_unseen(index, files, {w: (w[1], {p for p, _ in callers[w]}) for w in proven})
@@ -179,15 +202,44 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
         changed = False
         for w in sorted(proven):
             for path, opt in callers[w]:
-                hits = [_resolve_in(index.modules, writers, path, call[0]) for call in opt["calls"]]
-                if any(h is None or (h[0], call[0].rpartition(".")[2]) not in proven for h, call in zip(hits, opt["calls"])):
+                others = [(h[0], call[0].rpartition(".")[2]) if h is not None else None
+                          for h, call in ((_resolve_in(index.modules, writers, path, call[0]), call) for call in opt["calls"])]
+                # under --unsafe-fixes only, code that is no lr writer of the
+                # run may get the optimizer too (its own finding says so)
+                if any((o is None and w not in unsafe) or (o is not None and o not in proven) for o in others):
                     proven.discard(w)
                     changed = True
                     break
+                # an optimizer also handed to a writer whose `.fill_` holds
+                # only with --unsafe-fixes gets its tensor lr only then
+                risky = next((o for o in others if o is not None and o in unsafe), None)
+                if risky is not None and w not in unsafe:
+                    unsafe[w] = list(unsafe[risky])
+                    changed = True
     table = index.tables.setdefault("lr_proven", {})
     for key, name in sorted(proven):
         table.setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in callers[(key, name)])
+        if unsafe.get((key, name)):
+            index.tables.setdefault("lr_unsafe", {}).setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in unsafe[(key, name)])
     index.always = tuple(sorted(set(index.always) | {p for p in map(index.path_of, table) if p is not None}))
+
+
+def _level(index: ProjectIndex, path: str, opt: dict, steppers: Dict[ModuleKey, Dict[str, dict]]) -> str:
+    """How the optimizer ``opt`` of ``path`` (:meth:`_passes_out`'s record)
+    gets a tensor lr: "safe" (plain --fix), "unsafe" (only with
+    --unsafe-fixes) or "" (not at all).  One stepped nowhere in its module
+    gets a tensor lr, with --unsafe-fixes, when its module would fix it were
+    it stepped elsewhere ("if_stepped") and it is handed to a function of
+    another module that steps it compiled."""
+    if opt["fixed"] or not opt.get("if_stepped"):
+        return opt["fixed"]
+    for q, slot, field in opt.get("handoffs", ()):
+        hit = _resolve_in(index.modules, steppers, path, q)
+        if hit is not None and hands_over(hit[1], slot, field):
+            # the module's own run calls the fix safe only when nothing but
+            # that one call gets the optimizer: not proven here, so unsafe
+            return "unsafe"
+    return ""
 
 
 def _prove_factories(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict]]) -> None:

@@ -390,8 +390,9 @@ def index_facts(source) -> Optional[dict]:
     factories: Dict[str, dict] = {}
     uses: List[dict] = []
     steppers: Dict[str, dict] = {}
-    if b"optim" in data and b"step" in data:
+    if b"optim" in data:  # an optimizer handed on may be stepped by code of another module
         passes = rule._passes_out(ctx)
+    if b"optim" in data and b"step" in data:
         uses = rule._factory_uses(ctx)
     if b"step" in data and b"compile" in data:
         steppers = rule._steppers(ctx)
@@ -461,7 +462,12 @@ its parameter to one, also from the closure it returns (open_clip's
 `assign_learning_rate(optimizer, lr)`) -- has its writes made
 `.fill_` (a finding in its module) when the index proves that every
 optimizer passed to it, in every file of the run, gets a tensor lr from plain
-`--fix`; the constructor's fix is then safe. Not proven (the constructor's fix
+`--fix`; the constructor's fix is then safe. When some of them get it only
+from an unsafe fix (an lr from `args.lr`; an optimizer built in a module
+that does not compile and handed to a training loop of another module that
+steps it compiled, open_clip's `main.py`), the writer's `.fill_` is unsafe
+too, and so is the fix of every optimizer that shares the writer: applied
+together with `--unsafe-fixes`, none without. Not proven (the constructor's fix
 stays unsafe, the writer is left alone): a writer that uses the optimizer for
 more than its param groups or reads an lr back, a call that passes the key,
 a caller whose optimizer keeps a float lr or is also passed to other code, a
@@ -555,7 +561,11 @@ handed (open_clip's `train_one_epoch(state)` compiling
 `state = TrainState(optimizer=optimizer)` here). The constructor's fix is
 safe only when that module does nothing else with it (`.step()`,
 `.zero_grad()`, handed to another such function) and writes and reads no
-lr; otherwise unsafe, as for any code the optimizer is passed to.
+lr; otherwise unsafe, as for any code the optimizer is passed to. When this
+module also hands it to an lr writer of another module, the writer's
+`.fill_` is proven only as an unsafe fix (the index proves the writer from
+what each file shows alone, and a module that does not compile cannot show
+that its optimizer gets a tensor lr from plain `--fix`).
 
 An optimizer handed to a function that makes its lr a tensor (every
 `["lr"] = v` there writes a tensor: `torch.tensor(...)`, or a name bound
@@ -736,14 +746,15 @@ step), while the step compiled by the default inductor backend is as fast
         return out + self._check_module(ctx)
 
     def _check_module(self, ctx) -> List[Finding]:
-        if b"step" not in ctx.source.data:
-            return []  # every finding needs a `.step` run in a compiled region
+        steppers = ctx.project is not None and ctx.project.table("lr_steppers")
+        if b"step" not in ctx.source.data and not steppers:
+            return []  # every finding needs a `.step` run in a compiled region (here, or by a function of another module)
         shared = ctx.source.__dict__.get("_fr004_shared")
         if shared:  # the index's look at this same parse (index_facts)
             for key, value in shared.items():
                 ctx.cache.setdefault(key, value)
         model = ctx.model
-        if not model.compile_sites and not (ctx.project is not None and ctx.project.table("lr_steppers")):
+        if not model.compile_sites and not steppers:
             return []  # early exit before walking the module: nothing here is stepped compiled
         built = self._constructions(ctx)
         elsewhere = self._built_elsewhere(ctx) if b"param_groups" in ctx.source.data else []
@@ -797,16 +808,11 @@ step), while the step compiled by the default inductor backend is as fast
         # lr plain --fix makes a tensor (a safe fix, or unsafe only because
         # the optimizer is passed to code of another module)
         fixable: Dict[_Built, bool] = ctx.cache.get("fr004_fixable", {})
-        ok = {b for b in region if fixable.get(b) and b not in held}
-        changed = True
-        while changed:  # optimizers fixed together: all or none
-            changed = False
-            for reached, _ in reach.values():
-                members = {b for b in reached if b in fixable or b in held}
-                if members & ok and not members <= ok:
-                    ok -= members
-                    changed = True
+        ok = _together(reach, fixable, held, {b for b in region if fixable.get(b) and b not in held})
+        # ... and those it makes a tensor only with --unsafe-fixes
+        anyhow = _together(reach, fixable, held, {b for b in region if b not in held and any(f.fix is not None for f in results.get(b, ()))})
         ctx.cache["fr004_converted"] = ok
+        ctx.cache["fr004_converted_unsafe"] = anyhow - ok
         ctx.cache["fr004_results"] = results
         out: List[Finding] = []
         for b in region:
@@ -1279,20 +1285,47 @@ step), while the step compiled by the default inductor backend is as fast
         names = ctx.cache.get("fr004_stepper_names")
         if names is None:
             names = ctx.cache["fr004_stepper_names"] = {name for found in project.table("lr_steppers").values() for name in found}
-        for call in _source_order(ctx.source.nodes(ast.Call)):
+        for call, slot, fld in self._handoffs(ctx, b):
             func = call.func
             if (func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None) not in names:
                 continue
-            for q, hit in self._index_entries(ctx, call, "lr_steppers"):
-                if clean and not hit[1]["clean"]:
-                    continue
-                entry = hit[1]
-                arg = argument_at(call, entry["index"], entry["param"])
-                if arg is not None and entry["field"]:
-                    arg = self._field_value(ctx, arg, entry["field"])
-                if arg is not None and self._resolve(ctx, arg) is b:
-                    return call, q.rpartition(".")[2], hit[0], entry
+            for q, (key, entry) in self._index_entries(ctx, call, "lr_steppers"):
+                if (entry["clean"] or not clean) and lr_writers.hands_over(entry, slot, fld):
+                    return call, q.rpartition(".")[2], key, entry
         return None
+
+    def _handoffs(self, ctx, b: _Built) -> List[Tuple[ast.Call, object, str]]:
+        """(call, slot, field) of every call here, in source order, that hands
+        ``b`` over plainly: as its argument at ``slot`` (a position before
+        any ``*args``, or a keyword), field "", or as what the keyword
+        ``field`` gave the name passed at ``slot`` (``state =
+        TrainState(optimizer=optimizer)``, then ``train_one_epoch(state)``).
+        A function of another module that steps what it gets at that slot
+        (:func:`codemods.analysis.lr_writers.hands_over`) steps ``b``."""
+        handed = ctx.cache.get("fr004_handed")
+        if handed is None:
+            handed = ctx.cache["fr004_handed"] = []
+            for call in _source_order(ctx.source.nodes(ast.Call)):
+                slots: List[Tuple[object, ast.AST]] = []
+                for i, a in enumerate(call.args):  # type: ignore[attr-defined]
+                    if isinstance(a, ast.Starred):
+                        break
+                    slots.append((i, a))
+                slots += [(kw.arg, kw.value) for kw in call.keywords if kw.arg is not None]  # type: ignore[attr-defined]
+                for slot, arg in slots:
+                    if not isinstance(arg, (ast.Name, ast.Attribute)):
+                        continue
+                    target = self._resolve(ctx, arg)
+                    if target is not None:
+                        handed.append((call, slot, "", target))
+                        continue
+                    holder = self._field_holder(ctx, arg)
+                    for kw in holder.keywords if holder is not None else ():
+                        if kw.arg is not None and isinstance(kw.value, (ast.Name, ast.Attribute)):
+                            target = self._resolve(ctx, kw.value)
+                            if target is not None:
+                                handed.append((call, slot, kw.arg, target))
+        return [(call, slot, fld) for call, slot, fld, target in handed if target is b]
 
     @staticmethod
     def _index_entries(ctx, call: ast.Call, table: str) -> Iterator[Tuple[str, Tuple[ModuleKey, dict]]]:
@@ -1304,16 +1337,16 @@ step), while the step compiled by the default inductor backend is as fast
                 yield q, hit
 
     @staticmethod
-    def _field_value(ctx, holder: ast.AST, field: str) -> Optional[ast.AST]:
-        """What ``holder``, a name bound once to a call (``state =
-        TrainState(task=task, optimizer=optimizer)``), was given for
-        ``field`` by keyword; None otherwise."""
+    def _field_holder(ctx, holder: ast.AST) -> Optional[ast.Call]:
+        """The call ``holder``, a name bound once, was bound to (``state =
+        TrainState(task=task, optimizer=optimizer)``: what its fields were
+        given by keyword); None otherwise."""
         if not isinstance(holder, ast.Name):
             return None
         bindings = [b for b in ctx.model.scopes.bindings_of(holder) if b.kind != "del"]
         if len(bindings) != 1 or bindings[0].kind not in ("assign", "annassign") or not isinstance(bindings[0].value, ast.Call):
             return None
-        return next((kw.value for kw in bindings[0].value.keywords if kw.arg == field), None)
+        return bindings[0].value
 
     # ---------------------------------------------------------------- values
     def _value(self, ctx, expr: ast.AST, depth: int = 0, detail: bool = True) -> Tuple[str, Optional[str]]:
@@ -1557,8 +1590,12 @@ step), while the step compiled by the default inductor backend is as fast
         message = f"{lead}; make it a 0-d tensor (`lr=torch.tensor(...)`)" if lr_fixed else f"{lead}; keep the tensor lr a tensor"
         writers = [w for w in map(functools.partial(self._proven_writer, ctx), self._escapes(ctx, b)) if w is not None]
         if writers:
-            named = ", ".join(dict.fromkeys(f"`{name}` of module `{where}`" for name, where in writers))
+            named = ", ".join(dict.fromkeys(f"`{name}` of module `{where}`" for name, where, _ in writers))
             notes.append(f"the lr writes of {named} become `.fill_`, fixed there")
+            risky = [w for w in writers if w[2]]
+            if risky:
+                name, where, _ = risky[0]
+                unsafe.append(f"`{name}` of module `{where}` writes `.fill_` only with --unsafe-fixes (an optimizer it gets is made a tensor by an unsafe fix), so this half goes with it")
         if notes:
             message += f" ({'; '.join(notes)})"
         if unsafe:
@@ -2238,8 +2275,12 @@ step), while the step compiled by the default inductor backend is as fast
 
     def _passes_out(self, ctx) -> dict:
         """For the project index: every optimizer built here that is passed to
-        code of another module: {"line", "fixed" (plain --fix makes its lr a
-        tensor: a fix that is safe, or unsafe only for being passed on),
+        code of another module: {"line", "fixed" ("safe": plain --fix makes
+        its lr a tensor, a fix that is safe or unsafe only for being passed
+        on; "unsafe": only --unsafe-fixes does; "": neither), for one stepped
+        nowhere here "if_stepped" (it would get a fix, were it stepped by
+        code of another module: :meth:`_fixed_if_stepped`) and "handoffs"
+        ([qualified callee, slot, field], of :meth:`_handoffs`),
         "calls": [[qualified callee, slot (position or keyword), positional
         count, keywords, *args/**kwargs, line], ...]}, and for each callee
         whether every use of it here is one of these calls ("complete")."""
@@ -2248,6 +2289,7 @@ step), while the step compiled by the default inductor backend is as fast
         # training loop of another module that may step them compiled)
         built = ctx.cache.get("fr004_built") or (self._constructions(ctx) if not ctx.model.compile_sites else [])
         converted = ctx.cache.get("fr004_converted", set())
+        unsafe = ctx.cache.get("fr004_converted_unsafe", set())
         results = ctx.cache.get("fr004_results", {})
         table = None
         if b"fix-recompiles:" in ctx.source.data:
@@ -2277,10 +2319,19 @@ step), while the step compiled by the default inductor backend is as fast
                         calls.append([q, slot, len(call.args), sorted(kw.arg for kw in call.keywords if kw.arg), _has_star(call), call.lineno])
             if not calls:
                 continue
-            fixed = b in converted
-            if fixed and table is not None:
-                fixed = not any(is_suppressed(f, table) for f in results.get(b, []))
-            out.append({"line": b.call.lineno, "fixed": fixed, "calls": calls})
+            level = "safe" if b in converted else "unsafe" if b in unsafe else ""
+            if level and table is not None and any(is_suppressed(f, table) for f in results.get(b, [])):
+                level = ""
+            record = {"line": b.call.lineno, "fixed": level, "calls": calls}
+            if b.stepped_at is None and not b.schedulers:
+                # stepped nowhere here: how it would be fixed were it stepped
+                # by a function of another module it is handed to
+                record["if_stepped"] = self._fixed_if_stepped(ctx, b, built, table)
+                record["handoffs"] = [
+                    [q, slot, fld] for call, slot, fld in self._handoffs(ctx, b)
+                    for q in sorted(ctx.model.qualified_names(call.func, visible=True)) if "." in q
+                ] if record["if_stepped"] else []
+            out.append(record)
         if not out:
             return {}
         return {"complete": {q: self._every_use_called(ctx, q, found) for q, found in recorded.items()}, "optimizers": out}
@@ -2334,6 +2385,29 @@ step), while the step compiled by the default inductor backend is as fast
         finally:
             if param is not None:
                 assumed.pop((id(fn), param[0]), None)
+
+    def _fixed_if_stepped(self, ctx, b: _Built, built: List[_Built], table) -> bool:
+        """Would FR004 fix the lr of ``b`` (built here, stepped nowhere here,
+        scheduled by nothing here), safely or not, were it stepped compiled
+        by code of another module it is handed to (open_clip's ``main.py``
+        hands its AdamW to ``train_one_epoch``)?  Not when this module steps
+        it eagerly or writes its lr."""
+        if any(b in reached for reached, _ in self._write_reach(ctx, every=True).values()):
+            return False
+        for call in ctx.source.nodes(ast.Call):
+            func = call.func  # type: ignore[attr-defined]
+            if isinstance(func, ast.Attribute) and func.attr == "step" and self._resolve(ctx, func.value) is b:
+                return False  # stepped eagerly here
+        b.stepped_elsewhere = "another module"
+        try:
+            found = [f for f in self._optimizer_findings(ctx, b, built) if f.fix is not None]
+        finally:
+            b.stepped_elsewhere = ""
+        if found and table is not None:  # a suppressed fix is not made
+            from ..analysis.suppressions import is_suppressed
+
+            found = [f for f in found if not is_suppressed(f, table)]
+        return bool(found)
 
     def _factory_fixable(self, ctx, b: _Built, built: List[_Built]) -> bool:
         """Would ``b``, built and returned by a factory of this module, get a
@@ -2496,17 +2570,19 @@ step), while the step compiled by the default inductor backend is as fast
                 return False
         return True
 
-    def _proven_writer(self, ctx, call: ast.Call) -> Optional[Tuple[str, str]]:
-        """(callable, where) when the project index proves that ``call``
-        reaches an lr writer of another module whose writes become ``.fill_``
-        (every optimizer passed to it, in every module, gets a tensor lr)."""
+    def _proven_writer(self, ctx, call: ast.Call) -> Optional[Tuple[str, str, bool]]:
+        """(callable, where, only with --unsafe-fixes) when the project
+        index proves that ``call`` reaches an lr writer of another module
+        whose writes become ``.fill_`` (every optimizer passed to it, in
+        every module, gets a tensor lr: the index's ``lr_unsafe`` names the
+        writers some of whose optimizers get it from an unsafe fix)."""
         project = ctx.project
         if project is None or not project.table("lr_proven"):
             return None
         for q in sorted(ctx.model.qualified_names(call.func, visible=True)):
             hit = project.resolve_in("lr_proven", ctx.path, q)
             if hit is not None:
-                return hit
+                return (*hit, project.resolve_in("lr_unsafe", ctx.path, q) is not None)
         return None
 
     def _project_fills(self, ctx) -> List[Finding]:
@@ -2516,10 +2592,10 @@ step), while the step compiled by the default inductor backend is as fast
         proven = ctx.project.table_in("lr_proven", ctx.path)
         if not proven:
             return []
+        risky = ctx.project.table_in("lr_unsafe", ctx.path)
         writers = self._writers(ctx)
-        out: List[Finding] = []
         by_line = {n.lineno: n for n in self._lr_assigns(ctx)}
-        done: Set[int] = set()
+        fills: Dict[int, Tuple[str, List[Tuple[str, int]]]] = {}  # line -> (the first writer's message, unsafe callers)
         for name, callers in sorted(proven.items()):
             entry = writers.get(name)
             if entry is None or not entry["clean"]:
@@ -2527,27 +2603,49 @@ step), while the step compiled by the default inductor backend is as fast
             where = ", ".join(f"{path} line {line}" for path, line in callers)
             through = "".join(f" (through `{v}`)" for v in entry.get("via", ()))
             for line in entry["lines"]:
-                node = by_line.get(line)
-                if node is None or line in done:
+                if line not in by_line:
                     continue
-                done.add(line)
-                out.append(self._fill_finding(
-                    ctx, node,
+                message = (
                     f"`{name}`{through} writes a float lr into the param groups of optimizers that are stepped inside a compiled region "
-                    f"and get a 0-d tensor lr ({where}): the float replaces the tensor and every new value recompiles; write it in place with `.fill_`",
-                ))
+                    f"and get a 0-d tensor lr ({where}): the float replaces the tensor and every new value recompiles; write it in place with `.fill_`"
+                )
+                # a write two writers share is as unsafe as either
+                fills.setdefault(line, (message, []))[1].extend(risky.get(name, ()))
+        out: List[Finding] = []
+        for line, (message, unsafe) in sorted(fills.items()):
+            if unsafe:
+                path, at = sorted(set(unsafe))[0]
+                message += f"; unsafe: the optimizer of {path} line {at} gets its tensor lr from an unsafe fix, so this `.fill_` holds only with it (--unsafe-fixes)"
+            out.append(self._fill_finding(ctx, by_line[line], message, unsafe=bool(unsafe)))
         return out
 
-    def _fill_finding(self, ctx, write: ast.Assign, message: str) -> Finding:
-        """A safe finding that writes the lr of ``write`` in place (``.fill_``),
-        the other half of a fix made in another module (proven by the index)."""
+    def _fill_finding(self, ctx, write: ast.Assign, message: str, unsafe: bool = False) -> Finding:
+        """A finding that writes the lr of ``write`` in place (``.fill_``),
+        the other half of a fix made in another module (proven by the
+        index); unsafe when that fix is."""
         return self.finding(
             ctx, write, message,
             edits=[Edit(ctx.source.target(write, "Assign"), _fill)],
-            safety=Safety.SAFE,
+            safety=Safety.UNSAFE if unsafe else Safety.SAFE,
             needs_torch=False,
             title="write the lr in place (`.fill_`)",
         )
+
+
+def _together(reach, fixable, held, ok: Set[_Built]) -> Set[_Built]:
+    """``ok`` less the optimizers an lr write shares with one not in it
+    (optimizers whose lr the same statement writes are fixed together: all
+    or none), until nothing changes."""
+    ok = set(ok)
+    changed = True
+    while changed:
+        changed = False
+        for reached, _ in reach.values():
+            members = {b for b in reached if b in fixable or b in held}
+            if members & ok and not members <= ok:
+                ok -= members
+                changed = True
+    return ok
 
 
 def _default_is_lr(fn: ast.AST, param: ast.arg) -> bool:

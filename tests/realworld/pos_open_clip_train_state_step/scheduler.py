@@ -3,7 +3,7 @@ import math
 
 def assign_learning_rate(optimizer, new_lr):
     for param_group in optimizer.param_groups:
-        param_group["lr"] = new_lr
+        param_group["lr"] = new_lr  # expect: FR004
 
 
 def _warmup_lr(base_lr, warmup_length, step):
