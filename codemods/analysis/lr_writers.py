@@ -91,7 +91,7 @@ def valid(lr) -> bool:
         if not isinstance(lr, dict) or not isinstance(lr.get("writers", {}), dict) or not isinstance(lr.get("passes", {}), dict):
             return False
         for entry in lr.get("writers", {}).values():
-            if not (isinstance(entry["param"], str) and isinstance(entry["index"], int) and isinstance(entry["clean"], bool)):
+            if not (isinstance(entry["param"], str) and isinstance(entry["index"], int) and isinstance(entry["clean"], bool) and isinstance(entry.get("uniform", False), bool)):
                 return False
             if not all(isinstance(k, str) and isinstance(i, int) for k, i in entry["keys"]) or not all(isinstance(n, int) for n in entry["lines"]):
                 return False
@@ -118,7 +118,7 @@ def valid(lr) -> bool:
         if not isinstance(passes.get("complete", {}), dict):
             return False
         for opt in passes.get("optimizers", ()):
-            if not (isinstance(opt["line"], int) and opt["fixed"] in LEVELS and isinstance(opt.get("if_stepped", False), bool)):
+            if not (isinstance(opt["line"], int) and opt["fixed"] in LEVELS and isinstance(opt.get("if_stepped", False), bool) and isinstance(opt.get("shared", False), bool)):
                 return False
             for q, slot, field in opt.get("handoffs", ()):
                 if not (isinstance(q, str) and isinstance(slot, (int, str)) and isinstance(field, str)):
@@ -176,7 +176,9 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
                 (key, entry), name = hit, q.rpartition(".")[2]
                 callers.setdefault((key, name), []).append((path, opt))
                 passed_key = any(k in kws or 0 <= at < nargs for k, at in entry["keys"])
-                if not (entry["clean"] and level and complete.get(q) and not star and not passed_key and slot in (entry["param"], entry["index"])):
+                # groups sharing one lr tensor need a write that gives each the same value
+                shared = opt.get("shared", True) and not entry.get("uniform", False)
+                if not (entry["clean"] and level and complete.get(q) and not star and not passed_key and not shared and slot in (entry["param"], entry["index"])):
                     bad.add((key, name))
                 elif level == "unsafe":
                     unsafe.setdefault((key, name), []).append((path, opt))

@@ -487,7 +487,12 @@ argument) is made a float and a tensor where it is passed,
 a 0-d tensor the program fills itself would be replaced by a copy. (A group's
 own lr not visible stays reported without a fix.)
 
-Reported without a fix: an optimizer missing from the table, `CyclicLR`/`OneCycleLR` with
+Reported without a fix: an lr write that may give param groups different
+values (`g["lr"] = lr * g["lr_scale"]`, `opt.param_groups[0]["lr"] = v`)
+into an optimizer two of whose groups have no lr of their own: torch gives
+them all the constructor's `lr` object, one tensor, and `.fill_` into one
+group's lr writes them all (measured: every group ends with the value
+written last; `tests/test_shared_lr_tensor.py`). An optimizer missing from the table, `CyclicLR`/`OneCycleLR` with
 `cycle_momentum=True` (they write Python floats into momentum/betas every
 step), `ReduceLROnPlateau` unless `--target-torch` is 2.10 or newer (older
 releases put a float lr back), Adamax/NAdam with `foreach=True` unless the
@@ -1572,6 +1577,14 @@ step), while the step compiled by the default inductor backend is as fast
         if fills and unseen:
             out.append(self.finding(ctx, b.call, f"{lead}; the param groups are built elsewhere, so a group's own float lr cannot be seen, and `group[\"lr\"].fill_(...)` would fail on it (no automatic fix)"))
             return out
+        if fills and self._shared_groups(ctx, b):
+            varied = next((w for w, (reached, _) in self._write_reach(ctx).items() if b in reached and not self._uniform(ctx, w)), None)
+            if varied is not None:
+                out.append(self.finding(ctx, b.call, (
+                    f"{lead}; line {varied.lineno} writes an lr that may differ between its param groups, and the groups without an lr "
+                    f"of their own share the one tensor `lr=` would pass: `.fill_` would give each group the value written last (no automatic fix)"
+                )))
+                return out
         edits.extend(fills)
         if not edits:
             return out
@@ -1648,6 +1661,47 @@ step), while the step compiled by the default inductor backend is as fast
                 if isinstance(key, ast.Constant) and key.value == "lr":
                     found.append(val)
         return found, False
+
+    @staticmethod
+    def _shared_groups(ctx, b: _Built) -> bool:
+        """May two param groups of ``b`` hold the same lr tensor?  torch
+        gives every group without an ``"lr"`` of its own the constructor's
+        ``lr`` object: a list of two or more such group dicts, groups not
+        visible here, or a group added later (``add_param_group``)."""
+        params = _arg(b.call, "params", 0)
+        if b"add_param_group" in ctx.source.data or params is None:
+            return b"add_param_group" in ctx.source.data
+        value = params.value
+        if isinstance(value, ast.Name):
+            value = OptimizerScalars._single_value(ctx, value)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("parameters", "named_parameters"):
+            return False
+        if not isinstance(value, (ast.List, ast.Tuple)):
+            return True
+        if not all(isinstance(e, ast.Dict) for e in value.elts):
+            return any(isinstance(e, (ast.Dict, ast.Starred)) for e in value.elts)  # a list of tensors is one group
+        own = sum(1 for e in value.elts if any(isinstance(k, ast.Constant) and k.value == "lr" for k in e.keys))
+        return len(value.elts) - own > 1
+
+    @staticmethod
+    def _uniform(ctx, write: ast.Assign) -> bool:
+        """Does ``write`` (``g["lr"] = v``) give every param group the same
+        value: in ``for g in X.param_groups:``, with ``v`` using no name the
+        loop binds (its target, or a name assigned in its body)?  An
+        indexed write (``X.param_groups[0]["lr"] = v``) gives one group."""
+        holder = write.targets[0].value  # type: ignore[attr-defined]
+        if not isinstance(holder, ast.Name):
+            return False
+        loop = next((a for a in ctx.source.ancestors(write) if isinstance(a, (ast.For, ast.AsyncFor)) and isinstance(a.target, ast.Name) and a.target.id == holder.id), None)
+        if loop is None:
+            return False
+        bound = {holder.id}
+        for node in ast.walk(loop):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.add(node.name)
+        return not any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(write.value))
 
     def _fill_edits(self, ctx, b: _Built) -> List[Edit]:
         """``.fill_`` edits of the lr writes that reach ``b``'s param groups
@@ -2157,7 +2211,9 @@ step), while the step compiled by the default inductor backend is as fast
             else:
                 unresolved = True
                 continue
-            entry = found.setdefault(name, {"param": param.arg, "index": _position(fn, param, skip), "keys": [], "lines": [], "clean": True})
+            entry = found.setdefault(name, {"param": param.arg, "index": _position(fn, param, skip), "keys": [], "lines": [], "clean": True, "uniform": True})
+            if not aware and not self._uniform(ctx, node):
+                entry["uniform"] = False  # its optimizers' groups must not share one lr tensor
             if entry["param"] != param.arg:
                 entry["clean"] = False
             if not aware:
@@ -2208,6 +2264,7 @@ step), while the step compiled by the default inductor backend is as fast
                 forwarders[fn.name] = {
                     "param": param.arg, "index": _position(fn, param, 0), "keys": [],
                     "lines": sorted({line for name in names for line in found[name]["lines"]}), "clean": True, "via": names,
+                    "uniform": all(found[name]["uniform"] for name in names),
                 }
                 break
         for name, calls in called.items():
@@ -2322,7 +2379,7 @@ step), while the step compiled by the default inductor backend is as fast
             level = "safe" if b in converted else "unsafe" if b in unsafe else ""
             if level and table is not None and any(is_suppressed(f, table) for f in results.get(b, [])):
                 level = ""
-            record = {"line": b.call.lineno, "fixed": level, "calls": calls}
+            record = {"line": b.call.lineno, "fixed": level, "shared": self._shared_groups(ctx, b), "calls": calls}
             if b.stepped_at is None and not b.schedulers:
                 # stepped nowhere here: how it would be fixed were it stepped
                 # by a function of another module it is handed to
@@ -2481,7 +2538,8 @@ step), while the step compiled by the default inductor backend is as fast
             if factory is None:
                 continue
             q, method = factory
-            ok = not unknown and not reads and all(w in self._lr_assigns(ctx) for w in writes.get(holder.id, ()))
+            # the factory's groups may share one lr tensor: every write must give all the same value
+            ok = not unknown and not reads and all(w in self._lr_assigns(ctx) and self._uniform(ctx, w) for w in writes.get(holder.id, ()))
             found.append({
                 "q": q, "method": method, "line": node.lineno, "stepped": holder.id in stepped, "fills": ok, "complete": True,
                 "args": [self._value(ctx, a, detail=False)[0] for a in call.args],
