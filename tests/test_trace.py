@@ -505,6 +505,8 @@ E2E = [
     ("attr_bound_method", "_generate_one_token", 13, "float argument `temperature`", "FR003"),
     # compiled by a project decorator (a lazy torch.compile in the closure it returns)
     ("project_decorator", "scaled_residual", 22, "float argument `alpha`", "FR003"),
+    # `torch.compile(self.__call__)` in a mixin: the forward of a module class deriving from it
+    ("mixin_compiled_call", "forward", 29, "tensor shape `attention_mask`", "FR001"),
 ]
 
 
@@ -945,3 +947,21 @@ def test_run_fix_cures_an_optimizer_stepped_by_a_loop_of_another_module(tmp_path
     assert after < before, out
     assert "lr=torch.tensor(1e-3)" in (tmp_path / "main.py").read_text()
     assert (tmp_path / "train.py").read_text() == (folder / "train.py").read_text()
+
+
+def test_run_fix_cures_a_library_function_compiled_here_and_called_from_user_code(tmp_path):
+    """torch's code object recompiled, its nearest user frame a call far from
+    the compile (unsloth's `torch.compile(flex_attention, dynamic=False)`
+    called in `flex_shared_prefix_attention`): the finding at the file's one
+    compile of a library function that can have compiled it is implicated
+    (before, only a finding on the calling line could be), and its fix
+    cures the storm."""
+    proc, script = run_cli(tmp_path, "library_fn_via", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "fixed: library_fn_via.py:11:53: FR001" in out, out
+    before, after = graphs(out, "total")
+    assert after < before, out
+    first, second = results(out)
+    assert first == second
+    assert 'softmax = torch.compile(F.softmax, backend="eager")\n' in script.read_text()

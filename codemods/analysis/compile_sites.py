@@ -499,6 +499,26 @@ class CompileModel:
         """Does ``cls`` subclass ``torch.optim.Optimizer`` (directly or via classes of this module)?"""
         return self._derives(cls, lambda qn: bool(qn & _OPTIMIZER_BASE_NAMES), set())
 
+    def classes_deriving(self, owner: ast.ClassDef) -> List[ast.ClassDef]:
+        """``owner`` and every class of this module that derives from it,
+        directly or through classes of this module (what ``self`` of a
+        method of ``owner``, a mixin, may be), in source order."""
+        out: List[ast.ClassDef] = []
+        for cls in self.classes.values():
+            seen: Set[str] = set()
+            todo = [cls]
+            while todo:
+                c = todo.pop()
+                if c is owner:
+                    out.append(cls)
+                    break
+                for base in c.bases:
+                    name = dotted_name(base)
+                    if name in self.classes and name not in seen:
+                        seen.add(name)  # type: ignore[arg-type]
+                        todo.append(self.classes[name])  # type: ignore[index]
+        return sorted(out, key=lambda c: c.lineno)
+
     def _derives(self, cls: ast.ClassDef, test, seen: Set[str]) -> bool:
         """Does a base of ``cls`` (or of a class of this module it derives
         from) have qualified names ``test`` accepts?"""

@@ -142,6 +142,15 @@ def site_first_lines(model, site) -> List[int]:
             fwd = _forward(cls)
             if fwd is not None:
                 lines.extend(def_first_lines(fwd))
+        elif isinstance(site.target, ast.Attribute) and isinstance(site.target.value, ast.Name) and site.target.value.id == "self" and site.target.attr in ("__call__", "forward"):
+            # `torch.compile(self.__call__)` in a method of a mixin
+            # (transformers' GenerationMixin.get_compiled_call): the forward
+            # of each module class here that derives from it
+            owner = model.source.enclosing(site.node, ast.ClassDef)
+            for sub in model.classes_deriving(owner) if isinstance(owner, ast.ClassDef) else ():
+                fwd = _forward(sub) if model.is_module_class(sub) else None
+                if fwd is not None:
+                    lines.extend(def_first_lines(fwd))
     return lines
 
 
@@ -372,12 +381,20 @@ def match_file(
             for s in model.compile_sites
             if entry.library_site is not None and s.node.lineno == entry.library_site[1] and _library_callable(model, s) is not None
         ]
+        if internal and entry.library_site is None and entry.user_frame is not None:
+            # a library function compiled here and called from this file's
+            # code (unsloth's `torch.compile(flex_attention, dynamic=False)`,
+            # called in `flex_shared_prefix_attention`): its one compile here
+            # that can have compiled the entry's code
+            mine = [s for s in model.compile_sites if _can_have_compiled(entry, _library_callable(model, s) or "")]
+            if len(mine) == 1:
+                library_spans = [(mine[0], site_spans(ctx.source, mine[0]))]
         for cause in _match_causes(entry):
             for cure in tr.rule_cures(entry, cause):
                 for index, f in enumerate(findings):
                     if f.code != cure.code or index in matched:
                         continue
-                    if internal and entry.library_site is not None:
+                    if internal and (entry.library_site is not None or library_spans):
                         # a compiled library function: the user's compile call of it
                         ok = any(
                             any(_inside(f, sp) for sp in spans)
