@@ -41,6 +41,9 @@ class Fix:
     safety: Safety
     #: the fix emits ``<torch alias>.…`` names and needs ``import torch`` if absent
     needs_torch: bool = False
+    #: other modules the fix names (``functools``): ``import <name>`` is
+    #: added where absent (libcst's AddImportsVisitor)
+    imports: Tuple[str, ...] = ()
     #: one line saying what the fix does, e.g. "remove `dynamic=False`"
     title: str = ""
     #: the clause the finding's message ends with that says why the fix is

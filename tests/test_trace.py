@@ -507,6 +507,8 @@ E2E = [
     ("project_decorator", "scaled_residual", 22, "float argument `alpha`", "FR003"),
     # `torch.compile(self.__call__)` in a mixin: the forward of a module class deriving from it
     ("mixin_compiled_call", "forward", 29, "tensor shape `attention_mask`", "FR001"),
+    # a class made per call of a factory: the type guard of each block's projection
+    ("class_per_call", "forward", 22, "type `self.proj`", "FR019"),
 ]
 
 

@@ -227,16 +227,29 @@ def apply_findings(ctx: FileContext, findings: Sequence[Finding]) -> cst.Module:
     if not edits:
         return ctx.module
     new_module = ctx.module.visit(_apply_edits(_resolve_edits(ctx, edits)))
-    if any(f.fix.needs_torch for f in findings if f.fix) and ctx.model.torch_alias is None:
+    needed = _imports_needed(ctx, findings)
+    if needed:
         # imported here: libcst.codemod pulls in libcst.matchers (~0.2 s), which
         # a run that adds no import never needs
         from libcst.codemod import CodemodContext
         from libcst.codemod.visitors import AddImportsVisitor
 
         context = CodemodContext()
-        AddImportsVisitor.add_needed_import(context, "torch")
+        for module in needed:
+            AddImportsVisitor.add_needed_import(context, module)
         new_module = AddImportsVisitor(context).transform_module(new_module)
     return new_module
+
+
+def _imports_needed(ctx: FileContext, findings: Sequence[Finding]) -> List[str]:
+    """The modules the fixes of ``findings`` name that the file may not
+    import: ``torch`` when it has no alias for it, and every fix's
+    ``imports`` (AddImportsVisitor adds only what is missing)."""
+    fixes = [f.fix for f in findings if f.fix]
+    needed = ["torch"] if any(fix.needs_torch for fix in fixes) and ctx.model.torch_alias is None else []
+    for fix in fixes:
+        needed += [m for m in fix.imports if m not in needed]
+    return needed
 
 
 def parse_ast(display_path: str, data: bytes, tree: Optional[ast.Module] = None) -> Source:
@@ -474,7 +487,7 @@ def render(ctx: FileContext, findings: Sequence[Finding], data: Optional[bytes] 
     (the file's bytes), bytes libcst would not reproduce are kept as they were,
     and only the top-level statements the edits touch are rendered when that
     is exact (:func:`_render_statements`)."""
-    if data is not None and not (any(f.fix.needs_torch for f in findings if f.fix) and ctx.model.torch_alias is None):
+    if data is not None and not _imports_needed(ctx, findings):
         try:
             fast = _render_statements(ctx, [e for f in findings if f.fix for e in f.fix.edits], data)
         except (FileError, RecursionError):

@@ -1350,9 +1350,11 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
             on = f"{cause} {sources}" if entry.sources(cause) else cause
             parts.append(f"report: {count} recompiles on {on} hit the limit")
         else:
+            # a rule that cures it names what makes it unbounded (FR019: a
+            # class made per call gives every module a type of its own)
             why = BOUNDED_WHY.get(cause)
             parts.append(
-                f"bounded, no fix needed ({count} recompile{'s' if count != 1 else ''}{': ' + why if why else ''})"
+                f"{'else bounded' if parts else 'bounded, no fix needed'} ({count} recompile{'s' if count != 1 else ''}{': ' + why if why else ''})"
             )
     elif cause in (INT_ARG, FLOAT_ARG) and any(r.op_site for r in entry.reasons if r.cause == cause):
         # an op needed the number (torch.as_tensor(crop_box), bernoulli_(p)):

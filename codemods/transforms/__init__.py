@@ -30,6 +30,7 @@ from .data_driven_loop import DataDrivenLoop
 from .object_int_state import ObjectIntState
 from .tensor_keyed_state import TensorKeyedState
 from .float_dict_state import FloatDictState
+from .class_per_call import ClassPerCall
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
@@ -50,6 +51,7 @@ REGISTRY: List[Rule] = [
     ObjectIntState(),
     TensorKeyedState(),
     FloatDictState(),
+    ClassPerCall(),
 ]
 
 #: every project fact a rule declares, with the code of the rule that reads

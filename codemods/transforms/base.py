@@ -88,6 +88,7 @@ class Rule:
         edits: Sequence[Edit] = (),
         safety: Optional[Safety] = None,
         needs_torch: bool = False,
+        imports: Tuple[str, ...] = (),
         title: str = "",
         unsafe_because: str = "",
         proven: bool = True,
@@ -101,7 +102,7 @@ class Rule:
             start, end = ctx.source.start(node[0]), ctx.source.end(node[1])
         else:  # ((line, column), (line, column)), columns 0-based
             start, end = node
-        fix = Fix(edits=tuple(edits), safety=safety, needs_torch=needs_torch, title=title, unsafe_because=unsafe_because) if edits else None
+        fix = Fix(edits=tuple(edits), safety=safety, needs_torch=needs_torch, imports=imports, title=title, unsafe_because=unsafe_because) if edits else None
         return Finding(
             code=self.code,
             message=message,
