@@ -30,6 +30,22 @@ def test_groups_without_their_own_lr_share_the_constructors_tensor():
     assert [round(float(g["lr"]), 4) for g in opt.param_groups] == [0.2, 0.2, 0.3]
 
 
+@pytest.mark.runtime
+def test_a_scheduler_with_a_value_per_group_writes_the_shared_tensor_in_place():
+    """torch's schedulers `.fill_` a tensor lr: LambdaLR's per-group factors
+    on groups sharing the constructor's tensor leave both at the last one
+    (golden optimizer_scalars/per_group_lambda is reported, not fixed)."""
+    torch = pytest.importorskip("torch")
+    a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    lambdas = [lambda e: 1.0, lambda e: 0.5]
+    floats = torch.optim.SGD([{"params": a.parameters()}, {"params": b.parameters()}], lr=0.1)
+    torch.optim.lr_scheduler.LambdaLR(floats, lambdas)
+    shared = torch.optim.SGD([{"params": a.parameters()}, {"params": b.parameters()}], lr=torch.tensor(0.1))
+    torch.optim.lr_scheduler.LambdaLR(shared, lambdas)
+    assert [round(float(g["lr"]), 4) for g in floats.param_groups] == [0.1, 0.05]
+    assert [round(float(g["lr"]), 4) for g in shared.param_groups] == [0.05, 0.05]
+
+
 WRITER = """
 def apply_layer_decay(optimizer, lr):
     for group in optimizer.param_groups:

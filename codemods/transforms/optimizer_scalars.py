@@ -492,7 +492,9 @@ values (`g["lr"] = lr * g["lr_scale"]`, `opt.param_groups[0]["lr"] = v`)
 into an optimizer two of whose groups have no lr of their own: torch gives
 them all the constructor's `lr` object, one tensor, and `.fill_` into one
 group's lr writes them all (measured: every group ends with the value
-written last; `tests/test_shared_lr_tensor.py`). An optimizer missing from the table, `CyclicLR`/`OneCycleLR` with
+written last; `tests/test_shared_lr_tensor.py`), and for the same reason a
+scheduler of such an optimizer given a value per group (`LambdaLR(opt,
+[f, g])`, `max_lr=[...]`): torch's schedulers write a tensor lr in place. An optimizer missing from the table, `CyclicLR`/`OneCycleLR` with
 `cycle_momentum=True` (they write Python floats into momentum/betas every
 step), `ReduceLROnPlateau` unless `--target-torch` is 2.10 or newer (older
 releases put a float lr back), Adamax/NAdam with `foreach=True` unless the
@@ -1504,6 +1506,18 @@ step), while the step compiled by the default inductor backend is as fast
                 blocked = True
         if blocked:
             return out
+        if b.schedulers and self._shared_groups(ctx, b):
+            # torch's schedulers write a tensor lr in place (`.fill_`): groups
+            # sharing one tensor all get the value of the group written last
+            split = next((s for s in b.schedulers if self._per_group_arg(ctx, s.call) is not None), None)
+            if split is not None:
+                arg = self._per_group_arg(ctx, split.call)
+                out.append(self.finding(ctx, split.call, (
+                    f"{lead}; `{split.short}` is given a value per param group (`{self._text(ctx).code(arg)}`), and the groups without an lr of "
+                    f"their own share the one tensor `lr=` would pass, which the scheduler writes in place: every group would get the value of "
+                    f"the group written last (no automatic fix)"
+                )))
+                return out
 
         edits: List[Edit] = []
         unsafe: List[str] = []
@@ -1682,6 +1696,18 @@ step), while the step compiled by the default inductor backend is as fast
             return any(isinstance(e, (ast.Dict, ast.Starred)) for e in value.elts)  # a list of tensors is one group
         own = sum(1 for e in value.elts if any(isinstance(k, ast.Constant) and k.value == "lr" for k in e.keys))
         return len(value.elts) - own > 1
+
+    @staticmethod
+    def _per_group_arg(ctx, call: ast.Call) -> Optional[ast.AST]:
+        """An argument of a scheduler's construction (after the optimizer)
+        that gives one value per param group: a list or tuple
+        (`LambdaLR(opt, [f, g])`, `OneCycleLR(opt, max_lr=[0.1, 0.01])`),
+        also through a name bound once to one."""
+        for value in [*call.args[1:], *(kw.value for kw in call.keywords if kw.arg != "optimizer")]:
+            seen = OptimizerScalars._single_value(ctx, value) if isinstance(value, ast.Name) else value
+            if isinstance(seen, (ast.List, ast.Tuple, ast.ListComp)):
+                return value
+        return None
 
     @staticmethod
     def _uniform(ctx, write: ast.Assign) -> bool:
