@@ -17,7 +17,9 @@ module) -> {function: {"param", "index"}}: it makes an lr a tensor),
 "clean", "compiled" (the first lines of the module's compiled functions)}}: it steps the optimizer it gets, or that the field of what it gets
 holds, inside a compiled region),
 ``lr_proven`` ((root, module) -> {writer: its callers as (module, line of
-the optimizer)}), ``lr_unsafe`` (the same, for the proven writers whose
+the optimizer)}), ``lr_aware`` ((root, module) -> {writer: True}: proven
+for tensor-aware writes, some of its optimizers keeping a float lr),
+``lr_unsafe`` (the same, for the proven writers whose
 ``.fill_`` holds only with --unsafe-fixes: the callers whose optimizer gets
 its tensor lr from an unsafe fix) and ``lr_factories`` ((root, module) -> {class or function:
 {method ("" for a function): its users as (module, line of the optimizer)}}).
@@ -95,7 +97,7 @@ def valid(lr) -> bool:
                 return False
             if not all(isinstance(k, str) and isinstance(i, int) for k, i in entry["keys"]) or not all(isinstance(n, int) for n in entry["lines"]):
                 return False
-            if not all(isinstance(v, str) for v in entry.get("via", ())):
+            if not all(isinstance(v, str) for v in entry.get("via", ())) or not isinstance(entry.get("alone", False), bool):
                 return False
         for entry in lr.get("steppers", {}).values():
             if not (isinstance(entry["param"], str) and isinstance(entry["index"], int) and isinstance(entry["field"], str) and isinstance(entry["clean"], bool)
@@ -164,6 +166,10 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
     callers: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
     bad: set = set()
     unsafe: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
+    # for a tensor-aware write: the callers whose optimizer gets a tensor lr
+    # (with its level), and the writers a call rules out whatever the lr
+    tensor_callers: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict, str]]] = {}
+    unfit: set = set()
     for path, facts in sorted(lr.items()):
         passes = (facts or {}).get("passes") or {}
         complete = passes.get("complete", {})
@@ -178,10 +184,15 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
                 passed_key = any(k in kws or 0 <= at < nargs for k, at in entry["keys"])
                 # groups sharing one lr tensor need a write that gives each the same value
                 shared = opt.get("shared", True) and not entry.get("uniform", False)
-                if not (entry["clean"] and level and complete.get(q) and not star and not passed_key and not shared and slot in (entry["param"], entry["index"])):
+                fit = entry["clean"] and complete.get(q) and not star and not passed_key and slot in (entry["param"], entry["index"])
+                if not (fit and level and not shared):
                     bad.add((key, name))
                 elif level == "unsafe":
                     unsafe.setdefault((key, name), []).append((path, opt))
+                if not fit or (level and shared):
+                    unfit.add((key, name))
+                elif level:
+                    tensor_callers.setdefault((key, name), []).append((path, opt, level))
     proven = {w for w in callers if w not in bad}
     if proven:  # a file that mentions a writer and was not seen calling it
         proven -= _mentioned_unseen(index, files, {w: (w[1], {p for p, _ in callers[w]}) for w in proven})
@@ -218,9 +229,25 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
                 if risky is not None and w not in unsafe:
                     unsafe[w] = list(unsafe[risky])
                     changed = True
+    # a writer some of whose optimizers keep a float lr (open_clip's
+    # `cosine_lr` is also given legacy_main's, stepped eagerly): its writes
+    # become tensor-aware (`if isinstance(g["lr"], torch.Tensor):
+    # g["lr"].fill_(v) else: g["lr"] = v`, the project's own cure), which
+    # keeps a float a float, so neither every caller nor every file need be
+    # seen; only the optimizers it gets as tensors go with it
+    aware = {
+        w: found for w, found in sorted(tensor_callers.items())
+        if w not in proven and w not in unfit and writers[w[0]][w[1]].get("alone", False)
+    }
+    for w, found in aware.items():
+        risky = [(p, o) for p, o, level in found if level == "unsafe"]
+        if risky:
+            unsafe[w] = risky
+        index.tables.setdefault("lr_aware", {}).setdefault(w[0], {})[w[1]] = True
     table = index.tables.setdefault("lr_proven", {})
-    for key, name in sorted(proven):
-        table.setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in callers[(key, name)])
+    for key, name in sorted(proven | set(aware)):
+        found = [(p, o) for p, o, _ in aware[(key, name)]] if (key, name) in aware else callers[(key, name)]
+        table.setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in found)
         if unsafe.get((key, name)):
             index.tables.setdefault("lr_unsafe", {}).setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in unsafe[(key, name)])
     index.always = tuple(sorted(set(index.always) | {p for p in map(index.path_of, table) if p is not None}))

@@ -54,8 +54,6 @@ def _creation_names(cls: ast.ClassDef) -> Iterator[ast.Name]:
     for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             roots += [*stmt.decorator_list, *stmt.args.defaults, *(d for d in stmt.args.kw_defaults if d is not None)]
-        elif isinstance(stmt, ast.ClassDef):
-            roots.append(stmt)
         else:
             roots.append(stmt)
     for root in roots:

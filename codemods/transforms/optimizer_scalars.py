@@ -35,7 +35,7 @@ from ..analysis.optim_table import (
 )
 from ..analysis.placement import torch_expr
 from ..analysis.tensor_ops_table import TENSOR_MAKERS
-from ..analysis.source import Source, children, walk
+from ..analysis.source import Source, children, statement_target, walk
 from ..cst_edits import remove_keyword
 from ..trace.causes import CuresCause, OPTIMIZER_LR
 from .base import Example, Rule
@@ -367,6 +367,33 @@ def _fill(target: cst.CSTNode):
     return cst.Expr(call)
 
 
+def _fill_if_tensor(model, line: cst.CSTNode):
+    """``x["lr"] = v`` (a statement alone on its line) -> ``if
+    isinstance(x["lr"], torch.Tensor): x["lr"].fill_(v) else: x["lr"] = v``."""
+    assert isinstance(line, cst.SimpleStatementLine)
+    assign = line.body[0]
+    assert isinstance(assign, cst.Assign)
+    subscript = assign.targets[0].target
+    test = cst.Call(func=cst.Name("isinstance"), args=[cst.Arg(subscript), cst.Arg(torch_expr(model, "Tensor"))])
+    fill = cst.SimpleStatementLine(body=[cst.Expr(cst.Call(func=cst.Attribute(value=subscript, attr=cst.Name("fill_")), args=[cst.Arg(assign.value)]))])
+    return cst.If(
+        test=test,
+        body=cst.IndentedBlock(body=[fill]),
+        orelse=cst.Else(body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())])),
+        leading_lines=line.leading_lines,
+    )
+
+
+def _alone(source, node: ast.stmt) -> bool:
+    """Is ``node`` a statement on lines of its own, in an indented block (a
+    compound statement may take its place)?"""
+    parent = source.parent(node)
+    body = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list) and any(s is node for s in b)), None)
+    if body is None or isinstance(parent, ast.Module) or node.lineno <= parent.lineno:  # type: ignore[attr-defined]
+        return False
+    return not any(s is not node and (s.lineno <= node.end_lineno and node.lineno <= s.end_lineno) for s in body)  # type: ignore[attr-defined]
+
+
 #: FR004's scratch entries that depend on neither the settings nor the index
 _SHARED = frozenset(("fr004_by_call", "fr004_built", "fr004_write_reach", "fr004_store_reach", "fr004_lr_stores", "fr004_lr_stores_all", "fr004_tensorizers", "fr004_steppers", "fr004_stepped", "fr004_lr_assigns", "fr004_lr_reads", "fr004_passed", "fr004_text", "fr004_writers", "fr004_fill_edits"))
 
@@ -467,7 +494,14 @@ from an unsafe fix (an lr from `args.lr`; an optimizer built in a module
 that does not compile and handed to a training loop of another module that
 steps it compiled, open_clip's `main.py`), the writer's `.fill_` is unsafe
 too, and so is the fix of every optimizer that shares the writer: applied
-together with `--unsafe-fixes`, none without. Not proven (the constructor's fix
+together with `--unsafe-fixes`, none without. A writer that is also given
+optimizers that keep a float lr (open_clip's `cosine_lr`, given
+`legacy_main.py`'s eagerly stepped AdamW too), or that files the index has
+not seen may call, gets a tensor-aware write instead, the project's own cure
+(3650e7b): `if isinstance(g["lr"], torch.Tensor): g["lr"].fill_(v) else:
+g["lr"] = v` (`import torch` added when missing), safe on its own (a float
+stays a float) and unsafe only with an optimizer whose tensor lr is; the
+write must stand on a line of its own. Not proven (the constructor's fix
 stays unsafe, the writer is left alone): a writer that uses the optimizer for
 more than its param groups or reads an lr back, a call that passes the key,
 a caller whose optimizer keeps a float lr or is also passed to other code, a
@@ -2237,9 +2271,11 @@ step), while the step compiled by the default inductor backend is as fast
             else:
                 unresolved = True
                 continue
-            entry = found.setdefault(name, {"param": param.arg, "index": _position(fn, param, skip), "keys": [], "lines": [], "clean": True, "uniform": True})
+            entry = found.setdefault(name, {"param": param.arg, "index": _position(fn, param, skip), "keys": [], "lines": [], "clean": True, "uniform": True, "alone": True})
             if not aware and not self._uniform(ctx, node):
                 entry["uniform"] = False  # its optimizers' groups must not share one lr tensor
+            if not aware and not _alone(source, node):
+                entry["alone"] = False  # no room for a tensor-aware `if` in its place
             if entry["param"] != param.arg:
                 entry["clean"] = False
             if not aware:
@@ -2291,6 +2327,7 @@ step), while the step compiled by the default inductor backend is as fast
                     "param": param.arg, "index": _position(fn, param, 0), "keys": [],
                     "lines": sorted({line for name in names for line in found[name]["lines"]}), "clean": True, "via": names,
                     "uniform": all(found[name]["uniform"] for name in names),
+                    "alone": all(found[name]["alone"] for name in names),
                 }
                 break
         for name, calls in called.items():
@@ -2677,9 +2714,11 @@ step), while the step compiled by the default inductor backend is as fast
         if not proven:
             return []
         risky = ctx.project.table_in("lr_unsafe", ctx.path)
+        aware = ctx.project.table_in("lr_aware", ctx.path)
         writers = self._writers(ctx)
         by_line = {n.lineno: n for n in self._lr_assigns(ctx)}
-        fills: Dict[int, Tuple[str, List[Tuple[str, int]]]] = {}  # line -> (the first writer's message, unsafe callers)
+        # line -> (the first writer's message, unsafe callers, tensor-aware)
+        fills: Dict[int, Tuple[str, List[Tuple[str, int]], List[bool]]] = {}
         for name, callers in sorted(proven.items()):
             entry = writers.get(name)
             if entry is None or not entry["clean"]:
@@ -2691,28 +2730,42 @@ step), while the step compiled by the default inductor backend is as fast
                     continue
                 message = (
                     f"`{name}`{through} writes a float lr into the param groups of optimizers that are stepped inside a compiled region "
-                    f"and get a 0-d tensor lr ({where}): the float replaces the tensor and every new value recompiles; write it in place with `.fill_`"
+                    f"and get a 0-d tensor lr ({where}): the float replaces the tensor and every new value recompiles; "
                 )
-                # a write two writers share is as unsafe as either
-                fills.setdefault(line, (message, []))[1].extend(risky.get(name, ()))
+                # a write two writers share is as unsafe as either, and
+                # tensor-aware when either is given float lrs too
+                at = fills.setdefault(line, (message, [], []))
+                at[1].extend(risky.get(name, ()))
+                at[2].append(bool(aware.get(name)))
         out: List[Finding] = []
-        for line, (message, unsafe) in sorted(fills.items()):
+        for line, (message, unsafe, kinds) in sorted(fills.items()):
+            if any(kinds):
+                message += (
+                    "write it in place when it is a tensor (`if isinstance(g[\"lr\"], torch.Tensor): g[\"lr\"].fill_(v)`), "
+                    "as a float otherwise: other optimizers it is given keep a float lr"
+                )
+            else:
+                message += "write it in place with `.fill_`"
             if unsafe:
                 path, at = sorted(set(unsafe))[0]
-                message += f"; unsafe: the optimizer of {path} line {at} gets its tensor lr from an unsafe fix, so this `.fill_` holds only with it (--unsafe-fixes)"
-            out.append(self._fill_finding(ctx, by_line[line], message, unsafe=bool(unsafe)))
+                message += f"; unsafe: the optimizer of {path} line {at} gets its tensor lr from an unsafe fix, so this write holds only with it (--unsafe-fixes)"
+            out.append(self._fill_finding(ctx, by_line[line], message, unsafe=bool(unsafe), aware=any(kinds)))
         return out
 
-    def _fill_finding(self, ctx, write: ast.Assign, message: str, unsafe: bool = False) -> Finding:
-        """A finding that writes the lr of ``write`` in place (``.fill_``),
-        the other half of a fix made in another module (proven by the
-        index); unsafe when that fix is."""
+    def _fill_finding(self, ctx, write: ast.Assign, message: str, unsafe: bool = False, aware: bool = False) -> Finding:
+        """A finding that writes the lr of ``write`` in place (``.fill_``;
+        with ``aware``, only when it is a tensor), the other half of a fix
+        made in another module (proven by the index); unsafe when that fix is."""
+        if aware:
+            edit = Edit(statement_target(ctx.source, write), functools.partial(_fill_if_tensor, ctx.model))
+        else:
+            edit = Edit(ctx.source.target(write, "Assign"), _fill)
         return self.finding(
             ctx, write, message,
-            edits=[Edit(ctx.source.target(write, "Assign"), _fill)],
+            edits=[edit],
             safety=Safety.UNSAFE if unsafe else Safety.SAFE,
-            needs_torch=False,
-            title="write the lr in place (`.fill_`)",
+            needs_torch=aware,
+            title="write the lr in place when it is a tensor" if aware else "write the lr in place (`.fill_`)",
         )
 
 
