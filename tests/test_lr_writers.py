@@ -49,21 +49,24 @@ class WarmupScheduler:
 """
 
 
-def _project(tmp_path, files: Dict[str, str], jobs: int = 1, cache_dir=None):
+def run_files(tmp_path, files: Dict[str, str], settings: Settings = Settings(), jobs: int = 1, cache_dir=None):
+    """Write ``files`` (name -> dedented text) into ``tmp_path``, run the
+    tool over them as a project, and return its results by file name."""
     for name, text in files.items():
         (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        outcome = run(["."], Settings(), jobs=jobs, cache_dir=cache_dir)
+        outcome = run(["."], settings, jobs=jobs, cache_dir=cache_dir)
     finally:
         os.chdir(cwd)
     assert not outcome.errors, outcome.errors
-    out = {}
-    for r in outcome.results:
-        name = os.path.basename(r.display_path)
-        out[name] = ([(f.line, f.fix.safety if f.fix else None) for f in r.findings], r.new)
-    return out
+    return {os.path.basename(r.display_path): r for r in outcome.results}
+
+
+def _project(tmp_path, files: Dict[str, str], jobs: int = 1, cache_dir=None):
+    results = run_files(tmp_path, files, jobs=jobs, cache_dir=cache_dir)
+    return {name: ([(f.line, f.fix.safety if f.fix else None) for f in r.findings], r.new) for name, r in results.items()}
 
 
 def _safety(found, name):
@@ -596,16 +599,7 @@ train(model, optimizer, scheduler, [torch.randn(4, 8) for _ in range(10)])
 def _stepped_elsewhere(tmp_path, lr: str = "1e-3", compile: str = "torch.compile", unsafe: bool = False, extra: Dict[str, str] = {}):
     loop = LOOP.format(compile=compile, extra="").replace("scheduler.step()", "scheduler(0)")
     files = {"main.py": STEPPED_ELSEWHERE_MAIN.format(lr=lr), "loop.py": loop, "scheduler.py": OPEN_CLIP_SCHEDULER, **extra}
-    for name, text in files.items():
-        (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        outcome = run(["."], Settings(unsafe_fixes=unsafe))
-    finally:
-        os.chdir(cwd)
-    assert not outcome.errors, outcome.errors
-    return {os.path.basename(r.display_path): r for r in outcome.results}
+    return run_files(tmp_path, files, Settings(unsafe_fixes=unsafe))
 
 
 def test_a_writer_given_an_optimizer_stepped_by_a_loop_of_another_module_fills_only_with_unsafe_fixes(tmp_path):

@@ -8,13 +8,10 @@ below.)"""
 
 from __future__ import annotations
 
-import os
-import textwrap
-
 import pytest
 
 from codemods.analysis.context import Settings
-from codemods.pipeline.runner import run
+from test_lr_writers import run_files
 
 
 @pytest.mark.runtime
@@ -76,16 +73,7 @@ for step in range(6):
 
 
 def _fixes(tmp_path, params: str):
-    (tmp_path / "schedule.py").write_text(textwrap.dedent(WRITER).lstrip())
-    (tmp_path / "main.py").write_text(textwrap.dedent(MAIN.format(params=params)).lstrip())
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        outcome = run(["."], Settings(unsafe_fixes=True))
-    finally:
-        os.chdir(cwd)
-    assert not outcome.errors, outcome.errors
-    return {os.path.basename(r.display_path): r for r in outcome.results}
+    return run_files(tmp_path, {"schedule.py": WRITER, "main.py": MAIN.format(params=params)}, Settings(unsafe_fixes=True))
 
 
 def test_a_writer_of_another_module_with_a_per_group_value_is_not_proven_for_shared_groups(tmp_path):

@@ -2446,7 +2446,7 @@ step), while the step compiled by the default inductor backend is as fast
             if b.stepped_at is None and not b.schedulers:
                 # stepped nowhere here: how it would be fixed were it stepped
                 # by a function of another module it is handed to
-                record["if_stepped"] = self._fixed_if_stepped(ctx, b, built, table)
+                record["if_stepped"] = self._fixed_if_stepped(ctx, b, built)
                 record["handoffs"] = [
                     [q, slot, fld] for call, slot, fld in self._handoffs(ctx, b)
                     for q in sorted(ctx.model.qualified_names(call.func, visible=True)) if "." in q
@@ -2506,28 +2506,17 @@ step), while the step compiled by the default inductor backend is as fast
             if param is not None:
                 assumed.pop((id(fn), param[0]), None)
 
-    def _fixed_if_stepped(self, ctx, b: _Built, built: List[_Built], table) -> bool:
+    def _fixed_if_stepped(self, ctx, b: _Built, built: List[_Built]) -> bool:
         """Would FR004 fix the lr of ``b`` (built here, stepped nowhere here,
         scheduled by nothing here), safely or not, were it stepped compiled
         by code of another module it is handed to (open_clip's ``main.py``
         hands its AdamW to ``train_one_epoch``)?  Not when this module steps
         it eagerly or writes its lr."""
-        if any(b in reached for reached, _ in self._write_reach(ctx, every=True).values()):
-            return False
         for call in ctx.source.nodes(ast.Call):
             func = call.func  # type: ignore[attr-defined]
             if isinstance(func, ast.Attribute) and func.attr == "step" and self._resolve(ctx, func.value) is b:
                 return False  # stepped eagerly here
-        b.stepped_elsewhere = "another module"
-        try:
-            found = [f for f in self._optimizer_findings(ctx, b, built) if f.fix is not None]
-        finally:
-            b.stepped_elsewhere = ""
-        if found and table is not None:  # a suppressed fix is not made
-            from ..analysis.suppressions import is_suppressed
-
-            found = [f for f in found if not is_suppressed(f, table)]
-        return bool(found)
+        return bool(self._fixes_if_stepped_elsewhere(ctx, b, built))
 
     def _factory_fixable(self, ctx, b: _Built, built: List[_Built]) -> bool:
         """Would ``b``, built and returned by a factory of this module, get a
@@ -2535,20 +2524,26 @@ step), while the step compiled by the default inductor backend is as fast
         this module stepping, scheduling, writing or passing it on?"""
         if b.stepped_at is not None or b.schedulers or self._escapes(ctx, b):
             return False
+        return any(f.fix.safety is Safety.SAFE for f in self._fixes_if_stepped_elsewhere(ctx, b, built))  # type: ignore[union-attr]
+
+    def _fixes_if_stepped_elsewhere(self, ctx, b: _Built, built: List[_Built]) -> List[Finding]:
+        """The findings with a fix FR004 would make here for ``b`` were it
+        stepped compiled by another module, none when this module writes its
+        lr; a suppressed fix is not made (the other half, a `.fill_`
+        elsewhere, would crash without it)."""
         if any(b in reached for reached, _ in self._write_reach(ctx, every=True).values()):
-            return False
+            return []
         b.stepped_elsewhere = "another module"
         try:
-            found = self._optimizer_findings(ctx, b, built)
+            found = [f for f in self._optimizer_findings(ctx, b, built) if f.fix is not None]
         finally:
             b.stepped_elsewhere = ""
-        safe = [f for f in found if f.fix is not None and f.fix.safety is Safety.SAFE]
-        if safe and b"fix-recompiles:" in ctx.source.data:  # a suppressed fix is not made: the users' `.fill_` would crash
+        if found and b"fix-recompiles:" in ctx.source.data:
             from ..analysis.suppressions import is_suppressed, suppressions
 
             table = suppressions(ctx.source.text)
-            safe = [f for f in safe if not is_suppressed(f, table)]
-        return bool(safe)
+            found = [f for f in found if not is_suppressed(f, table)]
+        return found
 
     def _factory_uses(self, ctx) -> List[dict]:
         """For the project index: every optimizer this module gets from a
