@@ -2443,9 +2443,10 @@ step), while the step compiled by the default inductor backend is as fast
             if level and table is not None and any(is_suppressed(f, table) for f in results.get(b, [])):
                 level = ""
             record = {"line": b.call.lineno, "fixed": level, "shared": self._shared_groups(ctx, b), "calls": calls}
-            if b.stepped_at is None and not b.schedulers:
-                # stepped nowhere here: how it would be fixed were it stepped
-                # by a function of another module it is handed to
+            if b.stepped_at is None and not b.schedulers and len({c[5] for c in calls}) > 1:
+                # stepped nowhere here, handed to two callables or more (one
+                # may step it compiled, another write its lr): would it be
+                # fixed were it stepped by a function of another module?
                 record["if_stepped"] = self._fixed_if_stepped(ctx, b, built)
                 record["handoffs"] = [
                     [q, slot, fld] for call, slot, fld in self._handoffs(ctx, b)
