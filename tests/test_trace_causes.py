@@ -50,7 +50,7 @@ CASES = [
     ("python_values", "stack_sum", 6, 3, tr.LENGTH, ["xs"], "report: `xs` has a new length every call"),
     ("python_values", "by_name", 11, 3, tr.LENGTH, ["d"], "report: `d` has a new length every call"),
     ("python_values", "apply", 16, 3, tr.IDENTITY, ["act"], "bounded, no fix needed (2 recompiles: one graph per object passed (a few functions or modules))"),
-    ("python_values", "scaled", 29, 2, tr.TYPE, ["cfg"], "else bounded (1 recompile: one graph per type)"),
+    ("python_values", "scaled", 29, 2, tr.TYPE, ["cfg"], "bounded, no fix needed (1 recompile: one graph per type)"),
     ("python_values", "call", 41, 2, tr.CLOSURE, ["scale"], "report: pass `scale` as an argument (rule FR008 for a closure compiled in a loop)"),
     ("global_state", "under_grad_mode", 6, 2, tr.GRAD_MODE, [], "bounded, no fix needed (1 recompile: one graph with grad, one without (no_grad, inference_mode))"),
     ("global_state", "under_autocast", 11, 2, tr.AUTOCAST, [], "bounded, no fix needed (1 recompile: one graph per autocast state)"),

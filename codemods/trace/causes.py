@@ -100,3 +100,6 @@ class CuresCause:
     #: for a length guard: only (True) or never (False) when the guarded
     #: source is a loop's iterator (``.0``, ``___stack1``); None: either
     loop_iterator: Optional[bool] = None
+    #: only when a guarded source is an attribute reached from ``self``
+    #: (a submodule's type, ``self.ff.proj``), not an argument's
+    self_attribute: bool = False

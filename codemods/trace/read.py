@@ -134,6 +134,7 @@ class Cure:
     upgrade: bool = False
     #: see :class:`~codemods.trace.causes.CuresCause`
     loop_iterator: Optional[bool] = None
+    self_attribute: bool = False
 
 
 def cure_table() -> Dict[str, Tuple[Cure, ...]]:
@@ -147,7 +148,7 @@ def cure_table() -> Dict[str, Tuple[Cure, ...]]:
         table: Dict[str, List[Tuple[bool, Cure]]] = {cause: [] for cause in CAUSES}
         for rule in REGISTRY:
             for declared in rule.cures:
-                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade, loop_iterator=declared.loop_iterator)))
+                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade, loop_iterator=declared.loop_iterator, self_attribute=declared.self_attribute)))
         _CURES = {cause: tuple(c for _, c in sorted(found, key=lambda item: item[0])) for cause, found in table.items()}
     return _CURES
 
@@ -1273,6 +1274,8 @@ def rule_cures(entry: "CodeEntry", cause: str) -> List[Cure]:
         cures = [c for c in cures if c.loop_iterator is None or c.loop_iterator == iterator]
     if cause in (INT_ARG, FLOAT_ARG) and any(r.specialized for r in entry.reasons if r.cause == cause):
         cures = [c for c in cures if c.code != "FR001"]
+    if any(c.self_attribute for c in cures) and not any(s == "self" or s.startswith("self.") for s in entry.sources(cause)):
+        cures = [c for c in cures if not c.self_attribute]
     return cures
 
 

@@ -66,7 +66,7 @@ class ClassPerCall(Rule):
     code = "FR019"
     #: the trace's type guard of a submodule (`___check_type_id`) is what a
     #: class made per call fails; the finding's own evidence is the source's
-    cures = (CuresCause(TYPE),)
+    cures = (CuresCause(TYPE, self_attribute=True),)
     name = "class-per-call"
     summary = "an `nn.Module` class made anew at every call of a function, given to modules compiled code shares"
     what_it_does = """
