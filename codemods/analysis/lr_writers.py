@@ -144,7 +144,11 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
     passes it where the writer expects it, leaves the key's default "lr",
     and is every use of the name in its file), every other optimizer those
     calls pass is handed only to proven writers, and no other file of the
-    run mentions the writer (a call the index has not seen)."""
+    run mentions the writer (a call the index has not seen).  A writer those
+    rules leave out only because some optimizers it is given keep a float
+    lr, or files not seen may call it, is proven for a tensor-aware write
+    (``lr_aware``) when at least one gets a tensor lr and each write stands
+    on a line of its own."""
     _prove_factories(index, files, lr)
     # functions that make an lr a tensor need no proof: an optimizer handed
     # to one has no float lr left to guard on
