@@ -576,3 +576,20 @@ def test_what_is_shown_is_what_is_written(tmp_path, monkeypatch, source, answers
     if answers == "a\n":  # the rest was accepted without a prompt: the file is fully fixed
         state = process_source(path, "f.py", source.encode(), Settings(unsafe_fixes=True, unproven=True)).new
     assert open(path, "rb").read() == state
+
+
+def test_session_accepting_a_fix_that_imports_a_module_adds_the_import(tmp_path):
+    """FR019's fix names `functools` (Fix.imports): what is shown and
+    written when it is accepted has `import functools`, and parses."""
+    import ast
+
+    text = (
+        "import torch\nfrom torch import nn\n\n\ndef rot_class():\n    class Rot(nn.Linear):\n        pass\n\n    return Rot\n\n\n"
+        "blocks = [nn.Sequential(nn.Linear(2, 2)) for _ in range(3)]\nfor b in blocks:\n    b[0].__class__ = rot_class()\n    step = torch.compile(b)\n"
+    )
+    path = _write(tmp_path, "rot.py", text)
+    tally, out, _ = _session([path], "y\n", settings=Settings())
+    written = open(path).read()
+    assert tally.accepted == 1 and "import functools" in written and "@functools.lru_cache(maxsize=None)\ndef rot_class():" in written
+    assert "+import functools" in out
+    ast.parse(written)
