@@ -503,20 +503,9 @@ class CompileModel:
         """``owner`` and every class of this module that derives from it,
         directly or through classes of this module (what ``self`` of a
         method of ``owner``, a mixin, may be), in source order."""
-        out: List[ast.ClassDef] = []
-        for cls in self.classes.values():
-            seen: Set[str] = set()
-            todo = [cls]
-            while todo:
-                c = todo.pop()
-                if c is owner:
-                    out.append(cls)
-                    break
-                for base in c.bases:
-                    name = dotted_name(base)
-                    if name in self.classes and name not in seen:
-                        seen.add(name)  # type: ignore[arg-type]
-                        todo.append(self.classes[name])  # type: ignore[index]
+        if self.classes.get(owner.name) is not owner:
+            return []  # not a module-level class: nothing here derives from it by name
+        out = [c for c in self.classes.values() if c is owner or self._derives(c, lambda qn: owner.name in qn, set())]
         return sorted(out, key=lambda c: c.lineno)
 
     def _derives(self, cls: ast.ClassDef, test, seen: Set[str]) -> bool:

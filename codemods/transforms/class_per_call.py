@@ -22,7 +22,7 @@ from ..trace.causes import TYPE, CuresCause
 from .base import Example, Rule
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _BUILTINS = frozenset(dir(builtins))
 
 
@@ -37,13 +37,9 @@ def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
 
 
 def _in_loop(source, node: ast.AST) -> bool:
-    """Does ``node`` run in a loop of its own function (or of the module)?"""
-    for anc in source.ancestors(node):
-        if isinstance(anc, _LOOPS):
-            return True
-        if isinstance(anc, _DEFS):
-            return False
-    return False
+    """Does ``node`` run in a loop of its own function (or of the module):
+    a ``for``/``while``, or a comprehension?"""
+    return bool(source.loops_around(node)) or isinstance(source.enclosing(node, _COMPREHENSIONS + _DEFS), _COMPREHENSIONS)
 
 
 def _creation_names(cls: ast.ClassDef) -> Iterator[ast.Name]:

@@ -25,7 +25,6 @@ from ..analysis.tensor_ops_table import TENSOR_MAKERS
 from ..findings import Edit, Finding, Safety
 from .base import Example, Rule
 
-#: torch's constructors of a tensor from a number (a value already a tensor is not wrapped)
 #: builtins whose first argument may be a 0-d tensor where it was a float
 _TAKES_A_TENSOR = frozenset({"builtins.isinstance", "builtins.float", "builtins.int", "builtins.bool", "builtins.abs", "builtins.round"})
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)

@@ -33,7 +33,7 @@ from ..analysis.optim_table import (
     optimizer_row,
     scheduler_row,
 )
-from ..analysis.placement import torch_expr
+from ..analysis.placement import block_of, torch_expr
 from ..analysis.tensor_ops_table import TENSOR_MAKERS
 from ..analysis.source import Source, children, statement_target, walk
 from ..cst_edits import remove_keyword
@@ -367,6 +367,18 @@ def _fill(target: cst.CSTNode):
     return cst.Expr(call)
 
 
+def _group_loop(ctx, write: ast.Assign) -> Optional[ast.AST]:
+    """The loop ``for g in ...:`` whose variable is the ``g`` of the write
+    ``g["lr"] = v`` (the innermost such loop around it), or None."""
+    holder = write.targets[0].value  # type: ignore[attr-defined]
+    if not isinstance(holder, ast.Name):
+        return None
+    for anc in ctx.source.ancestors(write):
+        if isinstance(anc, (ast.For, ast.AsyncFor)) and isinstance(anc.target, ast.Name) and anc.target.id == holder.id:
+            return anc
+    return None
+
+
 def _fill_if_tensor(model, line: cst.CSTNode):
     """``x["lr"] = v`` (a statement alone on its line) -> ``if
     isinstance(x["lr"], torch.Tensor): x["lr"].fill_(v) else: x["lr"] = v``."""
@@ -387,11 +399,10 @@ def _fill_if_tensor(model, line: cst.CSTNode):
 def _alone(source, node: ast.stmt) -> bool:
     """Is ``node`` a statement on lines of its own, in an indented block (a
     compound statement may take its place)?"""
-    parent = source.parent(node)
-    body = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list) and any(s is node for s in b)), None)
-    if body is None or isinstance(parent, ast.Module) or node.lineno <= parent.lineno:  # type: ignore[attr-defined]
+    block = block_of(source, node)
+    if block is None or isinstance(block[0], ast.Module):
         return False
-    return not any(s is not node and (s.lineno <= node.end_lineno and node.lineno <= s.end_lineno) for s in body)  # type: ignore[attr-defined]
+    return not any(s is not node and (s.lineno <= node.end_lineno and node.lineno <= s.end_lineno) for s in getattr(*block))  # type: ignore[attr-defined]
 
 
 #: FR004's scratch entries that depend on neither the settings nor the index
@@ -1543,9 +1554,8 @@ step), while the step compiled by the default inductor backend is as fast
         if b.schedulers and self._shared_groups(ctx, b):
             # torch's schedulers write a tensor lr in place (`.fill_`): groups
             # sharing one tensor all get the value of the group written last
-            split = next((s for s in b.schedulers if self._per_group_arg(ctx, s.call) is not None), None)
+            split, arg = next(((s, a) for s in b.schedulers for a in [self._per_group_arg(ctx, s.call)] if a is not None), (None, None))
             if split is not None:
-                arg = self._per_group_arg(ctx, split.call)
                 out.append(self.finding(ctx, split.call, (
                     f"{lead}; `{split.short}` is given a value per param group (`{self._text(ctx).code(arg)}`), and the groups without an lr of "
                     f"their own share the one tensor `lr=` would pass, which the scheduler writes in place: every group would get the value of "
@@ -1749,13 +1759,10 @@ step), while the step compiled by the default inductor backend is as fast
         value: in ``for g in X.param_groups:``, with ``v`` using no name the
         loop binds (its target, or a name assigned in its body)?  An
         indexed write (``X.param_groups[0]["lr"] = v``) gives one group."""
-        holder = write.targets[0].value  # type: ignore[attr-defined]
-        if not isinstance(holder, ast.Name):
-            return False
-        loop = next((a for a in ctx.source.ancestors(write) if isinstance(a, (ast.For, ast.AsyncFor)) and isinstance(a.target, ast.Name) and a.target.id == holder.id), None)
+        loop = _group_loop(ctx, write)
         if loop is None:
             return False
-        bound = {holder.id}
+        bound = {loop.target.id}  # type: ignore[attr-defined]
         for node in ast.walk(loop):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 bound.add(node.id)
@@ -1791,20 +1798,11 @@ step), while the step compiled by the default inductor backend is as fast
         found = ctx.cache.get("fr004_store_reach")
         if found is not None:
             return found
-        source = ctx.source
         found = {}
         for node in self._lr_stores(ctx):
-            holder = node.targets[0].value  # type: ignore[attr-defined]
-            groups: Optional[ast.AST] = None
-            if isinstance(holder, ast.Subscript):
-                groups = holder.value  # opt.param_groups[i]["lr"] = v
-            elif isinstance(holder, ast.Name):
-                for anc in source.ancestors(node):
-                    if isinstance(anc, (ast.For, ast.AsyncFor)) and isinstance(anc.target, ast.Name) and anc.target.id == holder.id:
-                        groups = anc.iter
-                        break
-            if isinstance(groups, ast.Attribute) and groups.attr == "param_groups":
-                found[node] = self._reaching(ctx, groups.value, 0)
+            holder = self._groups_of(ctx, node)
+            if holder is not None:
+                found[node] = self._reaching(ctx, holder, 0)
         ctx.cache["fr004_store_reach"] = found
         return found
 
@@ -2208,12 +2206,10 @@ step), while the step compiled by the default inductor backend is as fast
         holder = node.targets[0].value  # type: ignore[attr-defined]
         groups: Optional[ast.AST] = None
         if isinstance(holder, ast.Subscript):
-            groups = holder.value
-        elif isinstance(holder, ast.Name):
-            for anc in ctx.source.ancestors(node):
-                if isinstance(anc, (ast.For, ast.AsyncFor)) and isinstance(anc.target, ast.Name) and anc.target.id == holder.id:
-                    groups = anc.iter
-                    break
+            groups = holder.value  # opt.param_groups[i]["lr"] = v
+        else:
+            loop = _group_loop(ctx, node)
+            groups = loop.iter if loop is not None else None
         if isinstance(groups, ast.Attribute) and groups.attr == "param_groups":
             return groups.value
         return None
