@@ -50,6 +50,12 @@ class Fix:
     #: unsafe, when it is only for want of evidence a trace can give (a
     #: trace-made upgrade to safe drops it: codemods.trace.match.upgrade)
     unsafe_because: str = ""
+    #: (path, rule code) of the fixes of other files of the run this one
+    #: needs applied with it (a `.fill_` of an lr that another file makes a
+    #: tensor would fail on a float): ``--fix`` applies them together; the
+    #: interactive review offers it only once those files' fixes of that
+    #: code were all accepted
+    rests_on: Tuple[Tuple[str, str], ...] = ()
 
 
 @dataclass

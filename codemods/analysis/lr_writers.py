@@ -85,6 +85,13 @@ def hands_over(entry: dict, slot, field: str) -> bool:
     return field == entry["field"] and (slot == entry["index"] if isinstance(slot, int) else slot == entry["param"])
 
 
+def files_of(index: ProjectIndex, modules) -> Tuple[str, ...]:
+    """The files of the run that are the dotted modules ``modules`` (the
+    tables name an lr writer's callers by module and line)."""
+    wanted = set(modules)
+    return tuple(sorted(path for path, key in index.modules.items() if key[1] in wanted))
+
+
 def valid(lr) -> bool:
     """Has ``lr`` (FR004's facts of one file, maybe read from the cache
     folder) the shape :func:`prove` reads?  A damaged entry is a

@@ -218,6 +218,32 @@ def undecided(findings: Sequence[Finding], decided: Sequence[Key]) -> List[Findi
     return out
 
 
+def provider_order(results: Sequence[FileResult]) -> List[FileResult]:
+    """``results`` with each file before the files whose fixes rest on its
+    fixes (:attr:`Fix.rests_on`: a `.fill_` of an lr another file makes a
+    tensor), else in their order; a cycle keeps the order it meets."""
+    at = {r.path: i for i, r in enumerate(results)}
+    needs = {
+        r.path: sorted({at[p] for f in r.findings if f.fix is not None for p, _ in f.fix.rests_on if p in at and p != r.path})
+        for r in results
+    }
+    out: List[FileResult] = []
+    placed: set = set()
+
+    def place(i: int, visiting: set) -> None:
+        if i in placed or i in visiting:
+            return
+        visiting.add(i)
+        for j in needs[results[i].path]:
+            place(j, visiting)
+        placed.add(i)
+        out.append(results[i])
+
+    for i in range(len(results)):
+        place(i, set())
+    return out
+
+
 # --------------------------------------------------------------------------
 # the I/O layer
 # --------------------------------------------------------------------------
@@ -299,6 +325,11 @@ class Session:
         self.tally = Tally()
         self.quit = False
         self.prepared: Dict[str, Tuple[object, List[Finding]]] = {}
+        #: the files reviewed so far, and (path, rule code) of each fix not applied there
+        self.reviewed: set = set()
+        self.declined: set = set()
+        #: path -> display path of every file of the plan
+        self.shown_as: Dict[str, str] = {}
 
     # output helpers -------------------------------------------------------
     def _style(self, text: str, **kw) -> str:
@@ -362,8 +393,10 @@ class Session:
         self.prepared = dict(prepared or {})
         # a filter with evidence (a trace's) may find what the plain analysis did not
         evidence = getattr(self.finding_filter, "evidence", None) is not None
-        for index, result in enumerate(results):
+        self.shown_as = {r.path: r.display_path for r in results}
+        for result in provider_order(results):
             if result.error or not (result.findings or (evidence and result.original)):
+                self.reviewed.add(result.path)
                 continue
             if self.quit:
                 findings = self._unreviewed(result)
@@ -374,6 +407,7 @@ class Session:
                 self._review_file(result)
             except KeyboardInterrupt:
                 self.quit = True
+            self.reviewed.add(result.path)
         return self.tally
 
     def _review_file(self, result: FileResult) -> None:
@@ -458,6 +492,18 @@ class Session:
                 self.tally.left += len(pending)
                 return
             f = pending[0]
+            missing = self._missing(f)
+            if missing is not None:
+                # its other half was not applied: on its own it would crash
+                path, code = missing
+                self._say(
+                    f"  not offered: {self._where(f, state, column=False)}: {f.code} {_fix_title(f)}: it needs the {code} fix"
+                    f" of {self.shown_as.get(path, path)}, which was not applied"
+                )
+                decided.append(finding_key(f))
+                self.declined.add((result.path, f.code))
+                self.tally.left += 1
+                continue
             try:
                 after = render(state.ctx, [f], state.data)
             except FileError as exc:
@@ -491,6 +537,7 @@ class Session:
                 return
             if verdict is Verdict.REJECTED:
                 decided.append(finding_key(f))
+                self.declined.add((result.path, f.code))
                 continue
             # accepted: the rendered bytes become the file; analyse them again
             moved = line_map(state.data, after)
@@ -505,6 +552,15 @@ class Session:
                 self.tally.left += state.open
                 state.open = 0
                 return
+
+    def _missing(self, f: Finding) -> Optional[Tuple[str, str]]:
+        """(path, rule code) of fixes of another file ``f``'s fix rests on
+        that were not all applied (that file not reviewed yet, or a fix of
+        that code rejected or not offered there); None when all were."""
+        for need in f.fix.rests_on if f.fix is not None else ():
+            if need[0] not in self.reviewed or need in self.declined:
+                return need
+        return None
 
     @staticmethod
     def _placed(f: Finding, state: _FileState) -> Finding:

@@ -132,7 +132,7 @@ def finding_to_dict(f: Finding) -> Dict[str, Any]:
         "end_column": f.end_column,
         "rule_name": f.rule_name,
         "applied": f.applied,
-        "fix": None if f.fix is None else {"safety": f.fix.safety.value if f.fix.safety else None, "needs_torch": f.fix.needs_torch, "title": f.fix.title},
+        "fix": None if f.fix is None else {"safety": f.fix.safety.value if f.fix.safety else None, "needs_torch": f.fix.needs_torch, "title": f.fix.title, "rests_on": [list(r) for r in f.fix.rests_on]},
         **({"cell": f.cell} if f.cell is not None else {}),
     }
 
@@ -142,7 +142,8 @@ def finding_from_dict(d: Dict[str, Any]) -> Finding:
     if d["fix"] is not None:
         safety = Safety(d["fix"]["safety"]) if d["fix"]["safety"] else None
         # the edits are not kept: the fixed bytes are (FileResult.new)
-        fix = Fix(edits=(), safety=safety, needs_torch=d["fix"]["needs_torch"], title=d["fix"]["title"])  # type: ignore[arg-type]
+        rests_on = tuple((path, code) for path, code in d["fix"]["rests_on"])
+        fix = Fix(edits=(), safety=safety, needs_torch=d["fix"]["needs_torch"], title=d["fix"]["title"], rests_on=rests_on)  # type: ignore[arg-type]
     f = Finding(
         code=d["code"],
         message=d["message"],
@@ -330,6 +331,8 @@ def _valid_finding(d) -> bool:
             and fix.get("safety") in (None, "safe", "unsafe")
             and isinstance(fix.get("needs_torch"), bool)
             and isinstance(fix.get("title"), str)
+            and isinstance(fix.get("rests_on"), list)
+            and all(isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r) for r in fix["rests_on"])
         )
     except KeyError:
         return False

@@ -113,7 +113,7 @@ def _portable(result: FileResult) -> FileResult:
     can cross a process boundary or go into the cache."""
     for f in result.findings:
         if f.fix is not None and f.fix.edits:
-            f.fix = Fix(edits=(), safety=f.fix.safety, needs_torch=f.fix.needs_torch, title=f.fix.title)
+            f.fix = Fix(edits=(), safety=f.fix.safety, needs_torch=f.fix.needs_torch, title=f.fix.title, rests_on=f.fix.rests_on)
     return result
 
 

@@ -95,6 +95,7 @@ class Rule:
         feeds: Tuple[int, ...] = (),
         feeds_path: str = "",
         about: Tuple[str, ...] = (),
+        rests_on: Tuple[Tuple[str, str], ...] = (),
     ) -> Finding:
         if isinstance(node, ast.AST):
             start, end = ctx.source.start(node), ctx.source.end(node)
@@ -102,7 +103,7 @@ class Rule:
             start, end = ctx.source.start(node[0]), ctx.source.end(node[1])
         else:  # ((line, column), (line, column)), columns 0-based
             start, end = node
-        fix = Fix(edits=tuple(edits), safety=safety, needs_torch=needs_torch, imports=imports, title=title, unsafe_because=unsafe_because) if edits else None
+        fix = Fix(edits=tuple(edits), safety=safety, needs_torch=needs_torch, imports=imports, title=title, unsafe_because=unsafe_because, rests_on=rests_on) if edits else None
         return Finding(
             code=self.code,
             message=message,

@@ -901,10 +901,12 @@ step), while the step compiled by the default inductor backend is as fast
             made = self._text(ctx).code(value)
             proven = self._proven_factory(ctx, value)
             if proven is not None and write in self._lr_assigns(ctx):
+                label, home = proven
                 out.append(self._fill_finding(
                     ctx, write,
                     f"the lr of `{holder.id}` is written as a float here while its `.step()` runs compiled (line {stepped[holder.id]}); "
-                    f"`{holder.id}` is built by {proven}, whose lr becomes a 0-d tensor there: write it in place with `.fill_`",
+                    f"`{holder.id}` is built by {label}, whose lr becomes a 0-d tensor there: write it in place with `.fill_`",
+                    needs=(home,) if home else (),
                 ))
                 continue
             out.append(self.finding(ctx, write, (
@@ -916,10 +918,11 @@ step), while the step compiled by the default inductor backend is as fast
             )))
         return out
 
-    def _proven_factory(self, ctx, call: ast.Call) -> Optional[str]:
-        """"`GPT.configure_optimizers` of module `model`" when ``call`` runs a
-        factory of another module that the project index proved (its
-        construction's lr becomes a tensor, every user's writes ``.fill_``)."""
+    def _proven_factory(self, ctx, call: ast.Call) -> Optional[Tuple[str, str]]:
+        """("`GPT.configure_optimizers` of module `model`", its file) when
+        ``call`` runs a factory of another module that the project index
+        proved (its construction's lr becomes a tensor, every user's writes
+        ``.fill_``)."""
         project = ctx.project
         if project is None or not project.table("lr_factories"):
             return None
@@ -931,7 +934,7 @@ step), while the step compiled by the default inductor backend is as fast
         if hit is None or method not in hit[1]:
             return None
         name = q.rpartition(".")[2]
-        return f"`{name}{'.' + method if method else ''}` of module `{hit[0][1]}`"
+        return f"`{name}{'.' + method if method else ''}` of module `{hit[0][1]}`", project.path_of(hit[0]) or ""
 
     def _made_here(self, ctx, call: ast.Call) -> bool:
         """Does ``call`` run code of this module (a function or class defined
@@ -2709,8 +2712,8 @@ step), while the step compiled by the default inductor backend is as fast
         aware = ctx.project.table_in("lr_aware", ctx.path)
         writers = self._writers(ctx)
         by_line = {n.lineno: n for n in self._lr_assigns(ctx)}
-        # line -> (the first writer's message, unsafe callers, tensor-aware)
-        fills: Dict[int, Tuple[str, List[Tuple[str, int]], List[bool]]] = {}
+        # line -> (the first writer's message, unsafe callers, tensor-aware, callers)
+        fills: Dict[int, Tuple[str, List[Tuple[str, int]], List[bool], List[Tuple[str, int]]]] = {}
         for name, callers in sorted(proven.items()):
             entry = writers.get(name)
             if entry is None or not entry["clean"]:
@@ -2726,11 +2729,12 @@ step), while the step compiled by the default inductor backend is as fast
                 )
                 # a write two writers share is as unsafe as either, and
                 # tensor-aware when either is given float lrs too
-                at = fills.setdefault(line, (message, [], []))
+                at = fills.setdefault(line, (message, [], [], []))
                 at[1].extend(risky.get(name, ()))
                 at[2].append(bool(aware.get(name)))
+                at[3].extend(callers)
         out: List[Finding] = []
-        for line, (message, unsafe, kinds) in sorted(fills.items()):
+        for line, (message, unsafe, kinds, callers) in sorted(fills.items()):
             if any(kinds):
                 message += (
                     "write it in place when it is a tensor (`if isinstance(g[\"lr\"], torch.Tensor): g[\"lr\"].fill_(v)`), "
@@ -2741,13 +2745,16 @@ step), while the step compiled by the default inductor backend is as fast
             if unsafe:
                 path, at = sorted(set(unsafe))[0]
                 message += f"; unsafe: the optimizer of {path} line {at} gets its tensor lr from an unsafe fix, so this write holds only with it (--unsafe-fixes)"
-            out.append(self._fill_finding(ctx, by_line[line], message, unsafe=bool(unsafe), aware=any(kinds)))
+            # a plain `.fill_` needs the callers' tensor lr; a tensor-aware write needs nothing
+            needs = () if any(kinds) else lr_writers.files_of(ctx.project, (module for module, _ in callers))
+            out.append(self._fill_finding(ctx, by_line[line], message, unsafe=bool(unsafe), aware=any(kinds), needs=needs))
         return out
 
-    def _fill_finding(self, ctx, write: ast.Assign, message: str, unsafe: bool = False, aware: bool = False) -> Finding:
+    def _fill_finding(self, ctx, write: ast.Assign, message: str, unsafe: bool = False, aware: bool = False, needs: Tuple[str, ...] = ()) -> Finding:
         """A finding that writes the lr of ``write`` in place (``.fill_``;
         with ``aware``, only when it is a tensor), the other half of a fix
-        made in another module (proven by the index); unsafe when that fix is."""
+        made in another module (proven by the index), the files ``needs``;
+        unsafe when that fix is."""
         if aware:
             edit = Edit(statement_target(ctx.source, write), functools.partial(_fill_if_tensor, ctx.model))
         else:
@@ -2758,6 +2765,7 @@ step), while the step compiled by the default inductor backend is as fast
             safety=Safety.UNSAFE if unsafe else Safety.SAFE,
             needs_torch=aware,
             title="write the lr in place when it is a tensor" if aware else "write the lr in place (`.fill_`)",
+            rests_on=tuple((path, self.code) for path in needs if path != ctx.path),
         )
 
 
