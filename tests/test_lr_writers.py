@@ -639,3 +639,83 @@ def test_a_writer_shared_with_an_unsafe_half_makes_the_safe_half_unsafe(tmp_path
     assert not any(r.changed for r in found.values())
     alone = _project(tmp_path / "alone" if (tmp_path / "alone").mkdir() is None else tmp_path, {"main.py": other, "scheduler.py": OPEN_CLIP_SCHEDULER})
     assert _safety(alone, "main.py") == [Safety.SAFE] and _safety(alone, "scheduler.py") == [Safety.SAFE]
+
+
+# an optimizer whose lr is a tensor already (DeepSpeed 407708cdb: the model
+# script's choice) and a writer of another module that writes floats over it
+TENSOR_MAIN = """
+import torch
+import lr_utils
+
+model = torch.nn.Linear(4, 4)
+opt = torch.optim.SGD({params}, lr=torch.tensor(0.1))
+
+
+@torch.compile(backend="eager")
+def train_step(x):
+    model(x).sum().backward()
+    opt.step()
+
+
+for i in range(4):
+    train_step(torch.randn(2, 4))
+    lr_utils.set_lr(opt, 0.1 / (i + 1))
+{extra}"""
+
+SET_LR = """
+def set_lr(optimizer, lr):
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+"""
+
+
+def test_a_writer_given_an_optimizer_with_a_tensor_lr_already_fills(tmp_path):
+    results = run_files(tmp_path, {"main.py": TENSOR_MAIN.format(params="model.parameters()", extra=""), "lr_utils.py": SET_LR})
+    assert results["main.py"].findings == []
+    (fill,) = results["lr_utils.py"].findings
+    assert fill.fix.safety is Safety.SAFE and fill.fix.rests_on == ()
+    assert b'group["lr"].fill_(lr)' in results["lr_utils.py"].new
+
+
+def test_a_tensor_lr_in_groups_not_seen_is_no_proof(tmp_path):
+    # groups built elsewhere may hold a float lr of their own
+    main = TENSOR_MAIN.format(params="groups", extra="").replace("model = torch", "from cfg import groups\nmodel = torch")
+    results = run_files(tmp_path, {"main.py": main, "lr_utils.py": SET_LR, "cfg.py": "groups = []\n"})
+    assert all(f.fix is None for f in results["lr_utils.py"].findings)
+    assert results["lr_utils.py"].new is None
+
+
+def test_a_tensor_lr_also_handed_to_code_not_seen_gets_a_tensor_aware_write(tmp_path):
+    # that code may write a float: the write keeps whichever it meets
+    main = TENSOR_MAIN.format(params="model.parameters()", extra="import other\nother.schedule(opt)\n")
+    found = _project(tmp_path, {"main.py": main, "lr_utils.py": SET_LR})
+    assert _safety(found, "lr_utils.py") == [Safety.SAFE]
+    assert _aware(found, "lr_utils.py")
+
+
+def test_a_factory_whose_lr_is_a_tensor_already_lets_its_users_fill(tmp_path):
+    model = MODEL.replace("lr=learning_rate", "lr=torch.tensor(learning_rate)")
+    found = _project(tmp_path, {"model.py": model, "train.py": TRAIN.format(lr="6e-4", extra="")})
+    assert _safety(found, "model.py") == [] and _safety(found, "train.py") == [Safety.SAFE]
+    assert b'param_group["lr"].fill_(6e-4 * (it + 1) / 4)' in found["train.py"][1]
+
+
+def test_a_float_written_where_the_analysis_cannot_follow_blocks_the_writers_fill(tmp_path):
+    """main.py writes a float into a slice of its optimizer's groups (a form
+    FR004 does not follow): lr_utils.set_lr's `.fill_` would meet it and
+    crash, also with --unsafe-fixes (found running it). The writer is left
+    alone; the constructor's fix stays (unsafe) and the program runs."""
+    import subprocess
+    import sys
+
+    main = TENSOR_MAIN.format(params="model.parameters()", extra="").replace("lr=torch.tensor(0.1)", "lr=0.1").replace(
+        "    lr_utils.set_lr(opt, 0.1 / (i + 1))\n",
+        "    lr_utils.set_lr(opt, 0.1 / (i + 1))\n    if i == 0:\n        warm(opt.param_groups[:1], 0.01)\n",
+    ) + "print('ok')\n"
+    main = main.replace("\n\nfor i in range(4):", "\n\ndef warm(groups, v):\n    for g in groups:\n        g['lr'] = v\n\n\nfor i in range(4):")
+    results = run_files(tmp_path, {"main.py": main, "lr_utils.py": SET_LR}, Settings(unsafe_fixes=True, unproven=True))
+    assert results["lr_utils.py"].new is None
+    assert [f.fix.safety for f in results["main.py"].findings if f.fix] == [Safety.UNSAFE]
+    (tmp_path / "main.py").write_bytes(results["main.py"].new)
+    done = subprocess.run([sys.executable, "main.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -951,6 +951,28 @@ def test_run_fix_cures_an_optimizer_stepped_by_a_loop_of_another_module(tmp_path
     assert (tmp_path / "train.py").read_text() == (folder / "train.py").read_text()
 
 
+def test_run_fix_cures_a_float_written_over_a_tensor_lr_by_another_module(tmp_path):
+    """main.py's optimizer has a tensor lr already; scheduler.py writes
+    floats over it (tests/realworld/pos_tensor_lr_float_writes_cross_module,
+    DeepSpeed 407708cdb's cause): the recompile is torch's `step` called from
+    main.py, which has nothing to fix; the cure is scheduler.py's `.fill_`."""
+    folder = HERE / "realworld" / "pos_tensor_lr_float_writes_cross_module"
+    for name in ("main.py", "scheduler.py"):
+        shutil.copy(folder / name, tmp_path / name)
+    proc = warm_python.cli_run(
+        check=False,
+        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert re.search(r"^step \(via .*\)\s+main\.py:\d+\s+2\s+no\s+optimizer hyperparameter .*FR004", out, re.MULTILINE), out
+    before, after = graphs(out, "total")
+    assert (before, after) == (3, 2), out
+    assert (tmp_path / "main.py").read_text() == (folder / "main.py").read_text()
+    assert 'param_group["lr"].fill_(new_lr)' in (tmp_path / "scheduler.py").read_text()
+
+
 def test_run_fix_cures_a_library_function_compiled_here_and_called_from_user_code(tmp_path):
     """torch's code object recompiled, its nearest user frame a call far from
     the compile (unsloth's `torch.compile(flex_attention, dynamic=False)`

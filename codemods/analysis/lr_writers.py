@@ -21,7 +21,9 @@ the optimizer)}), ``lr_aware`` ((root, module) -> {writer: True}: proven
 for tensor-aware writes, some of its optimizers keeping a float lr),
 ``lr_unsafe`` (the same, for the proven writers whose
 ``.fill_`` holds only with --unsafe-fixes: the callers whose optimizer gets
-its tensor lr from an unsafe fix) and ``lr_factories`` ((root, module) -> {class or function:
+its tensor lr from an unsafe fix), ``lr_ready`` (the same, for the callers
+whose optimizer has a tensor lr already: their files need no fix, and a
+trace's recompile of their step is the writer's to cure) and ``lr_factories`` ((root, module) -> {class or function:
 {method ("" for a function): its users as (module, line of the optimizer)}}).
 """
 
@@ -32,8 +34,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from .project import LATER, ModuleKey, ProjectIndex, _absolute, _resolve_in, module_token
 
 
-#: how an optimizer gets a tensor lr (:func:`_level`)
-LEVELS = ("safe", "unsafe", "")
+#: how an optimizer gets a tensor lr (:func:`_level`): "tensor" when it has one already
+LEVELS = ("safe", "unsafe", "", "tensor")
 
 
 def later(data: bytes) -> bool:
@@ -177,6 +179,7 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
     callers: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
     bad: set = set()
     unsafe: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
+    ready: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict]]] = {}
     # for a tensor-aware write: the callers whose optimizer gets a tensor lr
     # (with its level), and the writers a call rules out whatever the lr
     tensor_callers: Dict[Tuple[ModuleKey, str], List[Tuple[str, dict, str]]] = {}
@@ -200,6 +203,8 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
                     bad.add((key, name))
                 elif level == "unsafe":
                     unsafe.setdefault((key, name), []).append((path, opt))
+                if level == "tensor":
+                    ready.setdefault((key, name), []).append((path, opt))
                 if not fit or (level and shared):
                     unfit.add((key, name))
                 elif level:
@@ -259,15 +264,16 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
     for key, name in sorted(proven | set(aware)):
         found = [(p, o) for p, o, _ in aware[(key, name)]] if (key, name) in aware else callers[(key, name)]
         table.setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in found)
-        if unsafe.get((key, name)):
-            index.tables.setdefault("lr_unsafe", {}).setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in unsafe[(key, name)])
+        for table_name, held in (("lr_unsafe", unsafe), ("lr_ready", ready)):
+            if held.get((key, name)):
+                index.tables.setdefault(table_name, {}).setdefault(key, {})[name] = tuple((index.modules[p][1], opt["line"]) for p, opt in held[(key, name)])
     index.always = tuple(sorted(set(index.always) | {p for p in map(index.path_of, table) if p is not None}))
 
 
 def _level(index: ProjectIndex, path: str, opt: dict, steppers: Dict[ModuleKey, Dict[str, dict]]) -> str:
     """How the optimizer ``opt`` of ``path`` (:meth:`_passes_out`'s record)
     gets a tensor lr: "safe" (plain --fix), "unsafe" (only with
-    --unsafe-fixes) or "" (not at all).  One stepped nowhere in its module
+    --unsafe-fixes), "tensor" (it has one already) or "" (not at all).  One stepped nowhere in its module
     gets a tensor lr, with --unsafe-fixes, when its module would fix it were
     it stepped elsewhere ("if_stepped") and it is handed to a function of
     another module that steps it compiled."""

@@ -118,6 +118,7 @@ def guide(
     project = build_project_index(indexed, settings, [fact for _, fact in PROJECT_FACTS])
     out.project = project
     files = files + _feeding_files(project, files, indexed)
+    files = files + [path for path in _ready_writers(project, files) if path not in files and selection.takes(path)]
     observed = float_evidence(trace)
     #: (module, line of the construction) of optimizers whose FR004 fix is applied
     optimizers: Dict[Tuple[str, int], Match] = {}
@@ -184,6 +185,20 @@ def _feeding_files(project, implicated: Sequence[str], indexed: Sequence[str]) -
     return out
 
 
+def _ready_writers(project, implicated: Sequence[str]) -> List[str]:
+    """Files of lr writers given, by an implicated file, an optimizer whose
+    lr is a tensor already (the index's ``lr_ready``): a recompile of its
+    step there is the float the writer writes over it, FR004's to cure in
+    the writer's file (its finding there names the caller's file)."""
+    modules = {project.modules[p][1] for p in implicated if p in project.modules}
+    out: List[str] = []
+    for key, writers in sorted(project.table("lr_ready").items()):
+        path = project.path_of(key)
+        if path is not None and any(module in modules for callers in writers.values() for module, _ in callers):
+            out.append(path)
+    return out
+
+
 def _apply(ctx: FileContext, guided: GuidedFile, data: bytes, settings: Settings, out: Guided) -> None:
     """Render the matched findings that the settings apply into ``guided.new``."""
     chosen = [m.finding for m in guided.matches if should_apply(m.finding, settings)]
@@ -222,9 +237,11 @@ def apply_lr_writers(out: Guided, project, settings: Settings, optimizers: Dict[
     its FR004 findings applied with them; otherwise nothing is added (a
     ``.fill_`` on a float lr would crash)."""
     done = {_real(g.path) for g in out.files}
+    ready = project.table("lr_ready")
     for key, writers in sorted(project.table("lr_proven").items()):
         path = project.path_of(key)
-        callers = sorted({c for cs in writers.values() for c in cs})
+        # callers with a tensor lr already need no fix (the writer's own finding matches their step)
+        callers = sorted({c for name, cs in writers.items() for c in cs if c not in ready.get(key, {}).get(name, ())})
         if path is None or _real(path) in done or not callers or any(c not in optimizers for c in callers):
             continue
         _apply_fr004_in(out, project, settings, path, optimizers[callers[0]])

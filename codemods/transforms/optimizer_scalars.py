@@ -367,15 +367,43 @@ def _fill(target: cst.CSTNode):
     return cst.Expr(call)
 
 
-def _group_loop(ctx, write: ast.Assign) -> Optional[ast.AST]:
-    """The loop ``for g in ...:`` whose variable is the ``g`` of the write
-    ``g["lr"] = v`` (the innermost such loop around it), or None."""
+def _group_loop(ctx, write: ast.Assign) -> Optional[Tuple[ast.AST, ast.AST]]:
+    """(the loop, what it walks) of the write ``g["lr"] = v`` whose ``g`` the
+    loop binds (the innermost such loop around it): ``for g in G:``, and
+    torch's own ``for g, lr in zip(G, values):`` and ``for i, g in
+    enumerate(G):`` (G then the walked argument); None otherwise."""
     holder = write.targets[0].value  # type: ignore[attr-defined]
     if not isinstance(holder, ast.Name):
         return None
     for anc in ctx.source.ancestors(write):
-        if isinstance(anc, (ast.For, ast.AsyncFor)) and isinstance(anc.target, ast.Name) and anc.target.id == holder.id:
-            return anc
+        if not isinstance(anc, (ast.For, ast.AsyncFor)):
+            continue
+        target = anc.target
+        if isinstance(target, ast.Name):
+            if target.id == holder.id:
+                return anc, anc.iter
+            continue
+        names = [e.id if isinstance(e, ast.Name) else None for e in target.elts] if isinstance(target, ast.Tuple) else []
+        if holder.id not in names:
+            continue
+        at = names.index(holder.id)
+        walked = _walked_by(ctx, anc.iter, at, len(names))
+        return (anc, walked) if walked is not None else None
+    return None
+
+
+def _walked_by(ctx, it: ast.AST, at: int, width: int) -> Optional[ast.AST]:
+    """The iterable whose items the ``at``-th of ``width`` names of a loop
+    target get from ``it``: an argument of the builtin ``zip(...)``, or the
+    one of ``enumerate(...)`` for the second name; None otherwise."""
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and not it.keywords):
+        return None
+    if any(isinstance(a, ast.Starred) for a in it.args) or ctx.model.scopes.bindings_of(it.func):
+        return None  # unpacked arguments, or a zip/enumerate of the program's own
+    if it.func.id == "zip" and len(it.args) == width:
+        return it.args[at]
+    if it.func.id == "enumerate" and width == 2 and at == 1 and len(it.args) == 1:
+        return it.args[0]
     return None
 
 
@@ -480,9 +508,15 @@ eta_min, max_lr ...; the table is `codemods/optim_table.py`, proven on torch
 touched. In the same module, `group["lr"] = v` / `opt.param_groups[i]["lr"] = v`
 of a fixed optimizer become `...["lr"].fill_(v)`, also inside a helper whose
 parameter receives the optimizer at every visible call (`def set_lr(optimizer,
-lr)`, or `self.opt` set from a constructor parameter of a class built here).
-Optimizers whose lr the same statement writes are fixed together, by the
-first one's finding.
+lr)`, or `self.opt` set from a constructor parameter of a class built here,
+also through a function that hands back a torch optimizer it is given,
+DeepSpeed's `self.optimizer = get_torch_optimizer(optimizer)`), or the
+optimizer's `.param_groups` (DeepSpeed's `update_lr(param_groups, lrs)`). The
+loop over the groups may be `for g in groups`, torch's own `for g, lr in
+zip(groups, values)` or `for i, g in enumerate(groups)`. Optimizers whose lr
+the same statement writes are fixed together, by the first one's finding.
+An optimizer whose lr is a tensor already (DeepSpeed 407708cdb: the model
+script's choice) with a float written over it gets only the `.fill_`.
 
 A finding needs evidence that the lr changes between steps: a scheduler of
 the optimizer, a write into its param groups in the module, or an lr writer
@@ -584,10 +618,11 @@ Safe when nothing in the module reads the lr back. Once lr is a tensor,
 (`["lr"]`, `get_last_lr()`, `get_lr()`), the fix is unsafe. The tensor is
 float32: values agree with the float lr to about 7 digits. A helper that is
 already tensor-aware (`lr = g["lr"]; if isinstance(lr, torch.Tensor):
-lr.fill_(v) else: g["lr"] = v`, as open_clip's) neither reads the lr back nor
-gets a `.fill_`: its float branch is never reached once the lr is a tensor,
-and stays a plain write for an optimizer that keeps a float lr (`.fill_`
-there would fail on it).
+lr.fill_(v) else: g["lr"] = v`, as open_clip's; or `if is_tensor(g["lr"]): v
+= tensor([v], ...)` before `g["lr"] = v`, as DeepSpeed's) neither reads the lr
+back nor gets a `.fill_`: its float branch is never reached once the lr is a
+tensor, and stays a plain write for an optimizer that keeps a float lr
+(`.fill_` there would fail on it).
 
 The fix is unsafe when an lr write it turns into `.fill_` also reaches an
 optimizer stepped eagerly: that one's lr becomes a tensor too, and its eager
@@ -598,8 +633,10 @@ output, tests/realworld/pos_set_lr_helper_shared.py).
 The fix is also unsafe when the analysis cannot see every lr write: a
 `["lr"] = v` into param groups of an optimizer not visible here (it may be
 this one), or the optimizer passed to code outside the module (not torch's):
-a float written there replaces the tensor (recompiles again), and would make
-a `.fill_` of this fix fail. A writer in another module proven by the project
+a float written there replaces the tensor (recompiles again). When the fix
+would also make `.fill_` of writes of its own, such a write (one in this
+module the analysis does not follow: `warm(opt.param_groups[:1], v)`) makes
+it report-only: its float would meet the `.fill_` and fail. A writer in another module proven by the project
 index (above) is the exception. The proof covers the files of the run: a file
 outside it that passes a float-lr optimizer to the writer would meet `.fill_`
 on a float, so run the tool over the whole project.
@@ -1648,11 +1685,24 @@ step), while the step compiled by the default inductor backend is as fast
                 return out
         edits.extend(fills)
         if not edits:
+            # the lr, every group's too, is a tensor already: for the index,
+            # an optimizer with a tensor lr (a writer of another module given
+            # it may `.fill_`), unless a write not seen may put a float there
+            if not unseen and all(complete for _, complete in self._write_reach(ctx).values()):
+                ctx.cache.setdefault("fr004_fixable", {})[b] = True
+                ctx.cache.setdefault("fr004_tensor_lr", set()).add(b)
             return out
         reads = self._lr_reads(ctx)
         if reads:
             unsafe.append(f"line {reads[0]} reads the lr back, which becomes a 0-d tensor (formatting, `round`, `isinstance(lr, float)`, JSON change)")
         unknown = [w for w, (reached, complete) in self._write_reach(ctx).items() if not complete]
+        if unknown and fills:
+            # the float it may write would meet a `.fill_` at the next write: a crash
+            out.append(self.finding(ctx, b.call, (
+                f"{lead}; line {unknown[0].lineno} writes a float lr into param groups of an optimizer not visible here, which "
+                f"may be this one: the `.fill_` its own lr writes would become could meet that float and fail (no automatic fix)"
+            )))
+            return out
         if unknown:
             unsafe.append(f"line {unknown[0].lineno} writes a float lr into param groups of an optimizer not visible here, which may be this one (the lr would be a float again{', and `.fill_` fail on it' if fills else ''})")
         fixable = ctx.cache.setdefault("fr004_fixable", {})
@@ -1661,7 +1711,12 @@ step), while the step compiled by the default inductor backend is as fast
         escape = next((c for c in self._escapes(ctx, b) if not self._proven_writer(ctx, c) and not (stepper is not None and c is stepper[0])), None)
         if escape is not None:
             unsafe.append(f"the optimizer is passed to `{self._text(ctx).code(escape.func)}` (line {escape.lineno}), code not visible here: a float lr written there would replace the tensor{' (and `.fill_` fail on it)' if fills else ''}")
-        message = f"{lead}; make it a 0-d tensor (`lr=torch.tensor(...)`)" if lr_fixed else f"{lead}; keep the tensor lr a tensor"
+        if lr_fixed:
+            message = f"{lead}; make it a 0-d tensor (`lr=torch.tensor(...)`)"
+        else:
+            # a tensor lr already (DeepSpeed 407708cdb: the model script's choice), a float written over it
+            over = next((w for w, (reached, _) in self._write_reach(ctx).items() if b in reached), None)
+            message = f"{lead}; its lr is a 0-d tensor{f', but line {over.lineno} writes a float over it' if over is not None else ''}: keep the tensor lr a tensor"
         writers = [w for w in map(functools.partial(self._proven_writer, ctx), self._escapes(ctx, b)) if w is not None]
         if writers:
             named = ", ".join(dict.fromkeys(f"`{name}` of module `{where}`" for name, where, _ in writers))
@@ -1762,10 +1817,11 @@ step), while the step compiled by the default inductor backend is as fast
         value: in ``for g in X.param_groups:``, with ``v`` using no name the
         loop binds (its target, or a name assigned in its body)?  An
         indexed write (``X.param_groups[0]["lr"] = v``) gives one group."""
-        loop = _group_loop(ctx, write)
-        if loop is None:
+        found = _group_loop(ctx, write)
+        if found is None:
             return False
-        bound = {loop.target.id}  # type: ignore[attr-defined]
+        loop = found[0]
+        bound: Set[str] = set()  # the names the loop binds, its target's among them
         for node in ast.walk(loop):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 bound.add(node.id)
@@ -1804,8 +1860,7 @@ step), while the step compiled by the default inductor backend is as fast
         found = {}
         for node in self._lr_stores(ctx):
             holder = self._groups_of(ctx, node)
-            if holder is not None:
-                found[node] = self._reaching(ctx, holder, 0)
+            found[node] = self._reaching(ctx, holder, 0) if holder is not None else self._groups_reaching(ctx, node)
         ctx.cache["fr004_store_reach"] = found
         return found
 
@@ -1834,6 +1889,30 @@ step), while the step compiled by the default inductor backend is as fast
         for call, skip in calls:
             arg = _bound_arg(call, fn, param, skip)
             reached, whole = self._reaching(ctx, arg, depth + 1) if arg is not None else none
+            out |= reached
+            complete = complete and whole
+        return frozenset(out), complete
+
+    def _groups_reaching(self, ctx, write: ast.Assign) -> Tuple[FrozenSet[_Built], bool]:
+        """For an lr write into the groups a function is given, not an
+        optimizer (DeepSpeed's ``update_lr(param_groups, lrs)``: ``for
+        param_group, lr in zip(param_groups, lrs)``): the optimizers whose
+        ``.param_groups`` its calls pass (:meth:`_reaching`), and whether
+        that is all; a write into groups not followed may be into any
+        optimizer's (nothing reached, not complete)."""
+        none: Tuple[FrozenSet[_Built], bool] = (frozenset(), False)
+        loop = _group_loop(ctx, write)
+        root = self._param_root(ctx, loop[1]) if loop is not None and isinstance(loop[1], ast.Name) else None
+        calls = self._calls_of(ctx, root[0]) if root is not None else None
+        if not calls:
+            return none
+        out: Set[_Built] = set()
+        complete = True
+        for call, skip in calls:
+            arg = _bound_arg(call, root[0], root[1], skip)  # type: ignore[index]
+            if not (isinstance(arg, ast.Attribute) and arg.attr == "param_groups"):
+                return none
+            reached, whole = self._reaching(ctx, arg.value, 1)
             out |= reached
             complete = complete and whole
         return frozenset(out), complete
@@ -2048,8 +2127,34 @@ step), while the step compiled by the default inductor backend is as fast
         those of the branch a tensor lr never takes (:meth:`_float_branch`)."""
         found = ctx.cache.get("fr004_lr_assigns")
         if found is None:
-            found = ctx.cache["fr004_lr_assigns"] = [n for n in self._lr_stores(ctx) if not self._float_branch(ctx, n)]
+            found = ctx.cache["fr004_lr_assigns"] = [n for n in self._lr_stores(ctx) if not self._float_branch(ctx, n) and not self._keeps_tensor(ctx, n)]
         return found
+
+    def _keeps_tensor(self, ctx, node: ast.Assign) -> bool:
+        """Does ``g["lr"] = v`` keep a tensor lr a tensor: ``v`` a name whose
+        last binding before it in its block is an ``if`` without ``else``,
+        testing that this same lr is a tensor, whose body binds ``v`` to one
+        (DeepSpeed's cure, 407708cdb: ``if is_tensor(param_group['lr']): lr =
+        tensor([lr], ...)``, then ``param_group['lr'] = lr``)?  A float lr
+        gets the float there (``.fill_`` would fail on it), a tensor a tensor."""
+        holder, value = node.targets[0].value, node.value  # type: ignore[attr-defined]
+        if not (isinstance(holder, ast.Name) and isinstance(value, ast.Name)):
+            return False
+        parent = ctx.source.parent(node)
+        for field_name in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field_name, None)
+            if isinstance(block, list) and any(node is s for s in block):
+                at = next(i for i, s in enumerate(block) if s is node)
+                prev = next((s for s in reversed(block[:at]) if _binds_name(s, value.id)), None)
+                if not (isinstance(prev, ast.If) and not prev.orelse):
+                    return False
+                test = _tensor_test(ctx, prev.test)
+                last = next((s for s in reversed(prev.body) if _binds_name(s, value.id)), None)
+                return (
+                    test is not None and test[1] and self._names_lr_of(ctx, test[0], holder)
+                    and last is not None and _binds_tensor(ctx, last, value.id)
+                )
+        return False
 
     def _float_branch(self, ctx, node: ast.Assign) -> bool:
         """Is the write ``g["lr"] = v`` in the branch of a test on that same
@@ -2212,7 +2317,7 @@ step), while the step compiled by the default inductor backend is as fast
             groups = holder.value  # opt.param_groups[i]["lr"] = v
         else:
             loop = _group_loop(ctx, node)
-            groups = loop.iter if loop is not None else None
+            groups = loop[1] if loop is not None else None
         if isinstance(groups, ast.Attribute) and groups.attr == "param_groups":
             return groups.value
         return None
@@ -2229,11 +2334,37 @@ step), while the step compiled by the default inductor backend is as fast
             cls = ctx.source.enclosing(expr, ast.ClassDef)
             init = model.method(cls, "__init__") if isinstance(cls, ast.ClassDef) else None
             values = model.self_attr_values(cls, expr.attr) if init is not None else []
-            if len(values) == 1 and isinstance(values[0], ast.Name) and ctx.source.enclosing(values[0], _DEFS) is init:
-                bindings = model.scopes.bindings_of(values[0])
+            value = self._passed_through(ctx, values[0]) if len(values) == 1 else None
+            if isinstance(value, ast.Name) and ctx.source.enclosing(value, _DEFS) is init:
+                bindings = model.scopes.bindings_of(value)
                 if len(bindings) == 1 and bindings[0].kind == "param":
                     return init, bindings[0].node  # type: ignore[return-value]
         return None
+
+    @staticmethod
+    def _passed_through(ctx, value: ast.AST) -> ast.AST:
+        """``x`` of ``f(x)`` when ``f``, a module-level function here, hands
+        back a torch optimizer it is given first thing (DeepSpeed's
+        ``get_torch_optimizer``: ``if isinstance(optimizer, Optimizer):
+        return optimizer``); else ``value`` itself."""
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and len(value.args) == 1 and not value.keywords):
+            return value
+        fn = ctx.model.resolve_function(value.func)
+        if not isinstance(fn, _DEFS) or not isinstance(ctx.source.parent(fn), ast.Module) or isinstance(value.args[0], ast.Starred):
+            return value
+        params = [*fn.args.posonlyargs, *fn.args.args]
+        body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        first = body[0] if body else None
+        if not (params and isinstance(first, ast.If) and len(first.body) == 1 and isinstance(first.body[0], ast.Return)):
+            return value
+        name = params[0].arg
+        test, back = first.test, first.body[0].value
+        if not (isinstance(back, ast.Name) and back.id == name and isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+                and test.func.id == "isinstance" and len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id == name):
+            return value
+        if not ({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"} & set(ctx.model.qualified_names(test.args[1], visible=True))):
+            return value
+        return value.args[0]
 
     def _writers(self, ctx) -> Dict[str, dict]:
         """The module's lr writers for the project index: callable name (a
@@ -2417,6 +2548,7 @@ step), while the step compiled by the default inductor backend is as fast
             table = suppressions(ctx.source.text)
         out: List[dict] = []
         recorded: Dict[str, List[ast.Call]] = {}
+        unknown = any(not complete for _, complete in self._write_reach(ctx).values()) if built else False
         for b in built:
             if b.kind != "optimizer":
                 continue
@@ -2438,7 +2570,9 @@ step), while the step compiled by the default inductor backend is as fast
                         calls.append([q, slot, len(call.args), sorted(kw.arg for kw in call.keywords if kw.arg), _has_star(call), call.lineno])
             if not calls:
                 continue
-            level = "safe" if b in converted else "unsafe" if b in unsafe else ""
+            level = "tensor" if b in ctx.cache.get("fr004_tensor_lr", ()) else "safe" if b in converted else "unsafe" if b in unsafe else ""
+            if unknown:
+                level = ""  # a float written where the analysis cannot follow may replace its tensor lr: no `.fill_` elsewhere may count on it
             if level and table is not None and any(is_suppressed(f, table) for f in results.get(b, [])):
                 level = ""
             record = {"line": b.call.lineno, "fixed": level, "shared": self._shared_groups(ctx, b), "calls": calls}
@@ -2524,7 +2658,9 @@ step), while the step compiled by the default inductor backend is as fast
         this module stepping, scheduling, writing or passing it on?"""
         if b.stepped_at is not None or b.schedulers or self._escapes(ctx, b):
             return False
-        return any(f.fix.safety is Safety.SAFE for f in self._fixes_if_stepped_elsewhere(ctx, b, built))  # type: ignore[union-attr]
+        if any(f.fix.safety is Safety.SAFE for f in self._fixes_if_stepped_elsewhere(ctx, b, built)):  # type: ignore[union-attr]
+            return True
+        return b in ctx.cache.get("fr004_tensor_lr", ())  # a tensor lr already: its users' `.fill_` need no fix here
 
     def _fixes_if_stepped_elsewhere(self, ctx, b: _Built, built: List[_Built]) -> List[Finding]:
         """The findings with a fix FR004 would make here for ``b`` were it
@@ -2710,10 +2846,12 @@ step), while the step compiled by the default inductor backend is as fast
             return []
         risky = ctx.project.table_in("lr_unsafe", ctx.path)
         aware = ctx.project.table_in("lr_aware", ctx.path)
+        ready = ctx.project.table_in("lr_ready", ctx.path)
         writers = self._writers(ctx)
         by_line = {n.lineno: n for n in self._lr_assigns(ctx)}
-        # line -> (the first writer's message, unsafe callers, tensor-aware, callers)
-        fills: Dict[int, Tuple[str, List[Tuple[str, int]], List[bool], List[Tuple[str, int]]]] = {}
+        # line -> (the first writer's message, unsafe callers, tensor-aware,
+        # callers whose lr a fix makes a tensor, callers with a tensor lr already)
+        fills: Dict[int, Tuple[str, List[Tuple[str, int]], List[bool], List[Tuple[str, int]], List[Tuple[str, int]]]] = {}
         for name, callers in sorted(proven.items()):
             entry = writers.get(name)
             if entry is None or not entry["clean"]:
@@ -2729,12 +2867,13 @@ step), while the step compiled by the default inductor backend is as fast
                 )
                 # a write two writers share is as unsafe as either, and
                 # tensor-aware when either is given float lrs too
-                at = fills.setdefault(line, (message, [], [], []))
+                at = fills.setdefault(line, (message, [], [], [], []))
                 at[1].extend(risky.get(name, ()))
                 at[2].append(bool(aware.get(name)))
-                at[3].extend(callers)
+                at[3].extend(c for c in callers if c not in ready.get(name, ()))
+                at[4].extend(ready.get(name, ()))
         out: List[Finding] = []
-        for line, (message, unsafe, kinds, callers) in sorted(fills.items()):
+        for line, (message, unsafe, kinds, fixed, tensors) in sorted(fills.items()):
             if any(kinds):
                 message += (
                     "write it in place when it is a tensor (`if isinstance(g[\"lr\"], torch.Tensor): g[\"lr\"].fill_(v)`), "
@@ -2746,8 +2885,13 @@ step), while the step compiled by the default inductor backend is as fast
                 path, at = sorted(set(unsafe))[0]
                 message += f"; unsafe: the optimizer of {path} line {at} gets its tensor lr from an unsafe fix, so this write holds only with it (--unsafe-fixes)"
             # a plain `.fill_` needs the callers' tensor lr; a tensor-aware write needs nothing
-            needs = () if any(kinds) else lr_writers.files_of(ctx.project, (module for module, _ in callers))
-            out.append(self._fill_finding(ctx, by_line[line], message, unsafe=bool(unsafe), aware=any(kinds), needs=needs))
+            needs = () if any(kinds) else lr_writers.files_of(ctx.project, (module for module, _ in fixed))
+            finding = self._fill_finding(ctx, by_line[line], message, unsafe=bool(unsafe), aware=any(kinds), needs=needs)
+            if tensors:
+                # a trace's recompile of the step of a caller whose lr is a
+                # tensor already is this write's to cure (no fix there)
+                finding.feeds_path = next(iter(lr_writers.files_of(ctx.project, [sorted(tensors)[0][0]])), "")
+            out.append(finding)
         return out
 
     def _fill_finding(self, ctx, write: ast.Assign, message: str, unsafe: bool = False, aware: bool = False, needs: Tuple[str, ...] = ()) -> Finding:
