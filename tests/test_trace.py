@@ -951,6 +951,21 @@ def test_run_fix_cures_an_optimizer_stepped_by_a_loop_of_another_module(tmp_path
     assert (tmp_path / "train.py").read_text() == (folder / "train.py").read_text()
 
 
+def test_run_fix_cures_an_optimizer_step_compiled_itself(tmp_path):
+    """`opt.step = torch.compile(opt.step)`: torch's step is a library
+    function compiled in the file, and FR004's finding is on the
+    constructor, not on that compile call; it matches all the same."""
+    proc, script = run_cli(tmp_path, "compiled_opt_step", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert re.search(r"^step \(via <module>\)\s+compiled_opt_step\.py:19\s+2\s+no\s+optimizer hyperparameter .*FR004", out, re.MULTILINE), out
+    assert graphs(out, "total") == (2, 1), out
+    first, second = results(out)
+    assert first == second
+    text = script.read_text()
+    assert "lr=torch.tensor(0.0)" in text and 'group["lr"].fill_(' in text
+
+
 def test_run_fix_cures_a_float_written_over_a_tensor_lr_by_another_module(tmp_path):
     """main.py's optimizer has a tensor lr already; scheduler.py writes
     floats over it (tests/realworld/pos_tensor_lr_float_writes_cross_module,

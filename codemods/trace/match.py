@@ -395,8 +395,11 @@ def match_file(
                     if f.code != cure.code or index in matched:
                         continue
                     if internal and (entry.library_site is not None or library_spans):
-                        # a compiled library function: the user's compile call of it
-                        ok = any(
+                        # a compiled library function: the user's compile call
+                        # of it; for an optimizer's step compiled itself
+                        # (`opt.step = torch.compile(opt.step)`), any FR004 of
+                        # the file, as below (its analysis proves the lr changes)
+                        ok = cause == tr.OPTIMIZER_LR or any(
                             any(_inside(f, sp) for sp in spans)
                             for site, spans in library_spans
                         )
