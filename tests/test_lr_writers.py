@@ -719,3 +719,76 @@ def test_a_float_written_where_the_analysis_cannot_follow_blocks_the_writers_fil
     (tmp_path / "main.py").write_bytes(results["main.py"].new)
     done = subprocess.run([sys.executable, "main.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+# -- an optimizer that loads a saved state ------------------------------------
+# torch's `Optimizer.load_state_dict` replaces each param group's lr by the
+# saved one: a float, in a checkpoint written before the fix. A plain
+# `g["lr"].fill_(v)` would crash on resume; a write reaching such an
+# optimizer becomes tensor-aware (a float stays a float and recompiles as
+# before; a tensor is filled).
+
+RESUME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "optimizer_scalars", "resume_checkpoint")
+
+
+def _run(folder, script, out_dir):
+    import subprocess
+    import sys
+
+    env = dict(os.environ, OUT_DIR=str(out_dir))
+    done = subprocess.run([sys.executable, script], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_resuming_from_a_checkpoint_written_before_the_fix(tmp_path):
+    """The golden resume_checkpoint: the original run writes a checkpoint
+    with a float lr; the fixed program resumes from it without crashing and
+    prints what the original prints resuming from it; a checkpoint the fixed
+    program writes (a tensor lr) resumes the same way."""
+    import shutil
+
+    before, after = tmp_path / "before", tmp_path / "after"
+    for d in (before, after):
+        d.mkdir()
+    shutil.copy(RESUME + ".in.py", before / "train.py")
+    shutil.copy(RESUME + ".out.py", after / "train.py")
+    first = _run(before, "train.py", before)  # fresh, writes ckpt.pt (float lr)
+    shutil.copy(before / "ckpt.pt", after / "ckpt.pt")
+    resumed_before = _run(before, "train.py", before)
+    resumed_after = _run(after, "train.py", after)
+    assert resumed_after == resumed_before and resumed_after != first
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert _run(after, "train.py", fresh) == first  # writes a tensor-lr checkpoint
+    assert _run(after, "train.py", fresh) == resumed_before
+
+
+def test_a_writer_of_another_module_given_an_optimizer_that_loads_state_is_tensor_aware(tmp_path):
+    main = MAIN.format(extra="").replace(
+        "sched = WarmupScheduler",
+        "if __import__('os').environ.get('RESUME'):\n    opt.load_state_dict(torch.load('ckpt.pt'))\nsched = WarmupScheduler",
+    )
+    found = _project(tmp_path, {"main.py": main, "scheduler.py": SCHEDULER.format(init="")})
+    assert _safety(found, "main.py") == [Safety.SAFE]
+    assert _safety(found, "scheduler.py") == [Safety.SAFE]
+    assert _aware(found, "scheduler.py")
+    assert b"lr=torch.tensor(0.1)" in found["main.py"][1]
+
+
+def test_a_factory_user_that_loads_state_writes_tensor_aware(tmp_path):
+    extra = "optimizer.load_state_dict(optimizer.state_dict())\n"
+    found = _project(tmp_path, {"model.py": MODEL, "train.py": TRAIN.format(lr="6e-4", extra=extra)})
+    assert _safety(found, "model.py") == [Safety.SAFE] and _safety(found, "train.py") == [Safety.SAFE]
+    assert b"lr=torch.tensor(learning_rate)" in found["model.py"][1]
+    assert _aware(found, "train.py")
+
+
+def test_state_loaded_by_torch_distributed_checkpoint_counts(tmp_path):
+    """`set_optimizer_state_dict(model, optimizer, sd)` loads the saved lr too."""
+    main = MAIN.format(extra="").replace(
+        "import torch\n",
+        "import torch\nfrom torch.distributed.checkpoint.state_dict import set_optimizer_state_dict\n",
+    ).replace("sched = WarmupScheduler", "set_optimizer_state_dict(model, opt, optim_state_dict={})\nsched = WarmupScheduler")
+    found = _project(tmp_path, {"main.py": main, "scheduler.py": SCHEDULER.format(init="")})
+    assert _aware(found, "scheduler.py")

@@ -199,7 +199,9 @@ def prove(index: ProjectIndex, files: Sequence[str], lr: Dict[str, Optional[dict
                 # groups sharing one lr tensor need a write that gives each the same value
                 shared = opt.get("shared", True) and not entry.get("uniform", False)
                 fit = entry["clean"] and complete.get(q) and not star and not passed_key and slot in (entry["param"], entry["index"])
-                if not (fit and level and not shared):
+                # an optimizer that loads a saved state may get a float lr
+                # back (a checkpoint from before the fix): a tensor-aware write only
+                if not (fit and level and not shared and not opt.get("loads")):
                     bad.add((key, name))
                 elif level == "unsafe":
                     unsafe.setdefault((key, name), []).append((path, opt))

@@ -434,7 +434,7 @@ def _alone(source, node: ast.stmt) -> bool:
 
 
 #: FR004's scratch entries that depend on neither the settings nor the index
-_SHARED = frozenset(("fr004_by_call", "fr004_built", "fr004_write_reach", "fr004_store_reach", "fr004_lr_stores", "fr004_lr_stores_all", "fr004_tensorizers", "fr004_steppers", "fr004_stepped", "fr004_lr_assigns", "fr004_lr_reads", "fr004_passed", "fr004_text", "fr004_writers", "fr004_fill_edits"))
+_SHARED = frozenset(("fr004_by_call", "fr004_built", "fr004_write_reach", "fr004_store_reach", "fr004_lr_stores", "fr004_lr_stores_all", "fr004_tensorizers", "fr004_steppers", "fr004_stepped", "fr004_lr_assigns", "fr004_lr_reads", "fr004_passed", "fr004_text", "fr004_writers", "fr004_fill_edits", "fr004_state_loads"))
 
 
 def index_facts(source) -> Optional[dict]:
@@ -552,6 +552,19 @@ more than its param groups or reads an lr back, a call that passes the key,
 a caller whose optimizer keeps a float lr or is also passed to other code, a
 subclass or any other file of the run that mentions the writer, or, for a
 write two of them share (two schedule factories of one helper), one of them.
+
+An optimizer that loads a saved state (`opt.load_state_dict(...)`, torch's
+`set_optimizer_state_dict(model, opt, ...)`: nanoGPT's resume) gets the
+saved lr back, a float in a checkpoint written before the fix, and a plain
+`.fill_` would crash on it: every write that reaches it, here or in a writer
+of another module, or in a user of a proven factory, becomes tensor-aware
+instead (a float lr stays a float and recompiles as before, until a
+checkpoint written after the fix is loaded); one that shares its line with
+other code leaves the finding report-only. A group added later
+(`opt.add_param_group({"params": ..., "lr": 0.01})`, a layer unfrozen while
+training) has its own lr made a tensor like the constructor's groups; one
+added from a dict not visible here, or to an optimizer not resolved here,
+leaves a fix that would `.fill_` report-only (its float lr would meet it).
 
 The optimizer's class may be named (`torch.optim.AdamW`, any import or alias)
 or reached through what the module shows: a name bound once to it, a
@@ -937,12 +950,18 @@ step), while the step compiled by the default inductor backend is as fast
                 continue  # not a call's result, or one this module shows
             made = self._text(ctx).code(value)
             proven = self._proven_factory(ctx, value)
-            if proven is not None and write in self._lr_assigns(ctx):
+            loads = next((call for call, expr in self._state_loads(ctx) if isinstance(expr, ast.Name) and expr.id == holder.id), None)
+            if proven is not None and write in self._lr_assigns(ctx) and (loads is None or _alone(ctx.source, write)):
                 label, home = proven
+                how = "write it in place with `.fill_`" if loads is None else (
+                    f"line {loads.lineno} loads a saved state, whose lr is a float if it was saved before the fix: "
+                    "write it in place with `.fill_` when it is a tensor"
+                )
                 out.append(self._fill_finding(
                     ctx, write,
                     f"the lr of `{holder.id}` is written as a float here while its `.step()` runs compiled (line {stepped[holder.id]}); "
-                    f"`{holder.id}` is built by {label}, whose lr becomes a 0-d tensor there: write it in place with `.fill_`",
+                    f"`{holder.id}` is built by {label}, whose lr becomes a 0-d tensor there: {how}",
+                    aware=loads is not None,
                     needs=(home,) if home else (),
                 ))
                 continue
@@ -1672,6 +1691,17 @@ step), while the step compiled by the default inductor backend is as fast
                 edits.append(Edit(ctx.source.target(value, "BaseExpression"), lambda node, kind=kind: self._wrap(ctx, node, kind)))
         # follow-through: group["lr"] = v -> group["lr"].fill_(v)
         fills = self._fill_edits(ctx, b)
+        loads = self._loads_state(ctx, b)
+        if fills is None:
+            over = next(w for w, (reached, _) in self._write_reach(ctx).items() if b in reached and not _alone(ctx.source, w))
+            out.append(self.finding(ctx, b.call, (
+                f"{lead}; line {loads.lineno} loads a saved state, which puts the saved lr back (a float, from a checkpoint written "
+                f"before the fix), and line {over.lineno} shares its line with other code, so its write cannot become tensor-aware "
+                f"(`if isinstance(g[\"lr\"], torch.Tensor): g[\"lr\"].fill_(v) else: g[\"lr\"] = v`) (no automatic fix)"
+            )))
+            return out
+        if fills and loads is not None:
+            notes.append(f"line {loads.lineno} loads a saved state, whose lr is a float if it was saved before the fix: the writes fill a tensor lr and keep a float one a float")
         if fills and unseen:
             out.append(self.finding(ctx, b.call, f"{lead}; the param groups are built elsewhere, so a group's own float lr cannot be seen, and `group[\"lr\"].fill_(...)` would fail on it (no automatic fix)"))
             return out
@@ -1738,12 +1768,39 @@ step), while the step compiled by the default inductor backend is as fast
         out.append(self._arg_finding(ctx, anchor, message, **fix) if anchor is not None else self.finding(ctx, b.call, message, **fix))
         return out
 
-    @staticmethod
-    def _group_lrs(ctx, b: _Built) -> Tuple[List[ast.AST], bool]:
-        """(the ``"lr"`` values of the param-group dicts passed to the
+    def _group_lrs(self, ctx, b: _Built) -> Tuple[List[ast.AST], bool]:
+        """(the ``"lr"`` values of the param-group dicts given to the
         optimizer, whether the groups cannot be seen): ``[{"params": ...,
         "lr": 0.01}, {...}]`` is seen; ``model.parameters()`` holds no groups;
-        a name or anything else may hold groups with their own lr."""
+        a name or anything else may hold groups with their own lr.  A group
+        added later counts too (``opt.add_param_group({"params": ..., "lr":
+        0.01})``: a float lr there would meet ``.fill_``); one added to an
+        optimizer not resolved here may be one of ``b``'s (not seen)."""
+        found, unseen = self._built_group_lrs(ctx, b)
+        if unseen or b"add_param_group" not in ctx.source.data:
+            return found, unseen
+        for call in ctx.source.nodes(ast.Call):
+            func = call.func
+            if not (isinstance(func, ast.Attribute) and func.attr == "add_param_group"):
+                continue
+            target = self._resolve(ctx, func.value)
+            if target is None:
+                return found, True
+            if target is not b:
+                continue
+            group = call.args[0] if len(call.args) == 1 and not call.keywords else next((kw.value for kw in call.keywords if kw.arg == "param_group"), None) if not call.args else None
+            if not isinstance(group, ast.Dict):
+                return found, True
+            for key, val in zip(group.keys, group.values):
+                if key is None:
+                    return found, True
+                if isinstance(key, ast.Constant) and key.value == "lr":
+                    found.append(val)
+        return found, False
+
+    @staticmethod
+    def _built_group_lrs(ctx, b: _Built) -> Tuple[List[ast.AST], bool]:
+        """:meth:`_group_lrs` of the groups given to the constructor."""
         params = _arg(b.call, "params", 0)
         if params is None:
             return [], False
@@ -1829,17 +1886,56 @@ step), while the step compiled by the default inductor backend is as fast
                 bound.add(node.name)
         return not any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(write.value))
 
-    def _fill_edits(self, ctx, b: _Built) -> List[Edit]:
+    def _fill_edits(self, ctx, b: _Built) -> Optional[List[Edit]]:
         """``.fill_`` edits of the lr writes that reach ``b``'s param groups
-        (one Edit object per write, shared by every optimizer it reaches)."""
+        (one Edit object per write, shared by every optimizer it reaches).
+        A write reaching an optimizer that loads a saved state
+        (:meth:`_loads_state`: a checkpoint from before the fix puts a float
+        lr back) becomes tensor-aware; None when such a write has no lines
+        of its own for the ``if`` (no fix can be safe)."""
         edits: Dict[ast.Assign, Edit] = ctx.cache.setdefault("fr004_fill_edits", {})
         out: List[Edit] = []
         for node, (reached, _) in self._write_reach(ctx).items():
             if b in reached:
                 if node not in edits:
-                    edits[node] = Edit(ctx.source.target(node, "Assign"), _fill)
+                    if any(self._loads_state(ctx, r) for r in reached):
+                        if not _alone(ctx.source, node):
+                            return None
+                        edits[node] = Edit(statement_target(ctx.source, node), functools.partial(_fill_if_tensor, ctx.model))
+                    else:
+                        edits[node] = Edit(ctx.source.target(node, "Assign"), _fill)
                 out.append(edits[node])
         return out
+
+    def _state_loads(self, ctx) -> List[Tuple[ast.Call, ast.AST]]:
+        """Every call that loads a saved state into an optimizer, with the
+        optimizer's expression: ``opt.load_state_dict(sd)`` and torch's
+        ``set_optimizer_state_dict(model, opt, ...)`` /
+        ``set_state_dict(model, opt, ...)`` (torch.distributed.checkpoint).
+        torch's ``load_state_dict`` replaces each param group's lr by the
+        saved one: a float, in a checkpoint written before the fix."""
+        found = ctx.cache.get("fr004_state_loads")
+        if found is not None:
+            return found
+        found = ctx.cache["fr004_state_loads"] = []
+        if b"state_dict" not in ctx.source.data:
+            return found
+        for call in _source_order(ctx.source.nodes(ast.Call)):
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "load_state_dict":
+                found.append((call, func.value))
+                continue
+            names = ctx.model.qualified_names(func, visible=True)
+            if any(q.startswith("torch.distributed.") and q.rpartition(".")[2] in ("set_optimizer_state_dict", "set_state_dict") for q in names):
+                arg = call.args[1] if len(call.args) > 1 else next((kw.value for kw in call.keywords if kw.arg == "optimizers"), None)
+                if arg is not None:
+                    for one in arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]:
+                        found.append((call, one))
+        return found
+
+    def _loads_state(self, ctx, b: _Built) -> Optional[ast.Call]:
+        """The first call that loads a saved state into ``b`` (:meth:`_state_loads`)."""
+        return next((call for call, expr in self._state_loads(ctx) if self._resolve(ctx, expr) is b), None)
 
     def _write_reach(self, ctx, every: bool = False) -> Dict[ast.Assign, Tuple[FrozenSet[_Built], bool]]:
         """Every ``g["lr"] = v`` into param groups (``X.param_groups[i]["lr"] = v``,
@@ -2576,6 +2672,8 @@ step), while the step compiled by the default inductor backend is as fast
             if level and table is not None and any(is_suppressed(f, table) for f in results.get(b, [])):
                 level = ""
             record = {"line": b.call.lineno, "fixed": level, "shared": self._shared_groups(ctx, b), "calls": calls}
+            if self._loads_state(ctx, b) is not None:
+                record["loads"] = True  # a saved float lr may come back: only a tensor-aware write is safe
             if b.stepped_at is None and not b.schedulers and len({c[5] for c in calls}) > 1:
                 # stepped nowhere here, handed to two callables or more (one
                 # may step it compiled, another write its lr): would it be
