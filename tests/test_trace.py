@@ -1004,3 +1004,84 @@ def test_run_fix_cures_a_library_function_compiled_here_and_called_from_user_cod
     first, second = results(out)
     assert first == second
     assert 'softmax = torch.compile(F.softmax, backend="eager")\n' in script.read_text()
+
+
+ROTATION = '''
+import torch
+from torch import nn
+
+SCALE = 0.5
+
+
+def scaled_linear_class():
+    class ScaledLinear(nn.Linear):
+        def forward(self, x):
+            return nn.functional.linear(x, self.weight, self.bias) * SCALE
+
+    return ScaledLinear
+
+
+def install(module):
+    module.__class__ = scaled_linear_class()
+'''
+
+BLOCKS = '''
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.proj(x)) + x
+
+
+def compile_blocks(blocks):
+    for block in blocks:
+        block.compile(backend="eager")
+'''
+
+MAIN_BLOCKS = '''
+import torch
+
+from blocks import Block, compile_blocks
+from rotation import install
+
+torch.manual_seed(0)
+blocks = [Block() for _ in range(4)]
+for block in blocks:
+    install(block.proj)
+compile_blocks(blocks)
+x = torch.randn(2, 4)
+with torch.no_grad():
+    for layer in blocks:
+        x = layer(x)
+print("result:", round(float(x.sum()), 4))
+'''
+
+
+def test_run_fix_cures_a_class_per_call_made_in_another_module(tmp_path):
+    """unsloth's real layout (186e6cb5c1): the factory and the `__class__`
+    swap in one module (diffusion_convrot.py), the blocks compiled one by
+    one in another (diffusers' compile_repeated_blocks). No compile is in
+    the factory's file; the type guard names the class
+    (`type=<class 'rotation.scaled_linear_class.<locals>.ScaledLinear'>`),
+    so its file is analysed and FR019's finding there matches."""
+    for name, text in (("rotation.py", ROTATION), ("blocks.py", BLOCKS), ("main.py", MAIN_BLOCKS)):
+        (tmp_path / name).write_text(text.lstrip())
+    proc = warm_python.cli_run(
+        check=False,
+        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert re.search(r"^forward\s+blocks\.py:10\s+4\s+no\s+type `self\.proj`\s+FR019", out, re.MULTILINE), out
+    assert graphs(out, "total") == (4, 1), out
+    first, second = results(out)
+    assert first == second
+    assert "@functools.lru_cache(maxsize=None)\ndef scaled_linear_class" in (tmp_path / "rotation.py").read_text()
+    assert (tmp_path / "blocks.py").read_text() == BLOCKS.lstrip()

@@ -154,7 +154,8 @@ def report_lines(trace: tr.Trace, settings: Settings, guided: Optional[object] =
         for m in guided.matches:
             # the flag the trace sets is FR005's fix; its other fixes (mark_dynamic, a wrapped float) are its own
             code = "FR005" if m.finding.code == FLAG_CODE and m.cause == tr.MODULE_INT_ATTR else m.finding.code
-            found.setdefault((id(m.entry), m.cause), set()).add(code)
+            for entry in (m.entry, *m.also):
+                found.setdefault((id(entry), m.cause), set()).add(code)
     rows = tr.table_rows(trace, available_codes(settings), relative_to=os.getcwd(), found=found)
     notice = tr.limit_notice(trace)
     if not rows:

@@ -19,7 +19,7 @@ from ..pipeline.index import build_project_index
 from ..transforms import PROJECT_FACTS
 from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic, write_changed
-from .match import Guided, GuidedFile, Match, _real, entry_file, implicated_files, map_library_entries, match_file
+from .match import Guided, GuidedFile, Match, _real, entry_file, implicated_files, made_class_files, map_library_entries, match_file
 from .float_state import apply_float_state_evidence
 from .scalar_capture import apply_scalar_capture_evidence
 from .cures import MARK_CODE, apply_alias_evidence, apply_evidence, apply_flag_evidence, apply_layout_evidence
@@ -114,6 +114,8 @@ def guide(
     taken = selection.discover(within).files if within else []
     map_library_entries(trace, taken)
     files = [path for path in implicated_files(trace, within) if selection.takes(path)]
+    # the files whose functions made the classes type guards name (FR019)
+    files += [path for path in made_class_files(trace, taken) if path not in files and selection.takes(path)]
     indexed = sorted(set(taken) | set(files)) if within else files
     project = build_project_index(indexed, settings, [fact for _, fact in PROJECT_FACTS])
     out.project = project

@@ -42,6 +42,9 @@ class Match:
     entry: tr.CodeEntry
     cause: str
     upgraded: bool = False
+    #: other code objects whose recompiles of this cause the finding cures
+    #: (blocks of two classes given one class per call: FR019)
+    also: Tuple[tr.CodeEntry, ...] = ()
 
 
 @dataclass
@@ -113,6 +116,33 @@ def implicated_files(
             continue
         seen.add(real)
         out.append(path)
+    return out
+
+
+def module_file(module: str, paths: Sequence[str]) -> Optional[str]:
+    """The file of ``paths`` that is the module ``module`` (dotted) of a run
+    from the folder above it: ``a/b.py`` or ``a/b/__init__.py``; None when
+    none is (``__main__``, a library)."""
+    if not module or module == "__main__":
+        return None
+    tail = os.sep + module.replace(".", os.sep)
+    for path in paths:
+        stem = _real(path)[: -len(".py")] if path.endswith(".py") else None
+        if stem is not None and (stem.endswith(tail) or stem.endswith(tail + os.sep + "__init__")):
+            return path
+    return None
+
+
+def made_class_files(trace: tr.Trace, paths: Sequence[str]) -> List[str]:
+    """Files of ``paths`` whose functions made the classes that type guards
+    of recompiling code name (:func:`codemods.trace.read.made_classes`):
+    the compiled code may be in another file, or a library's."""
+    out: List[str] = []
+    for entry in trace.entries:
+        for module, _ in tr.made_classes(entry):
+            path = module_file(module, paths)
+            if path is not None and path not in out:
+                out.append(path)
     return out
 
 
@@ -359,6 +389,19 @@ def match_file(
     ]
     matched: Dict[int, Match] = {}
     for entry in entries:
+        # a class made per call by a function of this file, guarded by type
+        # in compiled code anywhere (another file, a library's): the
+        # finding about that class (its `about`), wherever the code is
+        made = {local for module, local in tr.made_classes(entry) if module_file(module, [ctx.path])}
+        if made:
+            codes = {c.code for c in tr.rule_cures(entry, tr.TYPE)}
+            for index, f in enumerate(findings):
+                if f.code not in codes or not made & set(f.about):
+                    continue
+                if index not in matched:
+                    matched[index] = Match(f, entry, tr.TYPE)
+                elif matched[index].cause == tr.TYPE:
+                    matched[index] = dataclasses.replace(matched[index], also=matched[index].also + (entry,))
         path = entry_file(entry)
         if path is None:
             continue

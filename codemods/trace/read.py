@@ -1263,6 +1263,31 @@ def describe_zero_one_evidence(entry: "CodeEntry", key: str, dim: int) -> str:
     return f"dim {dim} of `{input_name(entry, key)}` compiled at size {size}, then symbolic"
 
 
+_TYPE_NAME = re.compile(r"type=<class '(?P<name>[^']+)'>")
+
+
+def made_classes(entry: "CodeEntry") -> List[Tuple[str, str]]:
+    """(module, qualified name in it) of each class made inside a
+    module-level function that a type guard of ``entry`` names, as
+    ``___check_type_id(...), type=<class 'diffusion_convrot.convrot_linear_class.<locals>.ConvRotLinear'>``
+    shows it: ("diffusion_convrot", "convrot_linear_class.<locals>.ConvRotLinear").
+    A class per call of that function fails the guard (FR019)."""
+    out: List[Tuple[str, str]] = []
+    for r in entry.reasons:
+        if r.cause != TYPE:
+            continue
+        m = _TYPE_NAME.search(r.text)
+        if m is None:
+            continue
+        parts = m.group("name").split(".")
+        if parts.count("<locals>") != 1 or parts.index("<locals>") != len(parts) - 2 or len(parts) < 4:
+            continue
+        made = (".".join(parts[:-3]), ".".join(parts[-3:]))
+        if made not in out:
+            out.append(made)
+    return out
+
+
 def rule_cures(entry: "CodeEntry", cause: str) -> List[Cure]:
     """The rules that can cure ``cause`` in ``entry``: those of the cause
     (:func:`cure_table`), but not FR001 for an int or float torch specialised

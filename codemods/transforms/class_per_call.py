@@ -64,6 +64,11 @@ class ClassPerCall(Rule):
     #: class made per call fails; the finding's own evidence is the source's
     cures = (CuresCause(TYPE, self_attribute=True),)
     name = "class-per-call"
+    #: a class statement inside a function (or class); the compile may be in
+    #: another file, or a library's (`compile_repeated_blocks`): a trace's
+    #: type guard names the class's function wherever it is
+    triggers = (b"    class ",)
+    needs_compile_site = False
     summary = "an `nn.Module` class made anew at every call of a function, given to modules compiled code shares"
     what_it_does = """
 Finds a module-level function whose body defines an `nn.Module` subclass
@@ -77,7 +82,13 @@ loop), and the module compiles modules one by one (a compile call in a
 loop: `block.compile()` for each repeated block, `torch.compile(layer)` in a
 loop), so that compiled code is shared by modules given different classes.
 Otherwise it is reported only with `--unproven` (a trace that shows the type
-guard failing is the evidence: `run --fix`).
+guard failing is the evidence: `run --fix`). The factory's file needs no
+compile of its own: the type guard names the class it made
+(`type=<class 'diffusion_convrot.convrot_linear_class.<locals>.ConvRotLinear'>`),
+so `run --fix` analyses and fixes that file wherever the compiled code is,
+another module or a library's (unsloth's real layout: the factory in
+`diffusion_convrot.py`, the blocks compiled by diffusers'
+`compile_repeated_blocks`).
 
 Fixes the class-returning factory that takes no arguments: its classes are
 made once, `@functools.lru_cache(maxsize=None)` on the function
@@ -267,11 +278,13 @@ would raise).
             message += f" (modules compiled one by one, line {shared.lineno})"  # type: ignore[attr-defined]
         proven = repeated is not None and shared is not None
         feeds = self._compiled_lines(ctx)
+        # how a trace's type guard names the class (`type=<class 'mod.f.<locals>.C'>`)
+        about = (f"{name}.<locals>.{cls.name}",)
         if made == "instance":
-            return self.finding(ctx, cls, message + "; define the class once, outside the function (no automatic fix: the function returns an instance)", proven=proven, feeds=feeds)
+            return self.finding(ctx, cls, message + "; define the class once, outside the function (no automatic fix: the function returns an instance)", proven=proven, feeds=feeds, about=about)
         blocked = self._not_cacheable(ctx, fn, cls) or self._changed(ctx, fn, calls)
         if blocked:
-            return self.finding(ctx, cls, message + f"; define the class once, outside the function (no automatic fix: {blocked})", proven=proven, feeds=feeds)
+            return self.finding(ctx, cls, message + f"; define the class once, outside the function (no automatic fix: {blocked})", proven=proven, feeds=feeds, about=about)
         unsafe = self._shared_use(ctx, fn, cls, calls)
         message += "; make the class once: `@functools.lru_cache(maxsize=None)` on `" + name + "`"
         if unsafe:
@@ -284,6 +297,7 @@ would raise).
             title=f"cache `{name}`'s class (`@functools.lru_cache(maxsize=None)`)",
             proven=proven,
             feeds=feeds,
+            about=about,
         )
 
     def _not_cacheable(self, ctx, fn: ast.AST, cls: ast.ClassDef) -> str:

@@ -1703,7 +1703,9 @@ step), while the step compiled by the default inductor backend is as fast
         if fills and loads is not None:
             notes.append(f"line {loads.lineno} loads a saved state, whose lr is a float if it was saved before the fix: the writes fill a tensor lr and keep a float one a float")
         if fills and unseen:
-            out.append(self.finding(ctx, b.call, f"{lead}; the param groups are built elsewhere, so a group's own float lr cannot be seen, and `group[\"lr\"].fill_(...)` would fail on it (no automatic fix)"))
+            added = self._added_unseen(ctx, b)
+            where = f"a group added on line {added.lineno} (`add_param_group`) may hold an lr not visible here" if added is not None else "the param groups are built elsewhere"
+            out.append(self.finding(ctx, b.call, f"{lead}; {where}, so a group's own float lr cannot be seen, and `group[\"lr\"].fill_(...)` would fail on it (no automatic fix)"))
             return out
         if fills and self._shared_groups(ctx, b):
             varied = next((w for w, (reached, _) in self._write_reach(ctx).items() if b in reached and not self._uniform(ctx, w)), None)
@@ -1777,26 +1779,42 @@ step), while the step compiled by the default inductor backend is as fast
         0.01})``: a float lr there would meet ``.fill_``); one added to an
         optimizer not resolved here may be one of ``b``'s (not seen)."""
         found, unseen = self._built_group_lrs(ctx, b)
-        if unseen or b"add_param_group" not in ctx.source.data:
+        if unseen:
             return found, unseen
-        for call in ctx.source.nodes(ast.Call):
-            func = call.func
-            if not (isinstance(func, ast.Attribute) and func.attr == "add_param_group"):
+        for call in self._added_groups(ctx):
+            target = self._resolve(ctx, call.func.value)  # type: ignore[attr-defined]
+            if target is not None and target is not b:
                 continue
-            target = self._resolve(ctx, func.value)
-            if target is None:
+            group = self._added_group(call)
+            if target is None or group is None:
                 return found, True
-            if target is not b:
-                continue
-            group = call.args[0] if len(call.args) == 1 and not call.keywords else next((kw.value for kw in call.keywords if kw.arg == "param_group"), None) if not call.args else None
-            if not isinstance(group, ast.Dict):
-                return found, True
-            for key, val in zip(group.keys, group.values):
-                if key is None:
-                    return found, True
-                if isinstance(key, ast.Constant) and key.value == "lr":
-                    found.append(val)
+            found += [val for key, val in zip(group.keys, group.values) if isinstance(key, ast.Constant) and key.value == "lr"]
         return found, False
+
+    @staticmethod
+    def _added_groups(ctx) -> List[ast.Call]:
+        """Every ``X.add_param_group(...)`` call, in source order."""
+        if b"add_param_group" not in ctx.source.data:
+            return []
+        return _source_order(c for c in ctx.source.nodes(ast.Call) if isinstance(c.func, ast.Attribute) and c.func.attr == "add_param_group")
+
+    @staticmethod
+    def _added_group(call: ast.Call) -> Optional[ast.Dict]:
+        """The dict literal ``add_param_group`` is given, when every key of
+        it can be seen (no ``**other``); else None."""
+        group = call.args[0] if len(call.args) == 1 and not call.keywords else next((kw.value for kw in call.keywords if kw.arg == "param_group"), None) if not call.args else None
+        if not isinstance(group, ast.Dict) or any(key is None for key in group.keys):
+            return None
+        return group
+
+    def _added_unseen(self, ctx, b: _Built) -> Optional[ast.Call]:
+        """The first group added to ``b`` (or to an optimizer not resolved
+        here) whose lr cannot be seen."""
+        for call in self._added_groups(ctx):
+            target = self._resolve(ctx, call.func.value)  # type: ignore[attr-defined]
+            if target is None or (target is b and self._added_group(call) is None):
+                return call
+        return None
 
     @staticmethod
     def _built_group_lrs(ctx, b: _Built) -> Tuple[List[ast.AST], bool]:
