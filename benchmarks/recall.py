@@ -2,8 +2,9 @@
 
 Every folder of benchmarks/recall/ is a small, self-contained reproduction of
 a recompile that a real project fixed (NOTES.md: repo@sha, PR, cause, fix):
-`before.py` is the code before the fix, `after.py` the project's own fix, and
-each prints `GRAPHS <n>` (graphs compiled, counted by its backend) and
+`before.py` is the code before the fix, `after.py` the project's own fix (or,
+for a fix in a project's own layout of several modules, folders `before/`
+and `after/`, each run as `python main.py` inside it), and each prints `GRAPHS <n>` (graphs compiled, counted by its backend) and
 `OUT <value>` (a checksum, the same in both). For every case the tool of
 *this* checkout (`python ROOT/__main__.py` with PYTHONPATH=ROOT and
 FIX_RECOMPILES_NO_CACHE=1, default settings) works on a fresh copy of
@@ -127,17 +128,42 @@ def same_out(a: Optional[str], b: Optional[str]) -> bool:
     return abs(x - y) <= 1e-4 * max(1.0, abs(x), abs(y))
 
 
-def fresh(tmp: str, case: str, mode: str) -> str:
-    """A fresh folder holding only a copy of before.py; returns the file's path."""
+def layout(case: str, which: str) -> Tuple[str, str]:
+    """(what to copy, the file to run) of a case's ``which`` ("before" or
+    "after"): ``before.py`` itself, or the folder ``before/`` and its ``main.py``."""
+    folder = os.path.join(CASES, case, which)
+    if os.path.isdir(folder):
+        return folder, "main.py"
+    return folder + ".py", which + ".py"
+
+
+def is_case(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, "before.py")) or os.path.isfile(os.path.join(folder, "before", "main.py"))
+
+
+def fresh(tmp: str, case: str, mode: str, which: str = "before") -> str:
+    """A fresh folder holding only a copy of before.py (or of the folder
+    before/); returns the path of the file to run."""
     folder = os.path.join(tmp, case, mode)
-    os.makedirs(folder)
-    shutil.copy(os.path.join(CASES, case, "before.py"), folder)
-    return os.path.join(folder, "before.py")
+    source, entry = layout(case, which)
+    if os.path.isdir(source):
+        shutil.copytree(source, folder)
+    else:
+        os.makedirs(folder)
+        shutil.copy(source, folder)
+    return os.path.join(folder, entry)
 
 
 def read(path: str) -> str:
-    with open(path, encoding="utf-8") as fh:
-        return fh.read()
+    """The text of the program whose entry file is ``path``: every .py file
+    of its folder (a multi-file case), in a stable order."""
+    folder = os.path.dirname(path)
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".py")) if os.path.basename(path) == "main.py" else [os.path.basename(path)]
+    parts = []
+    for name in names:
+        with open(os.path.join(folder, name), encoding="utf-8") as fh:
+            parts.append(f"# {name}\n{fh.read()}")
+    return "\n".join(parts)
 
 
 def findings(tmp: str, case: str, mode: str, extra: List[str]) -> Tuple[str, bool]:
@@ -183,7 +209,7 @@ def check_fix(tmp: str, case: str, mode: str, extra: List[str], original: Progra
 def run_fix(tmp: str, case: str, mode: str, extra: List[str], original: Program, before_text: str) -> Outcome:
     path = fresh(tmp, case, mode)
     try:
-        proc = tool(["run", "--fix", *extra, "--", sys.executable, "before.py"], os.path.dirname(path))
+        proc = tool(["run", "--fix", *extra, "--", sys.executable, os.path.basename(path)], os.path.dirname(path))
     except subprocess.TimeoutExpired:
         return Outcome("error", "error (timeout)")
     out = proc.stdout
@@ -203,12 +229,10 @@ def run_fix(tmp: str, case: str, mode: str, extra: List[str], original: Program,
 
 
 def measure(tmp: str, case: str) -> Case:
-    before_text = read(os.path.join(CASES, case, "before.py"))
-    original = run_file(fresh(tmp, case, "original"))
-    folder = os.path.join(tmp, case, "real-fix")
-    os.makedirs(folder)
-    shutil.copy(os.path.join(CASES, case, "after.py"), folder)
-    after = run_file(os.path.join(folder, "after.py"))
+    entry = fresh(tmp, case, "original")
+    before_text = read(entry)
+    original = run_file(entry)
+    after = run_file(fresh(tmp, case, "real-fix", "after"))
     c = Case(case, original, after)
     if not original.ok:
         c.check = f"before.py fails: {original.tail[:80]}"
@@ -237,7 +261,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--cases", default="", help="comma-separated case folders (default: all)")
     args = ap.parse_args(argv)
     wanted = [n for n in args.cases.split(",") if n] + list(args.names)
-    cases = sorted(d for d in os.listdir(CASES) if os.path.isfile(os.path.join(CASES, d, "before.py")))
+    cases = sorted(d for d in os.listdir(CASES) if is_case(os.path.join(CASES, d)))
     unknown = [n for n in wanted if n not in cases]
     if unknown:
         print(f"error: no such case: {', '.join(unknown)} (have: {', '.join(cases)})", file=sys.stderr)

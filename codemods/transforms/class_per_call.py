@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
 from ..analysis.modules import compiled_class_method, compiled_function
+from ..analysis.project import LATER, ProjectFact, ProjectIndex
 from ..analysis.source import statement_target
 from ..findings import Edit, Finding, Safety
 from ..trace.causes import TYPE, CuresCause
@@ -58,6 +59,66 @@ def _creation_names(cls: ast.ClassDef) -> Iterator[ast.Name]:
                 yield node
 
 
+def index_facts(source) -> Optional[dict]:
+    """FR019's facts of one file for the project index (JSON-ready; None:
+    nothing): ``one_by_one``, the line of a compile that compiles modules
+    one by one (0: none); ``factories``, the module-level functions a loop
+    here runs that make a module class per call."""
+    from ..analysis.context import FileContext, Settings
+
+    ctx = FileContext(source.path, source.display_path, Settings(), None, source)
+    rule = ClassPerCall()
+    site = rule._one_by_one(ctx) if b"compile" in source.data else None
+    factories = [fn.name for fn, _cls, _made, calls in rule._factories(ctx) if rule._repeated(ctx, calls) is not None]  # type: ignore[attr-defined]
+    if site is None and not factories:
+        return None
+    return {"one_by_one": site.lineno if site is not None else 0, "factories": factories}  # type: ignore[attr-defined]
+
+
+def _valid(facts) -> bool:
+    return isinstance(facts, dict) and isinstance(facts.get("one_by_one"), int) and isinstance(facts.get("factories"), list) and all(isinstance(n, str) for n in facts["factories"])
+
+
+def _later(data: bytes) -> bool:
+    """A file the first look does not parse (it can hold no compile site)
+    that may give modules a class made per call (an indented ``class``
+    statement and a ``__class__`` swap: unsloth's `module.__class__ =
+    convrot_linear_class()`) or compile blocks one by one through diffusers
+    (``compile_repeated_blocks``, not a compile site of its own)."""
+    return (b"    class " in data and b"__class__" in data) or b"compile_repeated_blocks" in data
+
+
+def _wanted(found: Dict[str, Optional[object]], key_of) -> set:
+    """Every waiting module: the bytes :func:`_later` takes are rare."""
+    return {key_of(path)[1] for path, f in found.items() if f == LATER}
+
+
+def _prove(index: ProjectIndex, files: Sequence[str], found: Dict[str, Optional[dict]], read=None) -> None:
+    """Table ``one_by_one`` ((root, module) -> {"line"}): the modules of the
+    run that compile modules one by one, when some module has a factory a
+    loop runs; those modules' files are read again with the index
+    (``always``)."""
+    sites = {index.modules[p]: {"line": f["one_by_one"]} for p, f in sorted(found.items()) if f and f.get("one_by_one") and p in index.modules}
+    makers = sorted(p for p, f in found.items() if f and f.get("factories") and p in index.modules)
+    if not sites or not makers:
+        return
+    index.tables["one_by_one"] = sites
+    index.always = tuple(sorted(set(index.always) | set(makers)))
+
+
+def _program(key) -> Tuple[str, str]:
+    """The program a module belongs to: (its root, its top-level package,
+    "" for a module of no package)."""
+    root, dotted = key
+    return root, dotted.split(".")[0] if "." in dotted else ""
+
+
+#: the modules of the run that compile modules one by one, for a factory of
+#: another module (unsloth: the factory in diffusion_convrot.py, the blocks
+#: compiled in diffusion_speed.py)
+ONE_BY_ONE = ProjectFact("one_by_one", gather=index_facts, valid=_valid, prove=_prove, later=_later, wanted=_wanted)
+
+
 class ClassPerCall(Rule):
     code = "FR019"
     #: the trace's type guard of a submodule (`___check_type_id`) is what a
@@ -69,6 +130,8 @@ class ClassPerCall(Rule):
     #: type guard names the class's function wherever it is
     triggers = (b"    class ",)
     needs_compile_site = False
+    reads_project = True
+    project_facts = (ONE_BY_ONE,)
     summary = "an `nn.Module` class made anew at every call of a function, given to modules compiled code shares"
     what_it_does = """
 Finds a module-level function whose body defines an `nn.Module` subclass
@@ -80,7 +143,12 @@ A finding needs evidence that the classes differ where compiled code looks:
 the function is called repeatedly (in a loop, or in a function called in a
 loop), and the module compiles modules one by one (a compile call in a
 loop: `block.compile()` for each repeated block, `torch.compile(layer)` in a
-loop), so that compiled code is shared by modules given different classes.
+loop, a call of diffusers' `compile_repeated_blocks`), so that compiled code
+is shared by modules given different classes. The compile may be in another
+module of the run (unsloth's layout: the factory in `diffusion_convrot.py`,
+`transformer.compile_repeated_blocks(...)` in `diffusion_speed.py`): the
+project index carries it, from a module of the same program only (the same
+top-level package, or the same folder of scripts).
 Otherwise it is reported only with `--unproven` (a trace that shows the type
 guard failing is the evidence: `run --fix`). The factory's file needs no
 compile of its own: the type guard names the class it made
@@ -179,20 +247,25 @@ would raise).
     )
 
     def check(self, ctx) -> Iterable[Finding]:
+        return [self._finding(ctx, fn, cls, made, calls) for fn, cls, made, calls in self._factories(ctx)]
+
+    def _factories(self, ctx) -> List[Tuple[ast.AST, ast.ClassDef, str, List[ast.Call]]]:
+        """(function, class, "class" or "instance", its calls here) for each
+        module-level function not cached that defines a module class and
+        returns it or an instance of it, called in this module."""
         source, model = ctx.source, ctx.model
         if b"class " not in source.data or b"return" not in source.data:
             return []
-        findings: List[Finding] = []
+        out = []
         for fn in source.tree.body:  # type: ignore[attr-defined]
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or self._cached(ctx, fn):
                 continue
             for cls in (s for s in fn.body if isinstance(s, ast.ClassDef) and model.is_module_class(s)):
                 made = self._made(fn, cls)
                 calls = self._calls(ctx, fn)
-                if made is None or not calls:
-                    continue
-                findings.append(self._finding(ctx, fn, cls, made, calls))
-        return findings
+                if made is not None and calls:
+                    out.append((fn, cls, made, calls))
+        return out
 
     @staticmethod
     def _cached(ctx, fn: ast.AST) -> bool:
@@ -244,8 +317,29 @@ would raise).
 
     @staticmethod
     def _one_by_one(ctx) -> Optional[ast.AST]:
-        """A compile call that runs in a loop (modules compiled one by one)."""
-        return next((site.node for site in ctx.model.compile_sites if _in_loop(ctx.source, site.node)), None)
+        """A compile call that runs in a loop (modules compiled one by one),
+        or a call of diffusers' ``compile_repeated_blocks`` (it compiles
+        each block of the model's ``_repeated_blocks`` classes, one by one)."""
+        site = next((site.node for site in ctx.model.compile_sites if _in_loop(ctx.source, site.node)), None)
+        if site is None and b"compile_repeated_blocks" in ctx.source.data:
+            site = next((c for c in ctx.source.nodes(ast.Call) if isinstance(c.func, ast.Attribute) and c.func.attr == "compile_repeated_blocks"), None)
+        return site
+
+    @staticmethod
+    def _one_by_one_elsewhere(ctx) -> Optional[Tuple[str, int]]:
+        """(module, line) of a compile of another module of the same program
+        that compiles modules one by one (project index): the same top-level
+        package, or, for modules of no package, the same folder (a script's
+        siblings). A module of another program of the run is no evidence."""
+        project = ctx.project
+        table = project.table("one_by_one") if project is not None else {}
+        own = project.modules.get(ctx.path) if table else None
+        if own is None:
+            return None
+        for key, entry in sorted(table.items()):
+            if project.path_of(key) != ctx.path and _program(key) == _program(own):
+                return key[1], entry["line"]
+        return None
 
     @staticmethod
     def _compiled_lines(ctx) -> Tuple[int, ...]:
@@ -265,18 +359,21 @@ would raise).
         name = fn.name  # type: ignore[attr-defined]
         repeated = self._repeated(ctx, calls)
         shared = self._one_by_one(ctx)
+        elsewhere = self._one_by_one_elsewhere(ctx) if shared is None else None
         use = repeated or calls[0]
         message = (
             f"`{name}` makes a new class `{cls.name}` at every call (line {cls.lineno}), and {'each' if made == 'class' else 'each instance'} "
             f"reaches a module (`{source.segment(source.parent(use) if isinstance(source.parent(use), (ast.Assign, ast.Call)) else use).strip()}`, line {use.lineno}): "
             "modules given different classes fail the type guard of compiled code they share, one graph each"
         )
-        if repeated is None or shared is None:
-            why = "no loop calls it here" if repeated is None else "no compile call here runs in a loop (modules compiled one by one)"
+        if repeated is None or (shared is None and elsewhere is None):
+            why = "no loop calls it here" if repeated is None else "no compile call of the run runs in a loop (modules compiled one by one)"
             message += f" (nothing here shows compiled code shared by such modules: {why})"
-        else:
+        elif shared is not None:
             message += f" (modules compiled one by one, line {shared.lineno})"  # type: ignore[attr-defined]
-        proven = repeated is not None and shared is not None
+        else:
+            message += f" (modules compiled one by one in module `{elsewhere[0]}`, line {elsewhere[1]})"  # type: ignore[index]
+        proven = repeated is not None and (shared is not None or elsewhere is not None)
         feeds = self._compiled_lines(ctx)
         # how a trace's type guard names the class (`type=<class 'mod.f.<locals>.C'>`)
         about = (f"{name}.<locals>.{cls.name}",)
