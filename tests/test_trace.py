@@ -1085,3 +1085,28 @@ def test_run_fix_cures_a_class_per_call_made_in_another_module(tmp_path):
     assert first == second
     assert "@functools.lru_cache(maxsize=None)\ndef scaled_linear_class" in (tmp_path / "rotation.py").read_text()
     assert (tmp_path / "blocks.py").read_text() == BLOCKS.lstrip()
+
+
+def test_run_fix_cures_a_class_per_call_the_index_does_not_link(tmp_path):
+    """As above, the blocks compiled through `map` (no compile in a loop,
+    no `compile_repeated_blocks`): the index has no evidence, and the
+    factory's module, which compiles nothing, is read only because the type
+    guard names its class."""
+    blocks = BLOCKS.replace(
+        "    for block in blocks:\n        block.compile(backend=\"eager\")\n",
+        "    list(map(lambda block: block.compile(backend=\"eager\"), blocks))\n",
+    )
+    assert blocks != BLOCKS
+    for name, text in (("rotation.py", ROTATION), ("blocks.py", blocks), ("main.py", MAIN_BLOCKS)):
+        (tmp_path / name).write_text(text.lstrip())
+    check = warm_python.cli_run(check=False, args=CLI + ["check", "."], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600)
+    assert "FR019" not in check.stdout, check.stdout
+    proc = warm_python.cli_run(
+        check=False,
+        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "total") == (4, 1), out
+    assert "@functools.lru_cache(maxsize=None)\ndef scaled_linear_class" in (tmp_path / "rotation.py").read_text()

@@ -16,7 +16,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
 from ..analysis.modules import compiled_class_method, compiled_function
-from ..analysis.project import LATER, ProjectFact, ProjectIndex
+from ..analysis.project import LATER, ProjectFact, ProjectIndex, _read_bytes
 from ..analysis.source import statement_target
 from ..findings import Edit, Finding, Safety
 from ..trace.causes import TYPE, CuresCause
@@ -85,12 +85,25 @@ def _later(data: bytes) -> bool:
     statement and a ``__class__`` swap: unsloth's `module.__class__ =
     convrot_linear_class()`) or compile blocks one by one through diffusers
     (``compile_repeated_blocks``, not a compile site of its own)."""
-    return (b"    class " in data and b"__class__" in data) or b"compile_repeated_blocks" in data
+    # cheapest first: one scan each for the rare words (`"\n    class "`
+    # is slow to scan, the line ends being everywhere)
+    if b"compile_repeated_blocks" in data:
+        return True
+    return b"__class__" in data and (b"__class__ =" in data or b"__class__=" in data) and b"\n    class " in data
 
 
 def _wanted(found: Dict[str, Optional[object]], key_of) -> set:
-    """Every waiting module: the bytes :func:`_later` takes are rare."""
-    return {key_of(path)[1] for path, f in found.items() if f == LATER}
+    """Every waiting module, when the run compiles modules one by one: a
+    module parsed already says so, or a waiting one calls
+    ``compile_repeated_blocks`` (its bytes, read here: the files
+    :func:`_later` takes are few)."""
+    waiting = [path for path, f in found.items() if f == LATER]
+    if not waiting:
+        return set()
+    if not any(isinstance(f, dict) and f.get("one_by_one") for f in found.values()):
+        if not any(b"compile_repeated_blocks" in (_read_bytes(path) or b"") for path in waiting):
+            return set()
+    return {key_of(path)[1] for path in waiting}
 
 
 def _prove(index: ProjectIndex, files: Sequence[str], found: Dict[str, Optional[dict]], read=None) -> None:
@@ -125,11 +138,11 @@ class ClassPerCall(Rule):
     #: class made per call fails; the finding's own evidence is the source's
     cures = (CuresCause(TYPE, self_attribute=True),)
     name = "class-per-call"
-    #: a class statement inside a function (or class); the compile may be in
-    #: another file, or a library's (`compile_repeated_blocks`): a trace's
-    #: type guard names the class's function wherever it is
-    triggers = (b"    class ",)
-    needs_compile_site = False
+    #: a module with no compile site is read with the project index when
+    #: another module of its program compiles modules one by one
+    #: (``always``), or when a trace's type guard names a class its
+    #: function made (the default trigger: a scan of its own would cost
+    #: every file with a compile a pass over its bytes)
     reads_project = True
     project_facts = (ONE_BY_ONE,)
     summary = "an `nn.Module` class made anew at every call of a function, given to modules compiled code shares"
