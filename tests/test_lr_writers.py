@@ -792,3 +792,21 @@ def test_state_loaded_by_torch_distributed_checkpoint_counts(tmp_path):
     ).replace("sched = WarmupScheduler", "set_optimizer_state_dict(model, opt, optim_state_dict={})\nsched = WarmupScheduler")
     found = _project(tmp_path, {"main.py": main, "scheduler.py": SCHEDULER.format(init="")})
     assert _aware(found, "scheduler.py")
+
+
+def test_a_scheduler_handed_to_a_logger_of_another_module_makes_the_fix_unsafe(tmp_path):
+    """HF-style logging: `log_metrics(step, loss, scheduler)` reads
+    `scheduler.get_last_lr()` there and dumps it as JSON, which a tensor lr
+    breaks (found by an audit: the SAFE fix crashed the run)."""
+    main = (
+        "import torch\nfrom utils import log_metrics\n\nmodel = torch.nn.Linear(4, 2)\n"
+        "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+        "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)\n\n\n"
+        "@torch.compile(backend=\"eager\")\ndef train_step(x):\n    model(x).sum().backward()\n    optimizer.step()\n    optimizer.zero_grad()\n\n\n"
+        "for step in range(4):\n    train_step(torch.randn(2, 4))\n    scheduler.step()\n    log_metrics(step, scheduler)\n"
+    )
+    utils = "import json\n\n\ndef log_metrics(step, scheduler):\n    print(json.dumps({\"step\": step, \"lr\": scheduler.get_last_lr()[0]}))\n"
+    found = _project(tmp_path, {"main.py": main, "utils.py": utils})
+    assert _safety(found, "main.py") == [Safety.UNSAFE]
+    found = _project(tmp_path, {"main.py": main.replace("    log_metrics(step, scheduler)\n", ""), "utils.py": utils})
+    assert _safety(found, "main.py") == [Safety.SAFE]

@@ -465,7 +465,9 @@ SITE_SPELLINGS = {
     "module_method": "import torch\n" + _INERT + "class M(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n\ng = M()\ng.compile(dynamic=False)\n" + _CALLS,
     "bare_decorator_comments": "import torch\n" + _INERT + "@torch.compile  # fast\n\n# note\n" + _FLOAT_CALLS,
     "bare_decorator_parens": "import torch\n" + _INERT + "@(\n    torch.compile\n)\n" + _FLOAT_CALLS,
-    "bare_decorator_stacked": "import torch\nimport functools\n" + _INERT + "@torch.compile\n@functools.lru_cache\n" + _FLOAT_CALLS,
+    # a decorator below the compile that runs the function with its own
+    # arguments (another, `@functools.lru_cache`, hides its body: no finding)
+    "bare_decorator_stacked": "import torch\nimport functools\n" + _INERT + "@torch.compile\n@torch.no_grad()\n" + _FLOAT_CALLS,
     "bare_decorator_async": "import torch\n" + _INERT + "@torch.compile\nasync " + _FLOAT_CALLS,
 }
 

@@ -110,6 +110,14 @@ def visible_from(binding: Binding) -> Tuple[int, int]:
 UNKNOWN = object()
 
 
+#: decorators that call the function they wrap with its own arguments
+_TRANSPARENT_DECORATORS = frozenset((
+    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.set_grad_enabled",
+    "torch.autocast", "torch.amp.autocast", "torch.cpu.amp.autocast", "torch.cuda.amp.autocast",
+    "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
+))
+
+
 @dataclass(eq=False)
 class CompileSite:
     """One place where something is compiled."""
@@ -379,7 +387,20 @@ class CompileModel:
         binding = fn.name  # type: ignore[attr-defined]
         if isinstance(cls, ast.ClassDef):
             binding = f"self.{fn.name}"  # type: ignore[attr-defined]
-        self.compile_sites.append(CompileSite("decorator", node, options_call, fn, fn, binding, fn))  # type: ignore[arg-type]
+        # decorators applied before the compile (below it) make what is
+        # compiled their wrapper, not ``fn``: its body says nothing of how the
+        # arguments are used (a wrapper that branches on a float), unless the
+        # wrapper is one of torch's grad/autocast modes
+        decorators = fn.decorator_list  # type: ignore[attr-defined]
+        at = next((i for i, d in enumerate(decorators) if d is node or d is options_call), len(decorators))
+        hidden = any(not self._transparent_decorator(d) for d in decorators[at + 1 :])
+        self.compile_sites.append(CompileSite("decorator", node, options_call, fn, None if hidden else fn, binding, fn))  # type: ignore[arg-type]
+
+    def _transparent_decorator(self, expr: ast.AST) -> bool:
+        """A decorator that runs the function with the same arguments:
+        torch's grad and autocast modes (``@torch.no_grad()``)."""
+        target = expr.func if isinstance(expr, ast.Call) else expr
+        return any(q in _TRANSPARENT_DECORATORS for q in self.qualified_names(target))
 
     def _visit_call(self, node: ast.Call) -> None:
         if self.is_torch_compile(node.func):

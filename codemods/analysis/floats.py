@@ -49,7 +49,16 @@ from .source import children, walk
 # vocabulary shared by both halves
 
 #: torch factories that return a floating tensor of the default dtype (float32)
-FLOAT_FACTORIES = frozenset({"randn", "rand", "linspace", "logspace", "ones", "zeros", "empty", "full", "randn_like", "rand_like", "normal"})
+FLOAT_FACTORIES = frozenset({"randn", "rand", "linspace", "logspace", "ones", "zeros", "empty", "randn_like", "rand_like", "normal"})
+
+
+def _float_fill(fill: Optional[ast.AST]) -> bool:
+    """Is ``torch.full``'s fill value a float literal?  Its dtype follows the
+    fill: ``torch.full((n,), 1)`` is int64 (audit: a float64 0-d tensor
+    times it gives float64, a Python float float32)."""
+    if isinstance(fill, ast.UnaryOp) and isinstance(fill.op, (ast.USub, ast.UAdd)):
+        fill = fill.operand
+    return isinstance(fill, ast.Constant) and isinstance(fill.value, float)
 #: ``*_like`` factories follow their input's dtype
 LIKE_FACTORIES = frozenset({"ones_like", "zeros_like", "empty_like", "full_like", "randn_like", "rand_like"})
 #: torch functions / tensor methods whose result is floating (they either reject
@@ -816,6 +825,9 @@ class _CallSide:
                     return self.width(args[0][2], seen)
                 if last in FLOAT_FACTORIES:
                     return "full"
+                if last == "full":
+                    fill = next((value for keyword, _, value in args if keyword == "fill_value"), args[1][2] if len(args) > 1 and args[1][0] is None else None)
+                    return "full" if _float_fill(fill) else None
                 if last == "tensor" and args:
                     return "full" if self._float_literal_data(args[0][2]) else None
                 if last in FLOAT_OPS:
@@ -1229,6 +1241,9 @@ class _Callee:
                     return self.width(expr.args[0], exclude, depth + 1)
                 if last in FLOAT_FACTORIES:
                     return "full", ()
+                if last == "full":
+                    fill = next((kw.value for kw in expr.keywords if kw.arg == "fill_value"), expr.args[1] if len(expr.args) > 1 else None)
+                    return ("full" if _float_fill(fill) else None), ()
                 if last in FLOAT_OPS:
                     inner = self._join_all(expr.args, exclude, depth)
                     return _join(inner[0], "float"), inner[1]
@@ -1487,6 +1502,19 @@ def callee_width(fn: ast.AST, torch_path: TorchPath, exprs: List[ast.AST], conte
     return callee._join_all(exprs, set(), -1) if len(exprs) > 1 else callee.width(exprs[0])
 
 
+def _autocast_in(fn: ast.AST) -> Optional[int]:
+    """The line of a ``with ...autocast(...)`` in ``fn``'s body (nested
+    functions too), or None."""
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                call = item.context_expr
+                target = call.func if isinstance(call, ast.Call) else call
+                if (dotted_name(target) or "").rsplit(".", 1)[-1] == "autocast":
+                    return node.lineno
+    return None
+
+
 def summarize_function(fn: ast.FunctionDef, torch_path: TorchPath, helpers: Optional[Dict[str, ast.AST]] = None, context: Optional[SummaryContext] = None) -> FunctionSummary:
     """Per-parameter verdicts of ``fn``.  ``helpers``: the module's top-level
     functions by name, followed when ``fn`` passes a value to one of them
@@ -1497,9 +1525,17 @@ def summarize_function(fn: ast.FunctionDef, torch_path: TorchPath, helpers: Opti
     positional = tuple(a.arg for a in args.posonlyargs + args.args)
     kwonly = tuple(a.arg for a in args.kwonlyargs)
     uses = {}
+    autocast = _autocast_in(fn)
     for name in positional + kwonly:
         use = shared.verdict(fn, name)
-        uses[name] = use if use is not None else callee.summarize(name)
+        use = use if use is not None else callee.summarize(name)
+        if use.safe and autocast is not None:
+            # under autocast the tensors a float meets are bf16/fp16 whatever
+            # their source says, and a 0-d float64 tensor times a bf16 tensor
+            # is computed otherwise than a Python float times it (audit:
+            # CLIP's loss 21.719 -> 21.673)
+            use = ParamUse(False, f"`{fn.name}` runs an autocast region (line {autocast}), where the tensors `{name}` meets may be half precision")
+        uses[name] = use
     return FunctionSummary(
         name=fn.name,
         line=fn.lineno,

@@ -435,6 +435,20 @@ would raise).
         (``cls.scale = s``, ``setattr(cls, ...)``): every module would see
         the last value."""
         source, model = ctx.source, ctx.model
+        # `type(m).scale = s`, `m.__class__.scale = s`, `setattr(type(m), ...)`:
+        # a module's class changed through the module (audit: a scale per
+        # block, one class for all would keep the last)
+        for node in source.nodes(ast.Attribute) + source.nodes(ast.Call):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                owner = node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") and node.args:
+                owner = node.args[0]
+            else:
+                continue
+            if (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "type") or (
+                isinstance(owner, ast.Attribute) and owner.attr == "__class__"
+            ):
+                return f"line {node.lineno} sets an attribute of a module's class (`{source.segment(node).strip()}`), which one class for all calls would share"  # type: ignore[attr-defined]
         for call in calls:
             parent = source.parent(call)
             if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):

@@ -185,9 +185,37 @@ skip the whole frame, so the function runs eagerly instead of being split.
 
             return Edit(block, apply)
 
+        def fullgraph(line_no: int) -> object:
+            """The ``fullgraph=`` of a compile of a function holding the line
+            (True, None: not passed or False, or UNKNOWN)."""
+            found: object = None
+            for site in model.compile_sites:
+                fn = site.target_def
+                if fn is None or not (fn.lineno <= line_no <= fn.end_lineno):  # type: ignore[attr-defined]
+                    continue
+                value = site.option_value("fullgraph")
+                if value is True:
+                    return True
+                if value is not None and value is not False:
+                    found = value
+            return found
+
         def report(anchor: cst.CSTNode, line_no: int, fixable: bool, edit: Optional[Edit], why: str = "") -> None:
             inside = blocker(anchor) if edit else ""
-            if inside:
+            whole = fullgraph(line_no) if edit else None
+            if whole is True:
+                # measured on torch 2.13: dynamo raises at the graph break
+                fixable, edit, why = False, None, (
+                    "graph-break marker in a function compiled with `fullgraph=True`, which refuses graph breaks: "
+                    "`torch._dynamo.graph_break()` there would make the call fail (no fix; drop `fullgraph=True` first)"
+                )
+            unknown = whole is not None and whole is not True
+            if unknown and not inside:
+                message = (
+                    "graph-break marker in a function whose `fullgraph=` is not visible here: with `fullgraph=True`, "
+                    "`torch._dynamo.graph_break()` there would make the call fail (fix is unsafe)"
+                )
+            elif inside:
                 # measured on torch 2.13: a graph break inside a loop or a try
                 # block makes dynamo skip the whole frame (0 graphs, all eager)
                 message = (
@@ -204,7 +232,7 @@ skip the whole frame, so the function runs eagerly instead of being split.
                 ((line_no, 0), (line_no, 0)),
                 message,
                 edits=[edit] if edit else (),
-                safety=(Safety.UNSAFE if inside else Safety.SAFE) if edit else None,
+                safety=(Safety.UNSAFE if inside or unknown else Safety.SAFE) if edit else None,
                 needs_torch=True,
                 title="insert `torch._dynamo.graph_break()`",
             )

@@ -1235,9 +1235,16 @@ step), while the step compiled by the default inductor backend is as fast
         if isinstance(expr, ast.Call):
             return by_call.get(expr)
         if isinstance(expr, ast.Name):
-            for value in ctx.model.assigned_values(expr):
-                if isinstance(value, ast.Call) and value in by_call:
-                    return by_call[value]
+            values = list(ctx.model.assigned_values(expr))
+            built = [by_call[v] for v in values if isinstance(v, ast.Call) and v in by_call]
+            if len(set(built)) > 1:
+                # `optimizer = AdamW(head...)`, later `optimizer = AdamW(model...)`
+                # (a linear probe, then fine-tuning): which one a use
+                # reaches is not followed (audit: the second kept a float
+                # lr and the shared write's `.fill_` crashed)
+                return None
+            if built:
+                return built[0]
             if not self._built_in_functions(ctx):
                 return None
             values = list(ctx.model.assigned_values(expr))
@@ -1727,6 +1734,10 @@ step), while the step compiled by the default inductor backend is as fast
         reads = self._lr_reads(ctx)
         if reads:
             unsafe.append(f"line {reads[0]} reads the lr back, which becomes a 0-d tensor (formatting, `round`, `isinstance(lr, float)`, JSON change)")
+        else:
+            shown = self._shown(ctx, b)
+            if shown is not None:
+                unsafe.append(f"line {shown.lineno} hands `{self._text(ctx).code(shown)}` on where its lr may be read, which becomes a 0-d tensor (printing, JSON, a scheduler's state)")
         unknown = [w for w, (reached, complete) in self._write_reach(ctx).items() if not complete]
         if unknown and fills:
             # the float it may write would meet a `.fill_` at the next write: a crash
@@ -1924,6 +1935,120 @@ step), while the step compiled by the default inductor backend is as fast
                         edits[node] = Edit(ctx.source.target(node, "Assign"), _fill)
                 out.append(edits[node])
         return out
+
+    #: what may be done with an optimizer without reading its lr: its step,
+    #: its groups (whose lr reads are :meth:`_lr_reads`'), its state
+    _OPTIMIZER_USES = frozenset(("step", "zero_grad", "param_groups", "add_param_group", "load_state_dict", "state", "defaults", "register_step_pre_hook", "register_step_post_hook"))
+    #: and with a scheduler of it
+    _SCHEDULER_USES = frozenset(("step", "load_state_dict", "last_epoch", "get_last_lr", "get_lr"))
+
+    def _shown(self, ctx, b: _Built) -> Optional[ast.AST]:
+        """The first use of ``b`` or of a scheduler of it that may read its
+        lr without a subscript ``["lr"]`` (found by an audit):
+        ``print(optimizer)`` or an f-string of it, a scheduler handed to a
+        function (``log_metrics(step, loss, scheduler)`` reads
+        ``get_last_lr()`` there), ``scheduler._last_lr``, ``state_dict()``
+        anywhere but in ``torch.save(...)`` or a checkpoint dict.  Calls of
+        code not visible here that get the optimizer are
+        :meth:`_escapes`'."""
+        source = ctx.source
+        owners = {id(b): self._OPTIMIZER_USES, **{id(s): self._SCHEDULER_USES for s in b.schedulers}}
+        for node in _source_order(n for n in source.nodes(ast.Name) + source.nodes(ast.Attribute) if isinstance(n.ctx, ast.Load)):
+            target = self._resolve(ctx, node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+            if target is None or id(target) not in owners:
+                continue
+            parent = source.parent(node)
+            if isinstance(parent, ast.Attribute) and parent.value is node:
+                if parent.attr == "param_groups" and target is b:
+                    shown = self._groups_shown(ctx, parent)
+                    if shown is not None:
+                        return shown
+                    continue
+                if parent.attr in owners[id(target)]:
+                    continue
+                if parent.attr == "state_dict" and self._saved(ctx, source.parent(parent)):
+                    continue
+                return parent
+            if isinstance(parent, ast.Call) and node in parent.args or isinstance(parent, ast.keyword):
+                call = parent if isinstance(parent, ast.Call) else source.parent(parent)
+                if target is b and (any(call is s.call for s in b.schedulers) or call in self._escapes(ctx, b)):
+                    continue  # a scheduler of it; code not visible: unsafe already
+                if self._callee_def(ctx, call) is not None or (isinstance(call.func, ast.Name) and call.func.id in ctx.model.classes):
+                    continue  # a function or class of this module: its lr writes and reads are its own
+                stepper = self._stepper_call(ctx, b, clean=True)
+                if (stepper is not None and call is stepper[0]) or self._proven_writer(ctx, call) is not None:
+                    continue  # a training loop or lr writer of another module the index proved clean
+                names = ctx.model.qualified_names(call.func, visible=True)
+                if target is b and any(q.startswith("torch.") for q in names):
+                    continue
+                return call
+            if isinstance(parent, ast.FormattedValue):
+                return node
+        return None
+
+    #: what reading a group dict's keys may be done with, its lr's reads
+    #: apart (:meth:`_lr_reads`): a key subscript, an update of it
+    _GROUP_USES = frozenset(("update", "setdefault", "__setitem__"))
+
+    def _groups_shown(self, ctx, groups: ast.Attribute) -> Optional[ast.AST]:
+        """A use of ``X.param_groups`` (``groups``) that may read a group's lr
+        without ``["lr"]``: ``g.get("lr")``, ``g.items()``, a group passed
+        to a function or printed, ``map(itemgetter("lr"), X.param_groups)``
+        (audit).  Followed: a ``for`` over the groups (also through ``zip``
+        / ``enumerate``) and its loop variable, ``X.param_groups[i]``."""
+        source = ctx.source
+        parent = source.parent(groups)
+        if isinstance(parent, ast.Subscript) and parent.value is groups:
+            return self._group_shown(ctx, parent)
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in ("zip", "enumerate", "len"):
+            if parent.func.id == "len":
+                return None
+            loop = source.parent(parent)
+            if isinstance(loop, ast.For) and loop.iter is parent and isinstance(loop.target, ast.Tuple):
+                at = parent.args.index(groups) + (1 if parent.func.id == "enumerate" else 0) if groups in parent.args else -1
+                if 0 <= at < len(loop.target.elts):
+                    return self._loop_var_shown(ctx, loop, loop.target.elts[at])
+            return parent
+        if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is groups:
+            return self._loop_var_shown(ctx, parent, parent.target)
+        if isinstance(parent, ast.Call) and groups in parent.args and self._callee_def(ctx, parent) is not None:
+            return None  # a helper of this module: its writes and reads are its own
+        if isinstance(parent, ast.Assign) and parent.value is groups:
+            return None  # `groups = opt.param_groups`: its uses are those of a name (followed as lr writes)
+        return parent
+
+    def _loop_var_shown(self, ctx, loop: ast.AST, var: ast.AST) -> Optional[ast.AST]:
+        if not isinstance(var, ast.Name):
+            return loop
+        scope = ctx.model.scopes.scope_of(var)
+        body = loop if isinstance(loop, ast.comprehension) else loop
+        for ref in scope.references.get(var.id, []):
+            if not (body.lineno <= ref.lineno <= body.end_lineno):  # type: ignore[attr-defined]
+                continue
+            shown = self._group_shown(ctx, ref)
+            if shown is not None:
+                return shown
+        return None
+
+    def _group_shown(self, ctx, group: ast.AST) -> Optional[ast.AST]:
+        """``group`` (a group dict) used but by a key subscript or an update."""
+        parent = ctx.source.parent(group)
+        if isinstance(parent, ast.Subscript) and parent.value is group:
+            return None
+        if isinstance(parent, ast.Attribute) and parent.value is group and parent.attr in self._GROUP_USES:
+            return None
+        return parent
+
+    @staticmethod
+    def _saved(ctx, call: Optional[ast.AST]) -> bool:
+        """Is the ``state_dict()`` call ``call`` saved as it is: an argument of
+        ``torch.save``, or a value of a dict literal (a checkpoint)?"""
+        if not isinstance(call, ast.Call):
+            return False
+        parent = ctx.source.parent(call)
+        if isinstance(parent, ast.Dict):
+            return True
+        return isinstance(parent, ast.Call) and call in parent.args and "torch.save" in ctx.model.qualified_names(parent.func)
 
     def _state_loads(self, ctx) -> List[Tuple[ast.Call, ast.AST]]:
         """Every call that loads a saved state into an optimizer, with the
