@@ -461,6 +461,16 @@ def run_cli(tmp_path, name, *flags, cold=False):
     return proc, tmp_path / f"{name}.py"
 
 
+def run_fix_main(folder):
+    """``fix-recompiles run --fix -- python main.py`` in ``folder`` (a
+    program of several modules written there)."""
+    return warm_python.cli_run(
+        check=False,
+        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
+        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600,
+    )
+
+
 def test_warm_command_traces_as_a_new_python(tmp_path):
     """The end-to-end tests give ``run`` a command that forks a warm torch
     process (tests/warm_exec.py); it must see what a new ``python`` sees:
@@ -937,11 +947,7 @@ def test_run_fix_cures_an_optimizer_stepped_by_a_loop_of_another_module(tmp_path
     folder = HERE / "realworld" / "pos_train_loop_steps_compiled_cross_module"
     for name in ("main.py", "train.py"):
         shutil.copy(folder / name, tmp_path / name)
-    proc = warm_python.cli_run(
-        check=False,
-        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600,
-    )
+    proc = run_fix_main(tmp_path)
     out = proc.stdout
     assert proc.returncode == 0, out
     assert re.search(r"^step \(via .*\)\s+train\.py:9\s+2\s+no\s+optimizer hyperparameter .*FR004", out, re.MULTILINE), out
@@ -974,11 +980,7 @@ def test_run_fix_cures_a_float_written_over_a_tensor_lr_by_another_module(tmp_pa
     folder = HERE / "realworld" / "pos_tensor_lr_float_writes_cross_module"
     for name in ("main.py", "scheduler.py"):
         shutil.copy(folder / name, tmp_path / name)
-    proc = warm_python.cli_run(
-        check=False,
-        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600,
-    )
+    proc = run_fix_main(tmp_path)
     out = proc.stdout
     assert proc.returncode == 0, out
     assert re.search(r"^step \(via .*\)\s+main\.py:\d+\s+2\s+no\s+optimizer hyperparameter .*FR004", out, re.MULTILINE), out
@@ -1072,11 +1074,7 @@ def test_run_fix_cures_a_class_per_call_made_in_another_module(tmp_path):
     so its file is analysed and FR019's finding there matches."""
     for name, text in (("rotation.py", ROTATION), ("blocks.py", BLOCKS), ("main.py", MAIN_BLOCKS)):
         (tmp_path / name).write_text(text.lstrip())
-    proc = warm_python.cli_run(
-        check=False,
-        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600,
-    )
+    proc = run_fix_main(tmp_path)
     out = proc.stdout
     assert proc.returncode == 0, out
     assert re.search(r"^forward\s+blocks\.py:10\s+4\s+no\s+type `self\.proj`\s+FR019", out, re.MULTILINE), out
@@ -1101,11 +1099,7 @@ def test_run_fix_cures_a_class_per_call_the_index_does_not_link(tmp_path):
         (tmp_path / name).write_text(text.lstrip())
     check = warm_python.cli_run(check=False, args=CLI + ["check", "."], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600)
     assert "FR019" not in check.stdout, check.stdout
-    proc = warm_python.cli_run(
-        check=False,
-        args=CLI + ["run", "--fix", "--", *warm_python.python_command(_env()), "main.py"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), timeout=600,
-    )
+    proc = run_fix_main(tmp_path)
     out = proc.stdout
     assert proc.returncode == 0, out
     assert graphs(out, "total") == (4, 1), out
