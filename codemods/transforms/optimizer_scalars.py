@@ -628,8 +628,18 @@ Safe when nothing in the module reads the lr back. Once lr is a tensor,
 `f"{lr:.4f}"` and `"%.4f" % lr` still work (measured), but `round(lr, 4)`,
 `json.dumps(lr)` and `isinstance(lr, float)` fail or change, and `print(lr)` /
 `f"{lr}"` print a tensor or float32 digits. So if the module reads the lr
-(`["lr"]`, `get_last_lr()`, `get_lr()`), the fix is unsafe. The tensor is
-float32: values agree with the float lr to about 7 digits. A helper that is
+(`["lr"]`, `get_last_lr()`, `get_lr()`), the fix is unsafe; so it is when
+the lr may be read another way (found by an audit of the safe fixes):
+`print(optimizer)` / `str(optimizer)`, a group's `.get("lr")` or `.items()`,
+`map(itemgetter("lr"), groups)`, `state_dict()` used for anything but
+`torch.save` or a checkpoint dict, a scheduler's `state_dict()` or
+`_last_lr`, a scheduler handed to a function (a logger that reads
+`get_last_lr()`). The tensor is float32: values agree with the float lr to
+about 7 digits, and torch's tensor-lr step computes its bias corrections in
+tensors, so a long run's losses differ in the last digits printed at full
+precision (the audit measured AdamW with a cosine schedule: 0.44750661 ->
+0.44750658 at step 40; a float64 model differs from the 9th digit); this is
+the cure PyTorch documents, and counted safe. A helper that is
 already tensor-aware (`lr = g["lr"]; if isinstance(lr, torch.Tensor):
 lr.fill_(v) else: g["lr"] = v`, as open_clip's; or `if is_tensor(g["lr"]): v
 = tensor([v], ...)` before `g["lr"] = v`, as DeepSpeed's) neither reads the lr
