@@ -114,15 +114,14 @@ def guide(
     taken = selection.discover(within).files if within else []
     map_library_entries(trace, taken)
     files = [path for path in implicated_files(trace, within) if selection.takes(path)]
-    # the files whose functions made the classes type guards name (FR019)
-    files += [path for path in made_class_files(trace, taken) if path not in files and selection.takes(path)]
+    # the files whose functions made the classes type guards name (FR019):
+    # analysed, and with the index (they need no compile site of their own)
+    made = [path for path in made_class_files(trace, taken) if selection.takes(path)]
+    files += [path for path in made if path not in files]
     indexed = sorted(set(taken) | set(files)) if within else files
     project = build_project_index(indexed, settings, [fact for _, fact in PROJECT_FACTS])
-    # the index concerns the files whose functions made the classes type
-    # guards name (FR019 reads them with it: no compile site of their own)
-    made = [path for path in made_class_files(trace, files) if path not in project.always]
     if made:
-        project.always = tuple(sorted((*project.always, *made)))
+        project.always = tuple(sorted(set(project.always) | set(made)))
     out.project = project
     files = files + _feeding_files(project, files, indexed)
     files = files + [path for path in _ready_writers(project, files) if path not in files and selection.takes(path)]

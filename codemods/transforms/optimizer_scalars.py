@@ -2028,12 +2028,14 @@ step), while the step compiled by the default inductor backend is as fast
         return parent
 
     def _loop_var_shown(self, ctx, loop: ast.AST, var: ast.AST) -> Optional[ast.AST]:
+        """:meth:`_group_shown` of the uses of a loop's variable ``var``
+        within the loop (a ``for``, or a comprehension: its expression)."""
+        span = ctx.source.parent(loop) if isinstance(loop, ast.comprehension) else loop  # a comprehension has no place of its own
         if not isinstance(var, ast.Name):
-            return loop
+            return span
         scope = ctx.model.scopes.scope_of(var)
-        body = loop if isinstance(loop, ast.comprehension) else loop
         for ref in scope.references.get(var.id, []):
-            if not (body.lineno <= ref.lineno <= body.end_lineno):  # type: ignore[attr-defined]
+            if not (span.lineno <= ref.lineno <= span.end_lineno):  # type: ignore[attr-defined]
                 continue
             shown = self._group_shown(ctx, ref)
             if shown is not None:
