@@ -353,4 +353,18 @@ def mentions_compile(data: bytes) -> bool:
     """May the file hold a compile site or a compiled function?  Cheap byte
     tests: ``torch`` and ``compile`` both occur, and some ``compile`` may be a
     site (:func:`no_compile_site`)."""
-    return b"compile" in data and TORCH.encode() in data and not no_compile_site(data)
+    return has_compile(data) and TORCH.encode() in data and not no_compile_site(data)
+
+
+def has_compile(data: bytes) -> bool:
+    """Do the bytes hold ``compile`` anywhere (a longer name, prose)?  One
+    scan for the file the engine looks at: a project fact's byte test of it
+    (:attr:`~codemods.analysis.project.ProjectFact.later`) asks again."""
+    global _LAST_HAS
+    if _LAST_HAS[0] is not data:
+        _LAST_HAS = (data, b"compile" in data)
+    return _LAST_HAS[1]
+
+
+#: the last answer of :func:`has_compile`
+_LAST_HAS: Tuple[object, bool] = (None, False)

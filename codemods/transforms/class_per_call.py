@@ -15,6 +15,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
+from ..analysis.mentions import has_compile
 from ..analysis.modules import compiled_class_method, compiled_function
 from ..analysis.project import LATER, ProjectFact, ProjectIndex, _read_bytes
 from ..analysis.source import statement_target
@@ -85,24 +86,36 @@ def _later(data: bytes) -> bool:
     statement and a ``__class__`` swap: unsloth's `module.__class__ =
     convrot_linear_class()`) or compile blocks one by one through diffusers
     (``compile_repeated_blocks``, not a compile site of its own)."""
-    # cheapest first: one scan each for the rare words (`"\n    class "`
-    # is slow to scan, the line ends being everywhere)
-    if b"compile_repeated_blocks" in data:
+    # cheapest first: the word `compile` was scanned for already (the
+    # engine's first look), `"\n    class "` is slow to scan, the line ends
+    # being everywhere
+    if has_compile(data) and b"compile_repeated_blocks" in data:
         return True
-    return b"__class__" in data and (b"__class__ =" in data or b"__class__=" in data) and b"\n    class " in data
+    return b"__class__" in data and (b"__class__ =" in data or b"__class__=" in data) and _nests_class(data)
+
+
+def _nests_class(data: bytes) -> bool:
+    """May the bytes define a module-level function that makes a class (an
+    indented ``class`` statement)?"""
+    return b"\n    class " in data
 
 
 def _wanted(found: Dict[str, Optional[object]], key_of) -> set:
-    """Every waiting module, when the run compiles modules one by one: a
+    """Every waiting module, when the run compiles modules one by one (a
     module parsed already says so, or a waiting one calls
-    ``compile_repeated_blocks`` (its bytes, read here: the files
-    :func:`_later` takes are few)."""
+    ``compile_repeated_blocks``) and some module may make a class per call
+    (a parsed one has such a factory, or a waiting one's bytes nest a
+    class: :func:`_nests_class`).  The waiting files' bytes are read here:
+    the files :func:`_later` takes are few."""
     waiting = [path for path, f in found.items() if f == LATER]
     if not waiting:
         return set()
-    if not any(isinstance(f, dict) and f.get("one_by_one") for f in found.values()):
-        if not any(b"compile_repeated_blocks" in (_read_bytes(path) or b"") for path in waiting):
-            return set()
+    data = {path: _read_bytes(path) or b"" for path in waiting}
+    parsed = [f for f in found.values() if isinstance(f, dict)]
+    if not any(f.get("one_by_one") for f in parsed) and not any(b"compile_repeated_blocks" in d for d in data.values()):
+        return set()
+    if not any(f.get("factories") for f in parsed) and not any(_nests_class(d) for d in data.values()):
+        return set()  # diffusers' own kandinsky6 files: blocks compiled one by one, no class made per call
     return {key_of(path)[1] for path in waiting}
 
 
