@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
@@ -43,11 +43,13 @@ Reported by default for an optimizer's own `self.state` (a method of a
 `torch.optim.Optimizer` subclass: the state holds an entry per parameter,
 so the compiled code is called with several keys) and for any dict when a
 call of the compiled code passes a loop's variable as the key (`for p in
-params: step(p)`); otherwise only with `--unproven`. The fix (unsafe) passes
-the entry in: the function takes `*, state=None` and looks the entry up only
-when none is passed (`if state is None: state = self.state[p]`), and every
-call of it in the module that passes the key as a name passes
-`state=self.state[p]` (through the call's receiver).
+params: step(p)`); otherwise only with `--unproven`. The fix passes the entry
+in: the function takes `*, state=None` and looks the entry up only when none
+is passed (`if state is None: state = self.state[p]`), and every call of it
+in the module that passes the key as a name passes `state=self.state[p]`
+(through the call's receiver), or, when the function returns early before
+its lookup, `state=None if p.grad is None else self.state[p]`: the entry is
+looked up exactly when the function would reach its lookup.
 """
     why_it_recompiles = """
 dynamo resolves `self.state[p]` while tracing to the entry of the tensor it
@@ -83,11 +85,21 @@ caller, pass it in, and count the step there:
             state['step'] += 1
 """
     fix_safety = """
-Unsafe: the callers look the entry up before the function's first statements
-run, so a statement before the lookup that returns early no longer skips it
-(an optimizer's `self.state`, a `defaultdict`, gains an empty entry for a
-parameter it skips; for any other dict the fix is not offered then); the
-function gains a keyword-only parameter. A caller the fix does not reach (in
+Safe when nothing before the lookup has an effect (the statements before it
+are early returns on tests of the parameters, `if p.grad is None: return`,
+read through attributes, `is`, `not`, `and`, `or`, and names bound to an
+attribute or a constant, `grad = p.grad`), every call the fix edits mirrors
+those returns' tests with the names it passes, and no subclass can override
+the function with the old signature (a module-level function, or a
+name-mangled method such as Prodigy_adv's `__step_parameter`).
+
+Unsafe otherwise: the callers look the entry up before the function's first
+statements run, so a statement with an effect now runs after the lookup, and
+a return the call cannot mirror no longer skips it (an optimizer's
+`self.state`, a `defaultdict`, gains an empty entry for a parameter it
+skips; for any other dict such a call is left as it is); a subclass's
+override without the new keyword-only parameter would be called with it (a
+TypeError). A caller the fix does not reach (in
 another module, or passing the key as an expression) passes nothing and
 looks the entry up inside, as before. An int counted up in the entry
 (`state['step'] += 1`) stays inside: torch guards the int of the dict passed
@@ -135,6 +147,7 @@ is left as it is.
             "def train(params):\n    for p in params:\n        step(p)\n"
         ),
         # a module-level dict: a call inside a function whose enclosing function rebinds the name is left alone
+        # (it looks the entry up inside, as before); safe: nothing runs before the lookup, no subclass overrides it
         Example(
             "import torch\nbufs = {}\n@torch.compile\ndef step(p: torch.Tensor):\n    buf = bufs[p]\n    buf.mul_(0.9).add_(p.grad)\n"
             "def outer(params):\n    bufs = {p: torch.zeros_like(p) for p in params}\n    def inner():\n        for p in params:\n            step(p)\n    inner()\n"
@@ -142,7 +155,6 @@ is left as it is.
             "import torch\nbufs = {}\n@torch.compile\ndef step(p: torch.Tensor, *, buf=None):\n    if buf is None:\n        buf = bufs[p]\n    buf.mul_(0.9).add_(p.grad)\n"
             "def outer(params):\n    bufs = {p: torch.zeros_like(p) for p in params}\n    def inner():\n        for p in params:\n            step(p)\n    inner()\n"
             "def train(params):\n    for p in params:\n        step(p, buf=bufs[p])\n",
-            unsafe=True,
         ),
         # black's layout (one parameter a line, a trailing comma): the new parameter follows it
         Example(
@@ -190,8 +202,56 @@ is left as it is.
             "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group, *, state=None):\n        if p.grad is None:\n            return\n"
             "        if state is None:\n            state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(p.grad)\n        state['step'] += 1\n"
             "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
+            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n"
+            "                self._compiled_update(p, group, state=None if p.grad is None else self.state[p])\n",
+        ),
+        # the early returns' tests read `self` and two parameters: each mirrored through the call's names
+        Example(
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group):\n        \"\"\"One parameter.\"\"\"\n"
+            "        if p.grad is None or not p.requires_grad:\n            return\n        if self.frozen is not None and group is self.frozen:\n            return\n"
+            "        grad = p.grad\n        state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(grad)\n"
+            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
+            "    def step(self):\n        for g in self.param_groups:\n            for q in g['params']:\n                self._compiled_update(q, g)\n",
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group, *, state=None):\n        \"\"\"One parameter.\"\"\"\n"
+            "        if p.grad is None or not p.requires_grad:\n            return\n        if self.frozen is not None and group is self.frozen:\n            return\n"
+            "        grad = p.grad\n        if state is None:\n            state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(grad)\n"
+            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
+            "    def step(self):\n        for g in self.param_groups:\n            for q in g['params']:\n"
+            "                self._compiled_update(q, g, state=None if (q.grad is None or not q.requires_grad) or (self.frozen is not None and g is self.frozen) else self.state[q])\n",
+        ),
+        # a call before the lookup (an effect the caller's lookup would now precede): unsafe, the lookup unconditional
+        Example(
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group):\n        if p.grad is None:\n            return\n"
+            "        grad = p.grad.float()\n        state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(grad)\n"
+            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
+            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled_update(p, group)\n",
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group, *, state=None):\n        if p.grad is None:\n            return\n"
+            "        grad = p.grad.float()\n        if state is None:\n            state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(grad)\n"
+            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
             "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled_update(p, group, state=self.state[p])\n",
             unsafe=True,
+        ),
+        # the key passed as an expression a test cannot be mirrored with: that call looks the entry up before
+        # the early return (unsafe), the other mirrors it
+        Example(
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, flag):\n        if flag is None:\n            return\n"
+            "        state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(p.grad)\n"
+            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
+            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled_update(p, group.get('flag'))\n"
+            "                self._compiled_update(p, group)\n",
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, flag, *, state=None):\n        if flag is None:\n            return\n"
+            "        if state is None:\n            state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(p.grad)\n"
+            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
+            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled_update(p, group.get('flag'), state=self.state[p])\n"
+            "                self._compiled_update(p, group, state=None if group is None else self.state[p])\n",
+            unsafe=True,
+        ),
+        # a module-level function, a module dict, an early return: the test mirrored, safe (no subclass can override it)
+        Example(
+            "import torch\nbufs = {}\n@torch.compile\ndef step(p: torch.Tensor):\n    if p.grad is None:\n        return\n    buf = bufs[p]\n    buf.mul_(0.9).add_(p.grad)\n"
+            "def train(params):\n    for p in params:\n        step(p)\n",
+            "import torch\nbufs = {}\n@torch.compile\ndef step(p: torch.Tensor, *, buf=None):\n    if p.grad is None:\n        return\n    if buf is None:\n        buf = bufs[p]\n    buf.mul_(0.9).add_(p.grad)\n"
+            "def train(params):\n    for p in params:\n        step(p, buf=None if p.grad is None else bufs[p])\n",
         ),
     )
 
@@ -305,9 +365,9 @@ is left as it is.
         return self.finding(
             ctx,
             node,
-            message + f"pass the entry in: the callers look it up (`{name}=...`), the function takes `{name}=None`{kept} (unsafe: {why})",
+            message + f"pass the entry in: the callers look it up (`{name}=...`), the function takes `{name}=None`{kept}" + (f" (unsafe: {why})" if why else ""),
             edits=edits,
-            safety=Safety.UNSAFE,
+            safety=Safety.UNSAFE if why else Safety.SAFE,
             title=f"pass `{name}` in, looked up by the callers",
             proven=proven,
             feeds=def_first_lines(fn),
@@ -343,23 +403,39 @@ is left as it is.
             return [], "a statement before the lookup uses the dict"
         if any(self._may_touch_dict(ctx, n, holder) for s in before for n in walk(s) if isinstance(n, ast.Call)):
             return [], "a call before the lookup may create or replace the entry (the caller's lookup would run first)"
-        exits = any(isinstance(n, (ast.Return, ast.Raise)) for s in before for n in walk(s))
-        if exits and not optimizer_state:
-            return [], "a statement before the lookup may return first, and the caller's lookup could fail where the function returned"
         bound_self = cls is not None
+        skips = _skips(fn, before, bound_self)
+        exits = any(isinstance(n, (ast.Return, ast.Raise)) for s in before for n in walk(s))
+        if exits and skips is None and not optimizer_state:
+            return [], "a statement before the lookup may return first, and the caller's lookup could fail where the function returned"
         calls = self._calls(ctx, fn, cls)
         edits: List[Edit] = []
+        unskipped = 0  # calls that look the entry up where the function may have returned first
         for call in calls:
             entry = self._entry_in_caller(ctx, fn, call, holder, key, bound_self)
-            if entry is not None:
-                edits.append(Edit(source.target(call, "Call"), functools.partial(add_keyword_argument, name, functools.partial(_entry_expr, *entry))))
+            if entry is None:
+                continue
+            skip = _skip_in_caller(fn, call, skips, bound_self) if exits and skips else None
+            if exits and skip is None:
+                if not optimizer_state:
+                    continue  # this call passes nothing and looks the entry up inside, as before
+                unskipped += 1
+            edits.append(Edit(source.target(call, "Call"), functools.partial(add_keyword_argument, name, functools.partial(_entry_expr, *entry, skip))))
         if not edits:
             return [], f"no call of `{fn.name}` in this module passes `{key}` as a name the fix can look the entry up with"
         edits.append(Edit(statement_target(source, fn), functools.partial(add_keyword_only_param, name, functools.partial(name_node, "None"))))
         edits.append(Edit(statement_target(source, stmt), functools.partial(_if_none, name)))
-        why = "the callers look the entry up before the function's first statements run"
-        if exits:
-            why += f" (an early return no longer skips the lookup: the optimizer's `self.state` gains an empty entry for a `{key}` it skips)"
+        why = ""
+        if skips is None:
+            why = "the callers look the entry up before the function's first statements run"
+            if exits:
+                why += f" (an early return no longer skips the lookup: the optimizer's `self.state` gains an empty entry for a `{key}` it skips)"
+        elif unskipped:
+            why = f"a caller looks the entry up where the function returns first (the optimizer's `self.state` gains an empty entry for a `{key}` it skips)"
+        elif cls is not None and not _private_method(fn):
+            why = f"a subclass that overrides `{fn.name}` without `{name}=` gets it from the callers (a TypeError)"
+        if not why:
+            return edits, ""
         return edits, why + "; a caller in another module passes none and still looks it up inside"
 
     @staticmethod
@@ -492,10 +568,132 @@ is left as it is.
         return None
 
 
-def _entry_expr(receiver: Optional[str], holder: str, key: str) -> "cst.BaseExpression":
-    """``<receiver>.<holder>[<key>]`` (``<holder>[<key>]`` without a receiver)."""
+def _skips(fn, before: List[ast.stmt], bound_self: bool) -> Optional[List[ast.expr]]:
+    """The tests of the early returns before the lookup (``if p.grad is None:
+    return``), when every statement before it is pure: such a return, a name
+    bound to a name, attribute or constant (``grad = p.grad``), a docstring,
+    ``pass``; the tests read only the function's parameters through
+    attributes, ``is``/``is not``, ``not``, ``and``/``or``.  Then a caller can
+    look the entry up exactly when the function would reach the lookup (the
+    tests, evaluated in the caller) with no effect moved before another.
+    None: some statement is not such."""
+    params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+    tests: List[ast.expr] = []
+    for stmt in before:
+        if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Return):
+            value = stmt.body[0].value
+            if value is not None and not (isinstance(value, ast.Constant) and value.value is None):
+                return None
+            if not _pure_test(stmt.test, params):
+                return None
+            tests.append(stmt.test)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            if stmt.targets[0].id in params or not _pure_value(stmt.value):
+                return None
+        elif isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)):
+            continue
+        else:
+            return None
+    return tests
+
+
+def _pure_value(node: ast.AST) -> bool:
+    """A name, an attribute chain of one, or a constant (nothing called)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, (ast.Name, ast.Constant))
+
+
+def _pure_test(node: ast.AST, params: Set[str]) -> bool:
+    """A test an early return may be mirrored with in a caller: parameters
+    read through attributes, ``None``/``True``/``False``, ``is``/``is not``,
+    ``not``, ``and``/``or``."""
+    if isinstance(node, ast.BoolOp):
+        return all(_pure_test(v, params) for v in node.values)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.Not) and _pure_test(node.operand, params)
+    if isinstance(node, ast.Compare):
+        return all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) and all(_pure_test(n, params) for n in [node.left, *node.comparators])
+    if isinstance(node, ast.Constant):
+        return node.value is None or node.value is True or node.value is False
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in params
+
+
+def _skip_in_caller(fn, call: ast.Call, tests: List[ast.expr], bound_self: bool):
+    """A maker of the caller's ``<t1> or <t2>`` for the early returns'
+    ``tests``, each parameter read as the name ``call`` passes for it (the
+    receiver for ``self``), or None: some parameter is not passed as a name."""
+    names: Dict[str, str] = {}
+    first = [*fn.args.posonlyargs, *fn.args.args][:1]
+    for test in tests:
+        for node in walk(test):
+            if not isinstance(node, ast.Name) or node.id in names:
+                continue
+            if bound_self and first and node.id == first[0].arg:
+                receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+                value: Optional[ast.AST] = receiver
+            else:
+                value = passed_argument(call, fn, node.id, bound_self)
+            if not isinstance(value, ast.Name):
+                return None
+            names[node.id] = value.id
+    return functools.partial(_or_of, tests, names)
+
+
+def _private_method(fn) -> bool:
+    """A name-mangled method (``__update``): no subclass overrides it."""
+    return fn.name.startswith("__") and not fn.name.endswith("__")
+
+
+def _test_cst(node: ast.AST, names: Dict[str, str]) -> "cst.BaseExpression":
+    """The CST of a test :func:`_pure_test` accepts, each parameter renamed
+    by ``names``; a nested ``and``/``or`` in parentheses."""
+
+    def inner(n: ast.AST) -> "cst.BaseExpression":
+        out = _test_cst(n, names)
+        if isinstance(n, ast.BoolOp):
+            out = out.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return out
+
+    if isinstance(node, ast.BoolOp):
+        op = cst.And() if isinstance(node.op, ast.And) else cst.Or()
+        out = inner(node.values[0])
+        for value in node.values[1:]:
+            out = cst.BooleanOperation(left=out, operator=op, right=inner(value))
+        return out
+    if isinstance(node, ast.UnaryOp):
+        return cst.UnaryOperation(operator=cst.Not(), expression=inner(node.operand))
+    if isinstance(node, ast.Compare):
+        ops = [cst.Is() if isinstance(op, ast.Is) else cst.IsNot() for op in node.ops]
+        return cst.Comparison(left=inner(node.left), comparisons=[cst.ComparisonTarget(operator=op, comparator=inner(c)) for op, c in zip(ops, node.comparators)])
+    if isinstance(node, ast.Constant):
+        return cst.Name(repr(node.value))
+    if isinstance(node, ast.Attribute):
+        return cst.Attribute(value=_test_cst(node.value, names), attr=cst.Name(node.attr))
+    return cst.Name(names[node.id])  # type: ignore[attr-defined]
+
+
+def _or_of(tests: List[ast.expr], names: Dict[str, str]) -> "cst.BaseExpression":
+    """``<t1> or <t2> ...`` (one test: itself)."""
+    parts = [_test_cst(t, names) for t in tests]
+    parts = [p.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if isinstance(t, ast.BoolOp) and len(tests) > 1 else p for p, t in zip(parts, tests)]
+    out = parts[0]
+    for part in parts[1:]:
+        out = cst.BooleanOperation(left=out, operator=cst.Or(), right=part)
+    return out
+
+
+def _entry_expr(receiver: Optional[str], holder: str, key: str, skip=None) -> "cst.BaseExpression":
+    """``<receiver>.<holder>[<key>]`` (``<holder>[<key>]`` without a
+    receiver); ``None if <skip> else ...`` when the function may return
+    before its lookup (``skip()`` makes the test)."""
     base = cst.Name(holder) if receiver is None else cst.Attribute(value=cst.Name(receiver), attr=cst.Name(holder))
-    return cst.Subscript(value=base, slice=[cst.SubscriptElement(cst.Index(cst.Name(key)))])
+    entry = cst.Subscript(value=base, slice=[cst.SubscriptElement(cst.Index(cst.Name(key)))])
+    if skip is None:
+        return entry
+    return cst.IfExp(test=skip(), body=cst.Name("None"), orelse=entry)
 
 
 def _if_none(name: str, node: "cst.SimpleStatementLine") -> "cst.If":
