@@ -541,3 +541,15 @@ def test_an_entry_reached_by_key_position_is_its_own_cause():
     from codemods.transforms import BY_CODE
 
     assert [c.cause for c in BY_CODE["FR017"].cures] == [tr.KEYED_ENTRY]
+
+
+def test_sources_per_key_are_shown_once_whole():
+    """A guard per key or per layer names one source each: the table shows
+    the first whole, with how many more and the indexes that vary (the
+    Prodigy_adv trace listed eight `self.state[...][i]['step']` twice in one row)."""
+    keyed = [f"self.state[list(dict.keys(self.state))[{i}]]['step']" for i in range(8)]
+    shown = tr.shown_sources([*keyed, "self.scale"])
+    assert shown == "`self.state[list(dict.keys(self.state))[0]]['step']` and 7 more like it (indexes 0-7), `self.scale`"
+    # two of a kind stay listed; only the varying index is counted
+    assert tr.shown_sources(["self.layers[0].a", "self.layers[1].a"]) == "`self.layers[0].a`, `self.layers[1].a`"
+    assert tr.shown_sources(["x[2][0]", "x[2][1]", "x[2][3]"]) == "`x[2][0]` and 2 more like it (indexes 0-1, 3)"

@@ -453,7 +453,7 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
         g.new = new
         for site in sites:
             if site.func == MARK_UNBACKED:
-                shown = ", ".join(f"`{s}`" for s in entry.sources(tr.TENSOR_SHAPE))
+                shown = entry.shown_sources(tr.TENSOR_SHAPE)
                 evidence = tr.describe_zero_one_evidence(entry, tr.graph_input(site.param), site.dim)
                 call = f"{tr.MARK_UNBACKED}({site.arg}, {site.dim})"
                 message = (

@@ -93,7 +93,7 @@ def apply_float_state_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bo
                 plans.append((g, new, sites))
         if not plans:
             continue
-        sources = ", ".join(f"`{s}`" for s in entry.sources(tr.MODULE_FLOAT_ATTR) if tr.DICT_ENTRY.search(s))
+        sources = tr.shown_sources([s for s in entry.sources(tr.MODULE_FLOAT_ATTR) if tr.DICT_ENTRY.search(s)])
         for g, new, sites in plans:
             # FR018 found this dict here from the source: its finding (the
             # same edits) is the one the trace implicates

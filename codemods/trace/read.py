@@ -237,6 +237,44 @@ class Reason:
     stale: bool = False
 
 
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def shown_sources(sources: Sequence[str]) -> str:
+    """``sources`` in backticks, joined; sources that differ only by the
+    numbers they are indexed with (an entry per key, a block per layer:
+    ``self.state[list(dict.keys(self.state))[3]]['step']``) shown once, the
+    first, with how many more and the numbers seen.  Each shown source is
+    whole."""
+    groups: Dict[str, List[str]] = {}
+    for source in sources:
+        groups.setdefault(_INDEX.sub("[#]", source), []).append(source)
+    parts = []
+    for members in groups.values():
+        if len(members) <= 2:
+            parts.extend(f"`{m}`" for m in members)
+            continue
+        indexes = [_INDEX.findall(m) for m in members]
+        varying = [i for i in range(len(indexes[0])) if len({ix[i] for ix in indexes}) > 1]
+        numbers = sorted({int(ix[i]) for ix in indexes for i in varying})
+        parts.append(f"`{members[0]}` and {len(members) - 1} more like it (indexes {_runs(numbers)})")
+    return ", ".join(parts)
+
+
+def _runs(numbers: Sequence[int]) -> str:
+    """``0-7, 9`` for 0, 1, ..., 7, 9."""
+    out: List[str] = []
+    start = prev = None
+    for n in [*numbers, None]:
+        if start is not None and n == prev + 1:  # type: ignore[operator]
+            prev = n
+            continue
+        if start is not None:
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = n
+    return ", ".join(out)
+
+
 @dataclass
 class CodeEntry:
     """One compiled code object (one ``frame_id`` of one process)."""
@@ -279,6 +317,11 @@ class CodeEntry:
     #: (file, first line, name) of torch's code object this entry stood for
     #: before it was mapped to the user's function (``through`` says how)
     wrapper: Optional[Tuple[str, int, str]] = None
+
+    def shown_sources(self, cause: str) -> str:
+        """The sources of ``cause`` for a person to read, each in backticks
+        (:func:`shown_sources`)."""
+        return shown_sources(self.sources(cause))
 
     def sources(self, cause: str) -> List[str]:
         """The distinct sources guarded for ``cause``, in the trace's order."""
@@ -1317,7 +1360,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
     the count, "report: …"); "none" when nothing is known."""
     parts = rule_cure_codes(entry, cause, available)
     count = entry.count(cause)
-    sources = ", ".join(f"`{s}`" for s in entry.sources(cause)) or "it"
+    sources = entry.shown_sources(cause) or "it"
     if cause == TENSOR_SHAPE:
         # sizes 0/1 compiled first (the graphs show them): mark_unbacked, which
         # lifts the 0/1 specialisation; maybe_mark_dynamic for the other dims seen to vary
@@ -1363,7 +1406,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
         parts.append(", ".join(f"`.clone()` where `{a}` and `{b}` are made one tensor" for a, b in aliased_pairs(entry)))
     elif cause in BOUNDED:
         top = entry.causes[0] if entry.causes else cause
-        top_named = f"{top} " + ", ".join(f"`{s}`" for s in entry.sources(top)) if entry.sources(top) else top
+        top_named = f"{top} {entry.shown_sources(top)}" if entry.sources(top) else top
         if entry.limit_hit and top != cause and count < entry.count(top):
             # a few recompiles of a bounded cause next to the one that filled the cache
             parts.append(f"bounded ({count} recompile{'s' if count != 1 else ''}): the limit came from {top_named}")
@@ -1477,11 +1520,8 @@ def table_rows(
             if cause == OTHER:
                 label = f"other: {reasons[0].text}"
             else:
-                sources = []
-                for r in reasons:
-                    if r.source and r.source not in sources:
-                        sources.append(r.source)
-                label = f"{cause} `{', '.join(sources)}`" if sources else cause
+                shown = entry.shown_sources(cause)
+                label = f"{cause} {shown}" if shown else cause
             if found is None:
                 rows.append(base + [label, cure_label(entry, cause, codes)])
                 continue
