@@ -98,3 +98,17 @@ def insert_before_node(stmt, new_stmt):
         return cst.FlattenSentinel([new[0].with_changes(leading_lines=above), *new[1:], updated.with_changes(leading_lines=kept)])
 
     return Edit(stmt, apply)
+
+
+def insert_after_node(stmt, new_stmt):
+    """An edit inserting ``new_stmt`` (a libcst statement, or a list of them)
+    after ``stmt`` (a libcst statement or a :class:`~codemods.analysis.source.Target`
+    naming one), which stays itself: later edits of it still apply to it."""
+    from .findings import Edit
+
+    new = list(new_stmt) if isinstance(new_stmt, (list, tuple)) else [new_stmt]
+
+    def apply(updated: cst.CSTNode):
+        return cst.FlattenSentinel([updated, *new])
+
+    return Edit(stmt, apply)

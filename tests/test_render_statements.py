@@ -137,3 +137,28 @@ def test_a_large_file_parses_only_the_touched_statements(monkeypatch):
     assert b"@torch.compile\ndef step" in new or b"@torch.compile()\ndef step" in new
     assert b"step(x, torch.tensor(0.1 * i, dtype=torch.float64))" in new
     assert parsed and max(parsed) < 1000, parsed
+
+
+def test_statements_inserted_after_keep_the_edited_statement():
+    """Several edits of one statement chain on that statement, whatever was
+    inserted around it: after it (the node given back itself, FR017's counter
+    moved to the caller), before it (the sentinel's last node), or removed."""
+    import libcst as cst
+
+    from codemods.cst_edits import insert_after_node, insert_before_node
+
+    def line(code: str) -> "cst.SimpleStatementLine":
+        return cst.parse_statement(code)
+
+    tree = cst.parse_module("a()\nb()\n")
+    first = tree.body[0]
+    call = first.body[0].value
+    edits = [
+        engine.Edit(call, lambda node: node.with_changes(func=cst.Name("a2"))),
+        insert_after_node(first, line("x()\n")),
+        insert_before_node(first, line("y()\n")),
+        insert_after_node(first, [line("z()\n"), line("w()\n")]),
+    ]
+    assert tree.visit(engine._apply_edits(edits)).code == "y()\na2()\nz()\nw()\nx()\nb()\n"
+    removed = tree.visit(engine._apply_edits([insert_after_node(first, line("x()\n")), engine.Edit(first, lambda node: cst.RemovalSentinel.REMOVE)]))
+    assert removed.code == "x()\nb()\n"

@@ -169,9 +169,12 @@ def _make_apply_edits():
     class ApplyEdits(cst.CSTTransformer):
         """Apply edits bottom-up; several edits on one node chain in finding order.
 
-        An edit that returns a FlattenSentinel (statement insertion) keeps the
-        edited statement as the sentinel's last node; later edits of the same node
-        apply to that last node.
+        An edit that returns a FlattenSentinel (statements inserted before or
+        after) keeps the edited statement in it: the very node it was given
+        (statements inserted after it, :func:`~codemods.cst_edits.insert_after_node`),
+        else the sentinel's last node (inserted before it, its comment lines
+        moved: :func:`~codemods.cst_edits.insert_before_node`); later edits of
+        the same node apply to that statement.
         """
 
         def __init__(self, edits: Iterable[Edit]) -> None:
@@ -182,17 +185,21 @@ def _make_apply_edits():
 
         def on_leave(self, original_node, updated_node):
             updated = super().on_leave(original_node, updated_node)
+            around = [updated]  # the edited statement and the statements inserted around it
+            at = 0  # where the edited statement is in `around`
             for apply in self._by_node.get(id(original_node), ()):
-                if isinstance(updated, cst.FlattenSentinel):
-                    nodes = list(updated.nodes)
-                    last = apply(nodes[-1])
-                    tail = list(last.nodes) if isinstance(last, cst.FlattenSentinel) else [last]
-                    updated = cst.FlattenSentinel(nodes[:-1] + tail)
-                elif isinstance(updated, cst.RemovalSentinel):
-                    break
-                else:
-                    updated = apply(updated)
-            return updated
+                node = around[at]
+                result = apply(node)
+                if isinstance(result, cst.RemovalSentinel):
+                    around = around[:at] + around[at + 1 :]
+                    break  # nothing left to edit
+                new = list(result.nodes) if isinstance(result, cst.FlattenSentinel) else [result]
+                kept = next((i for i, n in enumerate(new) if n is node), len(new) - 1)
+                around = around[:at] + new + around[at + 1 :]
+                at += kept
+            if not around:
+                return cst.RemovalSentinel.REMOVE
+            return around[0] if len(around) == 1 else cst.FlattenSentinel(around)
 
     return ApplyEdits
 

@@ -19,6 +19,7 @@ from ..analysis.compile_sites import def_first_lines
 from ..analysis.params import parameter_defaults, passed_argument
 from ..analysis.context import FileContext, Settings
 from ..pipeline.engine import render
+from ..cst_edits import insert_after_node
 from ..findings import Edit, FileError, Finding, Fix, Safety
 
 
@@ -650,13 +651,6 @@ def _torch_import(source) -> Optional[ast.stmt]:
     return None
 
 
-def _insert_after(target, new_stmt: cst.BaseStatement) -> Edit:
-    def apply(updated: cst.CSTNode):
-        return cst.FlattenSentinel([updated, new_stmt])
-
-    return Edit(target, apply)
-
-
 def unspec_flag(data: bytes, firstlinenos: Sequence[int], settings: Settings) -> Tuple[Optional[bytes], int]:
     """``data`` with FR005's flag set before the compile of the nn.Module
     class(es) whose methods start at ``firstlinenos``; (new bytes, line of the
@@ -696,7 +690,7 @@ def unspec_flag(data: bytes, firstlinenos: Sequence[int], settings: Settings) ->
         stmt = _torch_import(source)
         if stmt is None:
             return None, 0
-        edit = _insert_after(statement_target(source, stmt), flag)
+        edit = insert_after_node(statement_target(source, stmt), flag)
     return _render_edits(source, data, [edit], settings), stmt.lineno
 
 

@@ -36,7 +36,8 @@ from .registry import CAPTURE_SCALARS
 from ..analysis.placement import config_mentions, torch_expr
 from ..analysis.source import statement_target
 from ..findings import FileError
-from .cures import _applied_finding, _insert_after, _render_edits, _torch_import
+from ..cst_edits import insert_after_node
+from .cures import _applied_finding, _render_edits, _torch_import
 from .match import Guided, Match, _real, entry_file
 
 FLAG = "capture_scalar_outputs"
@@ -62,7 +63,7 @@ def capture_flag(data: bytes) -> Tuple[Optional[bytes], int]:
     flag = cst.SimpleStatementLine(
         body=[cst.Assign(targets=[cst.AssignTarget(torch_expr(model, "_dynamo", "config", FLAG))], value=cst.Name("True"))]
     )
-    return _render_edits(source, data, [_insert_after(statement_target(source, stmt), flag)]), stmt.lineno
+    return _render_edits(source, data, [insert_after_node(statement_target(source, stmt), flag)]), stmt.lineno
 
 
 def apply_scalar_capture_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -> None:

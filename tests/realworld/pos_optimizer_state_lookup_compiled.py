@@ -16,8 +16,10 @@
 # graphs and the recompile limit over 3 steps of 8 parameters of one shape
 # (the project's V2.0 form: 1 graph, the same output; FR017's fix, the entry
 # passed in by the caller, looked up only when `p.grad is not None` as the
-# function's early return says, the counter left inside: 3, safe since the
-# method is name-mangled and nothing before its lookup has an effect).
+# function's early return says, and the counter moved to the caller after the
+# call: 2, the one left the float `self.d`; safe since the method is
+# name-mangled, called only through a private attribute, and nothing before
+# its lookup has an effect).
 import torch
 import torch.nn as nn
 

@@ -28,7 +28,6 @@ class SignSGD(torch.optim.Optimizer):
             state["buf"] = torch.zeros_like(p)
         state["buf"].mul_(0.9).add_(grad)
         p.data.add_(state["buf"].sign(), alpha=-group["lr"])
-        state["step"] += 1
 
     def compile(self):
         self._compiled_update = torch.compile(self.__update)
@@ -38,9 +37,15 @@ class SignSGD(torch.optim.Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 if self._compiled_update is None:
-                    self.__update(p, group, state=None if p.grad is None else self.state[p])
+                    state = None if p.grad is None else self.state[p]
+                    self.__update(p, group, state=state)
+                    if state is not None:
+                        state["step"] += 1
                 else:
-                    self._compiled_update(p, group, state=None if p.grad is None else self.state[p])
+                    state = None if p.grad is None else self.state[p]
+                    self._compiled_update(p, group, state=state)
+                    if state is not None:
+                        state["step"] += 1
 
 
 torch.manual_seed(0)
