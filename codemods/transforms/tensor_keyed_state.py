@@ -105,21 +105,21 @@ a return the call cannot mirror no longer skips it (an optimizer's
 `self.state`, a `defaultdict`, gains an empty entry for a parameter it
 skips; for any other dict such a call is left as it is); a subclass's
 override without the new keyword-only parameter would be called with it (a
-TypeError). A caller the fix does not reach (in
-another module, or passing the key as an expression) passes nothing and
-looks the entry up inside, as before. An int counted up in the entry
-(`state['step'] += 1`) moves to the callers only when no call can be unseen
-(above); it stays inside otherwise: torch guards the int of the dict passed
-in, one recompile more, then it is dynamic (Advanced_Optimizers' case: 8
-graphs and the limit -> 3 with the counter inside, 2 moved; the one left is
-the optimizer's float `self.d`, which V2.0 passes as a tensor: 1). Not offered when the entry is not bound to a name by a
-statement of the function's own body, a statement before it uses the dict or
-calls code that may (a method of `self`, a function of the module that names
-the dict: it may create or replace the entry), or no call passes the key as
-a name; a call through a name or attribute the module also binds to another
-callable (an uncompiled default, a parameter), or of a compiled method stored
-on another object than its own (`runner.step = torch.compile(self._update)`),
-is left as it is.
+TypeError). A caller the fix does not reach (in another module, or passing
+the key as an expression) passes nothing and looks the entry up inside, as
+before. An int counted up in the entry (`state['step'] += 1`) moves to the
+callers only when no call can be unseen (above); it stays inside otherwise:
+torch guards the int of the dict passed in, one recompile more, then it is
+dynamic (Advanced_Optimizers' case: 8 graphs and the limit -> 3 with the
+counter inside, 2 moved; the one left is the optimizer's float `self.d`,
+which V2.0 passes as a tensor: 1). Not offered when the entry is not bound
+to a name by a statement of the function's own body, a statement before it
+uses the dict or calls code that may (a method of `self`, a function of the
+module that names the dict: it may create or replace the entry), or no call
+passes the key as a name; a call through a name or attribute the module also
+binds to another callable (an uncompiled default, a parameter), or of a
+compiled method stored on another object than its own (`runner.step =
+torch.compile(self._update)`), is left as it is.
 """
     reads = "ast"
     triggers = (b"[",)
