@@ -16,7 +16,7 @@ from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
 from ..analysis.params import passed_argument
 from ..analysis.source import statement_target, walk
-from ..cst_edits import add_keyword_argument, add_keyword_only_param, guard_statement, insert_after_node, insert_before_node, name_node
+from ..cst_edits import add_keyword_argument, add_keyword_only_param, guard_statement, name_node
 from ..findings import Edit, Finding, Safety
 from ..trace.causes import KEYED_ENTRY, CuresCause
 from .base import Example, Rule
@@ -49,13 +49,7 @@ is passed (`if state is None: state = self.state[p]`), and every call of it
 in the module that passes the key as a name passes `state=self.state[p]`
 (through the call's receiver), or, when the function returns early before
 its lookup, `state=None if p.grad is None else self.state[p]`: the entry is
-looked up exactly when the function would reach its lookup. An int the
-function counts up in the entry as its last statement (`state['step'] += 1`)
-moves to the callers, after the call, when every call is in the class (a
-name-mangled method, called through itself or a private attribute), each a
-statement of its own, and the function returns nowhere after its lookup:
-`state = ...; self._compiled(p, group, state=state); state['step'] += 1`
-(under `if state is not None:` when it may have returned first).
+looked up exactly when the function would reach its lookup.
 """
     why_it_recompiles = """
 dynamo resolves `self.state[p]` while tracing to the entry of the tensor it
@@ -93,33 +87,37 @@ caller, pass it in, and count the step there:
     fix_safety = """
 Safe when nothing before the lookup has an effect (the statements before it
 are early returns on tests of the parameters, `if p.grad is None: return`,
-read through attributes, `is`, `not`, `and`, `or`, and names bound to an
-attribute or a constant, `grad = p.grad`), every call the fix edits mirrors
-those returns' tests with the names it passes, and no subclass can override
-the function with the old signature (a module-level function, or a
-name-mangled method such as Prodigy_adv's `__step_parameter`).
+read through attributes, `is`, `not`, `and`, `or`; names bound to a
+parameter's attributes or constant keys, `grad = p.grad`, `beta1, beta2 =
+group['betas']`), the lookup is a statement of its own line, every call the
+fix edits mirrors those returns' tests with the names it passes, and nothing
+can put another callable where the callers now pass the entry: the function
+is a module-level function or a name-mangled method (Prodigy_adv's
+`__step_parameter`), called by its own name or through a name-mangled
+attribute (`self.__compiled`).
 
 Unsafe otherwise: the callers look the entry up before the function's first
 statements run, so a statement with an effect now runs after the lookup, and
-a return the call cannot mirror no longer skips it (an optimizer's
+a return a call cannot mirror no longer skips it (an optimizer's
 `self.state`, a `defaultdict`, gains an empty entry for a parameter it
 skips; for any other dict such a call is left as it is); a subclass's
-override without the new keyword-only parameter would be called with it (a
-TypeError). A caller the fix does not reach (in another module, or passing
-the key as an expression) passes nothing and looks the entry up inside, as
-before. An int counted up in the entry (`state['step'] += 1`) moves to the
-callers only when no call can be unseen (above); it stays inside otherwise:
-torch guards the int of the dict passed in, one recompile more, then it is
-dynamic (Advanced_Optimizers' case: 8 graphs and the limit -> 3 with the
-counter inside, 2 moved; the one left is the optimizer's float `self.d`,
-which V2.0 passes as a tensor: 1). Not offered when the entry is not bound
-to a name by a statement of the function's own body, a statement before it
-uses the dict or calls code that may (a method of `self`, a function of the
-module that names the dict: it may create or replace the entry), or no call
-passes the key as a name; a call through a name or attribute the module also
-binds to another callable (an uncompiled default, a parameter), or of a
-compiled method stored on another object than its own (`runner.step =
-torch.compile(self._update)`), is left as it is.
+override of the method, or a callable a subclass stores in the attribute
+called (`self._compiled_step_parameter`, Prodigy_adv's own form), is called
+with the new keyword (a TypeError). A caller the fix does not reach (in
+another module, through an alias, or passing the key as an expression)
+passes nothing and looks the entry up inside, as before. An int counted up
+in the entry (`state['step'] += 1`) stays inside: torch guards the int of
+the dict passed in, one recompile more, then it is dynamic
+(Advanced_Optimizers' case: 8 graphs and the limit -> 3; V2.0, which also
+counts the step in the caller and passes the float `d` as a tensor: 1). Not
+offered when the entry is not bound to a name by a statement of the
+function's own body, a statement before it uses the dict or calls code that
+may (a method of `self`, a function of the module that names the dict: it
+may create or replace the entry), or no call passes the key as a name; a
+call through a name or attribute the module also binds to another callable
+(an uncompiled default, a parameter), or of a compiled method stored on
+another object than its own (`runner.step = torch.compile(self._update)`),
+is left as it is.
 """
     reads = "ast"
     triggers = (b"[",)
@@ -207,47 +205,26 @@ torch.compile(self._update)`), is left as it is.
             "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
             "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled_update(p, group)\n",
             "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group, *, state=None):\n        if p.grad is None:\n            return\n"
-            "        if state is None:\n            state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(p.grad)\n"
+            "        if state is None:\n            state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(p.grad)\n        state['step'] += 1\n"
             "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
             "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n"
-            "                state = None if p.grad is None else self.state[p]\n                self._compiled_update(p, group, state=state)\n"
-            "                if state is not None:\n                    state['step'] += 1\n",
+            "                self._compiled_update(p, group, state=None if p.grad is None else self.state[p])\n",
+            unsafe=True,  # a subclass may bind `self._compiled_update` to a function without `state=`
         ),
-        # the counter stays inside: the compiled method is stored on a public attribute (code elsewhere may call it)
-        Example(
-            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group):\n"
-            "        state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(p.grad)\n        state['step'] += 1\n"
-            "    def compile(self):\n        self.compiled_update = torch.compile(self.__update)\n"
-            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self.compiled_update(p, group)\n",
-            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group, *, state=None):\n"
-            "        if state is None:\n            state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(p.grad)\n        state['step'] += 1\n"
-            "    def compile(self):\n        self.compiled_update = torch.compile(self.__update)\n"
-            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self.compiled_update(p, group, state=self.state[p])\n",
-        ),
-        # the counter stays inside: the function returns after its lookup (the caller cannot know it counted)
-        Example(
-            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group):\n"
-            "        state = self.state[p]\n        if group['frozen']:\n            return\n        state['exp_avg'].mul_(0.9).add_(p.grad)\n        state['step'] += 1\n"
-            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
-            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled_update(p, group)\n",
-            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group, *, state=None):\n"
-            "        if state is None:\n            state = self.state[p]\n        if group['frozen']:\n            return\n        state['exp_avg'].mul_(0.9).add_(p.grad)\n        state['step'] += 1\n"
-            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
-            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled_update(p, group, state=self.state[p])\n",
-        ),
-        # the early returns' tests read `self` and two parameters: each mirrored through the call's names
+        # the early returns' tests read `self` and two parameters: each mirrored through the call's names; the compiled
+        # method in a name-mangled attribute (no subclass binds another callable there): safe
         Example(
             "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group):\n        \"\"\"One parameter.\"\"\"\n"
             "        if p.grad is None or not p.requires_grad:\n            return\n        if self.frozen is not None and group is self.frozen:\n            return\n"
             "        grad = p.grad\n        state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(grad)\n"
-            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
-            "    def step(self):\n        for g in self.param_groups:\n            for q in g['params']:\n                self._compiled_update(q, g)\n",
+            "    def compile(self):\n        self.__compiled_update = torch.compile(self.__update)\n"
+            "    def step(self):\n        for g in self.param_groups:\n            for q in g['params']:\n                self.__compiled_update(q, g)\n",
             "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group, *, state=None):\n        \"\"\"One parameter.\"\"\"\n"
             "        if p.grad is None or not p.requires_grad:\n            return\n        if self.frozen is not None and group is self.frozen:\n            return\n"
             "        grad = p.grad\n        if state is None:\n            state = self.state[p]\n        state['exp_avg'].mul_(0.9).add_(grad)\n"
-            "    def compile(self):\n        self._compiled_update = torch.compile(self.__update)\n"
+            "    def compile(self):\n        self.__compiled_update = torch.compile(self.__update)\n"
             "    def step(self):\n        for g in self.param_groups:\n            for q in g['params']:\n"
-            "                self._compiled_update(q, g, state=None if (q.grad is None or not q.requires_grad) or (self.frozen is not None and g is self.frozen) else self.state[q])\n",
+            "                self.__compiled_update(q, g, state=None if (q.grad is None or not q.requires_grad) or (self.frozen is not None and g is self.frozen) else self.state[q])\n",
         ),
         # a call before the lookup (an effect the caller's lookup would now precede): unsafe, the lookup unconditional
         Example(
@@ -275,6 +252,35 @@ torch.compile(self._update)`), is left as it is.
             "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self._compiled_update(p, group.get('flag'), state=self.state[p])\n"
             "                self._compiled_update(p, group, state=None if group is None else self.state[p])\n",
             unsafe=True,
+        ),
+        # the lookup shares its line with another statement: no fix (wrapping the line would skip the other)
+        Example(
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group):\n"
+            "        state = self.state[p]; mom = group['momentum']\n        state['exp_avg'].mul_(mom).add_(p.grad)\n"
+            "    def compile(self):\n        self.__compiled = torch.compile(self.__update)\n"
+            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self.__compiled(p, group)\n"
+        ),
+        # reads of the group before the lookup (`beta1, beta2 = group['betas']`) have no effect: safe
+        Example(
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group):\n"
+            "        beta1, beta2 = group['betas']\n        lr = group['lr']\n        state = self.state[p]\n"
+            "        state['exp_avg'].mul_(beta1).add_(p.grad, alpha=lr * (1 - beta2))\n"
+            "    def compile(self):\n        self.__compiled = torch.compile(self.__update)\n"
+            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self.__compiled(p, group)\n",
+            "import torch\nclass Opt(torch.optim.Optimizer):\n    def __update(self, p: torch.Tensor, group, *, state=None):\n"
+            "        beta1, beta2 = group['betas']\n        lr = group['lr']\n        if state is None:\n            state = self.state[p]\n"
+            "        state['exp_avg'].mul_(beta1).add_(p.grad, alpha=lr * (1 - beta2))\n"
+            "    def compile(self):\n        self.__compiled = torch.compile(self.__update)\n"
+            "    def step(self):\n        for group in self.param_groups:\n            for p in group['params']:\n                self.__compiled(p, group, state=self.state[p])\n",
+        ),
+        # a parameter that shadows the compiled function's name is not a call of it: left as it is
+        Example(
+            "import torch\nbufs = {}\n@torch.compile\ndef update(p: torch.Tensor, lr):\n    buf = bufs[p]\n    p.data.add_(buf, alpha=-lr)\n"
+            "def apply_updates(params, lr, update=update):\n    for p in params:\n        update(p, lr)\n"
+            "def train(params, lr):\n    for p in params:\n        update(p, lr)\n",
+            "import torch\nbufs = {}\n@torch.compile\ndef update(p: torch.Tensor, lr, *, buf=None):\n    if buf is None:\n        buf = bufs[p]\n    p.data.add_(buf, alpha=-lr)\n"
+            "def apply_updates(params, lr, update=update):\n    for p in params:\n        update(p, lr)\n"
+            "def train(params, lr):\n    for p in params:\n        update(p, lr, buf=bufs[p])\n",
         ),
         # a module-level function, a module dict, an early return: the test mirrored, safe (no subclass can override it)
         Example(
@@ -376,7 +382,7 @@ torch.compile(self._update)`), is left as it is.
         bindings = ctx.model.bindings(holder)
         return bool(bindings) and all(ctx.source.enclosing(b.node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not fn and b.node is not fn for b in bindings)
 
-    def _finding(self, ctx, site, fn, node: ast.Subscript, proven: bool, fix: "Tuple[List[Edit], str, bool]") -> Finding:
+    def _finding(self, ctx, site, fn, node: ast.Subscript, proven: bool, fix: "Tuple[List[Edit], str]") -> Finding:
         key = node.slice.id  # type: ignore[attr-defined]
         shown = ctx.source.segment(node)
         counter = self._counter(ctx, fn, node)
@@ -386,15 +392,12 @@ torch.compile(self._update)`), is left as it is.
             "torch resolves the key while tracing and guards the entry by its place among the keys, not by the tensor passed, "
             f"so a call with another tensor of a shape already compiled can read and write the first one's entry (silently wrong values){also}; "
         )
-        edits, why, moved = fix
+        edits, why = fix
         # the trace matches it by the compiled function's first lines
         if not edits:
             return self.finding(ctx, node, message + f"look the entry up in the eager caller and pass it in (no automatic fix: {why})", proven=proven, feeds=def_first_lines(fn))
         name = ctx.source.parent(node).targets[0].id  # type: ignore[union-attr]
-        if moved:
-            kept = f" and `{counter}` moves to the callers, after the call (the compiled code writes no int torch guards)"
-        else:
-            kept = f" (`{counter}` stays inside: torch guards the int of the entry passed in, one recompile more, then it is dynamic)" if counter else ""
+        kept = f" (`{counter}` stays inside: torch guards the int of the entry passed in, one recompile more, then it is dynamic)" if counter else ""
         return self.finding(
             ctx,
             node,
@@ -406,7 +409,7 @@ torch.compile(self._update)`), is left as it is.
             feeds=def_first_lines(fn),
         )
 
-    def _entry_passed_in(self, ctx, fn, lookup: ast.Subscript, cls: Optional[ast.ClassDef], optimizer_state: bool) -> "Tuple[List[Edit], str, bool]":
+    def _entry_passed_in(self, ctx, fn, lookup: ast.Subscript, cls: Optional[ast.ClassDef], optimizer_state: bool) -> "Tuple[List[Edit], str]":
         """The fix (Advanced_Optimizers V2.0's cure, the counter left in place):
         ``state = self.state[p]`` of the compiled function's own body becomes
         ``if state is None: state = self.state[p]``, the function takes
@@ -414,38 +417,39 @@ torch.compile(self._update)`), is left as it is.
         passes ``p`` as a name passes ``state=<holder>[p]`` too, the holder
         as the caller sees it (``self.state`` through the call's receiver).
         A call the fix does not reach still looks the entry up inside, as
-        before; an int counted up last moves to the callers when it can
-        (:meth:`_movable_counter`).  (edits, why unsafe ("" when safe),
-        whether the counter moved), or ([], why there is none, False)."""
+        before.  (edits, why unsafe), or ([], why there is none)."""
         source = ctx.source
         stmt = source.parent(lookup)
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and stmt.value is lookup and stmt in fn.body):
-            return [], "the entry is not bound to a name by a statement of the function's own body", False
+            return [], "the entry is not bound to a name by a statement of the function's own body"
+        if not _alone(source, stmt):
+            return [], "the lookup shares its line with another statement"
         name, key, holder = stmt.targets[0].id, lookup.slice.id, lookup.value  # type: ignore[attr-defined]
         args = fn.args
         if name in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} or args.vararg or args.kwarg:
-            return [], "the function already takes that name, or takes *args or **kwargs", False
+            return [], "the function already takes that name, or takes *args or **kwargs"
         if sum(1 for n in walk(fn) if isinstance(n, ast.Name) and n.id in (name, key) and not isinstance(n.ctx, ast.Load)) != 1:
-            return [], f"`{name}` or `{key}` is bound more than once in the function", False
+            return [], f"`{name}` or `{key}` is bound more than once in the function"
         if isinstance(holder, ast.Attribute):
             holder_name = holder.attr
         elif isinstance(holder, ast.Name):
             holder_name = holder.id
         else:
-            return [], "the dict is not a name or an attribute of `self`", False
+            return [], "the dict is not a name or an attribute of `self`"
         before = fn.body[: fn.body.index(stmt)]
         if any((isinstance(n, ast.Name) and n.id in (name, holder_name)) or (isinstance(n, ast.Attribute) and n.attr == holder_name) for s in before for n in walk(s)):
-            return [], "a statement before the lookup uses the dict", False
+            return [], "a statement before the lookup uses the dict"
         if any(self._may_touch_dict(ctx, n, holder) for s in before for n in walk(s) if isinstance(n, ast.Call)):
-            return [], "a call before the lookup may create or replace the entry (the caller's lookup would run first)", False
+            return [], "a call before the lookup may create or replace the entry (the caller's lookup would run first)"
         bound_self = cls is not None
-        skips = _skips(fn, before, bound_self)
+        skips = _skips(fn, before)
         exits = any(isinstance(n, (ast.Return, ast.Raise)) for s in before for n in walk(s))
         if exits and skips is None and not optimizer_state:
-            return [], "a statement before the lookup may return first, and the caller's lookup could fail where the function returned", False
+            return [], "a statement before the lookup may return first, and the caller's lookup could fail where the function returned"
         calls = self._calls(ctx, fn, cls)
-        passing: List[Tuple[ast.Call, tuple, object]] = []  # (call, the entry as the caller writes it, the early returns' test)
+        edits: List[Edit] = []
         unskipped = 0  # calls that look the entry up where the function may have returned first
+        rebindable: List[str] = []  # attributes called that a subclass may bind to another callable
         for call in calls:
             entry = self._entry_in_caller(ctx, fn, call, holder, key, bound_self)
             if entry is None:
@@ -455,24 +459,13 @@ torch.compile(self._update)`), is left as it is.
                 if not optimizer_state:
                     continue  # this call passes nothing and looks the entry up inside, as before
                 unskipped += 1
-            passing.append((call, entry, skip))
-        if not passing:
-            return [], f"no call of `{fn.name}` in this module passes `{key}` as a name the fix can look the entry up with", False
-        counter = self._movable_counter(ctx, fn, stmt, name, calls, passing)
-        edits: List[Edit] = []
-        for call, entry, skip in passing:
-            if counter is None:
-                edits.append(Edit(source.target(call, "Call"), functools.partial(add_keyword_argument, name, functools.partial(_entry_expr, *entry, skip))))
-                continue
-            # the entry bound to a name before the call, the int counted after it (Advanced_Optimizers V2.0)
-            edits.append(Edit(source.target(call, "Call"), functools.partial(add_keyword_argument, name, functools.partial(name_node, name))))
-            line = statement_target(source, source.parent(call))
-            edits.append(insert_before_node(line, _bound(name, functools.partial(_entry_expr, *entry, skip))))
-            edits.append(insert_after_node(line, _counted(name, source.segment(counter.target.slice), counter.value.value, skip is not None)))  # type: ignore[attr-defined]
+            edits.append(Edit(source.target(call, "Call"), functools.partial(add_keyword_argument, name, functools.partial(_entry_expr, *entry, skip))))
+            if _rebindable(fn, call):
+                rebindable.append(source.segment(call.func))
+        if not edits:
+            return [], f"no call of `{fn.name}` in this module passes `{key}` as a name the fix can look the entry up with"
         edits.append(Edit(statement_target(source, fn), functools.partial(add_keyword_only_param, name, functools.partial(name_node, "None"))))
         edits.append(Edit(statement_target(source, stmt), functools.partial(_if_none, name)))
-        if counter is not None:
-            edits.append(Edit(statement_target(source, counter), lambda node: cst.RemovalSentinel.REMOVE))
         why = ""
         if skips is None:
             why = "the callers look the entry up before the function's first statements run"
@@ -482,43 +475,11 @@ torch.compile(self._update)`), is left as it is.
             why = f"a caller looks the entry up where the function returns first (the optimizer's `self.state` gains an empty entry for a `{key}` it skips)"
         elif cls is not None and not _private_method(fn):
             why = f"a subclass that overrides `{fn.name}` without `{name}=` gets it from the callers (a TypeError)"
+        elif rebindable:
+            why = f"a subclass may store another callable in `{rebindable[0]}`, which the callers now pass `{name}=` (a TypeError)"
         if not why:
-            return edits, "", counter is not None
-        return edits, why + "; a caller in another module passes none and still looks it up inside", counter is not None
-
-    @staticmethod
-    def _movable_counter(ctx, fn, lookup: ast.stmt, name: str, calls: List[ast.Call], passing) -> Optional[ast.AugAssign]:
-        """The int counted up in the entry as the function's last statement
-        (``state['step'] += 1``), when it can move to the callers, after the
-        call (Advanced_Optimizers V2.0: the compiled code then writes no int
-        torch guards).  Every call of the function is in its class and passes
-        the entry (a name-mangled method, called through itself or a private
-        attribute), each a statement of its own in a caller that has no
-        ``name`` of its own, and the function returns nowhere after its
-        lookup: the int is counted exactly when it was, after the same reads."""
-        last = fn.body[-1]
-        if not (
-            _private_method(fn) and len(passing) == len(calls)
-            and isinstance(last, ast.AugAssign) and isinstance(last.op, ast.Add)
-            and isinstance(last.target, ast.Subscript) and isinstance(last.target.value, ast.Name) and last.target.value.id == name
-            and isinstance(last.target.slice, ast.Constant) and isinstance(last.target.slice.value, str)
-            and isinstance(last.value, ast.Constant) and type(last.value.value) is int and last.value.value >= 0
-            and _alone(ctx, last)
-        ):
-            return None
-        after = fn.body[fn.body.index(lookup) + 1 :]
-        if any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.Await)) for s in after for n in walk(s)):
-            return None
-        for call, _entry, _skip in passing:
-            line = ctx.source.parent(call)
-            caller = ctx.source.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef))
-            if not (isinstance(line, ast.Expr) and line.value is call and caller is not None and _alone(ctx, line)):
-                return None
-            if isinstance(call.func, ast.Attribute) and call.func.attr != fn.name and not call.func.attr.startswith("_"):
-                return None  # a public attribute: code elsewhere may call it and count nothing
-            if any((isinstance(n, ast.Name) and n.id == name) or (isinstance(n, ast.arg) and n.arg == name) for n in walk(caller)):
-                return None
-        return last
+            return edits, ""
+        return edits, why + "; a caller in another module passes none and still looks it up inside"
 
     @staticmethod
     def _may_touch_dict(ctx, call: ast.Call, holder: ast.AST) -> bool:
@@ -555,8 +516,11 @@ torch.compile(self._update)`), is left as it is.
             func = node.func
             if cls is not None and isinstance(func, ast.Attribute) and func.attr == fn.name and isinstance(func.value, ast.Name) and func.value.id == "self":
                 found[id(node)] = node
-            elif cls is None and isinstance(func, ast.Name) and func.id == fn.name and ctx.source.parent(fn) is ctx.source.tree:
-                found[id(node)] = node
+            elif (
+                cls is None and isinstance(func, ast.Name) and func.id == fn.name and ctx.source.parent(fn) is ctx.source.tree
+                and TensorKeyedState._holds_only_fn(ctx, fn, node)
+            ):
+                found[id(node)] = node  # the name is the function (not a parameter or local that shadows it)
         return sorted(found.values(), key=lambda c: (c.lineno, c.col_offset))
 
     @staticmethod
@@ -650,7 +614,7 @@ torch.compile(self._update)`), is left as it is.
         return None
 
 
-def _skips(fn, before: List[ast.stmt], bound_self: bool) -> Optional[List[ast.expr]]:
+def _skips(fn, before: List[ast.stmt]) -> Optional[List[ast.expr]]:
     """The tests of the early returns before the lookup (``if p.grad is None:
     return``), when every statement before it is pure: such a return, a name
     bound to a name, attribute or constant (``grad = p.grad``), a docstring,
@@ -669,8 +633,10 @@ def _skips(fn, before: List[ast.stmt], bound_self: bool) -> Optional[List[ast.ex
             if not _pure_test(stmt.test, params):
                 return None
             tests.append(stmt.test)
-        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            if stmt.targets[0].id in params or not _pure_value(stmt.value):
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Name, ast.Tuple)):
+            target = stmt.targets[0]
+            names = target.elts if isinstance(target, ast.Tuple) else [target]
+            if not all(isinstance(n, ast.Name) and n.id not in params for n in names) or not _pure_value(stmt.value):
                 return None
         elif isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)):
             continue
@@ -680,8 +646,11 @@ def _skips(fn, before: List[ast.stmt], bound_self: bool) -> Optional[List[ast.ex
 
 
 def _pure_value(node: ast.AST) -> bool:
-    """A name, an attribute chain of one, or a constant (nothing called)."""
-    while isinstance(node, ast.Attribute):
+    """A name read through attributes and constant keys (``p.grad``,
+    ``group["betas"]``), or a constant: nothing called."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant):
+            return False
         node = node.value
     return isinstance(node, (ast.Name, ast.Constant))
 
@@ -722,6 +691,23 @@ def _skip_in_caller(fn, call: ast.Call, tests: List[ast.expr], bound_self: bool)
                 return None
             names[node.id] = value.id
     return functools.partial(_or_of, tests, names)
+
+
+def _rebindable(fn, call: ast.Call) -> bool:
+    """Does ``call`` call through an attribute other than the function's own
+    name-mangled one that a subclass could bind to another callable
+    (``self._compiled_update``, not ``self.__update`` or ``self.__compiled``)?"""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    return not (func.attr == fn.name and _private_method(fn)) and not (func.attr.startswith("__") and not func.attr.endswith("__"))
+
+
+def _alone(source, stmt: ast.stmt) -> bool:
+    """Is ``stmt`` the only statement on its lines (no ``a = b; c = d``)?"""
+    parent = source.parent(stmt)
+    block = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list) and stmt in b), [])
+    return all(s is stmt or s.end_lineno < stmt.lineno or s.lineno > stmt.end_lineno for s in block)  # type: ignore[operator]
 
 
 def _private_method(fn) -> bool:
@@ -765,29 +751,6 @@ def _or_of(tests: List[ast.expr], names: Dict[str, str]) -> "cst.BaseExpression"
     for part in parts[1:]:
         out = cst.BooleanOperation(left=out, operator=cst.Or(), right=part)
     return out
-
-
-def _alone(ctx, stmt: ast.stmt) -> bool:
-    """Is ``stmt`` the only statement on its lines (no ``a(); b()``)?"""
-    parent = ctx.source.parent(stmt)
-    block = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list) and stmt in b), [])
-    return all(s is stmt or s.end_lineno < stmt.lineno or s.lineno > stmt.end_lineno for s in block)  # type: ignore[operator]
-
-
-def _bound(name: str, make_value) -> "cst.SimpleStatementLine":
-    """``<name> = <value>``."""
-    return cst.SimpleStatementLine([cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=make_value())])
-
-
-def _counted(name: str, key: str, step: int, skipped: bool) -> "cst.BaseStatement":
-    """``<name>[<key>] += <step>`` (``key`` as the source writes it), under
-    ``if <name> is not None:`` when the function may have returned first."""
-    target = cst.Subscript(value=cst.Name(name), slice=[cst.SubscriptElement(cst.Index(cst.SimpleString(key)))])
-    line = cst.SimpleStatementLine([cst.AugAssign(target=target, operator=cst.AddAssign(), value=cst.Integer(str(step)))])
-    if not skipped:
-        return line
-    test = cst.Comparison(left=cst.Name(name), comparisons=[cst.ComparisonTarget(operator=cst.IsNot(), comparator=cst.Name("None"))])
-    return cst.If(test=test, body=cst.IndentedBlock(body=[line]))
 
 
 def _entry_expr(receiver: Optional[str], holder: str, key: str, skip=None) -> "cst.BaseExpression":

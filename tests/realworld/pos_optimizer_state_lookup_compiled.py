@@ -1,4 +1,4 @@
-# realworld: positive fix=safe graphs=8 limit
+# realworld: positive fix=unsafe graphs=8 limit
 # Pattern: Koratahiu/Advanced_Optimizers `Prodigy_adv` (adv_optm/optim/Prodigy_adv.py),
 # torch.compile support of PR #6 (877bc8b9e8d27c4ad7c2a659f6f3663b22e60326,
 # "compile"): `step()` calls `step_parameter(p, group)` for every parameter,
@@ -16,10 +16,9 @@
 # graphs and the recompile limit over 3 steps of 8 parameters of one shape
 # (the project's V2.0 form: 1 graph, the same output; FR017's fix, the entry
 # passed in by the caller, looked up only when `p.grad is not None` as the
-# function's early return says, and the counter moved to the caller after the
-# call: 2, the one left the float `self.d`; safe since the method is
-# name-mangled, called only through a private attribute, and nothing before
-# its lookup has an effect).
+# function's early return says, the counter left inside: 3; unsafe, since the
+# compiled method is called through `self._compiled_step_parameter`, which a
+# subclass may bind to a function that takes no `state=`).
 import torch
 import torch.nn as nn
 

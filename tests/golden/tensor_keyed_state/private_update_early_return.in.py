@@ -1,8 +1,9 @@
 # golden: runtime
 # Safe fix (FR017): Prodigy_adv's flow (Advanced_Optimizers PR #6), a
 # name-mangled per-parameter update compiled by the optimizer's own
-# `compile()`, returning early for a parameter without a gradient before it
-# looks the state up. The caller passes the entry in, looked up only where the
+# `compile()` into a name-mangled attribute (no subclass can bind another
+# callable there), returning early for a parameter without a gradient before
+# it looks the state up. The caller passes the entry in, looked up only where the
 # function would reach its lookup (`None if p.grad is None else ...`): a frozen
 # parameter gains no state entry, as before (STATE prints the count).
 # Measured (torch 2.13 CPU, tests/runtime_probe.py): 4 graphs over 3 steps of
@@ -15,7 +16,7 @@ import torch
 class SignSGD(torch.optim.Optimizer):
     def __init__(self, params, lr=0.01):
         super().__init__(params, {"lr": lr})
-        self._compiled_update = None
+        self.__compiled_update = None
 
     def __update(self, p: torch.Tensor, group: dict):
         if p.grad is None:
@@ -30,16 +31,16 @@ class SignSGD(torch.optim.Optimizer):
         state["step"] += 1
 
     def compile(self):
-        self._compiled_update = torch.compile(self.__update)
+        self.__compiled_update = torch.compile(self.__update)
 
     @torch.no_grad()
     def step(self):
         for group in self.param_groups:
             for p in group["params"]:
-                if self._compiled_update is None:
+                if self.__compiled_update is None:
                     self.__update(p, group)
                 else:
-                    self._compiled_update(p, group)
+                    self.__compiled_update(p, group)
 
 
 torch.manual_seed(0)
