@@ -540,7 +540,8 @@ def test_an_entry_reached_by_key_position_is_its_own_cause():
     assert (cause, source) == (tr.KEYED_ENTRY, "self.state[list(dict.keys(self.state))[1]]['step']")
     from codemods.transforms import BY_CODE
 
-    assert [c.cause for c in BY_CODE["FR017"].cures] == [tr.KEYED_ENTRY]
+    # FR017 cures the keyed entry wherever it is; a length or truth only of the dict it found (`about`)
+    assert [(c.cause, c.about) for c in BY_CODE["FR017"].cures] == [(tr.KEYED_ENTRY, False), (tr.LENGTH, True), (tr.TRUTH, True)]
 
 
 def test_sources_per_key_are_shown_once_whole():
@@ -553,3 +554,32 @@ def test_sources_per_key_are_shown_once_whole():
     # two of a kind stay listed; only the varying index is counted
     assert tr.shown_sources(["self.layers[0].a", "self.layers[1].a"]) == "`self.layers[0].a`, `self.layers[1].a`"
     assert tr.shown_sources(["x[2][0]", "x[2][1]", "x[2][3]"]) == "`x[2][0]` and 2 more like it (indexes 0-1, 3)"
+
+
+def test_fr017_cures_the_length_of_its_own_dict_only(tmp_path):
+    """FR017 cures a length or truth guard only on the dict its finding looked
+    up by a tensor (`self.state`, filled lazily inside the compiled update):
+    a length guard on another source of the same function is not its to cure."""
+    from codemods.analysis.context import FileContext, Settings
+    from codemods.analysis.project import parse_for_index
+    from codemods.pipeline.engine import process_source
+    from codemods.trace.match import match_file
+
+    path = tmp_path / "tensor_keyed_lazy_state.py"
+    data = (SCRIPTS / "tensor_keyed_lazy_state.py").read_bytes()
+    path.write_bytes(data)
+    result = process_source(str(path), path.name, data, Settings(), render_fixes=False)
+    findings = [f for f in result.findings if f.code == "FR017"]
+    assert len(findings) == 1 and findings[0].about == ("self.state",)
+    _, source = parse_for_index(data, str(path))
+    ctx = FileContext(str(path), path.name, Settings(), None, source)
+
+    def entry(cause: str, guarded: str) -> tr.CodeEntry:
+        reason = tr.Reason(cause, guarded, f"len({guarded}) == 1" if cause == tr.LENGTH else f"not {guarded}")
+        return tr.CodeEntry(name="__update", filename=str(path), firstlineno=11, graphs=3, compiles=3, recompiles=2, reasons=[reason])
+
+    for cause in (tr.LENGTH, tr.TRUTH):
+        matches, _ = match_file(ctx, findings, [entry(cause, "self.state")])
+        assert [(m.finding.code, m.cause) for m in matches] == [("FR017", cause)]
+        matches, others = match_file(ctx, findings, [entry(cause, "self.hist")])
+        assert matches == [] and others == findings

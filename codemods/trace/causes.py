@@ -103,3 +103,7 @@ class CuresCause:
     #: only when a guarded source is an attribute reached from ``self``
     #: (a submodule's type, ``self.ff.proj``), not an argument's
     self_attribute: bool = False
+    #: only for a finding about a guarded source (its ``Finding.about`` names
+    #: it: FR017's ``self.state``, whose length and truth torch guards when the
+    #: lookup fills a defaultdict); named in the table only when it matched
+    about: bool = False

@@ -415,7 +415,10 @@ def match_file(
                     continue
                 for cure in tr.rule_cures(entry, cause):
                     for index, f in enumerate(findings):
-                        if f.feeds_path and f.code == cure.code and index not in matched and (internal or entry.firstlineno in f.feeds) and _real(f.feeds_path) == _real(path):
+                        if (
+                            f.feeds_path and f.code == cure.code and index not in matched and (internal or entry.firstlineno in f.feeds)
+                            and _real(f.feeds_path) == _real(path) and _about_source(cure, f, entry, cause)
+                        ):
                             matched[index] = Match(f, entry, cause)
             continue
         internal = tr.is_library_file(entry.filename)
@@ -460,7 +463,7 @@ def match_file(
                             and any(_inside(f, sp) for sp in spans)
                             for lines, spans in sites
                         )
-                    if not ok or not _about_guarded(f, entry, cause):
+                    if not ok or not _about_guarded(f, entry, cause) or not _about_source(cure, f, entry, cause):
                         continue
                     if (
                         cure.upgrade
@@ -478,6 +481,13 @@ def match_file(
     matches = [matched[i] for i in sorted(matched)]
     others = [f for i, f in enumerate(findings) if i not in matched]
     return matches, others
+
+
+def _about_source(cure: tr.Cure, f: Finding, entry: tr.CodeEntry, cause: str) -> bool:
+    """A cure declared only for the source a finding is about (``about``:
+    FR017 for the length of the dict it found looked up, ``self.state``):
+    does the trace guard that source for ``cause``?  Any other cure: True."""
+    return not cure.about or bool(set(f.about) & set(entry.sources(cause)))
 
 
 def _about_guarded(f: Finding, entry: tr.CodeEntry, cause: str) -> bool:

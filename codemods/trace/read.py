@@ -135,6 +135,7 @@ class Cure:
     #: see :class:`~codemods.trace.causes.CuresCause`
     loop_iterator: Optional[bool] = None
     self_attribute: bool = False
+    about: bool = False
 
 
 def cure_table() -> Dict[str, Tuple[Cure, ...]]:
@@ -148,7 +149,7 @@ def cure_table() -> Dict[str, Tuple[Cure, ...]]:
         table: Dict[str, List[Tuple[bool, Cure]]] = {cause: [] for cause in CAUSES}
         for rule in REGISTRY:
             for declared in rule.cures:
-                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade, loop_iterator=declared.loop_iterator, self_attribute=declared.self_attribute)))
+                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade, loop_iterator=declared.loop_iterator, self_attribute=declared.self_attribute, about=declared.about)))
         _CURES = {cause: tuple(c for _, c in sorted(found, key=lambda item: item[0])) for cause, found in table.items()}
     return _CURES
 
@@ -1347,18 +1348,23 @@ def rule_cures(entry: "CodeEntry", cause: str) -> List[Cure]:
     return cures
 
 
-def rule_cure_codes(entry: "CodeEntry", cause: str, available: Iterable[str]) -> List[str]:
-    """The codes of :func:`rule_cures` present in ``available``, best first."""
+def rule_cure_codes(entry: "CodeEntry", cause: str, available: Iterable[str], matched: bool = True) -> List[str]:
+    """The codes of :func:`rule_cures` present in ``available``, best first;
+    not ``matched`` (``available`` are the rules the run has, not those whose
+    findings matched): without the cures that depend on a finding's sources
+    (``about``), which only a match can name."""
     have = set(available)
-    return [c.code for c in rule_cures(entry, cause) if c.code in have]
+    return [c.code for c in rule_cures(entry, cause) if c.code in have and (matched or not c.about)]
 
 
-def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
+def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched: bool = False) -> str:
     """What cures ``cause`` for this code object: rule codes, and the advice
     the evidence supports (``maybe_mark_dynamic`` for the dims seen to vary,
     ``mark_unbacked`` for those compiled at size 0 or 1 first, "bounded" with
-    the count, "report: …"); "none" when nothing is known."""
-    parts = rule_cure_codes(entry, cause, available)
+    the count, "report: …"); "none" when nothing is known.  ``matched``:
+    ``available`` are the rules whose findings matched the cause (a run's
+    table), which may name the cures that depend on a finding's source."""
+    parts = rule_cure_codes(entry, cause, available, matched=matched)
     count = entry.count(cause)
     sources = entry.shown_sources(cause) or "it"
     if cause == TENSOR_SHAPE:
@@ -1447,7 +1453,9 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str]) -> str:
         # written into it (codemods/trace/float_state.py)
         attrs = dict_attributes(entry)
         parts.append(", ".join(f"torch.as_tensor(...) at every write of `{a}[...]` (unsafe)" for a in attrs))
-    elif cause in REMEDIES:
+    elif cause in REMEDIES and not (matched and any(c.about and c.code in parts for c in rule_cures(entry, cause))):
+        # (a rule that matched by the very source guarded names the cure: FR017's
+        # `self.state` is no list to keep outside)
         parts.append(REMEDIES[cause].format(src=sources))
     if cause in AUTOMATIC_DYNAMIC and count == 1 and not entry.limit_hit and not any(r.specialized for r in entry.reasons if r.cause == cause):
         # one change, then the value or size was made dynamic: no storm in this run
@@ -1526,8 +1534,8 @@ def table_rows(
                 rows.append(base + [label, cure_label(entry, cause, codes)])
                 continue
             here = found.get((id(entry), cause), set())
-            cure = cure_label(entry, cause, [c for c in codes if c in here])
-            missed = [c for c in rule_cure_codes(entry, cause, codes) if c not in here]
+            cure = cure_label(entry, cause, [c for c in codes if c in here], matched=True)
+            missed = [c for c in rule_cure_codes(entry, cause, codes, matched=False) if c not in here]
             if missed:
                 note = f"{', '.join(missed)} found nothing here"
                 cure = note if cure == "none" else f"{cure}; {note}"

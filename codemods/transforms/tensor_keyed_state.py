@@ -18,7 +18,7 @@ from ..analysis.params import passed_argument
 from ..analysis.source import statement_target, walk
 from ..cst_edits import add_keyword_argument, add_keyword_only_param, guard_statement, name_node
 from ..findings import Edit, Finding, Safety
-from ..trace.causes import KEYED_ENTRY, CuresCause
+from ..trace.causes import KEYED_ENTRY, LENGTH, TRUTH, CuresCause
 from .base import Example, Rule
 
 #: attributes only a tensor has among the values a dict is keyed by
@@ -30,7 +30,13 @@ _TENSOR_TYPES = frozenset(("torch.Tensor", "torch.nn.Parameter", "torch.nn.param
 class TensorKeyedState(Rule):
     code = "FR017"
     #: the trace's guard on the entry reached by its key's place
-    cures = (CuresCause(KEYED_ENTRY),)
+    cures = (
+        CuresCause(KEYED_ENTRY),
+        # a defaultdict the lookup fills inside the compiled code (an entry per
+        # new key): torch guards its length and truth, named as the dict looked up
+        CuresCause(LENGTH, loop_iterator=False, about=True),
+        CuresCause(TRUTH, about=True),
+    )
     name = "tensor-keyed-state"
     summary = "a dict keyed by a tensor argument looked up inside compiled code"
     what_it_does = """
@@ -65,6 +71,11 @@ reuses the graph and reads and writes the first tensor's entry. Measured
 on torch 2.9.1, 2.13.0 and 2.14.1; Advanced_Optimizers' `Prodigy_adv` with
 the lookup and the counter inside the compiled update: 8 graphs and the
 limit over 3 steps of 8 parameters of one shape (the entry passed in: 1).
+When the entry is made inside (an optimizer's state made lazily, `if
+len(state) == 0:`), the lookup fills the `defaultdict` in the compiled code
+and torch also guards its length and truth (`len(self.state) == 3`): a graph
+per new entry; `run --fix` reads those guards as this rule's when they name
+the dict it found (measured: 6 graphs -> 2 for 5 parameters).
 """
     example = """
     class Prodigy_adv(torch.optim.Optimizer):
@@ -393,9 +404,10 @@ is left as it is.
             f"so a call with another tensor of a shape already compiled can read and write the first one's entry (silently wrong values){also}; "
         )
         edits, why = fix
+        held = ctx.source.segment(node.value)  # the dict, as the trace names its length or truth (`self.state`)
         # the trace matches it by the compiled function's first lines
         if not edits:
-            return self.finding(ctx, node, message + f"look the entry up in the eager caller and pass it in (no automatic fix: {why})", proven=proven, feeds=def_first_lines(fn))
+            return self.finding(ctx, node, message + f"look the entry up in the eager caller and pass it in (no automatic fix: {why})", proven=proven, feeds=def_first_lines(fn), about=(held,))
         name = ctx.source.parent(node).targets[0].id  # type: ignore[union-attr]
         kept = f" (`{counter}` stays inside: torch guards the int of the entry passed in, one recompile more, then it is dynamic)" if counter else ""
         return self.finding(
@@ -407,6 +419,7 @@ is left as it is.
             title=f"pass `{name}` in, looked up by the callers",
             proven=proven,
             feeds=def_first_lines(fn),
+            about=(held,),
         )
 
     def _entry_passed_in(self, ctx, fn, lookup: ast.Subscript, cls: Optional[ast.ClassDef], optimizer_state: bool) -> "Tuple[List[Edit], str]":
