@@ -314,3 +314,55 @@ def test_the_recorded_trace_gives_the_same_marks(copied, name):  # noqa: F811
     script, trace = copied(name)
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     assert [m.finding.code for m in guided.matches if m.finding.applied] == ["TRACE"] * (1 if name == "rebound_elsewhere" else 2)
+
+
+# -- a dynamic size tested against a constant: reported, never marked -----------------
+
+
+def test_a_size_tested_against_a_constant_is_reported_not_marked():
+    """clamped_slice (diffusers' AuraFlow before #11297): under dynamic=True the
+    slice end from the input's height is clamped to the grid, torch guards
+    ``32 != (latent.size()[2] // 2)`` and the call whose grid reaches the
+    whole grid recompiles.  The dim is dynamic already: no maybe_mark_dynamic
+    (it was offered and measured 2 -> 2); the table names the test and its line."""
+    from test_trace import fixture, only
+
+    entry = only(fixture("clamped_slice"), "forward")
+    assert entry.graphs == 2 and entry.causes == [tr.TENSOR_SHAPE]
+    assert tr.varying_dims(entry) == {}
+    [test] = tr.size_tests(entry)
+    assert test.text == "32 != (latent.size()[2] // 2)"
+    label = tr.cure_label(entry, tr.TENSOR_SHAPE, ["FR001", "FR007"])
+    assert "maybe_mark_dynamic(" not in label
+    # the rules of the cause are listed first (a run's table says when they found nothing)
+    assert label.startswith(
+        "FR001, FR007, report: `32 != (latent.size()[2] // 2)` tests a dynamic size against a constant at clamped_slice.py:30"
+    ), label
+
+
+@pytest.mark.parametrize(
+    "text, is_test",
+    [
+        ("0/0: 32 != (x.size()[3] // 2)", True),
+        ("0/0: x.size()[0] <= 1024", True),
+        ("0/0: 2 <= x.size()[0]", False),  # the 0/1 specialisation: mark_unbacked's
+        ("0/0: x.size()[1] == y.size()[1]", False),  # two sizes (duck sizing): not a constant
+        ("0/0: tensor 'x' size mismatch at index 0. expected 8, actual 16", False),
+        ("0/0: (x.size()[0] + y.size()[0]) < 64", False),  # two tensors
+    ],
+)
+def test_which_guards_are_size_tests(text, is_test):
+    [reason] = tr.parse_reason(text)
+    assert tr.is_size_test(reason) is is_test
+
+
+def test_run_fix_leaves_a_size_test_alone(tmp_path):
+    """No fix is tried (before: maybe_mark_dynamic applied, 2 -> 2, restored)."""
+    proc, script = run_cli(tmp_path, "clamped_slice", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "tests a dynamic size against a constant at clamped_slice.py:30" in out
+    assert "nothing to fix" in out and "restored" not in out
+    from test_trace import SCRIPTS
+
+    assert script.read_bytes() == (SCRIPTS / "clamped_slice.py").read_bytes()

@@ -1203,13 +1203,49 @@ def is_zero_one(reason: Reason) -> bool:
     return reason.cause == TENSOR_SHAPE and bool(_ZERO_ONE.match(reason.text))
 
 
+# A symbolic guard that tests a dynamic size against a constant
+# (``32 != (hidden_states.size()[3] // 2)``): the dim is dynamic already, and
+# user code decided something on its size: a slice bound clamped to the size
+# (diffusers' AuraFlow before #11297: ``pe[starth:endh]`` with ``endh`` from the
+# input's height, under ``dynamic=True``), a branch on the size.  The next size
+# on the other side of the test is another graph; ``maybe_mark_dynamic``
+# cannot lift it (measured on 2.13: 2 -> 2 graphs), the code has to compute
+# without the test (AuraFlow's fix: indexes from ``arange`` + ``meshgrid``,
+# no slice).  Reported, with the line that made the guard.
+_SIZE_TEST = re.compile(r"^(?P<a>.+?)\s*(?:<=|>=|==|!=|<|>)\s*(?P<b>.+?)$")
+
+
+def is_size_test(reason: Reason) -> bool:
+    """Is ``reason`` a symbolic guard testing one dynamic size expression
+    against an int constant (not the 0/1 specialisation guard)?"""
+    if reason.cause != TENSOR_SHAPE or is_zero_one(reason) or "mismatch" in reason.text:
+        return False
+    m = _SIZE_TEST.match(reason.text)
+    if m is None:
+        return False
+    sides = [m.group("a").strip(), m.group("b").strip()]
+    constant = [s for s in sides if _INT.match(s)]
+    sized = [s for s in sides if _SYM_SIZE.search(s)]
+    return len(constant) == 1 and len(sized) == 1 and len({x.group(0) for x in _SYM_SIZE.finditer(sized[0])}) == 1
+
+
+def size_tests(entry: "CodeEntry") -> List[Reason]:
+    """The entry's reasons that are size tests (:func:`is_size_test`), one per guard text."""
+    seen: Dict[str, Reason] = {}
+    for r in entry.reasons:
+        if is_size_test(r):
+            seen.setdefault(r.text, r)
+    return list(seen.values())
+
+
 def varying_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
     """Tensor -> dimensions the trace saw change size (``size mismatch at
     index i`` and symbolic shape guards; not the 0/1 specialisation guard,
-    which ``maybe_mark_dynamic`` does not lift)."""
+    which ``maybe_mark_dynamic`` does not lift, nor a size tested against a
+    constant, :func:`is_size_test`)."""
     dims: Dict[str, set] = {}
     for r in entry.reasons:
-        if r.cause == TENSOR_SHAPE and r.source and not is_zero_one(r):
+        if r.cause == TENSOR_SHAPE and r.source and not is_zero_one(r) and not is_size_test(r):
             dims.setdefault(r.source, set()).update(r.dims)
     return {name: tuple(sorted(d)) for name, d in dims.items() if d}
 
@@ -1389,6 +1425,13 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             seen = sorted({size for dims in zero_one_sizes(entry).values() for size in dims.values()})
             what = f"size {seen[0]}" if len(seen) == 1 else "sizes 0 and 1"
             parts.append(f"{what} specialised even when dynamic (maybe_mark_dynamic does not lift it)")
+        for r in size_tests(entry):
+            where = f" at {os.path.basename(r.file)}:{r.line}" if r.file and r.line else ""
+            parts.append(
+                f"report: `{r.text}` tests a dynamic size against a constant{where} (a slice bound"
+                " clamped to the size, a branch on the size); maybe_mark_dynamic cannot lift it:"
+                " compute without the test (indexes from arange instead of a slice)"
+            )
         zero_one = sum(1 for r in entry.reasons if is_zero_one(r))
         if zero_one:
             parts.append(
