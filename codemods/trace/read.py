@@ -312,9 +312,14 @@ class CodeEntry:
     #: wrapper of it (``torch.vmap``: torch's ``wrapped``, mapped to the
     #: vmapped ``def`` by :func:`codemods.trace.match.map_library_entries`)
     through: str = ""
-    #: compiles of this code object that broke the graph at a ``Tensor.item()``
-    #: (``capture_scalar_outputs`` off: the compilation's ``restart_reasons``)
-    item_breaks: int = 0
+    #: graph breaks a dynamo setting lifts (:data:`CAPTURE_BREAKS`), from the
+    #: compilations' ``restart_reasons``: the setting -> for each compile of
+    #: this code object that broke so, what broke it (``Tensor.item()``,
+    #: ``aten.nonzero``)
+    capture_breaks: Dict[str, List[str]] = field(default_factory=dict)
+    #: a frame resumed after a graph break: the breaks a setting lifts that
+    #: its function's compiles recorded (:func:`_link_resumed`)
+    resumed_after: Dict[str, List[str]] = field(default_factory=dict)
     #: (file, first line, name) of torch's code object this entry stood for
     #: before it was mapped to the user's function (``through`` says how)
     wrapper: Optional[Tuple[str, int, str]] = None
@@ -519,7 +524,33 @@ def read_trace(folder: str) -> Trace:
         trace.files.append(path)
         per_file.append(_read_file(path, trace))
     trace.entries = _merge_processes(per_file)
+    _link_resumed(trace.entries)
     return trace
+
+
+def _link_resumed(entries: List[CodeEntry]) -> None:
+    """Give each frame resumed after a graph break (``torch_dynamo_resume_in_f_at_13``)
+    the breaks a setting lifts that compiles of its function (``f`` or a
+    frame resumed in it, same file) recorded: what it got came through them."""
+    by_function: Dict[Tuple[str, str], Dict[str, List[str]]] = {}
+    for e in entries:
+        function = _resumed_function(e.name) or e.name
+        merged = by_function.setdefault((e.filename, function), {})
+        for flag, what in e.capture_breaks.items():
+            merged.setdefault(flag, []).extend(what)
+    for e in entries:
+        function = _resumed_function(e.name)
+        if function is not None:
+            e.resumed_after = by_function.get((e.filename, function), {})
+
+
+_RESUMED = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+?)_at_\d+$")
+
+
+def _resumed_function(name: str) -> Optional[str]:
+    """``torch_dynamo_resume_in_refine_at_13`` -> ``refine``; None for a function's own frame."""
+    m = _RESUMED.match(name)
+    return m.group("fn") if m else None
 
 
 _RANK_FILE = re.compile(r"rank_(?P<rank>\d+)")
@@ -662,8 +693,8 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
             if entry.user_frame is None and info.get("stack"):
                 entry.user_frame = _user_frame(info["stack"])
             restarts = metrics.get("restart_reasons") or []
-            if isinstance(restarts, list) and any(str(r).startswith(ITEM_BREAK) for r in restarts):
-                entry.item_breaks += 1
+            for flag, what in capture_breaks(restarts if isinstance(restarts, list) else []):
+                entry.capture_breaks.setdefault(flag, []).append(what)
             if _is_limit_failure(metrics):
                 entry.limit_hit = True
                 if str(metrics.get("fail_type") or "").startswith("FailOn"):
@@ -761,8 +792,31 @@ def _user_frame(
 # Anything else stays "other", shown raw.
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
-#: how a graph break at ``Tensor.item()`` starts among a compile's ``restart_reasons``
-ITEM_BREAK = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+#: graph breaks a dynamo setting lifts: how the break starts among a
+#: compile's ``restart_reasons`` -> the setting (``torch._dynamo.config.<it>``)
+CAPTURE_SCALARS = "capture_scalar_outputs"
+CAPTURE_DYNAMIC_SHAPES = "capture_dynamic_output_shape_ops"
+CAPTURE_BREAKS: Tuple[Tuple[str, str], ...] = (
+    ("Unsupported Tensor.item() call with capture_scalar_outputs=False", CAPTURE_SCALARS),
+    # "Dynamic shape operator\n  Explanation: Operator `aten.nonzero.default`'s output shape depends on input Tensor data. ..."
+    ("Dynamic shape operator", CAPTURE_DYNAMIC_SHAPES),
+)
+_SHAPE_OPERATOR = re.compile(r"Operator `(?P<op>[\w.]+?)(?:\.default)?`")
+
+
+def capture_breaks(restarts: Sequence[object]) -> List[Tuple[str, str]]:
+    """(setting, what broke) for each of a compile's ``restart_reasons``
+    that a setting lifts, once per setting: ``Tensor.item()`` for
+    ``capture_scalar_outputs``, the operator (``aten.nonzero``) for
+    ``capture_dynamic_output_shape_ops``."""
+    found: Dict[str, str] = {}
+    for reason in restarts:
+        text = str(reason)
+        for start, flag in CAPTURE_BREAKS:
+            if text.startswith(start) and flag not in found:
+                op = _SHAPE_OPERATOR.search(text)
+                found[flag] = op.group("op") if op else ("Tensor.item()" if flag == CAPTURE_SCALARS else "an op")
+    return list(found.items())
 
 _COMPILE_ID = re.compile(r"^\s*\[?\d+/\d+\]?\s*:\s*")
 _COMMENT = re.compile(r"\s+#\s")
@@ -1425,6 +1479,11 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             seen = sorted({size for dims in zero_one_sizes(entry).values() for size in dims.values()})
             what = f"size {seen[0]}" if len(seen) == 1 else "sizes 0 and 1"
             parts.append(f"{what} specialised even when dynamic (maybe_mark_dynamic does not lift it)")
+        if entry.resumed_after.get(CAPTURE_DYNAMIC_SHAPES):
+            ops = ", ".join(f"`{op}`" for op in dict.fromkeys(entry.resumed_after[CAPTURE_DYNAMIC_SHAPES]))
+            parts.append(
+                f"torch._dynamo.config.{CAPTURE_DYNAMIC_SHAPES} = True (unsafe: the sizes come from a graph break at {ops})"
+            )
         for r in size_tests(entry):
             where = f" at {os.path.basename(r.file)}:{r.line}" if r.file and r.line else ""
             parts.append(

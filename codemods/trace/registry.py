@@ -173,8 +173,28 @@ recompiled (pytorch/rl #4094).
     fix_safety="Unsafe: a global setting; compiled code that branches on such a value breaks the graph there, or fails to compile under fullgraph=True (the rerun then restores the file).",
 )
 
+CAPTURE_DYNAMIC_SHAPES = TraceCure(
+    name="capture-dynamic-shapes-from-trace",
+    summary="capture_dynamic_output_shape_ops where code recompiles after graph breaks at data-dependent sizes",
+    causes=(TENSOR_SHAPE, RESUME_VALUE),
+    what_it_does="""
+Sets `torch._dynamo.config.capture_dynamic_output_shape_ops = True` after the
+imports of the first file whose compiled code broke the graph at an op whose
+output size depends on the data (`torch.where(mask)`, a boolean index,
+`torch.unique`) and recompiled (kornia 7d73de442).
+""",
+    why_it_recompiles="The break splits the function; each frame resumed after it gets tensors of the count the data gave, and a new count is a new size.",
+    example="""
+    import torch
+    torch._dynamo.config.capture_dynamic_output_shape_ops = True  # inserted
+""",
+    fix_safety="Unsafe: a global setting; compiled code that branches on such a size breaks the graph there, or fails to compile under fullgraph=True (the rerun then restores the file).",
+)
+
 #: in the order the guide applies them
-TRACE_CURES: Tuple[TraceCure, ...] = (UNSPEC_FLAG, MARK_DYNAMIC, MARK_UNBACKED, CONTIGUOUS, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS)
+TRACE_CURES: Tuple[TraceCure, ...] = (
+    UNSPEC_FLAG, MARK_DYNAMIC, MARK_UNBACKED, CONTIGUOUS, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES,
+)
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 
 

@@ -47,4 +47,4 @@ with torch.no_grad():
     for size in (32, 48, 64, 40):
         latent = torch.randn(1, 4, size, size)
         total += float(compiled(latent).sum())
-print(f"OUT {total:.4f}")
+print(f"result: {total:.4f}")

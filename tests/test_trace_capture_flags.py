@@ -1,0 +1,124 @@
+"""Graph breaks a dynamo setting lifts, whose resumed code recompiles -> the
+setting after the imports, from the trace (codemods/trace/capture_flags.py):
+``capture_scalar_outputs`` for ``Tensor.item()`` (pytorch/rl before #4094),
+``capture_dynamic_output_shape_ops`` for ops whose output size depends on the
+data (kornia before 7d73de442)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from test_trace import copied, fixture, graphs, results, run_cli  # noqa: F401 (copied: a pytest fixture)
+
+from codemods.analysis.context import Settings
+from codemods.trace import guide as trace_guide
+from codemods.trace import read as tr
+from codemods.trace import capture_flags as scalar_capture
+
+
+def test_the_flag_goes_after_the_imports_once():
+    src = textwrap.dedent(
+        """\
+        \"\"\"doc\"\"\"
+        import os
+        import torch
+        import torch.nn as nn
+        from torch import Tensor
+
+        X = 1
+        import json
+        """
+    )
+    new, line = scalar_capture.capture_flag(src.encode())
+    assert line == 5
+    assert new.decode() == src.replace("from torch import Tensor\n", "from torch import Tensor\ntorch._dynamo.config.capture_scalar_outputs = True\n")
+    assert scalar_capture.capture_flag(new) == (None, 0)  # set already: a second run changes nothing
+    # no module-level `import torch`: no place known
+    assert scalar_capture.capture_flag(b"def f():\n    import torch\n") == (None, 0)
+
+
+def test_the_recorded_trace_counts_item_breaks_and_offers_the_flag_as_unsafe(copied):  # noqa: F811
+    script, trace = copied("item_resume")
+    first = next(e for e in trace.entries if e.name == "normalize")
+    assert first.capture_breaks == {"capture_scalar_outputs": ["Tensor.item()"]}
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [match] = [m for m in guided.matches if m.finding.rule_name == "capture-scalars-from-trace"]
+    assert (match.finding.line, match.finding.applied, match.finding.fix.safety.value) == (3, False, "unsafe")
+    assert all(not g.changed for g in guided.files)
+    applied = trace_guide.guide(trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True)
+    [g] = [g for g in applied.files if g.changed]
+    assert b"import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n" in g.new
+    off = trace_guide.guide(trace, Settings(unsafe_fixes=True, ignore=frozenset({"TRACE"})), [str(script.parent)], fixing=True)
+    assert not any(m.finding.rule_name == "capture-scalars-from-trace" for m in off.matches)
+
+
+def test_no_flag_without_a_recompile(copied):  # noqa: F811
+    script, trace = copied("item_resume")
+    for e in trace.entries:  # the same breaks; no compile counted as a recompile
+        e.recompiles = 0
+    guided = trace_guide.guide(trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True)
+    assert guided.files  # the file is implicated (its reasons stay) ...
+    assert not any(m.finding.rule_name == "capture-scalars-from-trace" for m in guided.matches)  # ... the flag is not offered
+
+
+def test_run_fix_keeps_the_item_in_the_graph(tmp_path):
+    """Under torch 2.13: 3 graphs -> 1, the same printed result."""
+    proc, script = run_cli(tmp_path, "item_resume", "--fix", "--unsafe-fixes")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "torch_dynamo_resume_in_normalize_at_8 (item_resume.py)") == (2, 0)
+    assert "  total" in out and " 3 -> 1" in out
+    first, second = results(out)
+    assert first == second
+    assert "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n" in script.read_text()
+
+
+# -- capture_dynamic_output_shape_ops: kornia's NMS refinement ------------------------
+
+
+def test_the_setting_is_named_by_the_break():
+    src = b"import torch\n\nx = 1\n"
+    new, line = scalar_capture.capture_flag(src, "capture_dynamic_output_shape_ops")
+    assert line == 1 and new == b"import torch\ntorch._dynamo.config.capture_dynamic_output_shape_ops = True\n\nx = 1\n"
+    # the other setting is another line; each is set once
+    both, _ = scalar_capture.capture_flag(new, "capture_scalar_outputs")
+    assert both.count(b"capture_") == 2
+    assert scalar_capture.capture_flag(both, "capture_dynamic_output_shape_ops") == (None, 0)
+
+
+def test_the_recorded_trace_names_the_data_dependent_op_and_the_frames_after_it():
+    trace = fixture("shape_op_resume")
+    first = next(e for e in trace.entries if e.name == "forward")
+    assert set(first.capture_breaks) == {"capture_dynamic_output_shape_ops"}
+    assert set(first.capture_breaks["capture_dynamic_output_shape_ops"]) == {"aten.nonzero"}
+    resumed = [e for e in trace.entries if e.name.startswith("torch_dynamo_resume_in_refine_at_")]
+    assert len(resumed) == 4 and all(e.recompiles == 1 for e in resumed)
+    assert all(set(e.resumed_after) == {"capture_dynamic_output_shape_ops"} for e in resumed)
+    label = tr.cure_label(resumed[0], tr.TENSOR_SHAPE, ["FR001", "FR007"])
+    assert "torch._dynamo.config.capture_dynamic_output_shape_ops = True (unsafe: the sizes come from a graph break at `aten.nonzero`)" in label
+    # the item break's trace names no dynamic-shape setting
+    item = fixture("item_resume")
+    assert all("capture_dynamic_output_shape_ops" not in e.capture_breaks for e in item.entries)
+
+
+def test_the_dynamic_shape_setting_is_unsafe_and_applied_with_unsafe_fixes(copied):  # noqa: F811
+    script, trace = copied("shape_op_resume")
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [match] = [m for m in guided.matches if m.finding.rule_name == "capture-dynamic-shapes-from-trace"]
+    assert (match.finding.line, match.finding.applied, match.finding.fix.safety.value) == (9, False, "unsafe")
+    assert all(not g.changed for g in guided.files)
+    applied = trace_guide.guide(trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True)
+    [g] = [g for g in applied.files if g.changed]
+    assert g.new == script.read_bytes().replace(b"import torch\n", b"import torch\ntorch._dynamo.config.capture_dynamic_output_shape_ops = True\n", 1)
+
+
+def test_run_fix_keeps_the_data_dependent_ops_in_the_graph(tmp_path):
+    """Under torch 2.13: 9 graphs -> 1 (four frames resumed after the breaks,
+    each compiled twice, are gone), the same printed result."""
+    proc, script = run_cli(tmp_path, "shape_op_resume", "--fix", "--unsafe-fixes")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "  total" in out and " 9 -> 1" in out, out
+    first, second = results(out)
+    assert first == second
+    assert "import torch\ntorch._dynamo.config.capture_dynamic_output_shape_ops = True\n" in script.read_text()
