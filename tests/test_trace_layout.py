@@ -85,3 +85,70 @@ def test_the_recorded_trace_gives_the_same_fix(copied):  # noqa: F811
     assert [(m.finding.code, m.finding.rule_name, m.cause) for m in guided.matches] == [("TRACE", "contiguous-from-trace", tr.LAYOUT)]
     off = trace_guide.guide(trace, Settings(ignore=frozenset({"TRACE"})), [str(script.parent)], fixing=True)
     assert not off.matches
+
+
+# -- a field of a state fed back: .contiguous() where the compiled code writes it -------
+
+STATE = textwrap.dedent(
+    """\
+    import dataclasses
+    import torch
+
+
+    def com_pos(d, cond):
+        com = torch.where(cond.T, d.pos, d.com)
+        d.update_(com=com)
+        return dataclasses.replace(d, com=com * 2, pos=d.pos)
+
+
+    def kept(d, cond):
+        com = torch.where(cond.T, d.pos, d.com)
+        d = d.replace(com=com)
+        com.mul_(2)  # the field must see this change: no copy
+        return d
+
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            self.com = x.t()  # a module's attribute: not a state passed in
+            state.com = x.t()
+            return x
+    """
+)
+
+
+def test_the_values_written_to_the_field_get_one_layout():
+    new, sites = trace_cures.contiguous_at_writes(STATE.encode(), ["com"])
+    new = new.decode()
+    assert [(s.function, s.arg) for s in sites] == [("com_pos", "com"), ("forward", "x.t()")]
+    assert "    d.update_(com=com.contiguous())\n" in new
+    # an expression that would need parentheses is left alone (as at the calls)
+    assert "dataclasses.replace(d, com=com * 2, pos=d.pos)" in new
+    assert "    state.com = x.t().contiguous()\n" in new
+    assert "self.com = x.t()  #" in new  # self's attribute is left alone
+    assert "    d = d.replace(com=com)\n" in new  # changed in place afterwards: left alone
+    again, sites = trace_cures.contiguous_at_writes(new.encode(), ["com"])
+    assert again is None and sites == []  # a second run changes nothing
+    assert trace_cures.contiguous_at_writes(STATE.encode(), ["pos"]) == (None, [])  # `pos=d.pos` passes the field through
+
+
+def test_which_sources_are_fields_of_a_state():
+    assert tr.field_of("args[1].subtree_com") == "subtree_com"
+    assert tr.field_of("d.com") == "com"
+    assert tr.field_of("kwargs['state'].com") == "com"
+    assert tr.field_of("self.com") is None
+    assert tr.field_of("d.a.b") is None
+    assert tr.field_of("x") is None
+
+
+def test_run_fix_writes_the_field_in_one_layout(tmp_path):
+    """Under torch 2.13: 2 graphs -> 1, the same printed result (mujoco-torch before b8e4fa6)."""
+    proc, script = run_cli(tmp_path, "state_field_layout", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "tensor strides `d.com`  `.contiguous()` where `com` is written" in out
+    assert "fixed: state_field_layout.py:25:39: TRACE `step` recompiled on the strides of the field `com`" in out
+    assert graphs(out, "step (state_field_layout.py)") == (2, 1)
+    first, second = results(out)
+    assert first == second
+    assert "    return dataclasses.replace(d, com=com.contiguous())\n" in script.read_text()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .._lazy import cst
 
@@ -595,6 +595,107 @@ def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
                 f" tensors of different layouts; pass `{site.arg}.contiguous()` here (the same values, one layout for every call)"
             )
             finding = _applied_finding(g.display_path, site.line, site.column, message, f"pass `{site.arg}.contiguous()`", CONTIGUOUS.name)
+            g.matches.append(Match(finding, entry, tr.LAYOUT))
+
+
+# A stride recompile on a field of a state object passed in
+# (``tensor 'args[1].subtree_com' stride mismatch at index 1``): compiled code
+# returns the state with that field written, the caller feeds it back, and
+# the value written has another layout than the state first passed
+# (mujoco-torch before b8e4fa6: ``com_pos`` writes ``subtree_com =
+# torch.where(cond, d.xipos, ...)``, whose layout follows a transposed mask
+# under ``torch.vmap``).  Where a function of the file writes that field
+# (``d.update_(subtree_com=v)``, ``d.replace(subtree_com=v)``,
+# ``d.subtree_com = v``; never ``self``'s), the value becomes
+# ``v.contiguous()``: the same values, a copy only where it is not
+# contiguous, so every call gets one layout (the project's own fix).  Not
+# where the function changes the value in place afterwards (the field would
+# no longer see the change), nor a field passed through (``pos=d.pos``: it
+# keeps the layout it came in with, mujoco-torch's other fix, f81eea1).  A layout vmap gives a value that depends on no
+# batched input (``torch.zeros(n)``: batch stride 0) is not changed by it
+# (mujoco-torch before f81eea1: measured 2 -> 2, the rerun restores the
+# file).  Safe; ``--fix`` keeps it only if fewer graphs compile with the same
+# output and exit code.
+
+#: the methods that write a state's fields by keyword (tensorclass, dataclass, namedtuple)
+_FIELD_WRITERS = frozenset({"update_", "update", "replace", "_replace"})
+
+
+def _field_writes(fn: ast.AST, field: str) -> Iterator[ast.expr]:
+    """The values ``fn`` writes to ``field`` of a state object."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name in _FIELD_WRITERS:
+                for kw in node.keywords:
+                    if kw.arg == field:
+                        yield kw.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            t = node.targets[0]
+            if isinstance(t, ast.Attribute) and t.attr == field and isinstance(t.value, ast.Name) and t.value.id != "self":
+                yield node.value
+
+
+def contiguous_at_writes(data: bytes, fields: Sequence[str]) -> Tuple[Optional[bytes], List[ContiguousSite]]:
+    """``data`` with ``.contiguous()`` on the values its functions write to
+    ``fields`` of a state object; (None, []) when there is none to change."""
+    from ..pipeline.engine import parse_ast
+
+    try:
+        source = parse_ast("<trace>", data)
+    except FileError:
+        return None, []
+    edits: List[Edit] = []
+    sites: List[ContiguousSite] = []
+    done: set = set()
+    for fn in ast.walk(source.tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for field in fields:
+            for value in _field_writes(fn, field):
+                if id(value) in done or not isinstance(value, _ATOMS) or _already_contiguous(value):
+                    continue
+                if isinstance(value, ast.Attribute) and value.attr == field:
+                    continue  # the field passed through (`pos=d.pos`): it keeps the layout it came in with
+                if isinstance(value, ast.Name) and _changed_in_place(fn, value.id):
+                    continue
+                done.add(id(value))
+                edits.append(Edit(source.target(value, "BaseExpression"), _then("contiguous")))
+                line, column = source.start(value)
+                sites.append(ContiguousSite(line, column + 1, fn.name, source.segment(value), field))
+    if not edits:
+        return None, []
+    return _render_edits(source, data, edits), sites
+
+
+def apply_field_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
+    """Add ``.contiguous()`` where the guided files write a field of a state
+    object that a code object recompiled on the strides of (one finding,
+    code ``TRACE``, safe, applied, per value changed)."""
+    fields: Dict[str, tr.CodeEntry] = {}
+    for entry in trace.entries:
+        if entry_file(entry) is None or tr.is_library_file(entry.filename):
+            continue
+        for source in entry.sources(tr.LAYOUT):
+            field = tr.field_of(source)
+            if field is not None:
+                fields.setdefault(field, entry)
+    if not fields:
+        return
+    for g in guided.files:
+        base = g.new if g.new is not None else g.original
+        new, sites = contiguous_at_writes(base, list(fields))
+        if new is None:
+            continue
+        g.new = new
+        for site in sites:
+            entry = fields[site.param]
+            message = (
+                f"`{tr.display_name(entry)}` recompiled on the strides of the field `{site.param}` of a state passed"
+                f" in (from the trace): `{site.function}` writes it with another layout than the state first passed;"
+                f" write `{site.arg}.contiguous()` (the same values, one layout for every call)"
+            )
+            finding = _applied_finding(g.display_path, site.line, site.column, message, f"write `{site.arg}.contiguous()`", CONTIGUOUS.name)
             g.matches.append(Match(finding, entry, tr.LAYOUT))
 
 

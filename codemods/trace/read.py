@@ -1235,6 +1235,18 @@ def argument_of(source: str) -> Optional[Tuple[str, bool]]:
     return (source, False) if _IDENT.match(source) else None
 
 
+#: a field of a state object passed in (``args[1].subtree_com``, ``d.qacc``):
+#: not ``self``'s (a module's attribute), not a nested path
+_STATE_FIELD = re.compile(r"""^(?!self\.)(?:args\[\d+\]|kwargs\[['"][A-Za-z_]\w*['"]\]|[A-Za-z_]\w*)\.(?P<field>[A-Za-z_]\w*)$""")
+
+
+def field_of(source: str) -> Optional[str]:
+    """The field a guard's source reads of a state object passed in:
+    ``args[1].subtree_com`` -> ``subtree_com``; None for anything else."""
+    m = _STATE_FIELD.match(source)
+    return m.group("field") if m else None
+
+
 #: causes that automatic dynamic shapes lift after one change (``dynamic=None``)
 AUTOMATIC_DYNAMIC = frozenset({FLOAT_ARG, INT_ARG, TENSOR_SHAPE})
 #: the source torch names for a loop's iterator: a comprehension's ``.0``, a
@@ -1503,11 +1515,13 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             f"report: the iterator of a Python loop ({sources}) has a new length every call: "
             "a loop over tensor data (.unbind(), .tolist()) is vectorised or run outside the compiled code"
         )
-    elif cause == LAYOUT and any(argument_of(s) for s in entry.sources(cause)):
+    elif cause == LAYOUT and any(argument_of(s) or field_of(s) for s in entry.sources(cause)):
         # callers pass different layouts of one tensor: one layout for all
-        # (codemods/trace/cures.py: .contiguous() at the calls)
+        # (codemods/trace/cures.py: .contiguous() at the calls, or where the
+        # compiled code writes the field of the state fed back)
         names = [a[0] for a in (argument_of(s) for s in entry.sources(cause)) if a is not None]
-        parts.append(", ".join(f"{n}.contiguous() at the calls" for n in names))
+        fields = [f for f in (field_of(s) for s in entry.sources(cause)) if f is not None]
+        parts.append(", ".join([f"{n}.contiguous() at the calls" for n in names] + [f"`.contiguous()` where `{f}` is written" for f in fields]))
     elif cause == ALIASING and aliased_pairs(entry):
         # inputs made one tensor by the code that feeds them back
         # (codemods/trace/cures.py: .clone() where the alias is made)

@@ -107,7 +107,10 @@ CONTIGUOUS = TraceCure(
     what_it_does="""
 Passes `arg.contiguous()` at each call of a compiled function the trace shows
 recompiling on the strides of that parameter (diffusers' WanAnimate: a
-transposed view into the first of blocks compiled one by one).
+transposed view into the first of blocks compiled one by one); for the
+strides of a field of a state passed in and fed back (`args[1].subtree_com`),
+writes `.contiguous()` on the values the code writes to that field
+(mujoco-torch b8e4fa6).
 """,
     why_it_recompiles="Dynamo guards a tensor input's strides: another layout is another graph.",
     example="""
