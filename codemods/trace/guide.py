@@ -21,7 +21,7 @@ from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic, write_changed
 from .match import Guided, GuidedFile, Match, _real, entry_file, implicated_files, made_class_files, map_library_entries, match_file
 from .float_state import apply_float_state_evidence
-from .capture_flags import apply_capture_evidence
+from .config_cures import apply_config_evidence
 from .cures import MARK_CODE, apply_alias_evidence, apply_evidence, apply_field_layout_evidence, apply_flag_evidence, apply_layout_evidence
 
 
@@ -165,7 +165,7 @@ def guide(
         # FR018's finding where it found the dict, TRACE's elsewhere
         apply_float_state_evidence(trace, out, settings.unsafe_fixes, trace_cures=settings.selects(MARK_CODE))
         if settings.selects(MARK_CODE):
-            apply_capture_evidence(trace, out, settings.unsafe_fixes)
+            apply_config_evidence(trace, out, settings.unsafe_fixes)
     return out
 
 

@@ -232,6 +232,9 @@ class Reason:
     #: where an op needed the Python number: the user's code line and its
     #: place (```torch.as_tensor(crop_box)` (sam.py:22)``), "" otherwise
     op_site: str = ""
+    #: torch's comment says duck sizing added this equality (two inputs'
+    #: sizes were equal when it compiled, so they share one symbol)
+    duck: bool = False
     #: the failure of a cache entry that survived a compile whose other
     #: entries a freed object invalidated (the recompile_reason names the
     #: first entry only): the invalidation is that compile's cause
@@ -1127,6 +1130,7 @@ def parse_reason(text: str) -> List[Reason]:
                     dims=dims,
                     specialized=" in evaluate_expr)" in part or bool(op_site) or computed,
                     op_site=op_site,
+                    duck=cause == TENSOR_SHAPE and DUCK_SIZING in part,
                 )
             )
     return out
@@ -1260,6 +1264,18 @@ def loop_iterators(entry: "CodeEntry", cause: str) -> bool:
     return bool(sources) and all(_LOOP_ITERATOR.match(s) for s in sources)
 #: a keyword argument of a compiled function taking ``**kwargs``
 _KWARG = re.compile(r"""^kwargs\[['"](?P<key>[A-Za-z_]\w*)['"]\]$""")
+
+#: how torch 2.13 comments a guard that duck sizing made (``a.size()[1] ==
+#: b.size()[0]  # duck sizing added this equality because these variables had
+#: the same size 64 (to avoid this specialization, set
+#: torch.fx.experimental._config.use_duck_shape = False)``)
+DUCK_SIZING = "duck sizing added this equality"
+
+
+def duck_sized(entry: "CodeEntry") -> List[str]:
+    """The entry's guards duck sizing added, one per text."""
+    return list(dict.fromkeys(r.text for r in entry.reasons if r.duck))
+
 
 #: the 0/1 specialisation guard: a dynamic dim got size 0 or 1
 _ZERO_ONE = re.compile(r"^2 <= \S+\.size\(\)\[\d+\]$")
@@ -1491,6 +1507,11 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             seen = sorted({size for dims in zero_one_sizes(entry).values() for size in dims.values()})
             what = f"size {seen[0]}" if len(seen) == 1 else "sizes 0 and 1"
             parts.append(f"{what} specialised even when dynamic (maybe_mark_dynamic does not lift it)")
+        if duck_sized(entry):
+            parts.append(
+                "torch.fx.experimental._config.use_duck_shape = False (duck sizing tied two sizes that were equal once: "
+                + ", ".join(f"`{t}`" for t in duck_sized(entry)) + ")"
+            )
         if entry.resumed_after.get(CAPTURE_DYNAMIC_SHAPES):
             ops = ", ".join(f"`{op}`" for op in dict.fromkeys(entry.resumed_after[CAPTURE_DYNAMIC_SHAPES]))
             parts.append(

@@ -194,9 +194,29 @@ output size depends on the data (`torch.where(mask)`, a boolean index,
     fix_safety="Unsafe: a global setting; compiled code that branches on such a size breaks the graph there, or fails to compile under fullgraph=True (the rerun then restores the file).",
 )
 
+NO_DUCK_SHAPE = TraceCure(
+    name="no-duck-shape-from-trace",
+    summary="use_duck_shape = False where code recompiles on an equality duck sizing added",
+    causes=(TENSOR_SHAPE,),
+    what_it_does="""
+Sets `torch.fx.experimental._config.use_duck_shape = False` after the imports
+of the first file whose compiled code recompiled on a size equality torch says
+duck sizing added (llm-compressor aa5f4b0's MSE observer).
+""",
+    why_it_recompiles="""
+Under dynamic shapes two inputs' sizes that are equal at the first compile
+share one symbol; the guard on their equality fails when they differ.
+""",
+    example="""
+    import torch
+    torch.fx.experimental._config.use_duck_shape = False  # inserted
+""",
+    fix_safety="Safe: a setting that changes no value (each size gets its own symbol); kept only if the rerun compiles fewer graphs with the same output.",
+)
+
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
-    UNSPEC_FLAG, MARK_DYNAMIC, MARK_UNBACKED, CONTIGUOUS, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES,
+    UNSPEC_FLAG, MARK_DYNAMIC, MARK_UNBACKED, CONTIGUOUS, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE,
 )
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 

@@ -1,5 +1,5 @@
 """Graph breaks a dynamo setting lifts, whose resumed code recompiles -> the
-setting after the imports, from the trace (codemods/trace/capture_flags.py):
+setting after the imports, from the trace (codemods/trace/config_cures.py):
 ``capture_scalar_outputs`` for ``Tensor.item()`` (pytorch/rl before #4094),
 ``capture_dynamic_output_shape_ops`` for ops whose output size depends on the
 data (kornia before 7d73de442)."""
@@ -13,7 +13,7 @@ from test_trace import copied, fixture, graphs, results, run_cli  # noqa: F401 (
 from codemods.analysis.context import Settings
 from codemods.trace import guide as trace_guide
 from codemods.trace import read as tr
-from codemods.trace import capture_flags as scalar_capture
+from codemods.trace import config_cures as scalar_capture
 
 
 def test_the_flag_goes_after_the_imports_once():
@@ -122,3 +122,54 @@ def test_run_fix_keeps_the_data_dependent_ops_in_the_graph(tmp_path):
     first, second = results(out)
     assert first == second
     assert "import torch\ntorch._dynamo.config.capture_dynamic_output_shape_ops = True\n" in script.read_text()
+
+
+# -- use_duck_shape = False: llm-compressor's MSE observer --------------------------------
+
+
+def test_a_guard_duck_sizing_added_is_known_by_torchs_comment():
+    [duck] = tr.parse_reason(
+        "0/0: observed.size()[1] == max_val.size()[0]  # duck sizing added this equality because these"
+        " variables had the same size 64 (to avoid this specialization, set torch.fx.experimental._config.use_duck_shape = False)"
+    )
+    [plain] = tr.parse_reason("0/0: x.size()[1] == y.size()[1]")
+    assert duck.duck and duck.cause == tr.TENSOR_SHAPE and duck.text == "observed.size()[1] == max_val.size()[0]"
+    assert not plain.duck
+
+
+def test_the_recorded_trace_offers_no_duck_shape_as_safe(copied):  # noqa: F811
+    script, trace = copied("duck_sized_inputs")
+    [entry] = trace.entries
+    assert tr.duck_sized(entry) == ["observed.size()[1] == max_val.size()[0]"]
+    label = tr.cure_label(entry, tr.TENSOR_SHAPE, ["FR001", "FR007"])
+    assert "torch.fx.experimental._config.use_duck_shape = False (duck sizing tied two sizes" in label
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [match] = [m for m in guided.matches if m.finding.rule_name == "no-duck-shape-from-trace"]
+    assert (match.finding.applied, match.finding.fix.safety.value) == (True, "safe")
+    [g] = [g for g in guided.files if g.changed]
+    assert g.new == script.read_bytes().replace(b"import torch\n", b"import torch\ntorch.fx.experimental._config.use_duck_shape = False\n", 1)
+    # the capture settings' traces show no duck sizing
+    assert not any(tr.duck_sized(e) for e in fixture("shape_op_resume").entries)
+
+
+def test_run_fix_gives_each_size_its_own_symbol(tmp_path):
+    """Under torch 2.13: 2 graphs -> 1, the same printed result."""
+    proc, script = run_cli(tmp_path, "duck_sized_inputs", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "_compute_chunk (duck_sized_inputs.py)") == (2, 1)
+    first, second = results(out)
+    assert first == second
+    assert "import torch\ntorch.fx.experimental._config.use_duck_shape = False\n" in script.read_text()
+
+
+def test_a_mark_before_the_call_is_preferred_to_the_global_setting(copied):  # noqa: F811
+    """The weight passed by name: the mark of its dim (a local fix) cures the
+    duck-sized pair as well (measured: 2 -> 1), and the setting is not added."""
+    script, trace = copied("duck_sized_inputs")
+    script.write_text(script.read_text().replace("_compute_chunk(weight.view(rows, width), ", "_compute_chunk(weight, "))
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert [m.finding.rule_name for m in guided.matches] == ["mark-dynamic-from-trace"]
+    [g] = [g for g in guided.files if g.changed]
+    assert b"    torch._dynamo.maybe_mark_dynamic(weight, 1)\n" in g.new
+    assert b"\ntorch.fx.experimental._config.use_duck_shape = False\n" not in g.new

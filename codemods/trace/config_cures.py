@@ -1,0 +1,213 @@
+"""Fixes made from trace evidence: a torch setting, set once after the
+imports of the file whose compiled code recompiled, where the trace shows
+what the setting lifts.  Two keep in the graph what broke it (below); one
+stops duck sizing (at the end).
+
+A graph break splits a compiled function into frames resumed after it,
+whose guards on the values around the break fail on the next call.  Two
+breaks have a setting that lifts them (:data:`codemods.trace.read.CAPTURE_BREAKS`,
+read from a compilation's ``restart_reasons``); the trace shows a compile
+that broke so in a file whose compiled code recompiled, and this fix sets
+``torch._dynamo.config.<setting> = True`` right after the module-level
+``import torch`` (and the imports right after it) of the file of the code
+that broke (it runs before that code is traced):
+
+- ``capture_scalar_outputs`` for ``Tensor.item()`` ("Unsupported
+  Tensor.item() call with capture_scalar_outputs=False").  pytorch/rl
+  before #4094: a compiled ``extend_and_sample`` writes a replay storage's
+  cursor as ``int(cursor[-1].item())``, the frame resumed after it guards
+  ``___stack2 == 0`` (measured on 2.13,
+  ``benchmarks/recall/torchrl_storage_revision_counter``: 6 -> 3 graphs,
+  same output; the project's fix keeps the cursor a tensor).
+- ``capture_dynamic_output_shape_ops`` for an op whose output size depends
+  on the data ("Dynamic shape operator": ``torch.where(mask)``, a boolean
+  index, ``torch.unique``).  kornia before 7d73de442: the sub-pixel
+  refinement of NMS maxima, compiled, breaks at each; every frame resumed
+  after one gets tensors of the count the data gave, a new count each
+  image, and recompiles on their sizes (and again at the 0/1
+  specialisation of an empty octave).  The setting is the first half of
+  kornia's fix and torch's own hint (measured on 2.13,
+  ``benchmarks/recall/kornia_quadinterp_nms_count``: 15 -> 3 graphs, same
+  output; the rest of the fix removes an ``N == 0`` branch and the
+  ``unique``: no rewrite makes that).
+
+Unsafe: a global setting, and a value or size kept in the graph is
+data-dependent -- compiled code that branches on it graph-breaks there or,
+under ``fullgraph=True``, fails to compile (``run --fix`` then sees another
+exit code, or no fewer graphs, and restores the file).  Applied with
+``--unsafe-fixes``; each setting once per run, in the first file the trace
+shows breaking so.
+
+Duck sizing: a compile under dynamic shapes gives two inputs' sizes that
+happen to be equal one symbol, and guards their equality; the next call
+where they differ recompiles (torch 2.13 comments the guard "duck sizing
+added this equality ... set torch.fx.experimental._config.use_duck_shape =
+False").  llm-compressor before aa5f4b0: the MSE observer's compiled chunk
+gets a view whose base's width equals another input's length (64), the next
+layer's does not (measured on 2.13,
+``benchmarks/recall/llmcompressor_mse_observer_unbacked``: 3 -> 2 graphs with
+the setting, the project's own fix, a clone, also 2).  Safe: a setting that
+changes no value (each size gets its own symbol); ``run --fix`` keeps it only
+if fewer graphs compile with the same output and exit code.  Not where a
+mark before the call (``maybe_mark_dynamic`` of the data's dim, which duck
+sizing leaves alone: measured, 2 -> 1) cures the code object already.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Tuple
+
+from .._lazy import cst
+
+from . import read as tr
+from .registry import CAPTURE_DYNAMIC_SHAPES, CAPTURE_SCALARS, NO_DUCK_SHAPE, TraceCure
+from ..analysis.placement import config_mentions, torch_expr
+from ..analysis.source import statement_target
+from ..findings import FileError
+from ..cst_edits import insert_after_node
+from .cures import _applied_finding, _render_edits, _torch_import
+from .match import Guided, Match, _real, entry_file
+
+
+@dataclass(frozen=True)
+class ConfigCure:
+    """One setting: where it lives under ``torch`` (``_dynamo.config``), its
+    name and the value set, its cure's declaration, what the trace shows of
+    it in one code object (:attr:`shows`: the breaks it lifts, the guards it
+    stops; empty: nothing), how the message says that, what the setting
+    keeps, and the risk that makes it unsafe ("" for a safe one)."""
+
+    module: Tuple[str, ...]
+    flag: str
+    value: bool
+    cure: TraceCure
+    shows: Callable[[tr.CodeEntry], List[str]]
+    showed: Callable[[List[str]], str]
+    keeps: str
+    risk: str = ""
+    #: not for a code object whose shapes a local fix (a mark before the
+    #: call) cures already: the mark does as well without a global setting
+    local_first: bool = False
+
+    @property
+    def setting(self) -> str:
+        return f"torch.{'.'.join(self.module)}.{self.flag} = {self.value}"
+
+
+def _broke_at(flag: str) -> Callable[[tr.CodeEntry], List[str]]:
+    return lambda entry: list(entry.capture_breaks.get(flag, ()))
+
+
+def _break_phrase(broke: List[str]) -> str:
+    at = ", ".join(f"`{w}`" for w in dict.fromkeys(broke))
+    return f"broke the graph at {at} (in {len(broke)} compile{'s' if len(broke) != 1 else ''}, from the trace)"
+
+
+CONFIG_CURES: Tuple[ConfigCure, ...] = (
+    ConfigCure(
+        ("_dynamo", "config"),
+        tr.CAPTURE_SCALARS,
+        True,
+        CAPTURE_SCALARS,
+        _broke_at(tr.CAPTURE_SCALARS),
+        _break_phrase,
+        "so `.item()` stays in the graph",
+        "compiled code that branches on such a value breaks the graph there, or fails to compile under fullgraph=True",
+    ),
+    ConfigCure(
+        ("_dynamo", "config"),
+        tr.CAPTURE_DYNAMIC_SHAPES,
+        True,
+        CAPTURE_DYNAMIC_SHAPES,
+        _broke_at(tr.CAPTURE_DYNAMIC_SHAPES),
+        _break_phrase,
+        "so ops whose output size depends on the data stay in the graph (sizes unbacked)",
+        "compiled code that branches on such a size breaks the graph there, or fails to compile under fullgraph=True",
+    ),
+    ConfigCure(
+        ("fx", "experimental", "_config"),
+        "use_duck_shape",
+        False,
+        NO_DUCK_SHAPE,
+        tr.duck_sized,
+        lambda guards: "recompiled on an equality duck sizing added (" + ", ".join(f"`{g}`" for g in guards) + ", from the trace)",
+        "so sizes that happen to be equal once get their own symbols",
+        local_first=True,
+    ),
+)
+
+
+def config_flag(data: bytes, cure: ConfigCure) -> Tuple[Optional[bytes], int]:
+    """``data`` with ``cure``'s setting after its module-level ``import
+    torch`` and the imports that follow it (and the line it follows); (None,
+    0) when the file sets or reads that flag already, or imports no torch at
+    module level."""
+    from ..analysis.compile_sites import model_of
+    from ..pipeline.engine import parse_ast
+
+    try:
+        source = parse_ast("<trace>", data)
+    except FileError:
+        return None, 0
+    model = model_of(source)
+    stmt = _torch_import(source)
+    if model.torch_alias is None or stmt is None or config_mentions(source, [cure.flag]):
+        return None, 0
+    setting = cst.SimpleStatementLine(
+        body=[cst.Assign(targets=[cst.AssignTarget(torch_expr(model, *cure.module, cure.flag))], value=cst.Name(str(cure.value)))]
+    )
+    return _render_edits(source, data, [insert_after_node(statement_target(source, stmt), setting)]), stmt.lineno
+
+
+def capture_flag(data: bytes, flag: str = tr.CAPTURE_SCALARS) -> Tuple[Optional[bytes], int]:
+    """:func:`config_flag` for the capture setting named ``flag``."""
+    return config_flag(data, next(c for c in CONFIG_CURES if c.flag == flag))
+
+
+def apply_config_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -> None:
+    """For each setting of :data:`CONFIG_CURES`: set it in the first guided
+    file whose code the trace shows needing it and recompiled (one finding,
+    code ``TRACE``; an unsafe one applied with ``--unsafe-fixes``)."""
+    for cure in CONFIG_CURES:
+        _apply(trace, guided, unsafe_fixes, cure)
+
+
+def _apply(trace: tr.Trace, guided: Guided, unsafe_fixes: bool, cure: ConfigCure) -> None:
+    by_real = {_real(g.path): g for g in guided.files}
+    recompiled = {_real(entry_file(e)) for e in trace.entries if e.recompiles and entry_file(e) and not tr.is_library_file(e.filename)}
+    for entry in trace.entries:
+        path = entry_file(entry)
+        if not cure.shows(entry) or path is None or tr.is_library_file(entry.filename) or _real(path) not in recompiled:
+            continue
+        g = by_real.get(_real(path))
+        if g is None:
+            continue
+        if cure.local_first and any(m.entry is entry and m.cause == tr.TENSOR_SHAPE and m.finding.applied for m in g.matches):
+            continue
+        base = g.new if g.new is not None else g.original
+        new, line = config_flag(base, cure)
+        if new is None:
+            return
+        unsafe = bool(cure.risk)
+        if unsafe_fixes or not unsafe:
+            g.new = new
+        mine = [e for e in trace.entries if entry_file(e) and _real(entry_file(e)) == _real(path)]
+        shown = [what for e in mine for what in cure.shows(e)]
+        resumed = sum(e.recompiles for e in mine)
+        risk = f" (unsafe: a global setting; {cure.risk})" if unsafe else ""
+        message = (
+            f"`{tr.display_name(entry)}` {cure.showed(shown)} and this file's compiled code recompiled"
+            f" {resumed} time{'s' if resumed != 1 else ''}: set `{cure.setting}` after the imports, {cure.keeps}{risk}"
+        )
+        title = f"set `{cure.setting}`"
+        if unsafe:
+            finding = _applied_finding(g.display_path, line, 1, message, title, cure.cure.name, unsafe_fixes=unsafe_fixes)
+        else:
+            finding = _applied_finding(g.display_path, line, 1, message, title, cure.cure.name)
+        # the code object whose recompiles it cures: the file's most
+        # recompiled that shows it, or (a break) the code resumed after it
+        showing = [e for e in mine if cure.shows(e) and e.recompiles] or mine
+        cured = max(showing, key=lambda e: e.recompiles)
+        g.matches.append(Match(finding, cured, cured.causes[0] if cured.causes else tr.RESUME_VALUE))
+        return
