@@ -58,6 +58,11 @@ CASES = [
     ("dtype_other", "plus_one", 5, 3, tr.DTYPE, ["x"], "bounded, no fix needed (2 recompiles: one graph per dtype)"),
     ("item_resume", "torch_dynamo_resume_in_normalize_at_8", 8, 2, tr.RESUME_VALUE, ["___stack0"], "capture_scalar_outputs"),
     ("fullgraph_limit", "normalize", 6, 8, tr.TENSOR_SHAPE, ["x"], "maybe_mark_dynamic(x, 0)"),
+    # a dynamic int attribute tested against a list (FastVideo's VSA impl before 3792707): named whole, with its test
+    (
+        "int_attr_membership", "forward", 25, 3, tr.MODULE_INT_ATTR, ["self.layer_idx"],
+        "report: `self.layer_idx` decides Python control flow (`not (self.layer_idx == 0 or self.layer_idx == 5)` at int_attr_membership.py:26)",
+    ),
 ]
 
 
@@ -192,6 +197,13 @@ def test_an_optional_argument_did_not_recompile_on_2_13():
         ("0/1: args[0].param_groups[0]['lr'] == 0.01", tr.OPTIMIZER_LR, "args[0].param_groups[0]['lr']"),
         ("0/1: args[0].param_groups[0]['lr'] == 1", tr.OPTIMIZER_LR, "args[0].param_groups[0]['lr']"),  # an int lr is still an lr
         ("0/0: not L['self'].state", tr.TRUTH, "self.state"),
+        # a dynamic int tested against constants: its source, not the text up to `==` (`not (self.layer_idx`)
+        ("0/1: not (self.layer_idx == 0 or self.layer_idx == 5)", tr.MODULE_INT_ATTR, "self.layer_idx"),
+        ("0/1: not (L['self']._modules['attn'].layer_idx == 0 or L['self']._modules['attn'].layer_idx == 5)", tr.MODULE_INT_ATTR, "self.attn.layer_idx"),
+        ("0/0: 2 <= L['self'].pos and L['self'].pos < 8", tr.MODULE_INT_ATTR, "self.pos"),
+        ("0/0: L['cfg'].n != 4", tr.INT_ARG, "cfg.n"),
+        ("0/0: L['n'] != 3 and L['n'] != 4", tr.INT_ARG, "n"),
+        ("0/0: not (L['a'] == 1 or L['b'] == 2)", tr.OTHER, ""),  # two sources: no one value tested
         ("0/0: not L['self']._modules['drop'].training", tr.TRAIN_EVAL, "self.drop.training"),
     ],
 )
@@ -583,3 +595,18 @@ def test_fr017_cures_the_length_of_its_own_dict_only(tmp_path):
         assert [(m.finding.code, m.cause) for m in matches] == [("FR017", cause)]
         matches, others = match_file(ctx, findings, [entry(cause, "self.hist")])
         assert matches == [] and others == findings
+
+
+def test_run_reports_an_int_attribute_test_and_changes_nothing(tmp_path):
+    """int_attr_membership under ``run --fix``: the table names the test and
+    its line, no fix is tried (none makes the test a tensor op), the script
+    is left byte-identical."""
+    from test_trace import run_cli
+
+    proc, script = run_cli(tmp_path, "int_attr_membership", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "`self.layer_idx` decides Python control flow (`not (self.layer_idx == 0 or self.layer_idx == 5)` at int_attr_membership.py:26)" in out
+    assert "not (self.layer_idx`" not in out  # no source cut at `==`
+    assert "nothing to fix" in out and "restored" not in out
+    assert script.read_bytes() == (SCRIPTS / "int_attr_membership.py").read_bytes()

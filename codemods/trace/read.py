@@ -960,6 +960,38 @@ def _shape_guard(guard: str) -> Optional[Tuple[str, Tuple[int, ...]]]:
     return name, dims
 
 
+#: one comparison of a value with an int constant, either way round
+_INT_COMPARE = re.compile(
+    r"^(?:(?P<src>[^\s()=!<>]+)\s*(?P<op><=|>=|==|!=|<|>)\s*[+-]?\d+|[+-]?\d+\s*(?P<op2><=|>=|==|!=|<|>)\s*(?P<src2>[^\s()=!<>]+))$"
+)
+_BOOL_WORDS = re.compile(r"\b(?:not|or|and)\b")
+
+
+def tested_int(guard: str) -> Optional[str]:
+    """The one source a symbolic guard tests against int constants, as torch
+    writes a test user code made on a dynamic int: ``not (self.layer_idx == 0
+    or self.layer_idx == 5)`` (``self.layer_idx in dense_layers``, FastVideo's
+    VSA impl before 3792707), ``n != 4``, ``2 <= self.pos and self.pos < 8``;
+    None for anything else (a plain ``x == 3`` is a specialised value, read
+    by :func:`classify`'s other cases)."""
+    text = guard.strip()
+    compound = bool(_BOOL_WORDS.search(text))
+    atoms = [a.strip() for a in re.split(r"\s+(?:or|and)\s+", re.sub(r"\bnot\b|[()]", " ", text).strip())] if compound else [text]
+    sources = set()
+    for atom in atoms:
+        m = _INT_COMPARE.match(atom)
+        if m is None:
+            return None
+        if not compound and (m.group("op") or m.group("op2")) == "==":
+            return None
+        sources.add(m.group("src") or m.group("src2"))
+    if len(sources) != 1:
+        return None
+    (src,) = sources
+    # a plain name compared once is :data:`_SYM_INT`'s
+    return None if _INT.match(src) or (_IDENT.match(src) and not compound) else src
+
+
 def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...], bool]:
     """(cause, source, dims, computed) for one failed guard's text (``hint``:
     the ``(HINT: …)`` torch appended, if any); ``computed``: the guard is on a
@@ -1031,6 +1063,11 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...], boo
     shape = _shape_guard(guard)
     if shape is not None:
         return TENSOR_SHAPE, shape[0], shape[1], False
+    tested = tested_int(guard)
+    if tested is not None:  # a dynamic int attribute tested against constants: classified by its source
+        return classify(f"{tested} == 0", hint)
+    if _BOOL_WORDS.search(guard.partition("==")[0]):
+        return OTHER, "", (), False  # tests of several values: no one source (not the text up to `==`)
     m = _EQ.match(guard)
     if not m:
         sym = _SYM_INT.match(guard)
@@ -1579,6 +1616,20 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         # control flow on the value (a range() bound, an if, a list index):
         # dynamic shapes cannot lift it (rule_cures: FR001 is no cure)
         parts.append(f"report: {sources} decides Python control flow (specialised even when dynamic): bucket its values or move the loop out (rule FR009)")
+    elif cause == MODULE_INT_ATTR and any(r.specialized and tested_int(r.text) for r in entry.reasons if r.cause == cause):
+        # a dynamic int attribute tested against constants (FastVideo's
+        # `self.layer_idx in dense_layers`): each outcome of the test is a
+        # graph whatever dynamic= or FR005's flag say
+        tests = dict.fromkeys(
+            f"`{r.text}`" + (f" at {os.path.basename(r.file)}:{r.line}" if r.file and r.line else "")
+            for r in entry.reasons
+            if r.cause == cause and r.specialized and tested_int(r.text)
+        )
+        parts.append(
+            f"report: {sources} decides Python control flow ({', '.join(tests)}): each outcome of the test is a graph, "
+            "dynamic or not: compare a 0-d tensor of it with a tensor of the values (`(values == idx).any()`) "
+            "or decide it outside the compiled code"
+        )
     elif cause == FLOAT_ARG and any(r.specialized for r in entry.reasons if r.cause == cause):
         # a value computed from the float reached an op that needs a Python
         # number: specialised whatever `dynamic=` says (rule_cures: FR001 is no cure)
