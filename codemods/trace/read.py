@@ -962,13 +962,13 @@ def _shape_guard(guard: str) -> Optional[Tuple[str, Tuple[int, ...]]]:
 
 #: one comparison of a value with an int constant, either way round
 _INT_COMPARE = re.compile(
-    r"^(?:(?P<src>[^\s()=!<>]+)\s*(?P<op><=|>=|==|!=|<|>)\s*[+-]?\d+|[+-]?\d+\s*(?P<op2><=|>=|==|!=|<|>)\s*(?P<src2>[^\s()=!<>]+))$"
+    r"^(?:(?P<src>[^\s()=!<>]+)\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<val>[+-]?\d+)|(?P<val2>[+-]?\d+)\s*(?P<op2><=|>=|==|!=|<|>)\s*(?P<src2>[^\s()=!<>]+))$"
 )
 _BOOL_WORDS = re.compile(r"\b(?:not|or|and)\b")
 
 
-def tested_int(guard: str) -> Optional[str]:
-    """The one source a symbolic guard tests against int constants, as torch
+def tested_int(guard: str) -> Optional[Tuple[str, str]]:
+    """(source, one of the constants) of a symbolic guard testing one source against int constants, as torch
     writes a test user code made on a dynamic int: ``not (self.layer_idx == 0
     or self.layer_idx == 5)`` (``self.layer_idx in dense_layers``, FastVideo's
     VSA impl before 3792707), ``n != 4``, ``2 <= self.pos and self.pos < 8``;
@@ -978,6 +978,7 @@ def tested_int(guard: str) -> Optional[str]:
     compound = bool(_BOOL_WORDS.search(text))
     atoms = [a.strip() for a in re.split(r"\s+(?:or|and)\s+", re.sub(r"\bnot\b|[()]", " ", text).strip())] if compound else [text]
     sources = set()
+    constant = ""
     for atom in atoms:
         m = _INT_COMPARE.match(atom)
         if m is None:
@@ -985,11 +986,12 @@ def tested_int(guard: str) -> Optional[str]:
         if not compound and (m.group("op") or m.group("op2")) == "==":
             return None
         sources.add(m.group("src") or m.group("src2"))
+        constant = m.group("val") or m.group("val2")
     if len(sources) != 1:
         return None
     (src,) = sources
     # a plain name compared once is :data:`_SYM_INT`'s
-    return None if _INT.match(src) or (_IDENT.match(src) and not compound) else src
+    return None if _INT.match(src) or (_IDENT.match(src) and not compound) else (src, constant)
 
 
 def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...], bool]:
@@ -1065,7 +1067,7 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...], boo
         return TENSOR_SHAPE, shape[0], shape[1], False
     tested = tested_int(guard)
     if tested is not None:  # a dynamic int attribute tested against constants: classified by its source
-        return classify(f"{tested} == 0", hint)
+        return _classify_value(tested[0], tested[1], hint)
     if _BOOL_WORDS.search(guard.partition("==")[0]):
         return OTHER, "", (), False  # tests of several values: no one source (not the text up to `==`)
     m = _EQ.match(guard)
@@ -1075,9 +1077,13 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...], boo
             name = sym.group("a") if _IDENT.match(sym.group("a")) else sym.group("b")
             return INT_ARG, _user_source(name)[0], (), False
         return OTHER, "", (), False
-    raw_src = m.group("src")
+    return _classify_value(m.group("src"), m.group("val").strip(), hint)
+
+
+def _classify_value(raw_src: str, value: str, hint: str) -> Tuple[str, str, Tuple[int, ...], bool]:
+    """:func:`classify` of a guard on the value of ``raw_src`` (compared with
+    ``value``, a literal as torch writes it)."""
     src, is_global = _user_source(raw_src)
-    value = m.group("val").strip()
     if "[list(dict.keys(" in raw_src:  # `self.state[list(dict.keys(self.state))[1]]['step'] == 0`
         return KEYED_ENTRY, src, (), False
     if _CLOSURE.search(raw_src):
@@ -1357,6 +1363,21 @@ def size_tests(entry: "CodeEntry") -> List[Reason]:
     return list(seen.values())
 
 
+def int_tests(entry: "CodeEntry", cause: str) -> List[Reason]:
+    """The entry's specialised reasons of ``cause`` that test one int against
+    constants (:func:`tested_int`), one per guard text."""
+    seen: Dict[str, Reason] = {}
+    for r in entry.reasons:
+        if r.cause == cause and r.specialized and tested_int(r.text):
+            seen.setdefault(r.text, r)
+    return list(seen.values())
+
+
+def _at(reason: Reason) -> str:
+    """`` at file.py:12`` where the guard was made, or nothing."""
+    return f" at {os.path.basename(reason.file)}:{reason.line}" if reason.file and reason.line else ""
+
+
 def varying_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
     """Tensor -> dimensions the trace saw change size (``size mismatch at
     index i`` and symbolic shape guards; not the 0/1 specialisation guard,
@@ -1555,9 +1576,8 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 f"torch._dynamo.config.{CAPTURE_DYNAMIC_SHAPES} = True (unsafe: the sizes come from a graph break at {ops})"
             )
         for r in size_tests(entry):
-            where = f" at {os.path.basename(r.file)}:{r.line}" if r.file and r.line else ""
             parts.append(
-                f"report: `{r.text}` tests a dynamic size against a constant{where} (a slice bound"
+                f"report: `{r.text}` tests a dynamic size against a constant{_at(r)} (a slice bound"
                 " clamped to the size, a branch on the size); maybe_mark_dynamic cannot lift it:"
                 " compute without the test (indexes from arange instead of a slice)"
             )
@@ -1616,17 +1636,13 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         # control flow on the value (a range() bound, an if, a list index):
         # dynamic shapes cannot lift it (rule_cures: FR001 is no cure)
         parts.append(f"report: {sources} decides Python control flow (specialised even when dynamic): bucket its values or move the loop out (rule FR009)")
-    elif cause == MODULE_INT_ATTR and any(r.specialized and tested_int(r.text) for r in entry.reasons if r.cause == cause):
+    elif cause == MODULE_INT_ATTR and int_tests(entry, cause):
         # a dynamic int attribute tested against constants (FastVideo's
         # `self.layer_idx in dense_layers`): each outcome of the test is a
         # graph whatever dynamic= or FR005's flag say
-        tests = dict.fromkeys(
-            f"`{r.text}`" + (f" at {os.path.basename(r.file)}:{r.line}" if r.file and r.line else "")
-            for r in entry.reasons
-            if r.cause == cause and r.specialized and tested_int(r.text)
-        )
+        tests = ", ".join(dict.fromkeys(f"`{r.text}`{_at(r)}" for r in int_tests(entry, cause)))
         parts.append(
-            f"report: {sources} decides Python control flow ({', '.join(tests)}): each outcome of the test is a graph, "
+            f"report: {sources} decides Python control flow ({tests}): each outcome of the test is a graph, "
             "dynamic or not: compare a 0-d tensor of it with a tensor of the values (`(values == idx).any()`) "
             "or decide it outside the compiled code"
         )
