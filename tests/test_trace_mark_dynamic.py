@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from test_trace import copied, graphs, results, run_cli  # noqa: F401 (copied: a pytest fixture)
+from test_trace import SCRIPTS, copied, graphs, results, run_cli  # noqa: F401 (copied: a pytest fixture)
 
 from codemods.trace import read as tr
 from codemods.trace import cures as trace_cures
@@ -366,3 +366,145 @@ def test_run_fix_leaves_a_size_test_alone(tmp_path):
     from test_trace import SCRIPTS
 
     assert script.read_bytes() == (SCRIPTS / "clamped_slice.py").read_bytes()
+
+
+# -- a compiled @staticmethod called through its class (compressed-tensors' cast_to_fp4) --
+
+STATIC = textwrap.dedent(
+    """\
+    import torch
+
+
+    class FP4:
+        @staticmethod
+        @torch.compile
+        def cast(x, scale=1.0):
+            return torch.round(x * scale)
+
+        def method(self, x):
+            return x
+
+
+    def round_to(tensor):
+        return FP4.cast(tensor)
+
+
+    def plain(obj, tensor):
+        return FP4.method(obj, tensor)
+    """
+)
+
+
+def test_a_compiled_staticmethod_is_marked_at_its_calls_through_the_class():
+    new, sites = mark(STATIC, function="cast", first=5)
+    assert "    torch._dynamo.maybe_mark_dynamic(tensor, 0)\n    return FP4.cast(tensor)\n" in new
+    assert [(s.line, s.arg, s.dim) for s in sites] == [(15, "tensor", 0)]
+    # the plain method's call through the class passes `self` itself: never read as a call of `cast`
+    assert "maybe_mark_dynamic(obj" not in new
+
+
+def test_a_compiled_plain_method_called_through_the_class_is_not_marked():
+    src = STATIC.replace("    @staticmethod\n", "")
+    assert "staticmethod" not in src
+    assert mark(src, function="cast", first=5) == (None, [])
+
+
+def test_run_fix_marks_a_staticmethod_called_through_its_class(tmp_path):
+    """Under torch 2.13: 3 graphs -> 1, the same printed result."""
+    proc, script = run_cli(tmp_path, "static_method_cast", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "fixed: static_method_cast.py:34:" in out
+    assert graphs(out, "cast_to_fp4 (static_method_cast.py)") == (3, 1)
+    first, second = results(out)
+    assert first == second
+    assert (
+        "    torch._dynamo.maybe_mark_dynamic(tensor, 0)\n    torch._dynamo.maybe_mark_dynamic(tensor, 1)\n"
+        "    rounded = FP4_E2M1_DATA.cast_to_fp4(tensor)\n"
+    ) in script.read_text()
+
+
+def test_the_recorded_staticmethod_trace_gives_the_marks(copied):  # noqa: F811
+    script, trace = copied("static_method_cast")
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert [m.finding.code for m in guided.matches if m.finding.applied] == ["TRACE", "TRACE"]
+
+
+# -- sizes passed as ints next to the tensor: dynamic=True (compressed-tensors 6bb69c17) --
+
+UNPACK = textwrap.dedent(
+    """\
+    import torch
+
+
+    @torch.compile(fullgraph=True)
+    def unpack(a, m, n, dtype=None):
+        return a.flatten().reshape(m, n)
+
+
+    def decompress(weight):
+        m, n = weight.shape
+        return unpack(weight, m, n * 2)
+
+
+    def direct(weight):
+        return unpack(weight, weight.size(0), len(weight), dtype=torch.float32)
+
+
+    def unrelated(weight, rows):
+        return unpack(weight, rows, 4)
+    """
+)
+
+
+def test_sizes_of_the_varying_tensor_passed_as_ints_are_found():
+    found = trace_cures.sizes_passed_as_ints(UNPACK.encode(), "unpack", 4, {"a": (0, 1)})
+    assert found == [(11, "m", "m", "weight"), (11, "n", "n * 2", "weight"), (15, "m", "weight.size(0)", "weight"), (15, "n", "len(weight)", "weight")]
+    # ints that are no size of the marked tensor (a parameter, a constant): none
+    assert trace_cures.sizes_passed_as_ints(UNPACK.encode(), "unpack", 4, {"n": (0,)}) == []
+
+
+@pytest.mark.parametrize(
+    "compile_line,expected",
+    [
+        ("@torch.compile(fullgraph=True)", "@torch.compile(fullgraph=True, dynamic=True)"),
+        ("@torch.compile", "@torch.compile(dynamic=True)"),
+        ("@torch.compile(fullgraph=True, dynamic=False)", None),  # FR001's, not this cure's
+        ("@torch.compile(**opts)", None),
+    ],
+)
+def test_dynamic_true_is_passed_to_the_one_compile(compile_line, expected):
+    src = UNPACK.replace("@torch.compile(fullgraph=True)", compile_line)
+    new, node = trace_cures.dynamic_true(src.encode(), "unpack", 4)
+    if expected is None:
+        assert (new, node) == (None, None)
+    else:
+        assert new.decode() == src.replace(compile_line, expected) and node.lineno == 4
+
+
+def test_sizes_as_ints_get_dynamic_true_only_with_unsafe_fixes(copied):  # noqa: F811
+    script, trace = copied("sizes_as_ints")
+    for unsafe in (False, True):
+        guided = trace_guide.guide(trace, Settings(unsafe_fixes=unsafe), [str(script.parent)], fixing=True)
+        (match,) = guided.matches
+        f = match.finding
+        assert f.code == "TRACE" and f.rule_name == "dynamic-true-from-trace" and f.fix.safety == Safety.UNSAFE
+        assert "its calls pass sizes of `weight` as ints too (`m` for `m`, `n * 2` for `n`, line 37)" in f.message
+        assert f.applied is unsafe
+        assert (b"@torch.compile(fullgraph=True, backend=counting_backend, dynamic=True)" in (guided.files[0].new or b"")) is unsafe
+        assert b"maybe_mark_dynamic" not in (guided.files[0].new or b"")  # the marks would cure nothing (3 -> 3)
+
+
+def test_run_fix_unsafe_passes_dynamic_true_fewer_graphs_same_output(tmp_path):
+    """Under torch 2.13: 3 graphs -> 1, the same printed result; plain
+    --fix leaves the file byte-identical."""
+    proc, script = run_cli(tmp_path, "sizes_as_ints", "--fix")
+    assert "1 implicated fix stays unsafe" in proc.stdout, proc.stdout
+    assert script.read_bytes() == (SCRIPTS / "sizes_as_ints.py").read_bytes()
+    proc, script = run_cli(tmp_path, "sizes_as_ints", "--fix", "--unsafe-fixes")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "unpack_fp4_from_uint8 (sizes_as_ints.py)") == (3, 1)
+    first, second = results(out)
+    assert first == second
+    assert "@torch.compile(fullgraph=True, backend=counting_backend, dynamic=True)\ndef unpack_fp4_from_uint8" in script.read_text()

@@ -36,6 +36,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from .scopes import Binding, Scope, Scopes
 from .source import Source, children
+from .params import is_static
 
 TORCH = "torch"
 TORCH_COMPILE = "torch.compile"
@@ -387,6 +388,10 @@ class CompileModel:
         binding = fn.name  # type: ignore[attr-defined]
         if isinstance(cls, ast.ClassDef):
             binding = f"self.{fn.name}"  # type: ignore[attr-defined]
+            if is_static(fn) and self.source.parent(cls) is self.source.tree:
+                # a compiled staticmethod of a module-level class is called
+                # through the class (compressed-tensors' `FP4_E2M1_DATA.cast_to_fp4(x)`)
+                binding = f"{cls.name}.{fn.name}"  # type: ignore[attr-defined]
         # decorators applied before the compile (below it) make what is
         # compiled their wrapper, not ``fn``: its body says nothing of how the
         # arguments are used (a wrapper that branches on a float), unless the
@@ -880,6 +885,8 @@ class CompileModel:
         # class for `self.` bindings, after the compile for others
         cls = self.source.enclosing(site.node, ast.ClassDef) if binding.startswith("self.") else None
         start = (site.node.lineno, site.node.col_offset)  # type: ignore[attr-defined]
+        if site.form == "decorator" and is_static(site.statement):
+            start = (0, 0)  # compiled when its class is made: every call through the class runs it
         last = binding.rsplit(".", 1)[1]
         for node in self._method_calls().get(last, ()):
             if dotted_name(node.func) != binding:  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from .compile_sites import CompileModel
 from .compile_sites import CompileSite as AstCompileSite
 from .compile_sites import dotted_name as ast_dotted_name
 from .compile_sites import import_target
-from .params import passed_argument
+from .params import binds_self, passed_argument
 from .source import Source, children, walk
 
 
@@ -711,7 +711,7 @@ def _handed(model, site, entry: ast.AST, param: str) -> bool:
     ``self.model.forward(ids, kv_cache=...)``)?  A parameter the compiled
     code may receive but is never given (the training calls ``model(x, y)``)
     is no evidence."""
-    bound_self = isinstance(model.source.parent(entry), ast.ClassDef)  # a compiled module's forward, a bound method
+    bound_self = binds_self(model.source, entry)  # a compiled module's forward, a bound method (not a staticmethod)
     if any(_given(passed_argument(call, entry, param, bound_self)) for call in site.calls):
         return True
     binding = site.binding

@@ -18,6 +18,17 @@ def parameter_defaults(fn: ast.AST) -> Dict[str, ast.expr]:
     return out
 
 
+def is_static(fn: ast.AST) -> bool:
+    """Is ``fn`` decorated ``@staticmethod`` (its calls pass every parameter)?"""
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in getattr(fn, "decorator_list", ()))
+
+
+def binds_self(source, fn: ast.AST) -> bool:
+    """Do calls of ``fn`` through an instance or ``self`` bind its first
+    parameter implicitly: a ``def`` in a class body, not a ``@staticmethod``."""
+    return isinstance(source.parent(fn), ast.ClassDef) and not is_static(fn)
+
+
 def argument_for(call: ast.Call, fn: ast.AST, param: str, bound_self: bool) -> Optional[ast.AST]:
     """What ``call`` passes for parameter ``param`` of ``fn`` (its default when
     nothing; ``bound_self``: the first parameter is bound implicitly), None

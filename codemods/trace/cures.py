@@ -6,6 +6,7 @@ for a module int attribute."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
@@ -14,9 +15,10 @@ from .._lazy import cst
 
 from . import read as tr
 from .registry import CLONE_ALIAS, CODE, CONTIGUOUS, UNSPEC_FLAG
+from .registry import DYNAMIC_TRUE as DYNAMIC_TRUE_CURE
 from .registry import MARK_DYNAMIC as MARK_DYNAMIC_CURE, MARK_UNBACKED as MARK_UNBACKED_CURE
 from ..analysis.compile_sites import def_first_lines
-from ..analysis.params import parameter_defaults, passed_argument
+from ..analysis.params import is_static, parameter_defaults, passed_argument
 from ..analysis.context import FileContext, Settings
 from ..pipeline.engine import render
 from ..cst_edits import insert_after_node
@@ -150,6 +152,7 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
 
     - a module-level function compiled here: by its decorator, or bound at
       module level by ``name = torch.compile(function, ...)``: that binding's calls;
+      a compiled ``@staticmethod`` of a module-level class: its calls through the class;
     - the ``forward`` of an nn.Module class an instance of which is compiled
       here (``model = torch.compile(model)``): the calls of that instance;
     - a module-level function the model sees compiled nowhere here, which the
@@ -167,7 +170,7 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
         for site in model.compile_sites
         if isinstance(site.target_def, ast.FunctionDef)
         and site.target_def.name == function
-        and source.parent(site.target_def) is tree
+        and (source.parent(site.target_def) is tree or (is_static(site.target_def) and site.binding != f"self.{function}"))
         and firstlineno in def_first_lines(site.target_def)
         and (site.form == "decorator" or (site.form == "wrap" and site.binding and "." not in site.binding and source.parent(site.statement) is tree))
     ]
@@ -418,6 +421,128 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     return _render_edits(source, data, edits), inserted
 
 
+# -- fixes made from evidence: dynamic=True where the calls pass sizes as ints ----------
+#
+# A shape recompile whose calls also pass sizes of the varying tensor as
+# Python ints (compressed-tensors before 6bb69c17: ``m, n = weight.shape``,
+# ``unpack_fp4_from_uint8(weight, m, n * 2)``): torch specialises an int
+# argument at its first value and makes it dynamic only once it changed, so
+# marking the tensor's dims leaves one recompile per int (measured on the
+# reproduction: 3 -> 3, the marks taken back).  ``dynamic=True`` on the
+# compile makes the ints symbolic from the first call (3 -> 1, the project's
+# own fix).  Unsafe: every dim of every tensor the function reads becomes
+# symbolic from the first call, also those that never change (a global
+# lookup table's length), which can be slower; applied with --unsafe-fixes,
+# kept only with fewer graphs and the same output.
+
+DYNAMIC_TRUE_RISK = "every dim of every tensor it reads is symbolic from the first call, also those that never change, which can be slower"
+
+
+def _size_of(node: ast.AST, tensors: set) -> Optional[str]:
+    """The tensor of ``tensors`` whose size ``node`` reads: ``t.shape``,
+    ``t.shape[i]``, ``t.size()``, ``t.size(i)``, ``len(t)``."""
+    if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name) and node.value.id in tensors:
+        return node.value.id
+    if isinstance(node, ast.Call):
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr == "size" and isinstance(f.value, ast.Name) and f.value.id in tensors:
+            return f.value.id
+        if isinstance(f, ast.Name) and f.id == "len" and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in tensors:
+            return node.args[0].id
+    return None
+
+
+def _size_names(owner: ast.AST, tensors: set) -> Dict[str, str]:
+    """Names the function ``owner`` binds, directly, to sizes of ``tensors``
+    (``m, n = weight.shape``, ``b = x.size(0)``): name -> tensor."""
+    out: Dict[str, str] = {}
+    for node in ast.walk(owner):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        read = next((t for t in (_size_of(n, tensors) for n in ast.walk(value)) if t is not None), None)
+        if read is None:
+            continue
+        names = target.elts if isinstance(target, ast.Tuple) else [target]
+        for name in names:
+            if isinstance(name, ast.Name):
+                out[name.id] = read
+    return out
+
+
+def sizes_passed_as_ints(data: bytes, function: str, firstlineno: int, dims: Dict[str, Tuple[int, ...]],
+                         traced: Sequence[Tuple[str, int]] = ()) -> List[Tuple[int, str, str, str]]:
+    """(line, parameter, argument as written, tensor) for each argument a call
+    of the compiled ``function`` passes that is a size of a tensor it passes
+    for a parameter of ``dims`` (those the trace saw vary): an int that pins
+    the size the mark would free."""
+    from ..analysis.compile_sites import model_of
+    from ..pipeline.engine import parse_ast
+
+    try:
+        source = parse_ast("<trace>", data)
+    except FileError:
+        return []
+    model = model_of(source)
+    compiled = _compiled(source, model, function, firstlineno, traced) if model.torch_alias is not None else None
+    if compiled is None:
+        return []
+    fn = compiled.fn
+    params = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args) + list(fn.args.kwonlyargs)]  # type: ignore[union-attr]
+    found: List[Tuple[int, str, str, str]] = []
+    for call in compiled.calls:
+        tensors = {}
+        for param in dims:
+            value = passed_argument(call, fn, param, compiled.method)
+            if isinstance(value, ast.Name):
+                tensors[value.id] = param
+        if not tensors:
+            continue
+        owner = source.enclosing(call, _FUNCS)
+        named = _size_names(owner, set(tensors)) if owner is not None else {}
+        for param in params:
+            if param in dims:
+                continue
+            value = passed_argument(call, fn, param, compiled.method)
+            if value is None:
+                continue
+            read = next((t for t in (_size_of(n, set(tensors)) or (named.get(n.id) if isinstance(n, ast.Name) else None) for n in ast.walk(value)) if t is not None), None)
+            if read is not None:
+                found.append((call.lineno, param, source.segment(value), read))
+    return found
+
+
+def dynamic_true(data: bytes, function: str, firstlineno: int, traced: Sequence[Tuple[str, int]] = ()) -> Tuple[Optional[bytes], Optional[ast.AST]]:
+    """``data`` with ``dynamic=True`` passed to the one compile of
+    ``function`` (a decorator, bare or called, or a ``torch.compile(f, ...)``
+    call) and that compile's node; (None, None) when it passes
+    ``dynamic=`` already, takes ``**`` options, or is not one compile here."""
+    from ..analysis.compile_sites import model_of
+    from ..pipeline.engine import parse_ast
+    from ..cst_edits import add_keyword_argument
+
+    try:
+        source = parse_ast("<trace>", data)
+    except FileError:
+        return None, None
+    model = model_of(source)
+    compiled = _compiled(source, model, function, firstlineno, traced) if model.torch_alias is not None else None
+    if compiled is None:
+        return None, None
+    sites = [site for site in model.compile_sites if site.target_def is compiled.fn and site.form in ("decorator", "wrap")]
+    if len(sites) != 1 or sites[0].has_star_kwargs or sites[0].option("dynamic") is not None:
+        return None, None
+    site = sites[0]
+    if site.options_call is not None:
+        edit = Edit(source.target(site.options_call, "Call"), functools.partial(add_keyword_argument, "dynamic", lambda: cst.Name("True")))
+    else:  # a bare decorator: `@torch.compile` -> `@torch.compile(dynamic=True)`
+        edit = Edit(
+            source.target(site.node, "BaseExpression"),
+            lambda node: add_keyword_argument("dynamic", lambda: cst.Name("True"), cst.Call(func=node)),
+        )
+    return _render_edits(source, data, [edit]), site.node  # type: ignore[return-value]
+
+
 def _ancestors_until(source, node: ast.AST, stop: ast.AST):
     for anc in source.ancestors(node):
         if anc is stop:
@@ -430,12 +555,14 @@ def _shape_cured_statically(guided_file: "GuidedFile", entry: tr.CodeEntry) -> b
                for m in guided_file.matches)
 
 
-def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
+def apply_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool = False) -> None:
     """Add the trace's own fixes (``maybe_mark_dynamic``; ``mark_unbacked``
     for a size 0 or 1 compiled first) to the guided files: for every code
     object of a file with observed shape changes that no applied static fix
     cures.  Each becomes a match whose finding (code ``TRACE``, safe) is
-    applied."""
+    applied.  Where the calls also pass sizes of a varying tensor as ints
+    (:func:`sizes_passed_as_ints`), ``dynamic=True`` on its compile instead
+    (unsafe: applied with ``unsafe_fixes``)."""
 
     by_real = {_real(g.path): g for g in guided.files}
     for entry in trace.entries:
@@ -448,6 +575,26 @@ def apply_evidence(trace: tr.Trace, guided: Guided) -> None:
         if g is None or _shape_cured_statically(g, entry):
             continue
         base, first, traced = _current(g, trace, entry)
+        pinned = sizes_passed_as_ints(base, entry.name, first, dims, traced) if dims and not unbacked else []
+        if pinned:
+            new, compile_node = dynamic_true(base, entry.name, first, traced)
+            if new is not None and compile_node is not None:
+                if unsafe_fixes:
+                    g.new = new
+                ints = ", ".join(dict.fromkeys(f"`{text}` for `{param}`" for _l, param, text, _t in pinned))
+                tensors = ", ".join(dict.fromkeys(f"`{t}`" for _l, _p, _t, t in pinned))
+                message = (
+                    f"`{entry.name}` recompiled on {tr.describe_shape_evidence(entry, next(iter(dims)))}, and its calls"
+                    f" pass sizes of {tensors} as ints too ({ints}, line {pinned[0][0]}): each int is specialised"
+                    " at its first value, so marking the tensor's dims leaves one recompile per int; pass"
+                    f" `dynamic=True` to its compile (unsafe: {DYNAMIC_TRUE_RISK})"
+                )
+                finding = _applied_finding(
+                    g.display_path, compile_node.lineno, compile_node.col_offset + 1, message,  # type: ignore[attr-defined]
+                    "pass `dynamic=True`", DYNAMIC_TRUE_CURE.name, unsafe_fixes=unsafe_fixes,
+                )
+                g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))
+                continue
         new, sites = mark_dynamic(base, entry.name, first, dims, unbacked, traced)
         if new is None:
             continue

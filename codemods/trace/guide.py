@@ -158,7 +158,7 @@ def guide(
         if settings.selects("FR005"):
             apply_flag_evidence(trace, out, settings)
         if settings.selects(MARK_CODE):
-            apply_evidence(trace, out)
+            apply_evidence(trace, out, settings.unsafe_fixes)
             apply_layout_evidence(trace, out)
             apply_field_layout_evidence(trace, out)
             apply_alias_evidence(trace, out)

@@ -80,6 +80,30 @@ duck sizing can tie a data dim to a weight's.
     fix_safety="Safe: a hint that changes no value; kept only if the rerun compiles fewer graphs with the same output.",
 )
 
+DYNAMIC_TRUE = TraceCure(
+    name="dynamic-true-from-trace",
+    summary="dynamic=True on the compile where the calls pass a varying tensor's sizes as ints",
+    causes=(TENSOR_SHAPE,),
+    what_it_does="""
+For a shape recompile whose calls also pass sizes of the varying tensor as
+Python ints (`m, n = weight.shape; unpack(weight, m, n * 2)`), passes
+`dynamic=True` to the function's compile (a decorator or a `torch.compile`
+call without `dynamic=`) instead of marking the tensor's dims
+(compressed-tensors 6bb69c17).
+""",
+    why_it_recompiles="""
+An int argument is specialised at its first value and made dynamic only after
+it changed: each int that carries a size is one more recompile, marks or not.
+""",
+    example="""
+    @torch.compile(fullgraph=True, dynamic=True)  # dynamic=True added
+    def unpack_fp4_from_uint8(a, m, n, dtype=torch.bfloat16):
+        ...
+        return values.reshape(m, n).to(dtype=dtype)
+""",
+    fix_safety="Unsafe: every dim of every tensor the function reads is symbolic from the first call, also those that never change (a global table's length), which can be slower; applied with --unsafe-fixes and kept only if the rerun compiles fewer graphs with the same output.",
+)
+
 MARK_UNBACKED = TraceCure(
     name="mark-unbacked-from-trace",
     summary="mark_unbacked for a size 0 or 1 compiled first",
@@ -216,7 +240,7 @@ share one symbol; the guard on their equality fails when they differ.
 
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
-    UNSPEC_FLAG, MARK_DYNAMIC, MARK_UNBACKED, CONTIGUOUS, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE,
+    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE,
 )
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 

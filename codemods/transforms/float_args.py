@@ -14,7 +14,7 @@ from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines, dotted_name
 from ..analysis.variation import number_varies
 from ..findings import Edit, Finding, Safety
-from ..analysis.params import argument_for
+from ..analysis.params import argument_for, binds_self
 from ..analysis.floats import (
     NameResolver,
     FloatFlow,
@@ -427,9 +427,7 @@ gives `inf` with a tensor.
 
     @staticmethod
     def _is_method(ctx, fn: ast.AST) -> bool:
-        if not isinstance(ctx.source.parent(fn), ast.ClassDef):
-            return False
-        return not any(dotted_name(d) == "staticmethod" for d in fn.decorator_list)  # type: ignore[attr-defined]
+        return binds_self(ctx.source, fn)
 
     def _callees(self, ctx, site_model: NameResolver) -> List[Tuple[ast.Call, str, Callable[[], Optional[FunctionSummary]], bool, Optional[ast.AST], object, object]]:
         """(call, callee name, summary (computed on demand, None when unseen),
