@@ -500,6 +500,9 @@ def test_run_fix_unsafe_passes_dynamic_true_fewer_graphs_same_output(tmp_path):
     --fix leaves the file byte-identical."""
     proc, script = run_cli(tmp_path, "sizes_as_ints", "--fix")
     assert "1 implicated fix stays unsafe" in proc.stdout, proc.stdout
+    # the table names the cure the source decided, not the marks
+    assert re.search(r"^unpack_fp4_from_uint8\s+sizes_as_ints\.py:23\s+3\s+no\s+tensor shape `a`\s+dynamic=True on its compile \(unsafe; ", proc.stdout, re.MULTILINE), proc.stdout
+    assert "maybe_mark_dynamic" not in proc.stdout
     assert script.read_bytes() == (SCRIPTS / "sizes_as_ints.py").read_bytes()
     proc, script = run_cli(tmp_path, "sizes_as_ints", "--fix", "--unsafe-fixes")
     out = proc.stdout

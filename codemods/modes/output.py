@@ -156,6 +156,8 @@ def report_lines(trace: tr.Trace, settings: Settings, guided: Optional[object] =
             code = "FR005" if m.finding.code == FLAG_CODE and m.cause == tr.MODULE_INT_ATTR else m.finding.code
             for entry in (m.entry, *m.also):
                 found.setdefault((id(entry), m.cause), set()).add(code)
+                if m.finding.code == FLAG_CODE and m.finding.rule_name:
+                    found[(id(entry), m.cause)].add(m.finding.rule_name)  # which of the trace's cures (the table names it)
     rows = tr.table_rows(trace, available_codes(settings), relative_to=os.getcwd(), found=found)
     notice = tr.limit_notice(trace)
     if not rows:

@@ -1533,17 +1533,26 @@ def rule_cure_codes(entry: "CodeEntry", cause: str, available: Iterable[str], ma
     return [c.code for c in rule_cures(entry, cause) if c.code in have and (matched or not c.about)]
 
 
-def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched: bool = False) -> str:
+def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched: bool = False,
+               trace_cures: Iterable[str] = ()) -> str:
     """What cures ``cause`` for this code object: rule codes, and the advice
     the evidence supports (``maybe_mark_dynamic`` for the dims seen to vary,
     ``mark_unbacked`` for those compiled at size 0 or 1 first, "bounded" with
     the count, "report: …"); "none" when nothing is known.  ``matched``:
     ``available`` are the rules whose findings matched the cause (a run's
-    table), which may name the cures that depend on a finding's source."""
+    table), which may name the cures that depend on a finding's source;
+    ``trace_cures``: the names of the trace's own fixes made for it there
+    (:mod:`codemods.trace.registry`), which the source decided."""
+    from .registry import DYNAMIC_TRUE
+
     parts = rule_cure_codes(entry, cause, available, matched=matched)
     count = entry.count(cause)
     sources = entry.shown_sources(cause) or "it"
-    if cause == TENSOR_SHAPE:
+    if cause == TENSOR_SHAPE and DYNAMIC_TRUE.name in trace_cures:
+        # the calls pass the varying sizes as ints too: marks would leave
+        # one recompile per int (codemods/trace/cures.py: sizes_passed_as_ints)
+        parts.append("dynamic=True on its compile (unsafe; its calls pass the varying sizes as ints too, which marks leave specialised)")
+    elif cause == TENSOR_SHAPE:
         # sizes 0/1 compiled first (the graphs show them): mark_unbacked, which
         # lifts the 0/1 specialisation; maybe_mark_dynamic for the other dims seen to vary
         unbacked = unbacked_dims(entry)
@@ -1738,7 +1747,7 @@ def table_rows(
                 rows.append(base + [label, cure_label(entry, cause, codes)])
                 continue
             here = found.get((id(entry), cause), set())
-            cure = cure_label(entry, cause, [c for c in codes if c in here], matched=True)
+            cure = cure_label(entry, cause, [c for c in codes if c in here], matched=True, trace_cures=here)
             missed = [c for c in rule_cure_codes(entry, cause, codes, matched=False) if c not in here]
             if missed:
                 note = f"{', '.join(missed)} found nothing here"
