@@ -1107,3 +1107,20 @@ def test_run_fix_cures_a_class_per_call_the_index_does_not_link(tmp_path):
     assert proc.returncode == 0, out
     assert graphs(out, "total") == (4, 1), out
     assert "@functools.lru_cache(maxsize=None)\ndef scaled_linear_class" in (tmp_path / "rotation.py").read_text()
+
+
+def test_a_class_made_per_call_in_the_script_matches_every_forward_it_reaches(tmp_path):
+    """The factory in the script run as `__main__` (the guard names
+    `__main__.scaled_linear_class.<locals>.ScaledLinear`) and two compiled
+    forwards that reach its classes: FR019's one finding matches both rows
+    (the first row said "FR019 found nothing here"), and its fix cures both."""
+    proc, script = run_cli(tmp_path, "class_per_call_two_forwards", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    rows = re.findall(r"^forward\s+class_per_call_two_forwards\.py:(\d+)\s+3\s+no\s+type `self\.proj`\s+(.*)$", out, re.MULTILINE)
+    assert [line for line, _ in rows] == ["24", "33"], out
+    assert all(cure.startswith("FR019") and "found nothing" not in cure for _, cure in rows), out
+    assert graphs(out, "total") == (6, 2), out
+    first, second = results(out)
+    assert first == second
+    assert "@functools.lru_cache(maxsize=None)\ndef scaled_linear_class" in script.read_text()

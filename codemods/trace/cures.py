@@ -205,6 +205,23 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
     return _Compiled(fn, _calls_by_name(source, fn, traced, compiled_defs), False)
 
 
+def _compiled_in(data: bytes, function: str, firstlineno: int, traced: Sequence[Tuple[str, int]]):
+    """(source, compile-site model, :class:`_Compiled`) of the traced code
+    object ``function`` (first line ``firstlineno``) in the file's bytes
+    ``data``; None when they do not parse or show it compiled nowhere: what
+    every cure at the calls starts from."""
+    from ..analysis.compile_sites import model_of
+    from ..pipeline.engine import parse_ast
+
+    try:
+        source = parse_ast("<trace>", data)
+    except FileError:
+        return None
+    model = model_of(source)
+    compiled = _compiled(source, model, function, firstlineno, traced)
+    return (source, model, compiled) if compiled is not None else None
+
+
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
@@ -328,21 +345,13 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     with no default that only a ``**d`` argument can pass, as ``d["param"]``
     (a ``**`` argument that is not a name is first bound to a fresh name before
     the statement, when that keeps the order of evaluation: :func:`_hoistable`)."""
-    from ..analysis.compile_sites import model_of
-    from ..pipeline.engine import parse_ast
     from ..analysis.placement import block_of
     from ..analysis.source import COMPOUND, statement_target
 
-    try:
-        source = parse_ast("<trace>", data)
-    except FileError:
-        return None, []
-    model = model_of(source)
-    if model.torch_alias is None:
-        return None, []
-    compiled = _compiled(source, model, function, firstlineno, traced)
-    if compiled is None or not compiled.calls:
-        return None, []
+    found = _compiled_in(data, function, firstlineno, traced)
+    if found is None or found[1].torch_alias is None or not found[2].calls:
+        return None, []  # (a mark is written with the file's torch)
+    source, model, compiled = found
     fn = compiled.fn
     positional = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args)]  # type: ignore[union-attr]
     if compiled.method:
@@ -476,17 +485,10 @@ def sizes_passed_as_ints(data: bytes, function: str, firstlineno: int, dims: Dic
     of the compiled ``function`` passes that is a size of a tensor it passes
     for a parameter of ``dims`` (those the trace saw vary): an int that pins
     the size the mark would free."""
-    from ..analysis.compile_sites import model_of
-    from ..pipeline.engine import parse_ast
-
-    try:
-        source = parse_ast("<trace>", data)
-    except FileError:
+    found = _compiled_in(data, function, firstlineno, traced)
+    if found is None:
         return []
-    model = model_of(source)
-    compiled = _compiled(source, model, function, firstlineno, traced) if model.torch_alias is not None else None
-    if compiled is None:
-        return []
+    source, _model, compiled = found
     fn = compiled.fn
     params = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args) + list(fn.args.kwonlyargs)]  # type: ignore[union-attr]
     found: List[Tuple[int, str, str, str]] = []
@@ -517,18 +519,12 @@ def dynamic_true(data: bytes, function: str, firstlineno: int, traced: Sequence[
     ``function`` (a decorator, bare or called, or a ``torch.compile(f, ...)``
     call) and that compile's node; (None, None) when it passes
     ``dynamic=`` already, takes ``**`` options, or is not one compile here."""
-    from ..analysis.compile_sites import model_of
-    from ..pipeline.engine import parse_ast
     from ..cst_edits import add_keyword_argument
 
-    try:
-        source = parse_ast("<trace>", data)
-    except FileError:
+    found = _compiled_in(data, function, firstlineno, traced)
+    if found is None:
         return None, None
-    model = model_of(source)
-    compiled = _compiled(source, model, function, firstlineno, traced) if model.torch_alias is not None else None
-    if compiled is None:
-        return None, None
+    source, model, compiled = found
     sites = [site for site in model.compile_sites if site.target_def is compiled.fn and site.form in ("decorator", "wrap")]
     if len(sites) != 1 or sites[0].has_star_kwargs or sites[0].option("dynamic") is not None:
         return None, None
@@ -678,17 +674,10 @@ def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Se
     """``data`` with ``.contiguous()`` on the arguments passed for ``params``
     at the calls of the compiled ``function`` (starting at ``firstlineno``);
     (None, []) when there is none to change."""
-    from ..analysis.compile_sites import model_of
-    from ..pipeline.engine import parse_ast
-
-    try:
-        source = parse_ast("<trace>", data)
-    except FileError:
+    found = _compiled_in(data, function, firstlineno, traced)
+    if found is None:
         return None, []
-    model = model_of(source)
-    compiled = _compiled(source, model, function, firstlineno, traced)
-    if compiled is None:
-        return None, []
+    source, _model, compiled = found
     fn = compiled.fn
     wanted = [p for p in params if not _changed_in_place(fn, p)]
     edits: List[Edit] = []

@@ -391,8 +391,10 @@ def match_file(
     for entry in entries:
         # a class made per call by a function of this file, guarded by type
         # in compiled code anywhere (another file, a library's): the
-        # finding about that class (its `about`), wherever the code is
-        made = {local for module, local in tr.made_classes(entry) if module_file(module, [ctx.path])}
+        # finding about that class (its `about`), wherever the code is; a
+        # class of the script run as `__main__`: the finding of this file
+        # about that very function and class, if there is one
+        made = {local for module, local in tr.made_classes(entry) if module == "__main__" or module_file(module, [ctx.path])}
         if made:
             codes = {c.code for c in tr.rule_cures(entry, tr.TYPE)}
             for index, f in enumerate(findings):
