@@ -37,7 +37,7 @@ CASES = [
     ("int_global", "add_n", 8, 4, tr.INT_ARG, ["n"], "FR001"),
     ("growing_inputs", "normalize", 6, 8, tr.TENSOR_SHAPE, ["x"], "torch._dynamo.maybe_mark_dynamic(x, 0)"),
     ("shape_guards", "energy", 6, 4, tr.TENSOR_SHAPE, ["x"], "torch._dynamo.maybe_mark_dynamic(x, 0)"),
-    ("shape_guards", "flat", 11, 2, tr.RANK, ["x"], "bounded, no fix needed (1 recompile: one graph per number of dims)"),
+    ("shape_guards", "flat", 11, 2, tr.RANK, ["x"], "report: one graph per number of dims of `x` (1 recompile; dynamic shapes never make the rank symbolic): call the compiled code with one rank"),
     ("shape_guards", "rowsum", 16, 2, tr.LAYOUT, ["x"], "x.contiguous() at the calls"),
     ("module_counter", "forward", 11, 8, tr.MODULE_INT_ATTR, ["self.calls"], "FR005"),
     ("module_attrs", "forward", 18, 3, tr.MODULE_INT_ATTR, ["self.kv_cache.size"], "FR005"),

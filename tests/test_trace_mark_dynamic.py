@@ -511,3 +511,17 @@ def test_run_fix_unsafe_passes_dynamic_true_fewer_graphs_same_output(tmp_path):
     first, second = results(out)
     assert first == second
     assert "@torch.compile(fullgraph=True, backend=counting_backend, dynamic=True)\ndef unpack_fp4_from_uint8" in script.read_text()
+
+
+# -- a tensor whose rank changes too: no mark (dim 0 is another axis at another rank) --
+
+
+def test_no_mark_for_a_tensor_whose_rank_changes(copied):  # noqa: F811
+    script, trace = copied("rank_and_size")
+    (entry,) = [e for e in trace.entries if e.name == "cast_to_fp4"]
+    assert tr.RANK in entry.causes and tr.TENSOR_SHAPE in entry.causes
+    assert tr.varying_dims(entry) == {}
+    assert "no mark for `x`: its rank changes too" in tr.cure_label(entry, tr.TENSOR_SHAPE, [])
+    assert tr.cure_label(entry, tr.RANK, []).startswith("report: one graph per number of dims of `x` (3 recompiles;")
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert guided.matches == [] and not any(g.changed for g in guided.files)

@@ -1382,10 +1382,14 @@ def varying_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
     """Tensor -> dimensions the trace saw change size (``size mismatch at
     index i`` and symbolic shape guards; not the 0/1 specialisation guard,
     which ``maybe_mark_dynamic`` does not lift, nor a size tested against a
-    constant, :func:`is_size_test`)."""
+    constant, :func:`is_size_test`).  Not a tensor whose rank the trace saw
+    change: dim 0 of another rank is another axis, and a mark there cured
+    nothing (compressed-tensors' ``cast_to_fp4``, called with ranks 1 to 5:
+    marked 6 -> 7 graphs)."""
+    reranked = set(entry.sources(RANK))
     dims: Dict[str, set] = {}
     for r in entry.reasons:
-        if r.cause == TENSOR_SHAPE and r.source and not is_zero_one(r) and not is_size_test(r):
+        if r.cause == TENSOR_SHAPE and r.source and r.source not in reranked and not is_zero_one(r) and not is_size_test(r):
             dims.setdefault(r.source, set()).update(r.dims)
     return {name: tuple(sorted(d)) for name, d in dims.items() if d}
 
@@ -1570,6 +1574,10 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             if argument[1]:  # `kwargs['cu_doc_lens']`: the tensor the caller passes by that name
                 name = f"<the tensor passed as {argument[0]}>"
             parts.append(f"{call}({name}, {dim})")
+        reranked = [src for src in entry.sources(cause) if src in entry.sources(RANK)]
+        if reranked:
+            # varying_dims leaves them out: a dim of one rank is another axis of the next
+            parts.append(f"no mark for {', '.join(f'`{src}`' for src in reranked)}: its rank changes too, so a dim is another axis at another rank")
         if unbacked:
             seen = sorted({size for dims in zero_one_sizes(entry).values() for size in dims.values()})
             what = f"size {seen[0]}" if len(seen) == 1 else "sizes 0 and 1"
@@ -1629,6 +1637,15 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         elif entry.limit_hit:
             on = f"{cause} {sources}" if entry.sources(cause) else cause
             parts.append(f"report: {count} recompiles on {on} hit the limit")
+        elif cause == RANK:
+            # no dynamic rank in torch: bounded by the ranks callers pass, but
+            # the projects cure it (compressed-tensors 55777c4b: an eager
+            # wrapper flattens the input of an elementwise compiled core)
+            parts.append(
+                f"report: one graph per number of dims of {sources} ({count} recompile{'s' if count != 1 else ''}; "
+                "dynamic shapes never make the rank symbolic): call the compiled code with one rank, as an eager "
+                "wrapper that flattens the input of an elementwise function and reshapes its output, or accept a graph per rank"
+            )
         else:
             # a rule that cures it names what makes it unbounded (FR019: a
             # class made per call gives every module a type of its own)
