@@ -173,3 +173,57 @@ def test_a_mark_before_the_call_is_preferred_to_the_global_setting(copied):  # n
     [g] = [g for g in guided.files if g.changed]
     assert b"    torch._dynamo.maybe_mark_dynamic(weight, 1)\n" in g.new
     assert b"\ntorch.fx.experimental._config.use_duck_shape = False\n" not in g.new
+
+
+# -- dynamic_sources: an int argument automatic dynamic made symbolic (OLMo-core 23a3af57) --
+
+
+def test_raw_sources_and_dynamic_int_arguments():
+    assert tr.raw_source("n") == "L['n']"
+    assert tr.raw_source("kwargs['max_doc_len']") == "L['kwargs']['max_doc_len']"
+    assert tr.raw_source('kwargs["k"]') == "L['kwargs']['k']"
+    assert tr.raw_source("self.n") is None and tr.raw_source("args[1]") is None
+    # dynamic=False: the int fails again and again, never made symbolic: FR001's, not this cure's
+    trace = fixture("int_global")
+    (entry,) = [e for e in trace.entries if e.name == "add_n"]
+    assert entry.count(tr.INT_ARG) > 1 and tr.dynamic_int_arguments(entry) == []
+
+
+def test_the_int_and_the_size_behind_it_are_named(copied):  # noqa: F811
+    script, trace = copied("olmo_doc_lens")
+    (entry,) = [e for e in trace.entries if e.name == "forward" and tr.INT_ARG in e.causes]
+    assert tr.dynamic_int_arguments(entry) == ["kwargs['max_doc_len']"]
+    assert tr.hidden_varying_dims(entry) == {"l_kwargs_cu_doc_lens_": (0,)}
+    assert tr.cure_label(entry, tr.INT_ARG, []).startswith(
+        """torch.compiler.config.dynamic_sources += "L['kwargs']['max_doc_len'],\" plus the sizes its graphs show changing with it"""
+    )
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    (match,) = guided.matches
+    assert match.finding.rule_name == "dynamic-sources-from-trace" and match.finding.applied
+    assert b"""torch.compiler.config.dynamic_sources += "L['kwargs']['max_doc_len'],L['kwargs']['cu_doc_lens']:0,"\n""" in guided.files[0].new
+
+
+def test_run_fix_names_the_int_and_the_size_fewer_graphs_same_output(tmp_path):
+    """Under torch 2.13: 3 graphs -> 2 (the blocks' forward 2 -> 1), the same printed result."""
+    proc, script = run_cli(tmp_path, "olmo_doc_lens", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "total") == (3, 2), out
+    first, second = results(out)
+    assert first == second
+    assert script.read_text().count("""\ntorch.compiler.config.dynamic_sources += "L['kwargs']['max_doc_len'],L['kwargs']['cu_doc_lens']:0,"\n""") == 1
+
+
+def test_a_source_another_compiled_function_has_makes_the_setting_unsafe(copied):  # noqa: F811
+    import dataclasses
+
+    script, trace = copied("olmo_doc_lens")
+    (entry,) = [e for e in trace.entries if e.name == "forward" and tr.INT_ARG in e.causes]
+    other = dataclasses.replace(entry, name="decode_step", firstlineno=1, reasons=[], graph_sizes=[{"l_kwargs_cu_doc_lens_": [4]}])
+    trace.entries.append(other)
+    for unsafe in (False, True):
+        guided = trace_guide.guide(trace, Settings(unsafe_fixes=unsafe), [str(script.parent)], fixing=True)
+        (match,) = [m for m in guided.matches if m.finding.rule_name == "dynamic-sources-from-trace"]
+        assert "unsafe: `decode_step` also compiles an input of that name" in match.finding.message
+        assert match.finding.applied is unsafe
+        assert (b"dynamic_sources +=" in (guided.files[0].new or b"")) is unsafe

@@ -55,18 +55,20 @@ sizing leaves alone: measured, 2 -> 1) cures the code object already.
 
 from __future__ import annotations
 
+import ast
+
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .._lazy import cst
 
 from . import read as tr
-from .registry import CAPTURE_DYNAMIC_SHAPES, CAPTURE_SCALARS, NO_DUCK_SHAPE, TraceCure
+from .registry import CAPTURE_DYNAMIC_SHAPES, CAPTURE_SCALARS, DYNAMIC_SOURCES, NO_DUCK_SHAPE, TraceCure
 from ..analysis.placement import config_mentions, torch_expr
 from ..analysis.source import statement_target
 from ..findings import FileError
 from ..cst_edits import insert_after_node
-from .cures import _applied_finding, _render_edits, _torch_import
+from .cures import _applied_finding, _current, _render_edits, _torch_import
 from .match import Guided, Match, _real, entry_file
 
 
@@ -211,3 +213,120 @@ def _apply(trace: tr.Trace, guided: Guided, unsafe_fixes: bool, cure: ConfigCure
         cured = max(showing, key=lambda e: e.recompiles)
         g.matches.append(Match(finding, cured, cured.causes[0] if cured.causes else tr.RESUME_VALUE))
         return
+
+
+# -- dynamic_sources: int arguments automatic dynamic made symbolic ------------------------
+#
+# An int argument that changes (a per-batch maximum length for varlen
+# attention, a document count) costs one recompile before automatic dynamic
+# makes it symbolic; a tensor whose size changed at the same call recompiles
+# again once that is cured (the trace shows only the first failing guard; the
+# graphs show the tensor's dim compiled static, then symbolic:
+# :func:`codemods.trace.read.hidden_varying_dims`).  OLMo-core 23a3af57 named
+# both in ``torch.compiler.config.dynamic_sources`` (measured on 2.13,
+# ``benchmarks/recall/olmo_core_doc_lens_dynamic``: 3 -> 2 graphs; the int
+# alone: 3 -> 3).  The setting matches sources by name in every compiled
+# function: safe when no other code object of the run has an input of that
+# name, unsafe otherwise.
+
+
+def _hidden_sources(fn, hidden: Dict[str, Tuple[int, ...]]) -> List[str]:
+    """``L['x']:0`` entries for the hidden dims whose graph input is a
+    parameter of ``fn`` or an entry of its ``**kwargs``."""
+    params = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args) + list(fn.args.kwonlyargs)]
+    kw = fn.args.kwarg.arg if fn.args.kwarg is not None else None
+    out: List[str] = []
+    for key, dims in hidden.items():
+        source = next((p for p in params if tr.graph_input(p) == key), None)
+        if source is None and kw is not None and key.startswith(tr.graph_input(kw)):
+            rest = key[len(tr.graph_input(kw)) : -1]
+            candidate = f"{kw}['{rest}']"
+            source = candidate if tr.graph_input(candidate) == key else None
+        raw = tr.raw_source(source) if source is not None else None
+        if raw is not None:
+            out.extend(f"{raw}:{dim}" for dim in dims)
+    return out
+
+
+def _def_at(data: bytes, name: str, firstlineno: int):
+    """The ``def`` of the traced code object ``name`` starting at ``firstlineno``
+    (its decorator or ``def`` line) in ``data``; None when not there."""
+    from ..analysis.compile_sites import def_first_lines
+    from ..pipeline.engine import parse_ast
+
+    try:
+        source = parse_ast("<trace>", data)
+    except FileError:
+        return None
+    return next((fn for fn in source.nodes(ast.FunctionDef) + source.nodes(ast.AsyncFunctionDef)
+                 if fn.name == name and firstlineno in def_first_lines(fn)), None)  # type: ignore[attr-defined]
+
+
+def dynamic_sources_setting(data: bytes, sources: Sequence[str]) -> Tuple[Optional[bytes], int]:
+    """``data`` with ``torch.compiler.config.dynamic_sources += "<sources>,"``
+    after its module-level ``import torch`` (and the imports that follow);
+    (None, 0) when the file sets that config already or imports no torch."""
+    from ..analysis.compile_sites import model_of
+    from ..pipeline.engine import parse_ast
+
+    try:
+        source = parse_ast("<trace>", data)
+    except FileError:
+        return None, 0
+    model = model_of(source)
+    stmt = _torch_import(source)
+    if model.torch_alias is None or stmt is None or config_mentions(source, ["dynamic_sources"]):
+        return None, 0
+    text = "".join(f"{s}," for s in sources)
+    setting = cst.SimpleStatementLine(
+        body=[cst.AugAssign(target=torch_expr(model, "compiler", "config", "dynamic_sources"), operator=cst.AddAssign(), value=cst.SimpleString(f'"{text}"'))]
+    )
+    return _render_edits(source, data, [insert_after_node(statement_target(source, stmt), setting)]), stmt.lineno
+
+
+def _inputs_named(entry: tr.CodeEntry) -> set:
+    """The graph inputs (``l_x_``) and guarded argument sources of a code object."""
+    names = {key for sizes in entry.graph_sizes for key in sizes}
+    return names | {tr.graph_input(r.source) for r in entry.reasons if r.source}
+
+
+def apply_dynamic_sources_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -> None:
+    """For each code object of a guided file that recompiled on int
+    arguments automatic dynamic made symbolic (and no applied finding cures
+    that already): their sources and the hidden sizes of its inputs in
+    ``dynamic_sources``, one statement per file (code ``TRACE``)."""
+    by_real = {_real(g.path): g for g in guided.files}
+    for entry in trace.entries:
+        ints = tr.dynamic_int_arguments(entry)
+        path = entry_file(entry)
+        if not ints or path is None or tr.is_library_file(entry.filename):
+            continue
+        g = by_real.get(_real(path))
+        if g is None or any(m.entry is entry and m.cause == tr.INT_ARG and m.finding.applied for m in g.matches):
+            continue
+        base, first, _traced = _current(g, trace, entry)
+        fn = _def_at(base, entry.name, first)
+        hidden = _hidden_sources(fn, tr.hidden_varying_dims(entry)) if fn is not None else []
+        sources = [tr.raw_source(i) for i in ints] + hidden
+        new, line = dynamic_sources_setting(base, sources)  # type: ignore[arg-type]
+        if new is None:
+            continue
+        names = {tr.graph_input(i) for i in ints} | set(tr.hidden_varying_dims(entry))
+        shared = sorted({tr.display_name(e) for e in trace.entries if e is not entry and names & _inputs_named(e)})
+        unsafe = bool(shared)
+        if unsafe_fixes or not unsafe:
+            g.new = new
+        setting = "torch.compiler.config.dynamic_sources += \"" + "".join(f"{s}," for s in sources) + "\""
+        also = f", and its graphs show {', '.join(f'`{h}`' for h in hidden)} compiled static, then symbolic (changed at the same call)" if hidden else ""
+        risk = f" (unsafe: {', '.join(f'`{n}`' for n in shared)} also compile{'s' if len(shared) == 1 else ''} an input of that name, which the setting makes dynamic there too)" if unsafe else ""
+        message = (
+            f"`{tr.display_name(entry)}` recompiled on int argument{'s' if len(ints) > 1 else ''} {', '.join(f'`{i}`' for i in ints)}"
+            f" (automatic dynamic then made {'them' if len(ints) > 1 else 'it'} symbolic){also}: make them dynamic from the first compile,"
+            f" `{setting}` after the imports{risk}"
+        )
+        title = "append to `torch.compiler.config.dynamic_sources`"
+        if unsafe:
+            finding = _applied_finding(g.display_path, line, 1, message, title, DYNAMIC_SOURCES.name, unsafe_fixes=unsafe_fixes)
+        else:
+            finding = _applied_finding(g.display_path, line, 1, message, title, DYNAMIC_SOURCES.name)
+        g.matches.append(Match(finding, entry, tr.INT_ARG))

@@ -21,7 +21,7 @@ from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic, write_changed
 from .match import Guided, GuidedFile, Match, _real, entry_file, implicated_files, made_class_files, map_library_entries, match_file
 from .float_state import apply_float_state_evidence
-from .config_cures import apply_config_evidence
+from .config_cures import apply_config_evidence, apply_dynamic_sources_evidence
 from .cures import MARK_CODE, apply_alias_evidence, apply_evidence, apply_field_layout_evidence, apply_flag_evidence, apply_layout_evidence
 
 
@@ -166,6 +166,7 @@ def guide(
         apply_float_state_evidence(trace, out, settings.unsafe_fixes, trace_cures=settings.selects(MARK_CODE))
         if settings.selects(MARK_CODE):
             apply_config_evidence(trace, out, settings.unsafe_fixes)
+            apply_dynamic_sources_evidence(trace, out, settings.unsafe_fixes)
     return out
 
 

@@ -1466,6 +1466,63 @@ def zero_one_sizes(entry: "CodeEntry") -> Dict[str, Dict[int, int]]:
     return out
 
 
+#: an argument's source as the trace shows it: a name, then string keys (``kwargs['cu']``)
+_ARGUMENT_SOURCE = re.compile(r"""^(?P<name>[A-Za-z_]\w*)(?P<keys>(?:\[['"][A-Za-z_]\w*['"]\])*)$""")
+
+
+def raw_source(source: str) -> Optional[str]:
+    """Dynamo's own name of an argument's source, as
+    ``torch.compiler.config.dynamic_sources`` takes it: ``n`` -> ``L['n']``,
+    ``kwargs['max_doc_len']`` -> ``L['kwargs']['max_doc_len']``; None for
+    any other source (``self.n``, ``args[1]``)."""
+    m = _ARGUMENT_SOURCE.match(source)
+    if m is None:
+        return None
+    return f"L['{m.group('name')}']" + m.group("keys").replace('"', "'")
+
+
+def dynamic_int_arguments(entry: "CodeEntry") -> List[str]:
+    """Int arguments (by their source) whose new value recompiled the code
+    object and that automatic dynamic then made symbolic: not specialised
+    by control flow, not needed by an op (those stay guarded whatever is
+    marked).  ``torch.compiler.config.dynamic_sources`` makes them symbolic
+    from the first compile (OLMo-core 23a3af57's ``max_doc_len``)."""
+    counts: Dict[str, int] = {}
+    held = set()  # specialised: control flow or an op needs the number
+    for r in entry.reasons:
+        if r.cause == INT_ARG and r.source and not r.stale:
+            counts[r.source] = counts.get(r.source, 0) + 1
+            if r.specialized or r.op_site:
+                held.add(r.source)
+    # one recompile each: then it was symbolic (a value that fails again and
+    # again was never made so: dynamic=False, FR001's cure)
+    return [src for src, n in counts.items() if n == 1 and src not in held and raw_source(src)]
+
+
+def hidden_varying_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
+    """Graph input (``l_kwargs_cu_doc_lens_``) -> dims a graph compiled
+    static and a later graph symbolic, for inputs no shape guard of the
+    trace names: they changed at a call where another guard failed first
+    (OLMo-core's ``cu_doc_lens``, hidden behind ``max_doc_len``), and would
+    fail their own size guard once the first is cured.  Not sizes 0 and 1
+    (:func:`zero_one_sizes`), not module parameters or buffers."""
+    shown = {graph_input(src) for cause in (TENSOR_SHAPE, RANK) for src in entry.sources(cause)}
+    out: Dict[str, set] = {}
+    graphs = entry.graph_sizes
+    for i, earlier in enumerate(graphs):
+        for key, sizes in earlier.items():
+            if key in shown or _local_input(key) is None or not isinstance(sizes, list):
+                continue
+            for later in graphs[i + 1 :]:
+                other = later.get(key)
+                if not isinstance(other, list) or len(other) != len(sizes):
+                    continue
+                for dim, (a, b) in enumerate(zip(sizes, other)):
+                    if type(a) is int and a not in (0, 1) and isinstance(b, str):
+                        out.setdefault(key, set()).add(dim)
+    return {key: tuple(sorted(dims)) for key, dims in out.items()}
+
+
 def input_name(entry: "CodeEntry", key: str) -> str:
     """The user's name of graph input ``key``: the guarded source that gives
     it (``x``, ``kwargs['cu']``), else the name it was made from (``values``)."""
@@ -1662,6 +1719,12 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         # control flow on the value (a range() bound, an if, a list index):
         # dynamic shapes cannot lift it (rule_cures: FR001 is no cure)
         parts.append(f"report: {sources} decides Python control flow (specialised even when dynamic): bucket its values or move the loop out (rule FR009)")
+    elif cause == INT_ARG and dynamic_int_arguments(entry):
+        # automatic dynamic made it symbolic after one recompile: name it
+        # dynamic from the first compile (codemods/trace/config_cures.py)
+        names = "".join(f"{raw_source(src)}," for src in dynamic_int_arguments(entry))
+        hidden = f" plus the sizes its graphs show changing with {'them' if len(dynamic_int_arguments(entry)) > 1 else 'it'}" if hidden_varying_dims(entry) else ""
+        parts.append(f'torch.compiler.config.dynamic_sources += "{names}"{hidden}')
     elif cause == MODULE_INT_ATTR and int_tests(entry, cause):
         # a dynamic int attribute tested against constants (FastVideo's
         # `self.layer_idx in dense_layers`): each outcome of the test is a

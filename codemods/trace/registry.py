@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Tuple
 
 from ..transforms.base import rule_doc
-from .causes import ALIASING, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, RESUME_VALUE, TENSOR_SHAPE
+from .causes import ALIASING, INT_ARG, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, RESUME_VALUE, TENSOR_SHAPE
 
 #: the code of every finding the trace makes on its own
 CODE = "TRACE"
@@ -218,6 +218,32 @@ output size depends on the data (`torch.where(mask)`, a boolean index,
     fix_safety="Unsafe: a global setting; compiled code that branches on such a size breaks the graph there, or fails to compile under fullgraph=True (the rerun then restores the file).",
 )
 
+DYNAMIC_SOURCES = TraceCure(
+    name="dynamic-sources-from-trace",
+    summary="torch.compiler.config.dynamic_sources for int arguments (and sizes behind them) automatic dynamic made symbolic after a recompile",
+    causes=(INT_ARG,),
+    what_it_does="""
+Where compiled code recompiled on the value of an int argument that automatic
+dynamic then made symbolic (`kwargs['max_doc_len'] == 22`), appends its
+source, and the dims of inputs the graphs show compiled static and then
+symbolic (a size that changed at the same call, hidden behind the first
+failing guard), to `torch.compiler.config.dynamic_sources` after the imports
+of the file of that code (OLMo-core 23a3af57, issue #500).
+""",
+    why_it_recompiles="""
+An int argument is specialised at its first value; when it changes the code
+recompiles once with it symbolic. Per batch values (a document count, a
+maximum sequence length for varlen attention) pay that recompile, and a
+tensor whose size changes at the same call fails its own guard once the
+int is cured.
+""",
+    example="""
+    import torch
+    torch.compiler.config.dynamic_sources += "L['kwargs']['max_doc_len'],L['kwargs']['cu_doc_lens']:0,"  # inserted
+""",
+    fix_safety="Safe when no other compiled code of the run has an input of that name (the setting matches sources by name, in every compiled function; it changes no value): kept only if the rerun compiles fewer graphs with the same output. Unsafe when another one has: it would be made dynamic there too.",
+)
+
 NO_DUCK_SHAPE = TraceCure(
     name="no-duck-shape-from-trace",
     summary="use_duck_shape = False where code recompiles on an equality duck sizing added",
@@ -240,7 +266,7 @@ share one symbol; the guard on their equality fails when they differ.
 
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
-    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE,
+    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
 )
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 
