@@ -140,11 +140,11 @@ CONFIG_CURES: Tuple[ConfigCure, ...] = (
 )
 
 
-def config_flag(data: bytes, cure: ConfigCure) -> Tuple[Optional[bytes], int]:
-    """``data`` with ``cure``'s setting after its module-level ``import
-    torch`` and the imports that follow it (and the line it follows); (None,
-    0) when the file sets or reads that flag already, or imports no torch at
-    module level."""
+def _set_after_imports(data: bytes, name: str, statement: Callable[[object], "cst.BaseSmallStatement"]) -> Tuple[Optional[bytes], int]:
+    """``data`` with ``statement(model)`` (a setting of the config ``name``)
+    after its module-level ``import torch`` and the imports that follow it,
+    and the line it follows; (None, 0) when the file sets or reads that
+    config already, or imports no torch at module level."""
     from ..analysis.compile_sites import model_of
     from ..pipeline.engine import parse_ast
 
@@ -154,12 +154,18 @@ def config_flag(data: bytes, cure: ConfigCure) -> Tuple[Optional[bytes], int]:
         return None, 0
     model = model_of(source)
     stmt = _torch_import(source)
-    if model.torch_alias is None or stmt is None or config_mentions(source, [cure.flag]):
+    if model.torch_alias is None or stmt is None or config_mentions(source, [name]):
         return None, 0
-    setting = cst.SimpleStatementLine(
-        body=[cst.Assign(targets=[cst.AssignTarget(torch_expr(model, *cure.module, cure.flag))], value=cst.Name(str(cure.value)))]
-    )
+    setting = cst.SimpleStatementLine(body=[statement(model)])
     return _render_edits(source, data, [insert_after_node(statement_target(source, stmt), setting)]), stmt.lineno
+
+
+def config_flag(data: bytes, cure: ConfigCure) -> Tuple[Optional[bytes], int]:
+    """``data`` with ``cure``'s setting after the imports (:func:`_set_after_imports`)."""
+    return _set_after_imports(
+        data, cure.flag,
+        lambda model: cst.Assign(targets=[cst.AssignTarget(torch_expr(model, *cure.module, cure.flag))], value=cst.Name(str(cure.value))),
+    )
 
 
 def capture_flag(data: bytes, flag: str = tr.CAPTURE_SCALARS) -> Tuple[Optional[bytes], int]:
@@ -264,24 +270,12 @@ def _def_at(data: bytes, name: str, firstlineno: int):
 
 def dynamic_sources_setting(data: bytes, sources: Sequence[str]) -> Tuple[Optional[bytes], int]:
     """``data`` with ``torch.compiler.config.dynamic_sources += "<sources>,"``
-    after its module-level ``import torch`` (and the imports that follow);
-    (None, 0) when the file sets that config already or imports no torch."""
-    from ..analysis.compile_sites import model_of
-    from ..pipeline.engine import parse_ast
-
-    try:
-        source = parse_ast("<trace>", data)
-    except FileError:
-        return None, 0
-    model = model_of(source)
-    stmt = _torch_import(source)
-    if model.torch_alias is None or stmt is None or config_mentions(source, ["dynamic_sources"]):
-        return None, 0
+    after the imports (:func:`_set_after_imports`)."""
     text = "".join(f"{s}," for s in sources)
-    setting = cst.SimpleStatementLine(
-        body=[cst.AugAssign(target=torch_expr(model, "compiler", "config", "dynamic_sources"), operator=cst.AddAssign(), value=cst.SimpleString(f'"{text}"'))]
+    return _set_after_imports(
+        data, "dynamic_sources",
+        lambda model: cst.AugAssign(target=torch_expr(model, "compiler", "config", "dynamic_sources"), operator=cst.AddAssign(), value=cst.SimpleString(f'"{text}"')),
     )
-    return _render_edits(source, data, [insert_after_node(statement_target(source, stmt), setting)]), stmt.lineno
 
 
 def _inputs_named(entry: tr.CodeEntry) -> set:
