@@ -610,3 +610,19 @@ def test_run_reports_an_int_attribute_test_and_changes_nothing(tmp_path):
     assert "not (self.layer_idx`" not in out  # no source cut at `==`
     assert "nothing to fix" in out and "restored" not in out
     assert script.read_bytes() == (SCRIPTS / "int_attr_membership.py").read_bytes()
+
+
+def test_a_str_argument_is_bounded_only_if_it_takes_few_values():
+    """nari-labs/dia before 5f57172d: the prompt text is an argument of the
+    compiled `_prepare_generation`; each prompt is a graph."""
+    def entry_of(*texts):
+        reasons = [r for t in texts for r in tr.parse_reason(t)]
+        return tr.CodeEntry(name="f", filename="/w/a.py", firstlineno=1, graphs=len(texts) + 1, recompiles=len(texts), reasons=reasons)
+
+    prompts = entry_of("0/0: text == '[S1] Dia is an open weights model.'", "0/1: text == \"[S1] Wow. Amazing.\"")
+    label = tr.cure_label(prompts, tr.CONSTANT, [])
+    assert label.startswith("bounded only if `text` takes few values: each new string is a graph (2 recompiles so far); if it carries data")
+    # an attribute's string (no argument of the caller's): bounded as before
+    attribute = entry_of("0/0: self.mode == 'fast'")
+    assert [r.cause for r in attribute.reasons] == [tr.CONSTANT]
+    assert tr.cure_label(attribute, tr.CONSTANT, []) == "bounded, no fix needed (1 recompile: one graph per value)"

@@ -1470,6 +1470,21 @@ def zero_one_sizes(entry: "CodeEntry") -> Dict[str, Dict[int, int]]:
 _ARGUMENT_SOURCE = re.compile(r"""^(?P<name>[A-Za-z_]\w*)(?P<keys>(?:\[['"][A-Za-z_]\w*['"]\])*)$""")
 
 
+#: a guard comparing a source with a string literal
+_STRING_VALUE = re.compile(r"""^(?P<src>.+?) == (?:'[^']*'|"[^"]*")$""")
+
+
+def _string_arguments(entry: "CodeEntry") -> List[str]:
+    """Arguments of the code object (by their source) whose guards compare
+    them with string literals (``text == '[S1] Dia is ...'``)."""
+    out: List[str] = []
+    for r in entry.reasons:
+        m = _STRING_VALUE.match(r.text) if r.cause == CONSTANT and r.source else None
+        if m is not None and m.group("src") == r.source and argument_of(r.source) is not None and r.source not in out:
+            out.append(r.source)
+    return out
+
+
 def raw_source(source: str) -> Optional[str]:
     """Dynamo's own name of an argument's source, as
     ``torch.compiler.config.dynamic_sources`` takes it: ``n`` -> ``L['n']``,
@@ -1694,6 +1709,15 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         elif entry.limit_hit:
             on = f"{cause} {sources}" if entry.sources(cause) else cause
             parts.append(f"report: {count} recompiles on {on} hit the limit")
+        elif cause == CONSTANT and _string_arguments(entry):
+            # a str argument: a mode flag takes few values, text carries data
+            # (nari-labs/dia before 5f57172d: the prompt into a compiled
+            # `_prepare_generation`, one graph per prompt)
+            names = ", ".join(f"`{a}`" for a in _string_arguments(entry))
+            parts.append(
+                f"bounded only if {names} takes few values: each new string is a graph ({count} recompile{'s' if count != 1 else ''} so far); "
+                "if it carries data (a prompt, a path), encode it outside the compiled code and pass the tensor"
+            )
         elif cause == RANK:
             # no dynamic rank in torch: bounded by the ranks callers pass, but
             # the projects cure it (compressed-tensors 55777c4b: an eager
