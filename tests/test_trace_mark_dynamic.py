@@ -525,3 +525,28 @@ def test_no_mark_for_a_tensor_whose_rank_changes(copied):  # noqa: F811
     assert tr.cure_label(entry, tr.RANK, []).startswith("report: one graph per number of dims of `x` (3 recompiles;")
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     assert guided.matches == [] and not any(g.changed for g in guided.files)
+
+
+# -- a dim behind the guard that failed first: marked too ---------------------------
+
+
+def test_a_dim_the_graphs_show_changing_behind_the_first_guard_is_marked_too(copied):  # noqa: F811
+    script, trace = copied("masked_pair")
+    (entry,) = [e for e in trace.entries if e.name == "masked_mean"]
+    assert tr.varying_dims(entry) == {"mask": (0,)}  # the one guard the trace names
+    assert tr.hidden_varying_dims(entry) == {"l_hidden_": (0,)}
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    messages = [m.finding.message for m in guided.matches]
+    assert len(messages) == 2 and "graphs show dim 0 of `hidden` compiled static, then symbolic" in messages[1]
+    assert b"    torch._dynamo.maybe_mark_dynamic(mask, 0)\n    torch._dynamo.maybe_mark_dynamic(hidden, 0)\n" in guided.files[0].new
+
+
+def test_run_fix_marks_both_inputs_of_a_batch_fewer_graphs_same_output(tmp_path):
+    """Under torch 2.13: 2 graphs -> 1 (marking `mask` alone: 2 -> 2), the same printed result."""
+    proc, script = run_cli(tmp_path, "masked_pair", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "masked_mean (masked_pair.py)") == (2, 1), out
+    first, second = results(out)
+    assert first == second
+    assert "maybe_mark_dynamic(hidden, 0)" in script.read_text()

@@ -184,10 +184,12 @@ def test_guide_inserts_mark_unbacked_at_the_call(copied):  # noqa: F811
 def test_guide_on_the_twin_keeps_maybe_mark_dynamic(copied):  # noqa: F811
     script, trace = copied("batch_two_first")
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
-    [m] = guided.matches
-    assert (m.finding.code, m.finding.rule_name) == ("TRACE", "mark-dynamic-from-trace")
+    # logprobs, whose guard failed; token_logprobs, which the graphs show changing behind it
+    assert [(m.finding.code, m.finding.rule_name) for m in guided.matches] == [("TRACE", "mark-dynamic-from-trace")] * 2
     new = guided.files[0].new.decode()
-    assert new == script.read_text().replace(CALL, "        torch._dynamo.maybe_mark_dynamic(logprobs, 0)\n" + CALL)
+    assert new == script.read_text().replace(
+        CALL, "        torch._dynamo.maybe_mark_dynamic(logprobs, 0)\n        torch._dynamo.maybe_mark_dynamic(token_logprobs, 0)\n" + CALL
+    )
     assert "mark_unbacked(" not in new
 
 

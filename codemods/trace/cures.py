@@ -333,7 +333,8 @@ def _hoist_edit(source, expr: ast.AST, name: str, holder: dict) -> Edit:
 def mark_dynamic(data: bytes, function: str, firstlineno: int,
                  dims: Dict[str, Tuple[int, ...]],
                  unbacked: Optional[Dict[str, Tuple[int, ...]]] = None,
-                 traced: Sequence[Tuple[str, int]] = ()) -> Tuple[Optional[bytes], List[MarkSite]]:
+                 traced: Sequence[Tuple[str, int]] = (),
+                 hidden: Optional[Dict[str, Tuple[int, ...]]] = None) -> Tuple[Optional[bytes], List[MarkSite]]:
     """``data`` with ``maybe_mark_dynamic`` inserted before the calls of the
     compiled function ``function`` (its code object starts at ``firstlineno``:
     a decorator or the ``def`` line; where it is called compiled:
@@ -362,6 +363,14 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     # (param, dim, func): the dims seen to vary in the trace's order, then the
     # other inputs compiled at size 0 or 1 first, in the signature's order
     unbacked_of = {p: set((unbacked or {}).get(tr.graph_input(p), ())) for p in params}
+    # the dims of other parameters the graphs show changing at the same
+    # calls (``hidden``, keyed as the graphs name them: behind the guard that
+    # failed first, they would fail theirs once it is marked: a mask with its
+    # hidden states, 2 -> 2 marking only one)
+    dims = dict(dims)
+    for p in params:
+        if p not in dims and (hidden or {}).get(tr.graph_input(p)):
+            dims[p] = (hidden or {})[tr.graph_input(p)]
     wanted: List[Tuple[str, int, str]] = []
     for param, param_dims in dims.items():
         for dim in param_dims:
@@ -591,7 +600,7 @@ def apply_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool = False) 
                 )
                 g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))
                 continue
-        new, sites = mark_dynamic(base, entry.name, first, dims, unbacked, traced)
+        new, sites = mark_dynamic(base, entry.name, first, dims, unbacked, traced, tr.hidden_varying_dims(entry))
         if new is None:
             continue
         g.new = new
@@ -606,6 +615,16 @@ def apply_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool = False) 
                     f" mark dim {site.dim} of `{site.arg}` unbacked before the call (`{call}`, from the trace)"
                 )
                 rule_name = MARK_UNBACKED_CURE.name
+            elif site.param not in dims:
+                # a dim behind the guard that failed first (tr.hidden_varying_dims)
+                shown = entry.shown_sources(tr.TENSOR_SHAPE)
+                call = f"torch._dynamo.maybe_mark_dynamic({site.arg}, {site.dim})"
+                message = (
+                    f"`{site.function}` recompiled on tensor shape {shown}, and its graphs show dim {site.dim} of `{site.param}`"
+                    f" compiled static, then symbolic (it changed at the same calls, behind that guard): mark it dynamic"
+                    f" before the call too (`{call}`, from the trace)"
+                )
+                rule_name = MARK_DYNAMIC_CURE.name
             else:
                 evidence = tr.describe_shape_evidence(entry, site.param)
                 call = f"torch._dynamo.maybe_mark_dynamic({site.arg}, {site.dim})"
