@@ -5,7 +5,7 @@ and the trace's cures (issue 26: it was written in six places)."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 
 def parameter_defaults(fn: ast.AST) -> Dict[str, ast.expr]:
@@ -16,6 +16,13 @@ def parameter_defaults(fn: ast.AST) -> Dict[str, ast.expr]:
     out: Dict[str, ast.expr] = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
     out.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
     return out
+
+
+def parameter_names(fn: ast.AST) -> List[str]:
+    """The names of ``fn``'s parameters a call can pass one by one
+    (positional-only, positional, keyword-only; not ``*args``/``**kwargs``)."""
+    args = fn.args  # type: ignore[attr-defined]
+    return [a.arg for a in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs)]
 
 
 def is_static(fn: ast.AST) -> bool:

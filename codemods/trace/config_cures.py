@@ -64,6 +64,7 @@ from .._lazy import cst
 
 from . import read as tr
 from .registry import CAPTURE_DYNAMIC_SHAPES, CAPTURE_SCALARS, DYNAMIC_SOURCES, NO_DUCK_SHAPE, TraceCure
+from ..analysis.params import parameter_names
 from ..analysis.placement import config_mentions, torch_expr
 from ..analysis.source import statement_target
 from ..findings import FileError
@@ -239,7 +240,7 @@ def _apply(trace: tr.Trace, guided: Guided, unsafe_fixes: bool, cure: ConfigCure
 def _hidden_sources(fn, hidden: Dict[str, Tuple[int, ...]]) -> List[str]:
     """``L['x']:0`` entries for the hidden dims whose graph input is a
     parameter of ``fn`` or an entry of its ``**kwargs``."""
-    params = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args) + list(fn.args.kwonlyargs)]
+    params = parameter_names(fn)
     kw = fn.args.kwarg.arg if fn.args.kwarg is not None else None
     out: List[str] = []
     for key, dims in hidden.items():
@@ -268,13 +269,17 @@ def _def_at(data: bytes, name: str, firstlineno: int):
                  if fn.name == name and firstlineno in def_first_lines(fn)), None)  # type: ignore[attr-defined]
 
 
+def _sources_text(sources: Sequence[str]) -> str:
+    """The string appended to ``dynamic_sources``: each source, then a comma."""
+    return "".join(f"{s}," for s in sources)
+
+
 def dynamic_sources_setting(data: bytes, sources: Sequence[str]) -> Tuple[Optional[bytes], int]:
     """``data`` with ``torch.compiler.config.dynamic_sources += "<sources>,"``
     after the imports (:func:`_set_after_imports`)."""
-    text = "".join(f"{s}," for s in sources)
     return _set_after_imports(
         data, "dynamic_sources",
-        lambda model: cst.AugAssign(target=torch_expr(model, "compiler", "config", "dynamic_sources"), operator=cst.AddAssign(), value=cst.SimpleString(f'"{text}"')),
+        lambda model: cst.AugAssign(target=torch_expr(model, "compiler", "config", "dynamic_sources"), operator=cst.AddAssign(), value=cst.SimpleString(f'"{_sources_text(sources)}"')),
     )
 
 
@@ -300,17 +305,18 @@ def apply_dynamic_sources_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes
             continue
         base, first, _traced = _current(g, trace, entry)
         fn = _def_at(base, entry.name, first)
-        hidden = _hidden_sources(fn, tr.hidden_varying_dims(entry)) if fn is not None else []
+        hidden_dims = tr.hidden_varying_dims(entry)
+        hidden = _hidden_sources(fn, hidden_dims) if fn is not None else []
         sources = [tr.raw_source(i) for i in ints] + hidden
         new, line = dynamic_sources_setting(base, sources)  # type: ignore[arg-type]
         if new is None:
             continue
-        names = {tr.graph_input(i) for i in ints} | set(tr.hidden_varying_dims(entry))
+        names = {tr.graph_input(i) for i in ints} | set(hidden_dims)
         shared = sorted({tr.display_name(e) for e in trace.entries if e is not entry and names & _inputs_named(e)})
         unsafe = bool(shared)
         if unsafe_fixes or not unsafe:
             g.new = new
-        setting = "torch.compiler.config.dynamic_sources += \"" + "".join(f"{s}," for s in sources) + "\""
+        setting = f'torch.compiler.config.dynamic_sources += "{_sources_text(sources)}"'
         also = f", and its graphs show {', '.join(f'`{h}`' for h in hidden)} compiled static, then symbolic (changed at the same call)" if hidden else ""
         risk = f" (unsafe: {', '.join(f'`{n}`' for n in shared)} also compile{'s' if len(shared) == 1 else ''} an input of that name, which the setting makes dynamic there too)" if unsafe else ""
         message = (

@@ -18,7 +18,7 @@ from .registry import CLONE_ALIAS, CODE, CONTIGUOUS, UNSPEC_FLAG
 from .registry import DYNAMIC_TRUE as DYNAMIC_TRUE_CURE
 from .registry import MARK_DYNAMIC as MARK_DYNAMIC_CURE, MARK_UNBACKED as MARK_UNBACKED_CURE
 from ..analysis.compile_sites import def_first_lines
-from ..analysis.params import is_static, parameter_defaults, passed_argument
+from ..analysis.params import is_static, parameter_defaults, parameter_names, passed_argument
 from ..analysis.context import FileContext, Settings
 from ..pipeline.engine import render
 from ..cst_edits import insert_after_node
@@ -494,12 +494,12 @@ def sizes_passed_as_ints(data: bytes, function: str, firstlineno: int, dims: Dic
     of the compiled ``function`` passes that is a size of a tensor it passes
     for a parameter of ``dims`` (those the trace saw vary): an int that pins
     the size the mark would free."""
-    found = _compiled_in(data, function, firstlineno, traced)
-    if found is None:
+    seen = _compiled_in(data, function, firstlineno, traced)
+    if seen is None:
         return []
-    source, _model, compiled = found
+    source, _model, compiled = seen
     fn = compiled.fn
-    params = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args) + list(fn.args.kwonlyargs)]  # type: ignore[union-attr]
+    params = parameter_names(fn)
     found: List[Tuple[int, str, str, str]] = []
     for call in compiled.calls:
         tensors = {}

@@ -1443,14 +1443,10 @@ def _local_input(key: str) -> Optional[str]:
     return name
 
 
-def zero_one_sizes(entry: "CodeEntry") -> Dict[str, Dict[int, int]]:
-    """Graph input (``l_x_``) -> {dim: size} of the dims a graph of this code
-    object compiled at size 0 or 1 and a later graph compiled symbolic: the
-    0/1 specialisation of a size seen first.  Only for a code object that
-    recompiled on a tensor shape."""
-    if not any(r.cause == TENSOR_SHAPE and not r.stale for r in entry.reasons):
-        return {}
-    out: Dict[str, Dict[int, int]] = {}
+def _static_then_symbolic(entry: "CodeEntry") -> Iterator[Tuple[str, int, int]]:
+    """(graph input ``l_x_``, dim, size) of each dim of an argument a graph of
+    this code object compiled at that static size and a later graph
+    compiled symbolic (same rank; not a module's parameters or buffers)."""
     graphs = entry.graph_sizes
     for i, earlier in enumerate(graphs):
         for key, sizes in earlier.items():
@@ -1461,8 +1457,21 @@ def zero_one_sizes(entry: "CodeEntry") -> Dict[str, Dict[int, int]]:
                 if not isinstance(other, list) or len(other) != len(sizes):
                     continue  # another rank: not the same input's dims
                 for dim, (a, b) in enumerate(zip(sizes, other)):
-                    if type(a) is int and a in (0, 1) and isinstance(b, str):
-                        out.setdefault(key, {}).setdefault(dim, a)
+                    if type(a) is int and isinstance(b, str):
+                        yield key, dim, a
+
+
+def zero_one_sizes(entry: "CodeEntry") -> Dict[str, Dict[int, int]]:
+    """Graph input (``l_x_``) -> {dim: size} of the dims a graph of this code
+    object compiled at size 0 or 1 and a later graph compiled symbolic: the
+    0/1 specialisation of a size seen first.  Only for a code object that
+    recompiled on a tensor shape."""
+    if not any(r.cause == TENSOR_SHAPE and not r.stale for r in entry.reasons):
+        return {}
+    out: Dict[str, Dict[int, int]] = {}
+    for key, dim, size in _static_then_symbolic(entry):
+        if size in (0, 1):
+            out.setdefault(key, {}).setdefault(dim, size)
     return out
 
 
@@ -1523,18 +1532,9 @@ def hidden_varying_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
     (:func:`zero_one_sizes`), not module parameters or buffers."""
     shown = {graph_input(src) for cause in (TENSOR_SHAPE, RANK) for src in entry.sources(cause)}
     out: Dict[str, set] = {}
-    graphs = entry.graph_sizes
-    for i, earlier in enumerate(graphs):
-        for key, sizes in earlier.items():
-            if key in shown or _local_input(key) is None or not isinstance(sizes, list):
-                continue
-            for later in graphs[i + 1 :]:
-                other = later.get(key)
-                if not isinstance(other, list) or len(other) != len(sizes):
-                    continue
-                for dim, (a, b) in enumerate(zip(sizes, other)):
-                    if type(a) is int and a not in (0, 1) and isinstance(b, str):
-                        out.setdefault(key, set()).add(dim)
+    for key, dim, size in _static_then_symbolic(entry):
+        if key not in shown and size not in (0, 1):
+            out.setdefault(key, set()).add(dim)
     return {key: tuple(sorted(dims)) for key, dims in out.items()}
 
 
