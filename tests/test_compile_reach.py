@@ -159,3 +159,65 @@ def test_a_counted_int_needs_the_object_given_to_the_compiled_code():
     never = model_of(KV.replace("{passed}", "None"))
     (site,) = never.compile_sites
     assert counted_object_ints(never, site) == []
+
+
+# -- a compiled callable handed to a constructor, stored as self.<attr> ----------------
+
+SOLVERS = """import torch
+
+class Euler:
+    def __init__(self, denoiser):
+        self.denoiser = denoiser
+
+    def step(self, x, t):
+        return self.denoiser(x, t)
+
+class Heun(Euler):
+    def step(self, x, t):
+        return self.denoiser(x, t) + self.denoiser(x, t * 2)
+
+class Other:
+    def __init__(self, denoiser):
+        self.fn = denoiser
+
+    def __call__(self, x):
+        return self.fn(x)
+
+TABLE = {"euler": Euler, "heun": Heun}
+
+def sample(denoiser, x, name):
+    solver_cls = TABLE[name]
+    return solver_cls(denoiser).step(x, 1.0)
+
+def make():
+    def denoise(x, t):
+        return x * t
+    return (1, denoise)
+
+_, denoiser = make()
+compiled = torch.compile(denoiser)
+sample(compiled, torch.ones(2), "heun")
+"""
+
+
+def lines_of(model):
+    return [[c.lineno for c in site.calls] for site in model.compile_sites]
+
+
+def test_a_compiled_callable_reaches_the_attribute_a_constructor_stores():
+    # through a table of classes (`TABLE[name](denoiser)`), to each class's
+    # __init__ (Heun's inherited from Euler): `self.denoiser(...)` calls it
+    assert lines_of(model_of(SOLVERS)) == [[8, 12, 12]]
+
+
+def test_a_direct_constructor_call_too_and_only_the_class_called():
+    code = SOLVERS.replace("return solver_cls(denoiser).step(x, 1.0)", "return Other(denoiser)(x)")
+    assert lines_of(model_of(code)) == [[19]]
+
+
+def test_a_table_holding_anything_but_classes_of_the_module_is_not_followed():
+    code = SOLVERS.replace('"heun": Heun}', '"heun": Heun, "f": print}')
+    assert lines_of(model_of(code)) == [[]]
+    # nor a table bound twice
+    code = SOLVERS.replace("def sample(", 'TABLE = {"euler": Other}\n\ndef sample(')
+    assert lines_of(model_of(code)) == [[]]

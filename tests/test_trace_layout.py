@@ -152,3 +152,84 @@ def test_run_fix_writes_the_field_in_one_layout(tmp_path):
     first, second = results(out)
     assert first == second
     assert "    return dataclasses.replace(d, com=com.contiguous())\n" in script.read_text()
+
+
+# -- a compiled closure handed on to a solver: the trace's frames tie the compile -------
+
+CLOSURE = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Heun:
+        def __init__(self, denoiser):
+            self.denoiser = denoiser
+
+        def step(self, x, t_cur):
+            d = self.denoiser(x, t_cur)
+            return self.denoiser(x + d, torch.where(t_cur > 0, t_cur, 1.0))
+
+
+    def make(model):
+        def ode_denoiser(x, t):
+            return model(x) / t
+
+        return 0, ode_denoiser
+
+
+    def sample(denoiser, x, t):
+        return Heun(denoiser).step(x, t.expand(2))
+
+
+    _, denoiser = make(torch.nn.Identity())
+    compiled = torch.compile(denoiser)
+    sample(compiled, torch.ones(2), torch.tensor(1.0))
+    """
+)
+
+
+def closure(callers, src=CLOSURE):
+    new, sites = trace_cures.contiguous_at_calls(src.encode(), "ode_denoiser", 14, ["t"], (), callers)
+    return (new.decode() if new is not None else None), sites
+
+
+def test_a_compiled_closure_is_cured_at_the_calls_the_trace_ties_to_its_compile():
+    # torch's stack shows `sample` calling (the frame of `step` is left out):
+    # at line 21 `sample` calls `.step`, the function around the site's calls
+    new, sites = closure([(21, "sample")])
+    assert [(s.line, s.arg) for s in sites] == [(9, "t_cur"), (10, "torch.where(t_cur > 0, t_cur, 1.0)")]
+    assert "        d = self.denoiser(x, t_cur.contiguous())\n" in new
+    assert "torch.where(t_cur > 0, t_cur, 1.0).contiguous())\n" in new
+    # the caller itself shown (a release that keeps the calling frame)
+    assert closure([(9, "step")])[0] == new
+    assert closure([(21, "sample")], new) == (None, [])  # a second run changes nothing
+
+
+def test_no_cure_when_the_trace_shows_no_frame_tied_to_the_compile():
+    assert closure([]) == (None, [])
+    assert closure([(26, "<module>")]) == (None, [])  # calls `sample`: no call of the compile is in a `sample`
+    # two compiles of unknown functions both tied: neither is taken
+    two = CLOSURE + "other = torch.compile(denoiser)\nHeun(other).step(torch.ones(2), torch.ones(2))\n"
+    assert closure([(21, "sample")], two) == (None, [])
+
+
+def test_run_fix_makes_the_closure_calls_one_layout(tmp_path):
+    """Under torch 2.13: 2 graphs -> 1, the same printed result."""
+    proc, script = run_cli(tmp_path, "solver_closure", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "ode_denoiser  solver_closure.py:42  2       no         tensor strides `t`  t.contiguous() at the calls" in out
+    assert graphs(out, "ode_denoiser (solver_closure.py)") == (2, 1)
+    first, second = results(out)
+    assert first == second
+    text = script.read_text()
+    assert "        d_cur = self.denoiser(x, t_cur.contiguous())\n" in text
+
+
+def test_the_recorded_closure_trace_names_its_callers(copied):  # noqa: F811
+    script, trace = copied("solver_closure")
+    [entry] = trace.entries
+    assert (entry.name, entry.firstlineno) == ("ode_denoiser", 42)
+    assert [(line, name) for _f, line, name in entry.callers] == [(55, "sample")]
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert [(m.finding.line, m.finding.rule_name) for m in guided.matches] == [(16, "contiguous-from-trace"), (26, "contiguous-from-trace"), (30, "contiguous-from-trace")]

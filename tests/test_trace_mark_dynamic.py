@@ -535,6 +535,10 @@ def test_a_dim_the_graphs_show_changing_behind_the_first_guard_is_marked_too(cop
     (entry,) = [e for e in trace.entries if e.name == "masked_mean"]
     assert tr.varying_dims(entry) == {"mask": (0,)}  # the one guard the trace names
     assert tr.hidden_varying_dims(entry) == {"l_hidden_": (0,)}
+    # the run table names both marks, as the cure writes them
+    assert tr.cure_label(entry, tr.TENSOR_SHAPE, []).startswith(
+        "torch._dynamo.maybe_mark_dynamic(mask, 0), torch._dynamo.maybe_mark_dynamic(hidden, 0), bounded in this run"
+    )
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     messages = [m.finding.message for m in guided.matches]
     assert len(messages) == 2 and "graphs show dim 0 of `hidden` compiled static, then symbolic" in messages[1]

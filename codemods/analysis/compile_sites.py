@@ -510,6 +510,53 @@ class CompileModel:
             found = fn
         return found
 
+    def constructors(self, func: ast.AST) -> List[ast.AST]:
+        """The ``__init__`` a call of ``func`` runs when ``func`` is a class of
+        this module (``HeunSolver(denoiser)``), or each class's when it is a
+        local name bound once to an entry of a module-level dict whose values
+        are classes of this module (physicsnemo's ``solver_cls =
+        SOLVERS[solver]; solver_cls(denoiser)``); the class's own ``__init__``
+        or the first one up its bases defined here.  Empty otherwise."""
+        if not isinstance(func, ast.Name):
+            return []
+        classes = [self._class_named(func)]
+        if classes[0] is None:
+            bindings = [b for b in self.scopes.bindings_of(func) if b.kind != "del"]
+            value = bindings[0].value if len(bindings) == 1 and bindings[0].kind in ("assign", "annassign") else None
+            table = self._class_table(value.value) if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) else None
+            classes = table or []
+        inits = [self._init_of(cls) for cls in classes if cls is not None]
+        return [init for init in inits if init is not None]
+
+    def _class_named(self, name: ast.Name) -> Optional[ast.ClassDef]:
+        """The module-level class ``name`` resolves to, if any."""
+        for binding in self.scopes.bindings_of(name):
+            if binding.kind == "class" and self.classes.get(name.id) is binding.node:
+                return binding.node  # type: ignore[return-value]
+        return None
+
+    def _class_table(self, name: ast.Name) -> Optional[List[ast.ClassDef]]:
+        """The classes a module-level dict display bound once to ``name``
+        holds as values, when every value is a class of this module."""
+        bindings = [b for b in self.scopes.bindings_of(name) if b.kind != "del"]
+        if len(bindings) != 1 or bindings[0].kind not in ("assign", "annassign") or bindings[0].scope is not self.scopes.module:
+            return None
+        value = bindings[0].value
+        if not isinstance(value, ast.Dict) or not value.values:
+            return None
+        found = [self.classes.get(v.id) if isinstance(v, ast.Name) else None for v in value.values]
+        return found if all(c is not None for c in found) else None  # type: ignore[return-value]
+
+    def _init_of(self, cls: ast.ClassDef, depth: int = 0) -> Optional[ast.AST]:
+        init = self.method(cls, "__init__")
+        if init is not None or depth > 8:
+            return init
+        for base in cls.bases:
+            parent = self.classes.get(dotted_name(base) or "")
+            if parent is not None and parent is not cls:
+                return self._init_of(parent, depth + 1)
+        return None
+
     @staticmethod
     def method(cls: ast.ClassDef, name: str) -> Optional[ast.AST]:
         for stmt in cls.body:
@@ -1065,20 +1112,24 @@ class CompileModel:
             if not node.args and not node.keywords:  # type: ignore[attr-defined]
                 continue
             fn = callee(node.func)  # type: ignore[attr-defined]
-            if fn is None:
-                continue
-            inner = scopes.of_node.get(fn)
-            params = [a.arg for a in fn.args.posonlyargs + fn.args.args]  # type: ignore[attr-defined]
-            if isinstance(source.parent(fn), ast.ClassDef) and isinstance(node.func, ast.Attribute):  # type: ignore[attr-defined]
-                params = params[1:]
-            for i, arg in enumerate(node.args):  # type: ignore[attr-defined]
-                if isinstance(arg, ast.Starred) or i >= len(params):
-                    break
-                passes.append(((inner, params[i]), arg))
-            names = set(params) | {a.arg for a in fn.args.kwonlyargs}  # type: ignore[attr-defined]
-            for kw in node.keywords:  # type: ignore[attr-defined]
-                if kw.arg in names:
-                    passes.append(((inner, kw.arg), kw.value))
+            if fn is not None:
+                bound = isinstance(source.parent(fn), ast.ClassDef) and isinstance(node.func, ast.Attribute)  # type: ignore[attr-defined]
+                targets = [(fn, bound)]
+            else:  # Cls(f) / SOLVERS[name](f): the parameters of each class's __init__
+                targets = [(init, True) for init in self.constructors(node.func)]  # type: ignore[attr-defined]
+            for fn, bound in targets:
+                inner = scopes.of_node.get(fn)
+                params = [a.arg for a in fn.args.posonlyargs + fn.args.args]  # type: ignore[attr-defined]
+                if bound:
+                    params = params[1:]
+                for i, arg in enumerate(node.args):  # type: ignore[attr-defined]
+                    if isinstance(arg, ast.Starred) or i >= len(params):
+                        break
+                    passes.append(((inner, params[i]), arg))
+                names = set(params) | {a.arg for a in fn.args.kwonlyargs}  # type: ignore[attr-defined]
+                for kw in node.keywords:  # type: ignore[attr-defined]
+                    if kw.arg in names:
+                        passes.append(((inner, kw.arg), kw.value))
         # decorator candidates: a compile of a parameter of the enclosing function
         candidates: List[Tuple[ast.AST, CompileSite, int]] = []
         for site in wraps.values():
@@ -1162,14 +1213,21 @@ class CompileModel:
         for key in holders:
             if isinstance(key[0], ast.ClassDef):
                 attrs.setdefault(key[1][len("self."):], []).append(key)  # type: ignore[arg-type]
+        #: class -> the holder classes whose `self.<attr>` it sees (itself, the classes it derives from here)
+        sees: Dict[ast.ClassDef, List[ast.ClassDef]] = {}
+        for keys in attrs.values():
+            for owner, _name in keys:
+                for sub in self.classes_deriving(owner) or [owner]:
+                    sees.setdefault(sub, []).append(owner)
         calls_of: Dict[Tuple[object, str], List[ast.Call]] = {}
         if attrs:
             for node in source.nodes(ast.Call):
                 func = node.func  # type: ignore[attr-defined]
                 if isinstance(func, ast.Attribute) and func.attr in attrs and isinstance(func.value, ast.Name) and func.value.id == "self":
                     cls = source.enclosing(node, ast.ClassDef)
-                    if (cls, "self." + func.attr) in holders:
-                        calls_of.setdefault((cls, "self." + func.attr), []).append(node)  # type: ignore[arg-type]
+                    for owner in dict.fromkeys(sees.get(cls, ())):  # type: ignore[arg-type]
+                        if (owner, "self." + func.attr) in holders:
+                            calls_of.setdefault((owner, "self." + func.attr), []).append(node)  # type: ignore[arg-type]
         parents = source.parents
         changed: Set[CompileSite] = set()
         defs: Dict[Tuple[CompileSite, ast.Call], Set[Optional[ast.AST]]] = {}

@@ -303,7 +303,7 @@ def apply_dynamic_sources_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes
         g = by_real.get(_real(path))
         if g is None or any(m.entry is entry and m.cause == tr.INT_ARG and m.finding.applied for m in g.matches):
             continue
-        base, first, _traced = _current(g, trace, entry)
+        base, first, _traced, _callers = _current(g, trace, entry)
         fn = _def_at(base, entry.name, first)
         hidden_dims = tr.hidden_varying_dims(entry)
         hidden = _hidden_sources(fn, hidden_dims) if fn is not None else []

@@ -145,7 +145,8 @@ class _Compiled:
     method: bool
 
 
-def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[Tuple[str, int]]) -> Optional[_Compiled]:
+def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[Tuple[str, int]],
+              callers: Sequence[Tuple[int, str]] = ()) -> Optional[_Compiled]:
     """Where the traced code object ``function`` (starting at ``firstlineno``)
     is called compiled, in the compile-site model's terms
     (:mod:`codemods.analysis.compile_sites`):
@@ -161,7 +162,10 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
       name, also through a local alias bound to it once (``run_experts_fn =
       _run_experts_grouped_mm``), outside code the trace shows compiled
       (``traced``: (name, first line) of this file's code objects), where a
-      mark would be traced and refused."""
+      mark would be traced and refused;
+    - a nested ``def`` (a closure a factory returns) compiled where the model
+      cannot name what is compiled: the calls of the one such compile that
+      reach the frames the trace shows calling it (:func:`_closure_compiled`)."""
     from ..analysis.modules import compiled_module_class
 
     tree = source.tree
@@ -199,17 +203,61 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
         return _Compiled(fn, calls, True) if calls else None
     fn = model.functions.get(function)  # the module-level def of that name
     if fn is None or firstlineno not in def_first_lines(fn):
-        return None
+        return _closure_compiled(source, model, function, firstlineno, callers)
     if any(isinstance(site.target, ast.Name) and site.target.id == function for site in model.compile_sites):
         return None  # compiled here under another name: calls by its own name run eagerly
     return _Compiled(fn, _calls_by_name(source, fn, traced, compiled_defs), False)
 
 
-def _compiled_in(data: bytes, function: str, firstlineno: int, traced: Sequence[Tuple[str, int]]):
+def _closure_compiled(source, model, function: str, firstlineno: int, callers: Sequence[Tuple[int, str]]) -> Optional[_Compiled]:
+    """The calls of a nested ``def`` ``function`` (a closure, as
+    physicsnemo's ``get_denoiser`` returns ``ode_denoiser``) that one compile
+    of this file reaches without the model knowing what it compiles
+    (``compiled = torch.compile(denoiser)``, ``denoiser`` unpacked from a
+    helper's result), the compiled callable then handed on
+    (``sample(compiled)`` -> ``HeunSolver(denoiser)`` -> ``self.denoiser(x,
+    t)``).  The trace ties them: a frame it shows calling the code object
+    (``callers``, (line, function)) is the function around one of the
+    site's calls, or, since torch's stack leaves out the calling frame
+    (:func:`codemods.trace.read._caller_frame`), calls at that line a
+    function or method whose name is that of a function around one of them
+    (``solver_.step(...)`` -> ``HeunSolver.step``).  None unless exactly one
+    such compile is tied."""
+    fn = next((d for d in source.nodes(ast.FunctionDef) if d.name == function and firstlineno in def_first_lines(d)), None)  # type: ignore[attr-defined]
+    if fn is None or not isinstance(source.enclosing(fn, _FUNCS), (ast.FunctionDef, ast.AsyncFunctionDef)) or not callers:
+        return None
+
+    def called_names(line: int) -> set:
+        return {
+            c.func.attr if isinstance(c.func, ast.Attribute) else c.func.id
+            for c in source.nodes(ast.Call)
+            if c.lineno == line and isinstance(c.func, (ast.Attribute, ast.Name))  # type: ignore[attr-defined]
+        }
+
+    frames = [(line, name, called_names(line)) for line, name in callers]
+
+    def tied(call: ast.Call) -> bool:
+        owner = source.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if owner is None:
+            return False
+        return any(
+            (owner.name == name and owner.lineno <= line <= owner.end_lineno) or owner.name in called  # type: ignore[attr-defined]
+            for line, name, called in frames
+        )
+
+    sites = [s for s in model.compile_sites if s.form == "wrap" and s.target_def is None and any(tied(c) for c in s.calls)]
+    if len(sites) != 1:
+        return None
+    return _Compiled(fn, list(sites[0].calls), False)
+
+
+def _compiled_in(data: bytes, function: str, firstlineno: int, traced: Sequence[Tuple[str, int]],
+                 callers: Sequence[Tuple[int, str]] = ()):
     """(source, compile-site model, :class:`_Compiled`) of the traced code
     object ``function`` (first line ``firstlineno``) in the file's bytes
     ``data``; None when they do not parse or show it compiled nowhere: what
-    every cure at the calls starts from."""
+    every cure at the calls starts from (``callers``: the frames of this file
+    the trace shows calling it, (line, function))."""
     from ..analysis.compile_sites import model_of
     from ..pipeline.engine import parse_ast
 
@@ -218,7 +266,7 @@ def _compiled_in(data: bytes, function: str, firstlineno: int, traced: Sequence[
     except FileError:
         return None
     model = model_of(source)
-    compiled = _compiled(source, model, function, firstlineno, traced)
+    compiled = _compiled(source, model, function, firstlineno, traced, callers)
     return (source, model, compiled) if compiled is not None else None
 
 
@@ -334,7 +382,8 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
                  dims: Dict[str, Tuple[int, ...]],
                  unbacked: Optional[Dict[str, Tuple[int, ...]]] = None,
                  traced: Sequence[Tuple[str, int]] = (),
-                 hidden: Optional[Dict[str, Tuple[int, ...]]] = None) -> Tuple[Optional[bytes], List[MarkSite]]:
+                 hidden: Optional[Dict[str, Tuple[int, ...]]] = None,
+                 callers: Sequence[Tuple[int, str]] = ()) -> Tuple[Optional[bytes], List[MarkSite]]:
     """``data`` with ``maybe_mark_dynamic`` inserted before the calls of the
     compiled function ``function`` (its code object starts at ``firstlineno``:
     a decorator or the ``def`` line; where it is called compiled:
@@ -349,7 +398,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     from ..analysis.placement import block_of
     from ..analysis.source import COMPOUND, statement_target
 
-    found = _compiled_in(data, function, firstlineno, traced)
+    found = _compiled_in(data, function, firstlineno, traced, callers)
     if found is None or found[1].torch_alias is None or not found[2].calls:
         return None, []  # (a mark is written with the file's torch)
     source, model, compiled = found
@@ -579,7 +628,7 @@ def apply_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool = False) 
         g = by_real.get(_real(path))
         if g is None or _shape_cured_statically(g, entry):
             continue
-        base, first, traced = _current(g, trace, entry)
+        base, first, traced, callers = _current(g, trace, entry)
         pinned = sizes_passed_as_ints(base, entry.name, first, dims, traced) if dims and not unbacked else []
         if pinned:
             new, compile_node = dynamic_true(base, entry.name, first, traced)
@@ -600,7 +649,7 @@ def apply_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool = False) 
                 )
                 g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))
                 continue
-        new, sites = mark_dynamic(base, entry.name, first, dims, unbacked, traced, tr.hidden_varying_dims(entry))
+        new, sites = mark_dynamic(base, entry.name, first, dims, unbacked, traced, tr.hidden_varying_dims(entry), callers)
         if new is None:
             continue
         g.new = new
@@ -689,11 +738,12 @@ class ContiguousSite:
 
 
 def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Sequence[str],
-                        traced: Sequence[Tuple[str, int]] = ()) -> Tuple[Optional[bytes], List[ContiguousSite]]:
+                        traced: Sequence[Tuple[str, int]] = (),
+                        callers: Sequence[Tuple[int, str]] = ()) -> Tuple[Optional[bytes], List[ContiguousSite]]:
     """``data`` with ``.contiguous()`` on the arguments passed for ``params``
     at the calls of the compiled ``function`` (starting at ``firstlineno``);
     (None, []) when there is none to change."""
-    found = _compiled_in(data, function, firstlineno, traced)
+    found = _compiled_in(data, function, firstlineno, traced, callers)
     if found is None:
         return None, []
     source, _model, compiled = found
@@ -739,8 +789,8 @@ def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
         g = by_real.get(_real(path))
         if not params or g is None:
             continue
-        base, first, traced = _current(g, trace, entry)
-        new, sites = contiguous_at_calls(base, entry.name, first, params, traced)
+        base, first, traced, callers = _current(g, trace, entry)
+        new, sites = contiguous_at_calls(base, entry.name, first, params, traced, callers)
         if new is None:
             continue
         g.new = new
@@ -1127,7 +1177,7 @@ def apply_alias_evidence(trace: tr.Trace, guided: Guided) -> None:
         g = by_real.get(_real(path))
         if g is None:
             continue
-        base, first, traced = _current(g, trace, entry)
+        base, first, traced, _callers = _current(g, trace, entry)
         new, sites = clone_aliases(base, entry.name, first, pairs, traced)
         if new is None:
             continue
@@ -1142,14 +1192,16 @@ def apply_alias_evidence(trace: tr.Trace, guided: Guided) -> None:
             g.matches.append(Match(finding, entry, tr.ALIASING))
 
 
-def _current(g: GuidedFile, trace: tr.Trace, entry: tr.CodeEntry) -> Tuple[bytes, int, List[Tuple[str, int]]]:
+def _current(g: GuidedFile, trace: tr.Trace, entry: tr.CodeEntry) -> Tuple[bytes, int, List[Tuple[str, int]], List[Tuple[int, str]]]:
     """The guided file's bytes as the fixes so far left them, the entry's
-    first line in them, and (name, first line) of the file's traced code
-    objects in them."""
+    first line in them, (name, first line) of the file's traced code
+    objects in them, and (line, function) of the frames of this file the
+    trace shows calling the entry (:attr:`codemods.trace.read.CodeEntry.callers`)."""
     from ..analysis.lines import line_map
 
     base = g.new if g.new is not None else g.original
     moved = line_map(g.original, base) if base != g.original else (lambda n: n)
     path = _real(g.path)
     traced = [(e.name, moved(e.firstlineno)) for e in trace.entries if entry_file(e) is not None and _real(entry_file(e)) == path]
-    return base, moved(entry.firstlineno), traced
+    callers = [(moved(line), name) for file, line, name in entry.callers if _real(file) == path]
+    return base, moved(entry.firstlineno), traced, callers

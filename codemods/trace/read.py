@@ -311,6 +311,9 @@ class CodeEntry:
     #: the distributed ranks whose processes compiled this code object (the
     #: records' ``rank``, or the file's ``rank_N``); empty for one process
     ranks: Tuple[int, ...] = ()
+    #: (filename, line, function) of the user frame each compile's stack
+    #: shows calling this code object (:func:`_caller_frame`), first seen first
+    callers: List[Tuple[str, int, str]] = field(default_factory=list)
     #: how torch reached the user's function named here when it compiled a
     #: wrapper of it (``torch.vmap``: torch's ``wrapped``, mapped to the
     #: vmapped ``def`` by :func:`codemods.trace.match.map_library_entries`)
@@ -590,6 +593,7 @@ def _merge_processes(per_file: List[List[CodeEntry]]) -> List[CodeEntry]:
             lead.ranks = tuple(sorted(set(lead.ranks) | set(other.ranks)))
             if lead.user_frame is None:
                 lead.user_frame = other.user_frame
+            lead.callers.extend(c for c in other.callers if c not in lead.callers)
     return merged
 
 
@@ -695,6 +699,9 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                 order.append(frame)
             if entry.user_frame is None and info.get("stack"):
                 entry.user_frame = _user_frame(info["stack"])
+            caller = _caller_frame(info.get("stack") or [])
+            if caller is not None and caller not in entry.callers:
+                entry.callers.append(caller)
             restarts = metrics.get("restart_reasons") or []
             for flag, what in capture_breaks(restarts if isinstance(restarts, list) else []):
                 entry.capture_breaks.setdefault(flag, []).append(what)
@@ -751,6 +758,17 @@ def _as_seen_by(entry: CodeEntry, parsed: List[Reason]) -> List[Reason]:
     if not entry.name.startswith(RESUME_PREFIX):
         return parsed
     return [dataclasses.replace(r, cause=RESUME_VALUE) if r.cause in (FLOAT_ARG, INT_ARG) else r for r in parsed]
+
+
+def _caller_frame(stack: Sequence[Tuple[str, int, str]]) -> Optional[Tuple[str, int, str]]:
+    """The user frame the stack shows calling the compiled code object (its
+    last frame): the one before it, outside torch.  On 2.13 torch's stack
+    leaves out the frame that made the call itself (``log_dynamo_start``
+    skips one frame too many: measured, ``h -> g -> f`` shows ``h``), so this
+    is the caller's caller, or the caller on a release that keeps it."""
+    if len(stack) < 2 or is_library_file(stack[-2][0]):
+        return None
+    return stack[-2]
 
 
 def _user_frame(
@@ -1638,6 +1656,15 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             for name, dims in varying_dims(entry).items()
             for dim in dims
             if dim not in unbacked.get(name, ())
+        ]
+        # dims of other inputs hidden behind the guard that failed first (the
+        # cure marks them at the same calls: codemods/trace/cures.py mark_dynamic)
+        marks += [
+            (name, dim, "torch._dynamo.maybe_mark_dynamic")
+            for key, dims in hidden_varying_dims(entry).items()
+            for name in [_local_input(key)]
+            if name is not None and not name.startswith(("args_", "kwargs_"))  # a parameter by its name
+            for dim in dims
         ]
         for name, dim, call in marks:
             argument = argument_of(name)
