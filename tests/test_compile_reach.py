@@ -221,3 +221,50 @@ def test_a_table_holding_anything_but_classes_of_the_module_is_not_followed():
     # nor a table bound twice
     code = SOLVERS.replace("def sample(", 'TABLE = {"euler": Other}\n\ndef sample(')
     assert lines_of(model_of(code)) == [[]]
+
+
+# -- blocks compiled in a loop over a parameter's attribute (musubi-tuner) --------------
+
+TRAINER = """import torch
+from torch import nn
+
+class Block(nn.Module):
+    def forward(self, x):
+        return x
+
+class Transformer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transformer_blocks = nn.ModuleList([Block() for _ in range(2)])
+
+class Trainer:
+    def compile_transformer(self, args, transformer):
+        for i, block in enumerate(transformer.transformer_blocks):
+            block = torch.compile(block, dynamic=args.compile_dynamic)
+            transformer.transformer_blocks[i] = block
+        return transformer
+"""
+
+
+def test_a_loop_over_a_parameters_blocks_compiles_the_class_that_binds_them():
+    # `transformer` is a parameter of unknown class: the one nn.Module class here
+    # binding `self.transformer_blocks` holds Blocks; the compile reads the loop's
+    # `block` (its rebinding by the compile is seen only after it)
+    model = model_of(TRAINER)
+    (site,) = model.compile_sites
+    assert compiled_module_class(model, site).name == "Block"
+
+
+def test_not_when_a_plain_class_binds_that_attribute_too_or_the_name_is_no_parameter():
+    plain = TRAINER + "\nclass Holder:\n    def __init__(self):\n        self.transformer_blocks = []\n"
+    (site,) = model_of(plain).compile_sites
+    assert compiled_module_class(model_of(plain), site) is None
+    local = TRAINER.replace("    def compile_transformer(self, args, transformer):\n", "    def compile_transformer(self, args):\n        transformer = load()\n")
+    model = model_of(local)
+    assert compiled_module_class(model, model.compile_sites[0]) is None
+    # the compiled value called in the loop afterwards sees two bindings: no class from the loop
+    called = TRAINER.replace("            transformer.transformer_blocks[i] = block\n", "            transformer.transformer_blocks[i] = block\n            block(1)\n")
+    model = model_of(called)
+    (use,) = [n for n in ast.walk(model.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "block"]
+    assert model.loop_module_class(use.func) is None
+    assert model.loop_module_class(model.compile_sites[0].target).name == "Block"  # the compile's own read

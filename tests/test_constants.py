@@ -147,3 +147,35 @@ CASES = [
 @pytest.mark.parametrize("src, expected", CASES, ids=[f"case{i}" for i in range(len(CASES))])
 def test_int_value(src, expected):
     assert bound_of(src) == expected
+
+
+# -- a store_true flag passed as dynamic= (FR001's `or None`) --------------------------
+
+FLAG = """import argparse
+import torch
+parser = argparse.ArgumentParser()
+parser.add_argument({option}, action="store_true"{more})
+args = parser.parse_args()
+f = torch.compile(len, dynamic=args.compile_dynamic)
+"""
+
+
+def flag_of(code):
+    from codemods.analysis.constants import store_true_flag
+
+    model = model_of(parse_ast("t.py", code.encode()))
+    return store_true_flag(model, model.compile_sites[0].option("dynamic").value)
+
+
+def test_a_store_true_flag_is_false_unless_passed():
+    assert flag_of(FLAG.format(option='"--compile_dynamic"', more="")) == "--compile_dynamic"
+    assert flag_of(FLAG.format(option='"--compile-dynamic"', more=", default=False")) == "--compile-dynamic"
+    assert flag_of(FLAG.format(option='"--dyn"', more=', dest="compile_dynamic"')) == "--dyn"
+
+
+def test_not_a_flag_that_can_be_false_otherwise():
+    assert flag_of(FLAG.format(option='"--compile_dynamic"', more=", default=True")) is None
+    assert flag_of(FLAG.format(option='"--compile_dynamic"', more="").replace("store_true", "store_false")) is None
+    assert flag_of(FLAG.format(option='"--other"', more="")) is None  # the parser is elsewhere
+    written = FLAG.format(option='"--compile_dynamic"', more="") + "args.compile_dynamic = False\n"
+    assert flag_of(written) is None

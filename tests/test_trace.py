@@ -347,6 +347,19 @@ def test_only_implicated_findings_are_applied(copied):
     )
 
 
+def test_a_store_true_flag_as_dynamic_is_cured_from_the_trace(copied):
+    # blocks compiled in a loop over a parameter's `transformer_blocks`: the
+    # compile is tied to TransformerBlock.forward, and the trace's shape
+    # recompiles are the evidence FR001's `or None` lacked statically
+    script, trace = copied("store_true_blocks")
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [m] = guided.matches
+    assert (m.finding.code, m.upgraded, m.finding.line) == ("FR001", True, 37)
+    new = guided.files[0].new.decode()
+    assert 'block = torch.compile(block, backend="eager", dynamic=args.compile_dynamic or None)\n' in new
+    assert new.replace(" or None", "", 1) == script.read_text()
+
+
 def test_a_trace_of_another_function_implicates_nothing(copied, tmp_path):
     _script, trace = copied("growing_inputs")
     for e in trace.entries:
@@ -522,6 +535,9 @@ E2E = [
     # an optimizer's state made lazily inside its compiled per-parameter update: the length of
     # `self.state` guarded, the dict FR017 found looked up by the tensor (6 -> 2)
     ("tensor_keyed_lazy_state", "__update", 11, "length `self.state`", "FR017"),
+    # blocks compiled in a trainer's loop over a parameter's `transformer_blocks`, with
+    # `dynamic=args.compile_dynamic` (a store_true flag: False): `or None` (musubi-tuner fe044b6)
+    ("store_true_blocks", "forward", 19, "tensor shape `hidden_states`", "FR001"),
 ]
 
 

@@ -695,8 +695,10 @@ class CompileModel:
         is an instance of: from an ``isinstance(name, C)`` test guarding this
         use (``for m in model.modules(): if isinstance(m, Block): m.compile()``),
         else from what the loop runs over (``for b in model.layers``, ``layers``
-        an ``nn.ModuleList([Block(i) for i in ...])``)."""
-        bindings = self.scopes.bindings_of(name)
+        an ``nn.ModuleList([Block(i) for i in ...])``).  The loop's binding
+        must be the only one ``name`` sees there (``for i, block in
+        enumerate(blocks): block = torch.compile(block)`` reads the loop's)."""
+        bindings = self.visible_bindings(name)
         if len(bindings) != 1 or bindings[0].kind != "for" or not isinstance(bindings[0].value, (ast.For, ast.AsyncFor)):
             return None
         loop = bindings[0].value
@@ -873,9 +875,28 @@ class CompileModel:
             if owner is not None:
                 values = self.self_attr_values(owner, expr.attr)
             else:
-                values = self._module_dict_entries(expr)
+                values = self._module_dict_entries(expr) or self._bound_by_module_classes(expr)
         found = {id(c): c for c in (self.element_class(v, depth + 1) for v in values)}
         return next(iter(found.values())) if len(found) == 1 and None not in found.values() else None
+
+    def _bound_by_module_classes(self, expr: ast.Attribute) -> List[ast.AST]:
+        """``transformer.transformer_blocks`` where ``transformer`` is a
+        parameter of unknown class (musubi-tuner's ``compile_transformer(self,
+        args, transformer)``): what the nn.Module classes of this module that
+        bind ``self.transformer_blocks`` assign to it; empty when a class that
+        is no nn.Module binds it too (the caller then takes the one element
+        class they all agree on, or none)."""
+        if not (isinstance(expr.value, ast.Name) and expr.value.id != "self"):
+            return []
+        if any(b.kind != "param" for b in self.scopes.bindings_of(expr.value)):
+            return []
+        out: List[ast.AST] = []
+        for cls in self.classes.values():
+            values = self.self_attr_values(cls, expr.attr)
+            if values and not self.is_module_class(cls):
+                return []
+            out.extend(values)
+        return out
 
     def _module_dict_entries(self, expr: ast.Attribute) -> List[ast.AST]:
         """``self.transformer.h`` where the class binds ``self.transformer =

@@ -229,8 +229,10 @@ def _changed_elsewhere(model: CompileModel, cls: ast.ClassDef, attr: str) -> boo
     return False
 
 
-def _argparse_default(model: CompileModel, attr: str, depth: int) -> Optional[int]:
-    found: Optional[int] = None
+def _arguments(model: CompileModel, attr: str) -> List[ast.Call]:
+    """The ``parser.add_argument(...)`` calls of the module whose destination
+    (``dest=``, else the first long option, ``--n-layer`` -> ``n_layer``) is ``attr``."""
+    found: List[ast.Call] = []
     for call in model.source.nodes(ast.Call):
         func = call.func  # type: ignore[attr-defined]
         if not (isinstance(func, ast.Attribute) and func.attr == "add_argument"):
@@ -240,8 +242,42 @@ def _argparse_default(model: CompileModel, attr: str, depth: int) -> Optional[in
         if dest is None:
             longs = [o for o in options if o.startswith("--")]
             dest = (longs[0] if longs else (options[0] if options else "")).lstrip("-").replace("-", "_")
-        if dest != attr:
-            continue
+        if dest == attr:
+            found.append(call)  # type: ignore[arg-type]
+    return found
+
+
+def store_true_flag(model: CompileModel, expr: ast.AST) -> Optional[str]:
+    """The option (``--compile_dynamic``) when ``expr`` is ``args.<attr>`` and
+    every ``add_argument`` of this module for ``<attr>`` is a flag that is
+    False unless passed (``action="store_true"``, no default or
+    ``default=False``), and nothing in the module assigns ``<attr>`` of
+    anything (``args.compile_dynamic = ...``): the value is True only when
+    the user passes the flag.  None otherwise (also when the parser is in
+    another module)."""
+    if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+        return None
+    calls = _arguments(model, expr.attr)
+    if not calls:
+        return None
+    for call in calls:
+        keywords = {k.arg: k.value for k in call.keywords}
+        action = keywords.get("action")
+        if not (isinstance(action, ast.Constant) and action.value == "store_true"):
+            return None
+        default = keywords.get("default", ast.Constant(value=False))
+        if not (isinstance(default, ast.Constant) and default.value is False):
+            return None
+    for node in model.source.nodes(ast.Attribute):
+        if node.attr == expr.attr and isinstance(node.ctx, (ast.Store, ast.Del)):  # type: ignore[attr-defined]
+            return None
+    options = [a.value for a in calls[0].args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return next((o for o in options if o.startswith("--")), options[0] if options else expr.attr)
+
+
+def _argparse_default(model: CompileModel, attr: str, depth: int) -> Optional[int]:
+    found: Optional[int] = None
+    for call in _arguments(model, attr):
         default = next((k.value for k in call.keywords if k.arg == "default"), None)  # type: ignore[attr-defined]
         value = int_value(model, default, depth + 1) if default is not None else None
         if value is None or (found is not None and value != found):

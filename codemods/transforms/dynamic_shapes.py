@@ -8,11 +8,17 @@ from typing import Iterable, List, Optional, Tuple
 from .._lazy import cst
 
 from ..findings import Edit, Finding, Safety
+from ..analysis.constants import store_true_flag
 from ..analysis.intent import static_intent
 from ..analysis.variation import evidence_for
 from ..cst_edits import remove_keyword
 from ..trace.causes import CuresCause, FLOAT_ARG, INT_ARG, TENSOR_SHAPE
 from .base import Example, Rule
+
+
+def _or_none(value: cst.BaseExpression) -> cst.BaseExpression:
+    """``args.flag`` -> ``args.flag or None``."""
+    return cst.BooleanOperation(left=value, operator=cst.Or(), right=cst.Name("None"))
 
 
 def _set_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
@@ -48,7 +54,7 @@ reports, with an unsafe fix: `dynamic=False` with no varying call seen; a
 static compile that varies but that the module marks as deliberate (a comment
 at the compile about static shapes, speed or recompiles; the recompile limit
 raised in the module; `disable_cache_limit()`; `mark_static`);
-`dynamic=<variable>` (never rewritten); and `dynamic=False` passed through
+`dynamic=<variable>` (never rewritten, except a store_true flag, below); and `dynamic=False` passed through
 `**opts` when `opts` is a dict built in the same module
 (`opts = dict(dynamic=False)`, `opts = {"dynamic": False}`) and used only as
 `**opts` (never rewritten).
@@ -60,8 +66,17 @@ Parameter's shapes stay static whatever `dynamic=` says
 `dynamic=False` alone cures nothing (HeavyBall#16: 8 graphs and the limit
 either way); with it removed, `p.detach()` or the flag set to False gives 3.
 
+`dynamic=args.compile_dynamic` where the module's parser makes
+`--compile_dynamic` a store_true flag (no default, or `default=False`) and
+nothing assigns it: the value is False whenever the user does not pass the
+flag (musubi-tuner before fe044b6: `--compile` alone gave `dynamic=False`,
+16 graphs -> 10 with its fix). The fix writes `dynamic=args.compile_dynamic or
+None`: True when the flag is passed, automatic dynamic shapes otherwise; found
+and made safe on the same evidence as `dynamic=False`.
+
 With `--dynamic-fix true` (or `dynamic-fix = "true"` in the configuration) the
-fix writes `dynamic=True` instead of removing the argument.
+fix writes `dynamic=True` instead of removing the argument (not for a flag:
+`or None` keeps the flag's meaning when it is passed).
 """
     why_it_recompiles = """
 `dynamic=False` turns off automatic dynamic shapes: every new input shape,
@@ -95,7 +110,9 @@ the static compile as deliberate: removing `dynamic=False` never changes
 results. Unsafe otherwise: `dynamic=False` is often deliberate (max-autotune,
 CUDA graphs, inputs that never change shape), so those findings are reported
 only with `--unproven` and fixed only with `--unsafe-fixes`.
-`dynamic=<variable>` and `dynamic=False` inside `**` options have no fix.
+`dynamic=<variable>` and `dynamic=False` inside `**` options have no fix,
+but for a store_true flag (`or None`, under the same rule: it changes only
+the run where the flag is not passed, from static to automatic dynamic).
 """
     valid = (
         "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    return x\n",
@@ -141,6 +158,13 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
         ),
         # `dynamic=False` through `**opts`: reported at the dict entry, no fix
         Example("import torch\nopts = dict(dynamic=False, fullgraph=True)\nf = torch.compile(len, **opts)\n", unproven=True),
+        # a store_true flag: False unless passed (musubi-tuner before fe044b6)
+        Example(
+            "import argparse\nimport torch\nparser = argparse.ArgumentParser()\nparser.add_argument('--compile_dynamic', action='store_true')\n"
+            "args = parser.parse_args()\nf = torch.compile(torch.relu, dynamic=args.compile_dynamic)\nfor n in range(3):\n    f(torch.ones(n))\n",
+            "import argparse\nimport torch\nparser = argparse.ArgumentParser()\nparser.add_argument('--compile_dynamic', action='store_true')\n"
+            "args = parser.parse_args()\nf = torch.compile(torch.relu, dynamic=args.compile_dynamic or None)\nfor n in range(3):\n    f(torch.ones(n))\n",
+        ),
         # varying shapes, but the comment says static is deliberate: unsafe, unproven
         Example(
             "import torch\n@torch.compile(dynamic=False)  # static shapes: much faster here\ndef f(x):\n    return x\nfor n in range(3):\n    f(torch.ones(n))\n",
@@ -166,7 +190,8 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
             known = site.option_value("dynamic")  # a literal, or a module constant bound once to one
             if known is True or known is None:
                 continue
-            if known is not False:
+            flag = store_true_flag(model, value) if known is not False else None
+            if known is not False and flag is None:
                 findings.append(
                     self.finding(
                         ctx,
@@ -180,7 +205,14 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
             evidence = evidence_for(model, site)
             intent = static_intent(model, site) if evidence else None
             target = source.target(site.options_call, "Call")
-            if ctx.settings.dynamic_fix == "true":
+            if flag is not None:
+                # a store_true flag: False whenever the user did not pass it
+                # (musubi-tuner before fe044b6); `or None` keeps True when it
+                # is passed and gives automatic dynamic shapes otherwise
+                spelled = f"`dynamic={source.segment(value)}` (False unless `{flag}` is passed, a store_true flag)"
+                edit = Edit(source.target(value, "BaseExpression"), _or_none)
+                title = f"pass `dynamic={source.segment(value)} or None`"
+            elif ctx.settings.dynamic_fix == "true":
                 edit = Edit(target, lambda node: _set_keyword(node, "dynamic", cst.Name("True")))
                 title = "replace `dynamic=False` by `dynamic=True`"
             else:
@@ -203,6 +235,11 @@ only with `--unproven` and fixed only with `--unsafe-fixes`.
                 because = " (no varying call seen here; fix is unsafe as it may be deliberate)"
                 message = lead + because
                 safety = Safety.UNSAFE
+            if flag is not None:
+                message += (
+                    f"; pass `dynamic={source.segment(value)} or None`: True when `{flag}` is passed,"
+                    " automatic dynamic shapes (the default) otherwise"
+                )
             proven = bool(evidence) and intent is None
             parameter = _parameter_argument(model, site)
             if parameter is not None:
