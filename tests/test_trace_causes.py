@@ -626,3 +626,16 @@ def test_a_str_argument_is_bounded_only_if_it_takes_few_values():
     attribute = entry_of("0/0: self.mode == 'fast'")
     assert [r.cause for r in attribute.reasons] == [tr.CONSTANT]
     assert tr.cure_label(attribute, tr.CONSTANT, []) == "bounded, no fix needed (1 recompile: one graph per value)"
+
+
+def test_a_self_container_empty_at_some_calls_names_the_cure():
+    """xDiT before PR #781: `self._usp_attention_kwargs` gets three keys by
+    `update()` when the sequence needs padding and loses them by `pop()`
+    otherwise; its truthiness guard fails once.  Not "no fix needed": the
+    project kept the key set fixed (every key present, None when unused)."""
+    [reason] = tr.parse_reason("0/0: not self._usp_attention_kwargs")
+    assert reason.cause == tr.TRUTH
+    entry = tr.CodeEntry(name="forward", filename="m.py", firstlineno=1, graphs=2, compiles=2, recompiles=1, reasons=[reason])
+    label = tr.cure_label(entry, tr.TRUTH, CODES)
+    assert label.startswith("report: `self._usp_attention_kwargs` is empty at some calls and not at others (1 recompile")
+    assert "every key present, None when unused" in label

@@ -196,21 +196,21 @@ def closure(callers, src=CLOSURE):
 def test_a_compiled_closure_is_cured_at_the_calls_the_trace_ties_to_its_compile():
     # torch's stack shows `sample` calling (the frame of `step` is left out):
     # at line 21 `sample` calls `.step`, the function around the site's calls
-    new, sites = closure([(21, "sample")])
+    new, sites = closure([(21, "sample", False)])
     assert [(s.line, s.arg) for s in sites] == [(9, "t_cur"), (10, "torch.where(t_cur > 0, t_cur, 1.0)")]
     assert "        d = self.denoiser(x, t_cur.contiguous())\n" in new
     assert "torch.where(t_cur > 0, t_cur, 1.0).contiguous())\n" in new
     # the caller itself shown (a release that keeps the calling frame)
-    assert closure([(9, "step")])[0] == new
-    assert closure([(21, "sample")], new) == (None, [])  # a second run changes nothing
+    assert closure([(9, "step", False)])[0] == new
+    assert closure([(21, "sample", False)], new) == (None, [])  # a second run changes nothing
 
 
 def test_no_cure_when_the_trace_shows_no_frame_tied_to_the_compile():
     assert closure([]) == (None, [])
-    assert closure([(26, "<module>")]) == (None, [])  # calls `sample`: no call of the compile is in a `sample`
+    assert closure([(26, "<module>", False)]) == (None, [])  # calls `sample`: no call of the compile is in a `sample`
     # two compiles of unknown functions both tied: neither is taken
     two = CLOSURE + "other = torch.compile(denoiser)\nHeun(other).step(torch.ones(2), torch.ones(2))\n"
-    assert closure([(21, "sample")], two) == (None, [])
+    assert closure([(21, "sample", False)], two) == (None, [])
 
 
 def test_run_fix_makes_the_closure_calls_one_layout(tmp_path):

@@ -250,3 +250,55 @@ def test_run_fix_restores_mark_unbacked_when_the_code_branches_on_the_size(tmp_p
     assert "fixed: branching.py:45:23: TRACE " in out, out
     assert restored_because in out, out
     assert script.read_text() == text  # restored
+
+
+# -- a module whose compiled forward is reached only by the trace's frames -------------
+
+
+def test_the_module_call_the_trace_shows_gets_the_mark(copied):  # noqa: F811
+    # xDiT: `transformer.forward = torch.compile(transformer.forward)` on a module
+    # fetched with getattr; the code object is a decorator's `wrapper(self, *args,
+    # **kwargs)`; the stack shows `Pipeline.__call__` calling it through torch's
+    # module call: that call passes `timestep=unique_timesteps`
+    script, trace = copied("module_kwargs_timestep")
+    [entry] = trace.entries
+    assert entry.name == "wrapper"
+    assert [(line, name) for _f, line, name in entry.module_callers] == [(49, "__call__")]
+    assert entry.callers == []  # torch's frames sit between them
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [m] = guided.matches
+    assert (m.finding.code, m.finding.line) == ("TRACE", 49)
+    new = guided.files[0].new.decode()
+    assert "            torch._dynamo.decorators.mark_unbacked(unique_timesteps, 0)\n            out = transformer(\n" in new
+
+
+def test_no_mark_without_a_module_frame_or_at_a_line_of_two_calls():
+    src = textwrap.dedent(
+        """\
+        import torch
+
+
+        def deco(fn):
+            def wrapper(self, *args, **kwargs):
+                return fn(self, *args, **kwargs)
+            return wrapper
+
+
+        class M(torch.nn.Module):
+            @deco
+            def forward(self, x, t):
+                return x * t
+
+
+        def run(m, ts):
+            return m(x=ts, t=ts)
+        """
+    )
+    mark = lambda callers: trace_cures.mark_dynamic(src.encode(), "wrapper", 5, {}, {"l_kwargs_t_": (0,)}, (), None, callers)  # noqa: E731
+    new, sites = mark([(17, "run", True)])
+    assert [(s.line, s.arg, s.func) for s in sites] == [(17, "ts", "mark_unbacked")]
+    assert "    torch._dynamo.decorators.mark_unbacked(ts, 0)\n    return m(x=ts, t=ts)\n" in new.decode()
+    assert mark([(17, "run", False)]) == (None, [])  # a frame that is not a module call
+    assert mark([]) == (None, [])
+    two = src.replace("return m(x=ts, t=ts)", "return m(x=ts, t=ts), m(x=ts, t=ts)")
+    assert trace_cures.mark_dynamic(two.encode(), "wrapper", 5, {}, {"l_kwargs_t_": (0,)}, (), None, [(17, "run", True)]) == (None, [])

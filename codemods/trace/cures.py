@@ -146,7 +146,7 @@ class _Compiled:
 
 
 def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[Tuple[str, int]],
-              callers: Sequence[Tuple[int, str]] = ()) -> Optional[_Compiled]:
+              callers: Sequence[Tuple[int, str, bool]] = ()) -> Optional[_Compiled]:
     """Where the traced code object ``function`` (starting at ``firstlineno``)
     is called compiled, in the compile-site model's terms
     (:mod:`codemods.analysis.compile_sites`):
@@ -203,13 +203,13 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
         return _Compiled(fn, calls, True) if calls else None
     fn = model.functions.get(function)  # the module-level def of that name
     if fn is None or firstlineno not in def_first_lines(fn):
-        return _closure_compiled(source, model, function, firstlineno, callers)
+        return _closure_compiled(source, model, function, firstlineno, callers) or _module_called(source, function, firstlineno, callers)
     if any(isinstance(site.target, ast.Name) and site.target.id == function for site in model.compile_sites):
         return None  # compiled here under another name: calls by its own name run eagerly
     return _Compiled(fn, _calls_by_name(source, fn, traced, compiled_defs), False)
 
 
-def _closure_compiled(source, model, function: str, firstlineno: int, callers: Sequence[Tuple[int, str]]) -> Optional[_Compiled]:
+def _closure_compiled(source, model, function: str, firstlineno: int, callers: Sequence[Tuple[int, str, bool]]) -> Optional[_Compiled]:
     """The calls of a nested ``def`` ``function`` (a closure, as
     physicsnemo's ``get_denoiser`` returns ``ode_denoiser``) that one compile
     of this file reaches without the model knowing what it compiles
@@ -234,7 +234,7 @@ def _closure_compiled(source, model, function: str, firstlineno: int, callers: S
             if c.lineno == line and isinstance(c.func, (ast.Attribute, ast.Name))  # type: ignore[attr-defined]
         }
 
-    frames = [(line, name, called_names(line)) for line, name in callers]
+    frames = [(line, name, called_names(line)) for line, name, _module in callers]
 
     def tied(call: ast.Call) -> bool:
         owner = source.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -251,8 +251,37 @@ def _closure_compiled(source, model, function: str, firstlineno: int, callers: S
     return _Compiled(fn, list(sites[0].calls), False)
 
 
+def _module_called(source, function: str, firstlineno: int, callers: Sequence[Tuple[int, str, bool]]) -> Optional[_Compiled]:
+    """The module calls the trace shows reaching the compiled ``function``
+    when nothing in the file names what is compiled (xDiT's
+    ``transformer.forward = torch.compile(transformer.forward)``, ``transformer``
+    fetched by ``getattr``; the code object a decorator's ``wrapper(self,
+    *args, **kwargs)`` around ``forward``): at each frame the trace shows
+    calling it as a module (only torch's module call between them), the
+    outermost call that starts on that line.  None when there is none or a
+    line holds several."""
+    fn = next((d for d in source.nodes(ast.FunctionDef) if d.name == function and firstlineno in def_first_lines(d)), None)  # type: ignore[attr-defined]
+    if fn is None:
+        return None
+    calls: List[ast.Call] = []
+    for line, _name, module in callers:
+        if not module:
+            continue
+        here = [c for c in source.nodes(ast.Call) if c.lineno == line]  # type: ignore[attr-defined]
+        # the outermost call of the line (`self.model(x.float())`: not `x.float()`)
+        here = [c for c in here if not any(o is not c and any(a is o for a in source.ancestors(c)) for o in here)]
+        if len(here) != 1 or not isinstance(here[0].func, (ast.Name, ast.Attribute)):  # type: ignore[attr-defined]
+            return None
+        if here[0] not in calls:
+            calls.append(here[0])  # type: ignore[arg-type]
+    params = parameter_names(fn)
+    if not calls or not params or params[0] != "self":
+        return None  # a module's method binds `self` at the call
+    return _Compiled(fn, calls, True)
+
+
 def _compiled_in(data: bytes, function: str, firstlineno: int, traced: Sequence[Tuple[str, int]],
-                 callers: Sequence[Tuple[int, str]] = ()):
+                 callers: Sequence[Tuple[int, str, bool]] = ()):
     """(source, compile-site model, :class:`_Compiled`) of the traced code
     object ``function`` (first line ``firstlineno``) in the file's bytes
     ``data``; None when they do not parse or show it compiled nowhere: what
@@ -383,7 +412,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
                  unbacked: Optional[Dict[str, Tuple[int, ...]]] = None,
                  traced: Sequence[Tuple[str, int]] = (),
                  hidden: Optional[Dict[str, Tuple[int, ...]]] = None,
-                 callers: Sequence[Tuple[int, str]] = ()) -> Tuple[Optional[bytes], List[MarkSite]]:
+                 callers: Sequence[Tuple[int, str, bool]] = ()) -> Tuple[Optional[bytes], List[MarkSite]]:
     """``data`` with ``maybe_mark_dynamic`` inserted before the calls of the
     compiled function ``function`` (its code object starts at ``firstlineno``:
     a decorator or the ``def`` line; where it is called compiled:
@@ -409,6 +438,15 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     params = positional + [a.arg for a in fn.args.kwonlyargs]  # type: ignore[union-attr]
     keyword_ok = set(params) - {a.arg for a in fn.args.posonlyargs}  # type: ignore[union-attr]
     defaults = set(parameter_defaults(fn))
+    # what only `**kwargs` takes, as the trace names it (`kwargs['timestep']`)
+    # -> the keyword the calls pass it by (`timestep=unique_timesteps`)
+    by_keyword: Dict[str, str] = {}
+    star = fn.args.kwarg.arg if fn.args.kwarg is not None else None  # type: ignore[union-attr]
+    for call in compiled.calls if star is not None else ():
+        for kw in call.keywords:
+            if kw.arg is not None and kw.arg not in keyword_ok:
+                by_keyword.setdefault(f"{star}['{kw.arg}']", kw.arg)
+    params = params + list(by_keyword)
     # (param, dim, func): the dims seen to vary in the trace's order, then the
     # other inputs compiled at size 0 or 1 first, in the signature's order
     unbacked_of = {p: set((unbacked or {}).get(tr.graph_input(p), ())) for p in params}
@@ -444,7 +482,10 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         line, column = source.start(call)
         have = by_stmt.setdefault(stmt, [])
         for param, dim, func in wanted:
-            value = passed_argument(call, fn, param, compiled.method)
+            if param in by_keyword:
+                value = next((kw.value for kw in call.keywords if kw.arg == by_keyword[param]), None)
+            else:
+                value = passed_argument(call, fn, param, compiled.method)
             if isinstance(value, ast.Name):
                 name, key = value.id, None
             elif value is None and double_star is not None and param in keyword_ok and param not in defaults:
@@ -739,7 +780,7 @@ class ContiguousSite:
 
 def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Sequence[str],
                         traced: Sequence[Tuple[str, int]] = (),
-                        callers: Sequence[Tuple[int, str]] = ()) -> Tuple[Optional[bytes], List[ContiguousSite]]:
+                        callers: Sequence[Tuple[int, str, bool]] = ()) -> Tuple[Optional[bytes], List[ContiguousSite]]:
     """``data`` with ``.contiguous()`` on the arguments passed for ``params``
     at the calls of the compiled ``function`` (starting at ``firstlineno``);
     (None, []) when there is none to change."""
@@ -1192,16 +1233,18 @@ def apply_alias_evidence(trace: tr.Trace, guided: Guided) -> None:
             g.matches.append(Match(finding, entry, tr.ALIASING))
 
 
-def _current(g: GuidedFile, trace: tr.Trace, entry: tr.CodeEntry) -> Tuple[bytes, int, List[Tuple[str, int]], List[Tuple[int, str]]]:
+def _current(g: GuidedFile, trace: tr.Trace, entry: tr.CodeEntry) -> Tuple[bytes, int, List[Tuple[str, int]], List[Tuple[int, str, bool]]]:
     """The guided file's bytes as the fixes so far left them, the entry's
     first line in them, (name, first line) of the file's traced code
-    objects in them, and (line, function) of the frames of this file the
-    trace shows calling the entry (:attr:`codemods.trace.read.CodeEntry.callers`)."""
+    objects in them, and (line, function, as a module) of the frames of
+    this file the trace shows calling the entry
+    (:attr:`codemods.trace.read.CodeEntry.callers`, ``module_callers``)."""
     from ..analysis.lines import line_map
 
     base = g.new if g.new is not None else g.original
     moved = line_map(g.original, base) if base != g.original else (lambda n: n)
     path = _real(g.path)
     traced = [(e.name, moved(e.firstlineno)) for e in trace.entries if entry_file(e) is not None and _real(entry_file(e)) == path]
-    callers = [(moved(line), name) for file, line, name in entry.callers if _real(file) == path]
+    callers = [(moved(line), name, False) for file, line, name in entry.callers if _real(file) == path]
+    callers += [(moved(line), name, True) for file, line, name in entry.module_callers if _real(file) == path]
     return base, moved(entry.firstlineno), traced, callers

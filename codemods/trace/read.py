@@ -314,6 +314,9 @@ class CodeEntry:
     #: (filename, line, function) of the user frame each compile's stack
     #: shows calling this code object (:func:`_caller_frame`), first seen first
     callers: List[Tuple[str, int, str]] = field(default_factory=list)
+    #: (filename, line, function) of the user frames each compile's stack
+    #: shows calling this code object as a module (:func:`_module_caller_frame`)
+    module_callers: List[Tuple[str, int, str]] = field(default_factory=list)
     #: how torch reached the user's function named here when it compiled a
     #: wrapper of it (``torch.vmap``: torch's ``wrapped``, mapped to the
     #: vmapped ``def`` by :func:`codemods.trace.match.map_library_entries`)
@@ -594,6 +597,7 @@ def _merge_processes(per_file: List[List[CodeEntry]]) -> List[CodeEntry]:
             if lead.user_frame is None:
                 lead.user_frame = other.user_frame
             lead.callers.extend(c for c in other.callers if c not in lead.callers)
+            lead.module_callers.extend(c for c in other.module_callers if c not in lead.module_callers)
     return merged
 
 
@@ -702,6 +706,9 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
             caller = _caller_frame(info.get("stack") or [])
             if caller is not None and caller not in entry.callers:
                 entry.callers.append(caller)
+            caller = _module_caller_frame(info.get("stack") or [])
+            if caller is not None and caller not in entry.module_callers:
+                entry.module_callers.append(caller)
             restarts = metrics.get("restart_reasons") or []
             for flag, what in capture_breaks(restarts if isinstance(restarts, list) else []):
                 entry.capture_breaks.setdefault(flag, []).append(what)
@@ -769,6 +776,27 @@ def _caller_frame(stack: Sequence[Tuple[str, int, str]]) -> Optional[Tuple[str, 
     if len(stack) < 2 or is_library_file(stack[-2][0]):
         return None
     return stack[-2]
+
+
+#: torch's frames between a call of a module and the module's forward
+_MODULE_CALL = "torch/nn/modules/module.py"
+
+
+def _module_caller_frame(stack: Sequence[Tuple[str, int, str]]) -> Optional[Tuple[str, int, str]]:
+    """The user frame that called the compiled code object as a module
+    (``transformer(hidden_states=..., timestep=...)``, its forward compiled):
+    the stack shows only torch's module call (``_wrapped_call_impl``,
+    ``_call_impl``) between that frame and the code object, so the call at
+    that frame's line is the module call itself (measured on 2.13; the frame
+    left out is torch's own).  None for any other stack."""
+    if len(stack) < 3:
+        return None
+    i = len(stack) - 2
+    while i >= 0 and stack[i][0].replace("\\", "/").endswith(_MODULE_CALL):
+        i -= 1
+    if i < 0 or i == len(stack) - 2 or is_library_file(stack[i][0]):
+        return None
+    return stack[i]
 
 
 def _user_frame(
@@ -1744,6 +1772,16 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             parts.append(
                 f"bounded only if {names} takes few values: each new string is a graph ({count} recompile{'s' if count != 1 else ''} so far); "
                 "if it carries data (a prompt, a path), encode it outside the compiled code and pass the tensor"
+            )
+        elif cause == TRUTH and any(src.startswith("self.") for src in entry.sources(cause)):
+            # a container attribute empty at one call, not at the next
+            # (xDiT before PR #781: `update()` of three keys when padding,
+            # `pop()` of them otherwise): a graph per truth value, which the
+            # project cured by keeping the key set fixed
+            parts.append(
+                f"report: {sources} is empty at some calls and not at others ({count} recompile{'s' if count != 1 else ''}: "
+                "one graph per truth value): keep its contents fixed between calls (every key present, None when unused) "
+                "or pass what it holds as arguments"
             )
         elif cause == RANK:
             # no dynamic rank in torch: bounded by the ranks callers pass, but
