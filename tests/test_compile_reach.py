@@ -268,3 +268,28 @@ def test_not_when_a_plain_class_binds_that_attribute_too_or_the_name_is_no_param
     (use,) = [n for n in ast.walk(model.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "block"]
     assert model.loop_module_class(use.func) is None
     assert model.loop_module_class(model.compile_sites[0].target).name == "Block"  # the compile's own read
+
+
+def test_a_module_attribute_set_from_a_local_of_the_method_has_that_local_class():
+    code = """import torch
+from torch import nn
+
+class Sampler(nn.Module):
+    def forward(self, logits):
+        return logits
+
+class RBLNSampler(Sampler):
+    pass
+
+class Runner:
+    def __init__(self):
+        sampler = RBLNSampler()
+        self.sampler = sampler
+        self.sampler = torch.compile(self.sampler)
+"""
+    model = model_of(code)
+    (site,) = model.compile_sites
+    assert compiled_module_class(model, site).name == "RBLNSampler"
+    # a local bound to something that is no module: none
+    model = model_of(code.replace("sampler = RBLNSampler()", "sampler = make()"))
+    assert compiled_module_class(model, model.compile_sites[0]) is None

@@ -233,3 +233,42 @@ def test_the_recorded_closure_trace_names_its_callers(copied):  # noqa: F811
     assert [(line, name) for _f, line, name in entry.callers] == [(55, "sample")]
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     assert [(m.finding.line, m.finding.rule_name) for m in guided.matches] == [(16, "contiguous-from-trace"), (26, "contiguous-from-trace"), (30, "contiguous-from-trace")]
+
+
+# -- a stride that differs only on a size-1 dim: a view of its own shape ----------------
+
+
+def test_a_stride_guard_on_a_size_one_dim_gets_a_view_of_its_own_shape(copied):  # noqa: F811
+    # vllm-rbln: `(1, V)` logits, the last row of a concatenation, stride (n * V, 1):
+    # `.contiguous()` returns the same tensor (a size-1 dim does not count)
+    script, trace = copied("size_one_stride")
+    [entry] = [e for e in trace.entries if e.graphs]
+    assert tr.size_one_strides(entry, "logits")
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [m] = guided.matches
+    assert "pass `logits.view(logits.shape)` here" in m.finding.message
+    new = guided.files[0].new.decode()
+    # the sampler's class derives from the one whose forward is compiled, through `self.sampler = sampler`
+    assert "        return self.sampler(logits=logits.view(logits.shape), temperature=temperature)\n" in new
+
+
+def test_the_view_only_for_size_one_dims_and_names():
+    src = BLOCKS.replace("first = self.blocks[0](x.transpose(1, 2).contiguous(), scale)", "first = self.blocks[0](x.transpose(1, 2), scale)")
+    new, sites = trace_cures.contiguous_at_calls(src.encode(), "forward", 5, ["hidden_states"], (), (), ["hidden_states"])
+    # a call's result would be read twice: left alone; a name gets the view
+    assert [(s.arg, s.view) for s in sites] == [("hidden_states", True)]
+    assert "hidden_states = block(hidden_states.view(hidden_states.shape), scale=scale)" in new.decode()
+    assert "self.blocks[0](x.transpose(1, 2), scale)" in new.decode()
+    again, sites = trace_cures.contiguous_at_calls(new, "forward", 5, ["hidden_states"], (), (), ["hidden_states"])
+    assert again is None and sites == []
+
+
+def test_run_fix_views_the_size_one_stride(tmp_path):
+    """Under torch 2.13: 3 graphs -> 1 (`.contiguous()` there: 3), the same printed result."""
+    proc, script = run_cli(tmp_path, "size_one_stride", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "forward (size_one_stride.py)") == (3, 1)
+    first, second = results(out)
+    assert first == second
+    assert "logits=logits.view(logits.shape)" in script.read_text()

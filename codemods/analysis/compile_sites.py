@@ -655,6 +655,9 @@ class CompileModel:
             cls = self.source.enclosing(expr, ast.ClassDef)
             if isinstance(cls, ast.ClassDef):
                 values = self.self_attr_values(cls, expr.attr)
+        if isinstance(expr, ast.Attribute):
+            # self.sampler = sampler, `sampler = RBLNSampler(...)` in that method (one step)
+            values = [v for value in values for v in ([*self.assigned_values(value)] if isinstance(value, ast.Name) else [value])]
         for value in values:
             # model = torch.compile(Model()) / model = Model().to(device)
             if isinstance(value, ast.Call) and self.is_torch_compile(value.func) and value.args:
@@ -1388,3 +1391,14 @@ def def_first_lines(fn: ast.AST) -> Tuple[int, ...]:
     ``co_firstlineno``): on Python 3.11 the first decorator's line, elsewhere
     the ``def`` line; every decorator's line and the ``def``'s are accepted."""
     return tuple(d.lineno for d in fn.decorator_list) + (fn.lineno,)  # type: ignore[attr-defined]
+
+
+def code_def(source: Source, name: str, firstlineno: int) -> Optional[ast.AST]:
+    """The ``def`` of ``source`` a traced code object ``name`` starting on
+    ``firstlineno`` (:func:`def_first_lines`) is, anywhere in the file; None
+    when there is none."""
+    return next(
+        (fn for fn in source.nodes(ast.FunctionDef) + source.nodes(ast.AsyncFunctionDef)
+         if fn.name == name and firstlineno in def_first_lines(fn)),  # type: ignore[attr-defined]
+        None,
+    )

@@ -55,8 +55,6 @@ sizing leaves alone: measured, 2 -> 1) cures the code object already.
 
 from __future__ import annotations
 
-import ast
-
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -258,15 +256,14 @@ def _hidden_sources(fn, hidden: Dict[str, Tuple[int, ...]]) -> List[str]:
 def _def_at(data: bytes, name: str, firstlineno: int):
     """The ``def`` of the traced code object ``name`` starting at ``firstlineno``
     (its decorator or ``def`` line) in ``data``; None when not there."""
-    from ..analysis.compile_sites import def_first_lines
+    from ..analysis.compile_sites import code_def
     from ..pipeline.engine import parse_ast
 
     try:
         source = parse_ast("<trace>", data)
     except FileError:
         return None
-    return next((fn for fn in source.nodes(ast.FunctionDef) + source.nodes(ast.AsyncFunctionDef)
-                 if fn.name == name and firstlineno in def_first_lines(fn)), None)  # type: ignore[attr-defined]
+    return code_def(source, name, firstlineno)
 
 
 def _sources_text(sources: Sequence[str]) -> str:

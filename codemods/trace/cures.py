@@ -17,7 +17,7 @@ from . import read as tr
 from .registry import CLONE_ALIAS, CODE, CONTIGUOUS, UNSPEC_FLAG
 from .registry import DYNAMIC_TRUE as DYNAMIC_TRUE_CURE
 from .registry import MARK_DYNAMIC as MARK_DYNAMIC_CURE, MARK_UNBACKED as MARK_UNBACKED_CURE
-from ..analysis.compile_sites import def_first_lines
+from ..analysis.compile_sites import code_def, def_first_lines
 from ..analysis.params import is_static, parameter_defaults, parameter_names, passed_argument
 from ..analysis.context import FileContext, Settings
 from ..pipeline.engine import render
@@ -187,8 +187,10 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
         fn = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and firstlineno in def_first_lines(s)), None)
         if fn is None or fn.name != "forward":
             return None
+        # an instance of `cls` or of a class here deriving from it (its forward inherited)
+        kinds = {id(c) for c in model.classes_deriving(cls)} | {id(cls)}
         calls = sorted(
-            {c for site in model.compile_sites if compiled_module_class(model, site) is cls for c in site.calls},
+            {c for site in model.compile_sites if id(compiled_module_class(model, site)) in kinds for c in site.calls},
             key=lambda c: (c.lineno, c.col_offset),
         )
         if not calls:
@@ -223,7 +225,7 @@ def _closure_compiled(source, model, function: str, firstlineno: int, callers: S
     function or method whose name is that of a function around one of them
     (``solver_.step(...)`` -> ``HeunSolver.step``).  None unless exactly one
     such compile is tied."""
-    fn = next((d for d in source.nodes(ast.FunctionDef) if d.name == function and firstlineno in def_first_lines(d)), None)  # type: ignore[attr-defined]
+    fn = code_def(source, function, firstlineno)
     if fn is None or not isinstance(source.enclosing(fn, _FUNCS), (ast.FunctionDef, ast.AsyncFunctionDef)) or not callers:
         return None
 
@@ -260,7 +262,7 @@ def _module_called(source, function: str, firstlineno: int, callers: Sequence[Tu
     calling it as a module (only torch's module call between them), the
     outermost call that starts on that line.  None when there is none or a
     line holds several."""
-    fn = next((d for d in source.nodes(ast.FunctionDef) if d.name == function and firstlineno in def_first_lines(d)), None)  # type: ignore[attr-defined]
+    fn = code_def(source, function, firstlineno)
     if fn is None:
         return None
     calls: List[ast.Call] = []
@@ -769,21 +771,31 @@ def _already_contiguous(node: ast.AST) -> bool:
 
 @dataclass
 class ContiguousSite:
-    """One argument made ``arg.contiguous()``, at ``line``:``column``."""
+    """One argument made ``arg.contiguous()`` (``arg.view(arg.shape)`` when
+    ``view``), at ``line``:``column``."""
 
     line: int
     column: int
     function: str
     arg: str
     param: str
+    view: bool = False
+
+    @property
+    def written(self) -> str:
+        return f"{self.arg}.view({self.arg}.shape)" if self.view else f"{self.arg}.contiguous()"
 
 
 def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Sequence[str],
                         traced: Sequence[Tuple[str, int]] = (),
-                        callers: Sequence[Tuple[int, str, bool]] = ()) -> Tuple[Optional[bytes], List[ContiguousSite]]:
+                        callers: Sequence[Tuple[int, str, bool]] = (),
+                        views: Sequence[str] = ()) -> Tuple[Optional[bytes], List[ContiguousSite]]:
     """``data`` with ``.contiguous()`` on the arguments passed for ``params``
     at the calls of the compiled ``function`` (starting at ``firstlineno``);
-    (None, []) when there is none to change."""
+    for the parameters in ``views`` (whose stride guards failed only on
+    dims of size 1: :func:`codemods.trace.read.size_one_strides`)
+    ``arg.view(arg.shape)`` instead, for an argument that is a name or an
+    attribute (read twice); (None, []) when there is none to change."""
     found = _compiled_in(data, function, firstlineno, traced, callers)
     if found is None:
         return None, []
@@ -796,15 +808,23 @@ def contiguous_at_calls(data: bytes, function: str, firstlineno: int, params: Se
     for call in compiled.calls:
         for param in wanted:
             value = passed_argument(call, fn, param, compiled.method)
-            if value is None or not isinstance(value, _ATOMS) or _already_contiguous(value) or id(value) in done:
+            view = param in views
+            if value is None or not isinstance(value, (ast.Name, ast.Attribute) if view else _ATOMS) or _already_contiguous(value) or id(value) in done:
                 continue
             done.add(id(value))
-            edits.append(Edit(source.target(value, "BaseExpression"), _then("contiguous")))
+            edits.append(Edit(source.target(value, "BaseExpression"), _view_own_shape if view else _then("contiguous")))
             line, column = source.start(value)
-            sites.append(ContiguousSite(line, column + 1, function, source.segment(value), param))
+            sites.append(ContiguousSite(line, column + 1, function, source.segment(value), param, view))
     if not edits:
         return None, []
     return _render_edits(source, data, edits), sites
+
+
+def _view_own_shape(node: cst.CSTNode) -> cst.CSTNode:
+    """``x`` -> ``x.view(x.shape)``: the same tensor, its size-1 dims given
+    the strides of a fresh tensor of that shape."""
+    shape = cst.Attribute(value=node.deep_clone(), attr=cst.Name("shape"))
+    return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("view")), args=[cst.Arg(shape)])
 
 
 def _then(method: str):
@@ -831,16 +851,22 @@ def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
         if not params or g is None:
             continue
         base, first, traced, callers = _current(g, trace, entry)
-        new, sites = contiguous_at_calls(base, entry.name, first, params, traced, callers)
+        views = [p for p in params if tr.size_one_strides(entry, p)]
+        new, sites = contiguous_at_calls(base, entry.name, first, params, traced, callers, views)
         if new is None:
             continue
         g.new = new
         for site in sites:
+            how = (
+                "the same tensor, a view giving its size-1 dims the strides every call has: `.contiguous()` keeps it"
+                " as it is, since a size-1 dim does not count for is_contiguous()"
+                if site.view else "the same values, one layout for every call"
+            )
             message = (
                 f"`{site.function}` recompiled on the strides of `{site.param}` (from the trace): its callers pass"
-                f" tensors of different layouts; pass `{site.arg}.contiguous()` here (the same values, one layout for every call)"
+                f" tensors of different layouts; pass `{site.written}` here ({how})"
             )
-            finding = _applied_finding(g.display_path, site.line, site.column, message, f"pass `{site.arg}.contiguous()`", CONTIGUOUS.name)
+            finding = _applied_finding(g.display_path, site.line, site.column, message, f"pass `{site.written}`", CONTIGUOUS.name)
             g.matches.append(Match(finding, entry, tr.LAYOUT))
 
 

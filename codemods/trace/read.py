@@ -1478,6 +1478,24 @@ def graph_input(source: str) -> str:
     return re.sub(r"(?<=[a-z])([A-Z])", r"_\1", name).lower()
 
 
+_STRIDE_INDEX = re.compile(r"stride mismatch at index (\d+)")
+
+
+def size_one_strides(entry: "CodeEntry", source: str) -> bool:
+    """Does every stride guard of ``source`` that failed name a dim the
+    graphs show of size 1 (vllm-rbln before 7e0d70ff: `(1, V)` logits with
+    stride `(3V, 1)`, the last row of a concatenation)?  ``.contiguous()``
+    keeps such a tensor as it is (a size-1 dim does not count for
+    ``is_contiguous()``); a view of its own shape gives that dim the stride
+    every other call has."""
+    key = graph_input(source)
+    indexes = {int(m.group(1)) for r in entry.reasons if r.cause == LAYOUT and r.source == source for m in [_STRIDE_INDEX.search(r.text)] if m}
+    shapes = [g[key] for g in entry.graph_sizes if key in g]
+    if not indexes or not shapes:
+        return False
+    return all(i < len(shape) and shape[i] == 1 for shape in shapes for i in indexes)
+
+
 def _local_input(key: str) -> Optional[str]:
     """``l_values_`` -> ``values``; None for a graph node that is no argument
     of the user's (an intermediate, a module's parameter or buffer: ``l_self_…``)."""
