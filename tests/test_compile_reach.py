@@ -293,3 +293,32 @@ class Runner:
     # a local bound to something that is no module: none
     model = model_of(code.replace("sampler = RBLNSampler()", "sampler = make()"))
     assert compiled_module_class(model, model.compile_sites[0]) is None
+
+
+def test_a_compile_in_a_conditional_expression_binds_its_name():
+    # Distributed Shampoo: `self._per_group_step = (torch.compile(self._per_group_step_impl, ...)
+    # if config is not None else self._per_group_step_impl)`: its calls run the compile when compiling
+    code = """import torch
+
+class Opt:
+    def __init__(self, config):
+        self._per_group_step = (
+            torch.compile(self._per_group_step_impl)
+            if config is not None
+            else self._per_group_step_impl
+        )
+
+    def _per_group_step_impl(self, x, coeff):
+        return x * coeff
+
+    def step(self, x, coeff):
+        return self._per_group_step(x, coeff)
+"""
+    model = model_of(code)
+    (site,) = model.compile_sites
+    assert site.binding == "self._per_group_step" and site.target_def.name == "_per_group_step_impl"
+    assert [c.lineno for c in site.calls] == [15]
+    # the compile as the condition binds nothing
+    cond = code.replace("torch.compile(self._per_group_step_impl)\n            if config is not None", "self._per_group_step_impl\n            if torch.compile(self._per_group_step_impl)")
+    (site,) = model_of(cond).compile_sites
+    assert site.binding is None and site.calls == []

@@ -360,6 +360,18 @@ def test_a_store_true_flag_as_dynamic_is_cured_from_the_trace(copied):
     assert new.replace(" or None", "", 1) == script.read_text()
 
 
+def test_a_compile_of_an_annotated_parameter_matches_the_subclass_forward(copied):
+    # `submodule: NodeSubmodule`: the subclass's forward the trace shows
+    # recompiling is one the compile can have compiled (its FR001 is upgraded);
+    # with the annotation gone nothing ties them
+    script, trace = copied("annotated_submodule")
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert [(m.finding.code, m.upgraded) for m in guided.matches] == [("FR001", True)]
+    script.write_text(script.read_text().replace("submodule: NodeSubmodule", "submodule"))
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert guided.matches == []
+
+
 def test_a_trace_of_another_function_implicates_nothing(copied, tmp_path):
     _script, trace = copied("growing_inputs")
     for e in trace.entries:
@@ -538,6 +550,9 @@ E2E = [
     # blocks compiled in a trainer's loop over a parameter's `transformer_blocks`, with
     # `dynamic=args.compile_dynamic` (a store_true flag: False): `or None` (musubi-tuner fe044b6)
     ("store_true_blocks", "forward", 19, "tensor shape `hidden_states`", "FR001"),
+    # a submodule's forward compiled in place by an engine method whose parameter is
+    # annotated with the base class; the subclass passed recompiles (mstar ef231010)
+    ("annotated_submodule", "forward", 20, "tensor shape `audio_features`", "FR001"),
 ]
 
 

@@ -439,6 +439,9 @@ class CompileModel:
 
     def _add_wrap(self, wrap_call: ast.Call, options_call: ast.Call, target: ast.AST) -> None:
         parent = self.source.parent(wrap_call)
+        if isinstance(parent, ast.IfExp) and wrap_call is not parent.test:
+            # `step = torch.compile(f) if compile else f`: the name holds the compiled callable when compiling
+            parent = self.source.parent(parent)
         binding: Optional[str] = None
         if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
             binding = dotted_name(parent.targets[0])

@@ -168,6 +168,15 @@ def site_first_lines(model, site) -> List[int]:
         if cls is None and isinstance(site.target, ast.Attribute) and isinstance(site.target.value, ast.Name):
             # model.compile() / torch.compile(model.forward)
             cls = model.module_class_of(site.target.value)
+        if cls is None:
+            # `submodule.forward = torch.compile(submodule.forward)` with `submodule:
+            # NodeSubmodule` a parameter (mstar's engine): any module class here
+            # deriving from the annotated one may be what is passed
+            holder = site.target.value if isinstance(site.target, ast.Attribute) else site.target
+            for sub in _annotated_module_classes(model, holder):
+                fwd = _forward(sub)
+                if fwd is not None:
+                    lines.extend(def_first_lines(fwd))
         if cls is not None:
             fwd = _forward(cls)
             if fwd is not None:
@@ -182,6 +191,22 @@ def site_first_lines(model, site) -> List[int]:
                 if fwd is not None:
                     lines.extend(def_first_lines(fwd))
     return lines
+
+
+def _annotated_module_classes(model, expr: ast.AST) -> List[ast.ClassDef]:
+    """The nn.Module class of this module a parameter is annotated with
+    (``submodule: NodeSubmodule``) and every class here deriving from it;
+    empty for anything else."""
+    if not isinstance(expr, ast.Name):
+        return []
+    bindings = model.scopes.bindings_of(expr)
+    if len(bindings) != 1 or bindings[0].kind != "param":
+        return []
+    annotation = getattr(bindings[0].node, "annotation", None)
+    cls = model.classes.get(annotation.id) if isinstance(annotation, ast.Name) else None
+    if cls is None or not model.is_module_class(cls):
+        return []
+    return model.classes_deriving(cls)
 
 
 def _span(source, node) -> Tuple[Tuple[int, int], Tuple[int, int]]:
