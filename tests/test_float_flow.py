@@ -287,3 +287,37 @@ def test_kwargs_passed_on_to_a_method_says_it_is_not_followed():
     read = src.replace("return self.sample(x, **sampling_kwargs)", "print(sampling_kwargs)\n        return x")
     found = _run(read, UNPROVEN)
     assert len(found) == 1 and "`sampling_kwargs` is read other than passed on (line 8)" in found[0].message
+
+
+UNPACKED = (
+    "import torch\n\n"
+    "class Opt:\n"
+    "    def __init__(self, compile_step):\n"
+    "        self._step = torch.compile(self._impl) if compile_step else self._impl\n\n"
+    "    def _impl(self, x, coeff):\n"
+    "        x.mul_(1 - coeff)\n\n"
+    "    def _coeffs(self, t){returns}:\n"
+    "        return 0.5, 1.0 - (t / (t + 1)).item()\n\n"
+    "    def step(self, x, steps):\n"
+    "        for t in steps:\n"
+    "            train, coeff = self._coeffs(t)\n"
+    "            self._step(x, coeff)\n"
+)
+
+
+def test_a_float_unpacked_from_an_annotated_call_is_reported_with_unproven_only():
+    # Distributed Shampoo before 5a873db: `train, eval = self._get_..._coeffs(...)`,
+    # `-> tuple[float, float]`, into the compiled per-group step (a compile inside a
+    # conditional expression binds `self._step`); being unpacked again in the loop
+    # is no evidence that the call returns another value
+    src = UNPACKED.format(returns=" -> tuple[float, float]")
+    assert _run(src) == []
+    [f] = _run(src, UNPROVEN)
+    assert f.line == 16 and "`coeff` is unpacked from `_coeffs()`, annotated to return a float there" in f.message
+    assert "(no call seen passing a changing value: reported with --unproven)" in f.message
+
+
+def test_not_without_the_annotation_or_with_another_type_there():
+    assert _run(UNPACKED.format(returns=""), UNPROVEN) == []
+    assert _run(UNPACKED.format(returns=" -> tuple[float, torch.Tensor]"), UNPROVEN) == []
+    assert _run(UNPACKED.format(returns=" -> tuple[float]"), UNPROVEN) == []  # not one place per name

@@ -393,6 +393,40 @@ def _annotation_is(annotation: Optional[ast.AST], name: str) -> bool:
     return annotation is not None and dotted_name(annotation) in (name, f"builtins.{name}")
 
 
+def _unpacked_annotation(site: "NameResolver", binding: Binding) -> Optional[Tuple[ast.AST, str]]:
+    """(the function, "float" or "int") for a name unpacked from a call of a
+    function or method of this module whose return annotation is a tuple
+    with that type at the name's place (Distributed Shampoo's ``train, eval
+    = self._get_train_and_eval_interp_coeffs(...)`` with ``-> tuple[float,
+    float]``); None otherwise."""
+    stmt = binding.stmt
+    if binding.kind != "unpack" or not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return None
+    target, value = stmt.targets[0], stmt.value
+    if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(value, ast.Call):
+        return None
+    if any(isinstance(e, ast.Starred) for e in target.elts):
+        return None
+    index = next((i for i, e in enumerate(target.elts) if e is binding.node), None)
+    func = value.func
+    fn: Optional[ast.AST] = None
+    if isinstance(func, ast.Name):
+        fn = site.model.resolve_function(func)
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        cls = site.source.enclosing(func, ast.ClassDef)
+        fn = site.model.method(cls, func.attr) if isinstance(cls, ast.ClassDef) else None
+    returns = getattr(fn, "returns", None)
+    if index is None or not isinstance(returns, ast.Subscript) or dotted_name(returns.value) not in ("tuple", "Tuple", "typing.Tuple"):
+        return None
+    elts = returns.slice.elts if isinstance(returns.slice, ast.Tuple) else [returns.slice]
+    if len(elts) != len(target.elts):
+        return None
+    for kind in ("float", "int"):
+        if _annotation_is(elts[index], kind):
+            return fn, kind  # type: ignore[return-value]
+    return None
+
+
 def _number_literal(expr: ast.AST) -> Optional[str]:
     if isinstance(expr, ast.Constant):
         kind = type(expr.value)
@@ -508,6 +542,8 @@ class _CallSide:
         self.group_lrs: List[ast.AST] = []
         #: parameters whose default told that they are floats
         self.defaults: List[Binding] = []
+        #: names known as numbers only by the return annotation of the call they are unpacked from
+        self.unpacked: List[Binding] = []
 
     def _torch_last(self, func: ast.AST) -> Optional[str]:
         for q in sorted(self.site.qualified_names(func)):
@@ -649,7 +685,10 @@ class _CallSide:
             elif binding.kind in ("for", "comprehension"):
                 kinds.append(self._target_number(binding, seen))
             else:
-                kinds.append(None)
+                unpacked = _unpacked_annotation(self.site, binding)
+                if unpacked is not None:
+                    self.unpacked.append(binding)
+                kinds.append(unpacked[1] if unpacked is not None else None)
         return _join_kinds(kinds)
 
     def _passed_number(self, binding: Binding, seen: Set) -> Optional[str]:
@@ -942,6 +981,10 @@ class FloatFlow:
     group_lrs: Tuple[ast.AST, ...] = ()
     #: parameters known to be floats only by their default (``T=0.7``)
     defaults: Tuple[Binding, ...] = ()
+    #: names known as floats only by the return annotation of the call they
+    #: are unpacked from: what the call returns may be the same every time,
+    #: so its being unpacked again in a loop is no evidence of a change
+    unpacked: Tuple[Binding, ...] = ()
 
 
 def float_flow(site: NameResolver, expr: ast.AST) -> Optional[FloatFlow]:
@@ -953,7 +996,7 @@ def float_flow(site: NameResolver, expr: ast.AST) -> Optional[FloatFlow]:
     reason = _reason(site, expr)
     if side.group_lrs and not (isinstance(expr, ast.Subscript) and site.is_group_lr(expr)):
         reason += ", computed from a param group's lr"
-    return FloatFlow(reason, tuple(side.group_lrs), tuple(side.defaults))
+    return FloatFlow(reason, tuple(side.group_lrs), tuple(side.defaults), tuple(side.unpacked))
 
 
 def counted_int(site: NameResolver, expr: ast.AST) -> Optional[str]:
@@ -1020,6 +1063,9 @@ def _reason(site: NameResolver, expr: ast.AST) -> str:
                 return f"`{expr.id}` is annotated `float`"
             if kind == "ann" and _annotation_is(node.annotation, "float"):  # type: ignore[union-attr]
                 return f"`{expr.id}` is annotated `float`"
+            unpacked = _unpacked_annotation(site, binding)
+            if unpacked is not None and unpacked[1] == "float":
+                return f"`{expr.id}` is unpacked from `{getattr(unpacked[0], 'name', '?')}()`, annotated to return a float there"
         if bindings and all(b.kind == "param" for b in bindings):
             if any(param_default(b) is not None for b in bindings):
                 return f"`{expr.id}` has a float default"

@@ -165,7 +165,9 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
       mark would be traced and refused;
     - a nested ``def`` (a closure a factory returns) compiled where the model
       cannot name what is compiled: the calls of the one such compile that
-      reach the frames the trace shows calling it (:func:`_closure_compiled`)."""
+      reach the frames the trace shows calling it (:func:`_closure_compiled`);
+    - else a method the trace shows called as a module from this file: the
+      module call at that frame's line (:func:`_module_called`)."""
     from ..analysis.modules import compiled_module_class
 
     tree = source.tree
@@ -288,7 +290,7 @@ def _compiled_in(data: bytes, function: str, firstlineno: int, traced: Sequence[
     object ``function`` (first line ``firstlineno``) in the file's bytes
     ``data``; None when they do not parse or show it compiled nowhere: what
     every cure at the calls starts from (``callers``: the frames of this file
-    the trace shows calling it, (line, function))."""
+    the trace shows calling it, (line, function, called as a module))."""
     from ..analysis.compile_sites import model_of
     from ..pipeline.engine import parse_ast
 

@@ -803,9 +803,12 @@ gives `inf` with a tensor.
         """Evidence that the float changes between calls.  A float computed
         from a param group's lr changes when the lr does (written in a loop or
         a function, or an LR scheduler is built): being read again in the loop
-        over the groups or parameters is no evidence."""
+        over the groups or parameters is no evidence; nor is a float known
+        only by the return annotation of the call it is unpacked from."""
         if flow.group_lrs:
             return site_model.group_lr_facts()[1]
+        if flow.unpacked:
+            return None  # an annotated result of a call, unpacked again each time: no sign it changes
         return number_varies(site_model.model, call, value, calls=functools.partial(calls_of, site_model))
 
     @staticmethod
