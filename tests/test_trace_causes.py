@@ -639,3 +639,7 @@ def test_a_self_container_empty_at_some_calls_names_the_cure():
     label = tr.cure_label(entry, tr.TRUTH, CODES)
     assert label.startswith("report: `self._usp_attention_kwargs` is empty at some calls and not at others (1 recompile")
     assert "every key present, None when unused" in label
+    # an optimizer's state, empty before its first step, stays bounded
+    [state] = tr.parse_reason("0/0: not self.state")
+    entry = tr.CodeEntry(name="step", filename="m.py", firstlineno=1, graphs=2, compiles=2, recompiles=1, reasons=[state])
+    assert tr.cure_label(entry, tr.TRUTH, CODES).startswith("bounded, no fix needed (1 recompile: one graph per truth value")
