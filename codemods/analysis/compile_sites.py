@@ -492,6 +492,16 @@ class CompileModel:
         return found
 
     # -- resolution helpers -----------------------------------------------------------------
+    def called_def(self, func: ast.AST) -> Optional[ast.AST]:
+        """The ``def`` of this module a call's function names: ``f`` (a
+        function in scope) or ``self.m`` (a method of the enclosing class)."""
+        if isinstance(func, ast.Name):
+            return self.resolve_function(func)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            cls = self.source.enclosing(func, ast.ClassDef)
+            return self.method(cls, func.attr) if isinstance(cls, ast.ClassDef) else None
+        return None
+
     def resolve_function(self, name: ast.Name) -> Optional[ast.AST]:
         for binding in self.scopes.bindings_of(name):
             if binding.kind == "def":
@@ -1069,16 +1079,8 @@ class CompileModel:
             key = id(func)
             if key in callees:
                 return callees[key]
-            found = callees[key] = named_def(func)
+            found = callees[key] = self.called_def(func)
             return found
-
-        def named_def(func: ast.AST) -> Optional[ast.AST]:
-            if isinstance(func, ast.Name):
-                return self.resolve_function(func)
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-                cls = source.enclosing(func, ast.ClassDef)
-                return self.method(cls, func.attr) if isinstance(cls, ast.ClassDef) else None
-            return None
 
         def compiled_by(call: ast.Call) -> Set[Tuple[CompileSite, Optional[ast.AST]]]:
             """What a call of a decorator of this module returns compiled: ``D(f)``."""

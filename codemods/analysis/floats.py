@@ -408,13 +408,7 @@ def _unpacked_annotation(site: "NameResolver", binding: Binding) -> Optional[Tup
     if any(isinstance(e, ast.Starred) for e in target.elts):
         return None
     index = next((i for i, e in enumerate(target.elts) if e is binding.node), None)
-    func = value.func
-    fn: Optional[ast.AST] = None
-    if isinstance(func, ast.Name):
-        fn = site.model.resolve_function(func)
-    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-        cls = site.source.enclosing(func, ast.ClassDef)
-        fn = site.model.method(cls, func.attr) if isinstance(cls, ast.ClassDef) else None
+    fn = site.model.called_def(value.func)
     returns = getattr(fn, "returns", None)
     if index is None or not isinstance(returns, ast.Subscript) or dotted_name(returns.value) not in ("tuple", "Tuple", "typing.Tuple"):
         return None

@@ -322,8 +322,5 @@ def apply_dynamic_sources_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes
             f" `{setting}` after the imports{risk}"
         )
         title = "append to `torch.compiler.config.dynamic_sources`"
-        if unsafe:
-            finding = _applied_finding(g.display_path, line, 1, message, title, DYNAMIC_SOURCES.name, unsafe_fixes=unsafe_fixes)
-        else:
-            finding = _applied_finding(g.display_path, line, 1, message, title, DYNAMIC_SOURCES.name)
+        finding = _applied_finding(g.display_path, line, 1, message, title, DYNAMIC_SOURCES.name, unsafe_fixes=unsafe_fixes if unsafe else None)
         g.matches.append(Match(finding, entry, tr.INT_ARG))

@@ -201,7 +201,12 @@ the run where the flag is not passed, from static to automatic dynamic).
                     )
                 )
                 continue
-            spelled = "`dynamic=False`" if isinstance(value, ast.Constant) else f"`dynamic={source.segment(value)}` (False)"
+            if flag is not None:
+                spelled = f"`dynamic={source.segment(value)}` (False unless `{flag}` is passed, a store_true flag)"
+            elif isinstance(value, ast.Constant):
+                spelled = "`dynamic=False`"
+            else:
+                spelled = f"`dynamic={source.segment(value)}` (False)"
             evidence = evidence_for(model, site)
             intent = static_intent(model, site) if evidence else None
             target = source.target(site.options_call, "Call")
@@ -209,7 +214,6 @@ the run where the flag is not passed, from static to automatic dynamic).
                 # a store_true flag: False whenever the user did not pass it
                 # (musubi-tuner before fe044b6); `or None` keeps True when it
                 # is passed and gives automatic dynamic shapes otherwise
-                spelled = f"`dynamic={source.segment(value)}` (False unless `{flag}` is passed, a store_true flag)"
                 edit = Edit(source.target(value, "BaseExpression"), _or_none)
                 title = f"pass `dynamic={source.segment(value)} or None`"
             elif ctx.settings.dynamic_fix == "true":

@@ -1352,14 +1352,7 @@ step), while the step compiled by the default inductor backend is as fast
         return list(seen)
 
     def _callee_def(self, ctx, call: ast.Call) -> Optional[ast.AST]:
-        func = call.func
-        if isinstance(func, ast.Name):
-            return ctx.model.resolve_function(func)
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            cls = ctx.source.enclosing(call, ast.ClassDef)
-            if isinstance(cls, ast.ClassDef):
-                return ctx.model.method(cls, func.attr)
-        return None
+        return ctx.model.called_def(call.func)
 
     def _stepped(self, ctx) -> List[Tuple[ast.AST, int]]:
         """(receiver, line) of every ``x.step()`` run compiled: called in a
