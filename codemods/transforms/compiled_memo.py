@@ -15,8 +15,19 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
-from ..analysis.modules import class_chain, compiled_class_method, compiled_function, init_assignments, instance_methods_reached, methods_reached_through_submodules, runs_eager, self_attr, walk_body
+from ..analysis.modules import (
+    class_chain,
+    compiled_class_method,
+    compiled_function,
+    init_assignments,
+    instance_methods_reached,
+    methods_reached_through_submodules,
+    runs_eager,
+    self_attr,
+    walk_body,
+)
 from ..analysis.placement import block_of, torch_at_least, torch_expr
+from ..analysis.purity import Purity
 from ..analysis.source import statement_target
 from ..cst_edits import guard_statement
 from ..findings import Edit, Finding, Safety
@@ -257,8 +268,9 @@ returns, every read of the memo inside that `if`, every write after it on a
 line of its own. A dict memo in any other form (filled in the `if`, read
 after it, as QwenImage's rope) whose every use is in that one method and is a
 dict use (an item, `in`, `.get()`...) is read through a local dict instead:
-`cache = {} if torch.compiler.is_compiling() else self.cache`. Every other
-form is reported with the cure.
+`cache = {} if torch.compiler.is_compiling() else self.cache`. Either fix is
+safe when the memo's value is proven a pure function of its key (see Fix
+safety), unsafe otherwise. Every other form is reported with the cure.
 """
     why_it_recompiles = """
 dynamo guards what the compiled code read: `self._freqs_cache is None` (a
@@ -295,14 +307,28 @@ Fixed (diffusers' own cure, d94ad81b87):
             return freqs
 """
     fix_safety = """
-Unsafe. Eager runs are unchanged (`torch.compiler.is_compiling()` is False
-there, and `not False and test` is `test`). Compiled calls no longer read or
-fill the memo: the value is computed inside the graph on every call, which
-returns the same values only if it is a pure function of the key, and code
-that reads the memo later (outside the compiled code) finds it unfilled. The
-tool cannot prove either. `torch.compiler.is_compiling()` is written for
-`--target-torch 2.3` and later; for older targets (and none given)
-`torch._dynamo.is_compiling()`, which exists from torch 2.1.
+Safe when proven, unsafe otherwise. Eager runs are unchanged
+(`torch.compiler.is_compiling()` is False there, and `not False and test`
+is `test`). Compiled calls no longer read or fill the memo: they compute the
+value inside the graph on every call (the cost diffusers' and mujoco-torch's
+own fixes accepted) and return what a hit would have returned when the value
+is a pure function of the key. The tool proves that when the code computing
+the value (from the check to the write) reads only what the key pins down
+(`(device.type, str(device))` pins `device`; `f"{h}_{w}"` pins `h` and `w`),
+module constants, and attributes of `self` that only `__init__` assigns (not
+parameters, buffers or submodules; `self.x = self.x.to(device)` keeps the
+values); calls only `torch` functions that draw no random numbers and change
+nothing in place, `math`, pure builtins, and functions and methods of the
+file that are pure by the same rules; a hit returns the value a miss goes on
+with; and nothing but the memo's method reads the attribute (a reader
+elsewhere would find it unfilled after compiled calls). Anything else is
+unsafe, and the finding says what was not proven. Not covered by the proof:
+code in other modules that reads the memo attribute or changes an attribute
+the value is computed from, and a caller that changes the returned tensor
+in place (which corrupts the memo in eager runs already).
+`torch.compiler.is_compiling()` is written for `--target-torch 2.3` and
+later; for older targets (and none given) `torch._dynamo.is_compiling()`,
+which exists from torch 2.1.
 """
     reads = "ast"
     triggers = (b"None", b"{}", b"dict(")
@@ -342,6 +368,19 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             "        if not torch._dynamo.is_compiling() and self._freqs_cache is not None and self._freqs_cache[0] == key:\n            return self._freqs_cache[1]\n"
             "        freqs = torch.arange(4.0, device=device)\n        if not torch._dynamo.is_compiling():\n            self._freqs_cache = (key, freqs)\n        return freqs\n"
             "    def forward(self, x):\n        return x * self._build_freqs(x.device)\nm = torch.compile(Rope())\n",
+        ),
+        # the same memo of a table drawn at random: not a pure function of the key, unsafe
+        Example(
+            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._noise = None\n"
+            "    def _table(self, device):\n        key = str(device)\n"
+            "        if self._noise is not None and self._noise[0] == key:\n            return self._noise[1]\n"
+            "        noise = torch.randn(4, device=device)\n        self._noise = (key, noise)\n        return noise\n"
+            "    def forward(self, x):\n        return x * self._table(x.device)\nm = torch.compile(Rope())\n",
+            "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._noise = None\n"
+            "    def _table(self, device):\n        key = str(device)\n"
+            "        if not torch._dynamo.is_compiling() and self._noise is not None and self._noise[0] == key:\n            return self._noise[1]\n"
+            "        noise = torch.randn(4, device=device)\n        if not torch._dynamo.is_compiling():\n            self._noise = (key, noise)\n        return noise\n"
+            "    def forward(self, x):\n        return x * self._table(x.device)\nm = torch.compile(Rope())\n",
             unsafe=True,
         ),
         # the dict memo, keyed by a length; `import torch as T`
@@ -353,7 +392,6 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             "    def table(self, n):\n        if not T._dynamo.is_compiling() and n in self.cache:\n            return self.cache[n]\n        t = T.arange(n)\n"
             "        if not T._dynamo.is_compiling():\n            self.cache[n] = t  # memo\n        return t\n"
             "    def forward(self, x):\n        return x + self.table(x.shape[0])\nm = Pos()\nm.compile()\n",
-            unsafe=True,
         ),
         # filled, then read after the `if` (QwenImage's rope): a local dict stands in
         Example(
@@ -366,7 +404,6 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
             "        if key not in rope_cache:\n            rope_cache[key] = torch.arange(n)\n"
             "        return x + rope_cache[key]\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.pos = Rope()\n"
             "    def forward(self, x):\n        return self.pos(x, 4)\nnet = torch.compile(Net())\n",
-            unsafe=True,
         ),
         # the dict is also read by another method the compiled code runs: report only
         Example(
@@ -468,7 +505,7 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
         why_not = self._not_simple(source, memo, others)
         local = _local_dict_form(source, memo, others) if why_not is not None else None
         if local is not None:
-            return self._local_dict_finding(ctx, site, memo, message, local, feeds, proven)
+            return self._local_dict_finding(ctx, site, memo, message, local, feeds, proven, _why_not_pure(ctx, memo, local))
         if why_not is not None:
             return self.finding(
                 ctx,
@@ -482,9 +519,9 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
         attrs, spelled = _is_compiling(ctx)
         edits = [Edit(source.target(check.test, "BaseExpression"), functools.partial(_guard_test, ctx.model, attrs))]
         edits += [Edit(statement_target(source, w), functools.partial(_guard_statement, ctx.model, attrs)) for w in memo.writes]
-        return self._skip_finding(ctx, memo, message, f"`not {spelled}` on its check and its write", edits, feeds, proven)
+        return self._skip_finding(ctx, memo, message, f"`not {spelled}` on its check and its write", edits, feeds, proven, _why_not_pure(ctx, memo, None))
 
-    def _local_dict_finding(self, ctx, site, memo: _Memo, message: str, local: "_LocalDict", feeds, proven: bool = True) -> Finding:
+    def _local_dict_finding(self, ctx, site, memo: _Memo, message: str, local: "_LocalDict", feeds, proven: bool, impure: Optional[str]) -> Finding:
         """A dict memo in any other form (QwenImage's: filled in the ``if``,
         read after it): a local dict stands in for it, fresh while compiling."""
         source = ctx.source
@@ -493,17 +530,22 @@ tool cannot prove either. `torch.compiler.is_compiling()` is written for
         edits = [Edit(statement_target(source, local.before), binding)]
         edits += [Edit(source.target(use, "Attribute"), functools.partial(_to_name, local.name)) for use in local.uses]
         how = f"`{local.name} = {{}} if {spelled} else self.{memo.attr}` stands in for it in this method"
-        return self._skip_finding(ctx, memo, message, how, edits, feeds, proven)
+        return self._skip_finding(ctx, memo, message, how, edits, feeds, proven, impure)
 
-    def _skip_finding(self, ctx, memo: _Memo, message: str, how: str, edits: List[Edit], feeds, proven: bool) -> Finding:
-        """FR014's fix, at the memo's first write: skip the memo while compiling (``how``), unsafe."""
+    def _skip_finding(self, ctx, memo: _Memo, message: str, how: str, edits: List[Edit], feeds, proven: bool, impure: Optional[str]) -> Finding:
+        """FR014's fix, at the memo's first write: skip the memo while compiling
+        (``how``); safe when the memo's value is proven a pure function of
+        its key (``impure`` None), unsafe otherwise (``impure`` says why)."""
+        if impure is None:
+            note = "safe: the value is a pure function of the key, computed in the graph on every compiled call"
+        else:
+            note = f"unsafe: the value is then computed in the graph on every compiled call, the same only if it is a pure function of the key; not proven: {impure}"
         return self.finding(
             ctx,
             memo.writes[0],
-            message + f"; skip the memo while compiling ({how}; unsafe: "
-            "the value is then computed in the graph on every compiled call, the same only if it is a pure function of the key)",
+            message + f"; skip the memo while compiling ({how}; {note})",
             edits=edits,
-            safety=Safety.UNSAFE,
+            safety=Safety.SAFE if impure is None else Safety.UNSAFE,
             needs_torch=True,
             title=f"skip `self.{memo.attr}` while compiling",
             feeds=feeds,
@@ -638,6 +680,153 @@ def _local_binding(model, attrs: Tuple[str, ...], name: str, attr: str, node: "c
 
 def _to_name(name: str, _node: "cst.CSTNode") -> "cst.Name":
     return cst.Name(name)
+
+
+# -- the proof: the memo holds a pure function of its key ----------------------------
+#
+# Skipping the memo while compiling changes nothing a caller sees when the
+# compiled call would have found in the memo exactly what it computes: the
+# value stored is a pure function of the key (analysis/purity.py), the value
+# a hit returns is the value a miss goes on with, and nothing but the memo's
+# own method reads the attribute (a reader elsewhere would find it unfilled).
+
+
+def _same(a: Optional[ast.AST], b: Optional[ast.AST]) -> bool:
+    return a is not None and b is not None and ast.dump(a) == ast.dump(b)
+
+
+def _why_not_pure(ctx, memo: _Memo, local: Optional["_LocalDict"]) -> Optional[str]:
+    """Why skipping ``memo`` while compiling is not proven to keep every
+    value (None: proven).  ``local`` is the local-dict form's rewrite, None
+    for the guarded check and write."""
+    source, fn = ctx.source, memo.fn
+    if len(memo.writes) != 1:
+        return "the memo is written more than once"
+    write = memo.writes[0]
+    if not isinstance(write, ast.Assign):
+        return "the memo's write is not an assignment"
+    value = write.value
+    check = memo.checks[0][0] if len(memo.checks) == 1 else None
+    if check is None:
+        return "the memo is checked in more than one `if`"
+    chain = class_chain(ctx.model, memo.owner)
+    why = _outside_readers(source, memo, chain)
+    if why is not None:
+        return why
+    keys: List[ast.AST] = []
+    if local is None:
+        region, why = _after_hit(source, memo, check, write, value, keys)
+    else:
+        region, why = _miss_body(source, memo, check, write, value, keys)
+    if why is not None:
+        return why
+    return Purity(ctx.model, source, chain).region(fn, region, keys, write)
+
+
+def _after_hit(source, memo: _Memo, check: ast.If, write: ast.Assign, value: ast.AST, keys: List[ast.AST]):
+    """The region of the simple form (a hit returns, a miss computes, writes
+    and returns what it wrote), its keys filled into ``keys``."""
+    block = block_of(source, check)
+    body = getattr(block[0], block[1]) if block is not None else []
+    if not any(s is write for s in body):
+        return [], "the memo's write is not in its check's block"
+    i, j = next(k for k, s in enumerate(body) if s is check), next(k for k, s in enumerate(body) if s is write)
+    after = body[j + 1] if j + 1 < len(body) else None
+    if len(check.body) != 1 or not isinstance(after, ast.Return):
+        return [], "a hit does not return the memo's value alone, or the write is not followed by a return"
+    hit, rest = check.body[0].value, after.value  # type: ignore[attr-defined]
+    target = write.targets[0]
+    if memo.kind == NONE_KIND:
+        stored = value
+        if isinstance(hit, ast.Subscript) and self_attr(hit.value) == memo.attr and isinstance(hit.slice, ast.Constant) and isinstance(value, ast.Tuple):
+            at = hit.slice.value
+            stored = value.elts[at] if isinstance(at, int) and 0 <= at < len(value.elts) else None
+        elif self_attr(hit) != memo.attr:
+            return [], "a hit returns more than the memo's value"
+        if not _same(stored, rest):
+            return [], "a hit returns another value than a miss"
+        conjuncts = check.test.values if isinstance(check.test, ast.BoolOp) else [check.test]
+        for part in conjuncts:
+            if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.IsNot) and self_attr(part.left) == memo.attr:
+                continue  # the None check
+            if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.Eq) and isinstance(value, ast.Tuple):
+                sides = [part.left, part.comparators[0]]
+                for mine, key in (sides, sides[::-1]):
+                    if isinstance(mine, ast.Subscript) and self_attr(mine.value) == memo.attr and isinstance(mine.slice, ast.Constant):
+                        at = mine.slice.value
+                        if isinstance(at, int) and 0 <= at < len(value.elts) and _same(value.elts[at], key):
+                            keys.append(key)
+                            break
+                else:
+                    return [], "its check compares more than the stored key"
+                continue
+            return [], "its check tests more than the memo and its key"
+    else:
+        test = check.test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)):
+            return [], "its check tests more than the key's presence"
+        key = test.left
+        if not (isinstance(hit, ast.Subscript) and self_attr(hit.value) == memo.attr and _same(hit.slice, key)):
+            return [], "a hit returns more than the memo's value"
+        if not (isinstance(target, ast.Subscript) and _same(target.slice, key)) or not _same(value, rest):
+            return [], "a miss stores another key or returns another value"
+        keys.append(key)
+    return body[i + 1 : j + 1], None
+
+
+def _miss_body(source, memo: _Memo, check: ast.If, write: ast.Assign, value: ast.AST, keys: List[ast.AST]):
+    """The region of a dict memo filled on a miss (``if k not in self.cache:
+    ...; self.cache[k] = v`` then read as ``self.cache[k]``, or ``t =
+    self.cache.get(k)``, ``if t is None: t = ...; self.cache[k] = t``)."""
+    target = write.targets[0]
+    if check.orelse or not check.body or check.body[-1] is not write or not isinstance(target, ast.Subscript):
+        return [], "the memo's write does not end its check's body"
+    key = target.slice
+    test = check.test
+    fetched: Optional[str] = None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn) and self_attr(test.comparators[0]) == memo.attr:
+        if not _same(test.left, key):
+            return [], "its check and its write use different keys"
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) and isinstance(test.left, ast.Name) and _is_none(test.comparators[0]):
+        fetched = test.left.id
+        if not (isinstance(value, ast.Name) and value.id == fetched):
+            return [], "a miss stores another value than it goes on with"
+    else:
+        return [], "its check tests more than the key's absence"
+    for node in walk_body(memo.fn):
+        if self_attr(node) != memo.attr or any(n is write for n in source.ancestors(node)) or any(n is test for n in source.ancestors(node)):
+            continue
+        parent = source.parent(node)
+        if fetched is not None and isinstance(parent, ast.Attribute) and parent.attr == "get":
+            call = source.parent(parent)
+            stmt = source.statement_of(node)
+            if isinstance(call, ast.Call) and len(call.args) == 1 and _same(call.args[0], key) and isinstance(stmt, ast.Assign) and stmt.value is call and stmt.targets[0].id == fetched and stmt.lineno < check.lineno:  # type: ignore[attr-defined]
+                continue
+        if fetched is None and isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Load) and _same(parent.slice, key) and node.lineno > check.end_lineno:  # type: ignore[attr-defined,operator]
+            continue
+        return [], f"`self.{memo.attr}` is used otherwise on line {node.lineno}"  # type: ignore[attr-defined]
+    keys.append(key)
+    return list(check.body), None
+
+
+def _outside_readers(source, memo: _Memo, chain: List[ast.ClassDef]) -> Optional[str]:
+    """Why code other than the memo's method may read the memo: a use of
+    ``.<attr>`` outside the method and the class's ``__init__`` (emptying it,
+    ``.clear()`` or ``= None``, is no read)."""
+    for node in source.nodes(ast.Attribute):
+        if node.attr != memo.attr:  # type: ignore[attr-defined]
+            continue
+        owner = source.enclosing(node, _DEFS)
+        if owner is memo.fn or (owner is not None and owner.name == "__init__" and any(c is source.enclosing(owner, (ast.ClassDef,)) for c in chain)):  # type: ignore[attr-defined]
+            continue
+        parent = source.parent(node)
+        if isinstance(parent, ast.Attribute) and parent.attr == "clear":
+            continue
+        stmt = source.statement_of(node)
+        if isinstance(stmt, ast.Assign) and any(t is node for t in stmt.targets) and (_is_none(stmt.value) or isinstance(stmt.value, ast.Dict) and not stmt.value.keys):
+            continue
+        return f"`.{memo.attr}` is used outside the memo's method, on line {node.lineno}"  # type: ignore[attr-defined]
+    return None
 
 
 def _warmer_called(model, memo: _Memo, reached: Set[int]) -> Optional[str]:

@@ -1,4 +1,4 @@
-# realworld: positive fix=unsafe graphs=2
+# realworld: positive fix=safe graphs=2
 # Pattern: vmoens/mujoco-torch before f234fb3 ("[BugFix] Warm _CachedConst
 # caches before first compile trace", PR #68): math._CachedConst, a plain
 # object, memoises a constant per (dtype, device) in a dict filled lazily by
@@ -8,7 +8,7 @@
 # `not ___dict_contains((torch.int64, 'cpu'), ..._TRI_ID._cache)` and
 # recompiles (`warm_all` existed, never called). Trimmed to a hinge chain.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 2
-# graphs over 3 calls; FR014's unsafe fix (a local dict, fresh while
+# graphs over 3 calls; FR014's fix (safe: the value is a pure function of the key) (a local dict, fresh while
 # compiling): 1, the same output.
 import dataclasses
 from typing import Sequence
@@ -259,7 +259,7 @@ with torch.device("cpu"):
 dx = pytree.tree_map(lambda t: t.expand(BATCH, *t.shape).clone(), dx)
 dx.ctrl = torch.linspace(-2.0, 2.0, BATCH * mx.nu).reshape(BATCH, mx.nu)
 dx.qvel = torch.linspace(-0.5, 0.5, BATCH * mx.nv).reshape(BATCH, mx.nv)
-compiled = torch.compile(torch.vmap(step, in_dims=(None, 0)), fullgraph=True)
+compiled = torch.compile(torch.vmap(step, in_dims=(None, 0)))  # fullgraph=True dropped: the probe's eager reference refuses it
 checksum = 0.0
 for _ in range(NSTEPS):
     dx = compiled(mx, dx)

@@ -1,4 +1,4 @@
-# realworld: positive fix=unsafe graphs=2
+# realworld: positive fix=safe graphs=2
 # Pattern: huggingface/diffusers before 4a9dbd56f6 (#12061, "enable
 # compilation in qwen image."), src/diffusers/models/transformers/
 # transformer_qwenimage.py: `QwenEmbedRope.forward` memoises the video rope
@@ -10,7 +10,7 @@
 # a tiny stand-in with the test config's sizes (fullgraph=True dropped: the
 # probe's eager reference refuses it).
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 2
-# graphs over 3 calls of one shape; FR014's unsafe fix (a local dict, fresh
+# graphs over 3 calls of one shape; FR014's fix (safe: the value is a pure function of the key) (a local dict, fresh
 # while compiling, stands in for the memo): 1 graph, the same output.
 from typing import List
 

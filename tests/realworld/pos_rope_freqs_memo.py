@@ -1,4 +1,4 @@
-# realworld: positive fix=unsafe graphs=2
+# realworld: positive fix=safe graphs=2
 # Pattern: huggingface/diffusers before d94ad81b87 (#13792, "[AnyFlow] FAR:
 # standalone causal-mask builder + torch.compile follow-up"),
 # src/diffusers/models/transformers/transformer_anyflow.py:
@@ -11,7 +11,7 @@
 # the transformer around them is a tiny stand-in.
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 2
 # graphs over 4 calls; with the memo skipped while compiling (diffusers' fix,
-# FR014's unsafe fix): 1 graph, the same output.
+# FR014's fix (safe: the value is a pure function of the key)): 1 graph, the same output.
 from typing import Any, Optional, Tuple
 
 import torch
@@ -112,7 +112,7 @@ class TinyAnyFlowTransformer(nn.Module):
 torch.manual_seed(0)
 model = TinyAnyFlowTransformer().eval()
 # the test mixin: torch.compile(model, fullgraph=True), called repeatedly
-model = torch.compile(model, fullgraph=True)
+model = torch.compile(model)  # fullgraph=True dropped: the probe's eager reference refuses it
 layout_cfg = {"total_frames": 2, "full_frame_shape": (3, 3)}
 out_sum = 0.0
 with torch.no_grad():

@@ -1,5 +1,5 @@
-# golden: --unsafe-fixes runtime
-# Unsafe fix (FR014): a position table memoised by length in a dict
+# golden: runtime
+# Safe fix (FR014, the value proven a pure function of the key): a position table memoised by length in a dict
 # attribute, `self.cache[n] = table`, inside the compiled forward. torch
 # guarded the key's absence (`___dict_contains`), so each call after a new
 # length is filled recompiles for the hit branch. Measured (torch 2.13 CPU):

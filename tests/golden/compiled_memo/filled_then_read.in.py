@@ -1,5 +1,5 @@
-# golden: --unsafe-fixes runtime
-# Unsafe fix (FR014): diffusers' QwenImage rope before 4a9dbd56f6 (#12061).
+# golden: runtime
+# Safe fix (FR014, the value proven a pure function of the key): diffusers' QwenImage rope before 4a9dbd56f6 (#12061).
 # The miss branch fills `self.rope_cache[rope_key]` and the value is read
 # back after the `if`. A local dict stands in for the memo: the attribute
 # itself in eager runs, a fresh `{}` while compiling (nothing guarded, nothing

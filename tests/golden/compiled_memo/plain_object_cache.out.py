@@ -1,5 +1,5 @@
-# golden: --unsafe-fixes runtime
-# Unsafe fix (FR014): mujoco-torch's _CachedConst before f234fb3, a plain
+# golden: runtime
+# Safe fix (FR014, the value proven a pure function of the key): mujoco-torch's _CachedConst before f234fb3, a plain
 # object (not an nn.Module) that memoises a constant per (dtype, device) in a
 # dict, read through `.get(key)` and filled on a miss, from a helper that the
 # compiled function calls through torch.vmap. torch guards the key's absence;

@@ -1,5 +1,5 @@
-# golden: --unsafe-fixes --target-torch 2.13 runtime
-# Unsafe fix (FR014): diffusers' AnyFlow rope before d94ad81b87 (#13792).
+# golden: --target-torch 2.13 runtime
+# Safe fix (FR014, the value proven a pure function of the key): diffusers' AnyFlow rope before d94ad81b87 (#13792).
 # `_build_freqs` memoises its table in `self._freqs_cache = (key, freqs)`
 # inside the compiled forward; torch guarded `self._freqs_cache is None`, so
 # the second call recompiles for the cache-hit branch. Measured (torch 2.13
