@@ -18,7 +18,9 @@ from codemods.pipeline.engine import process_source
 SETTINGS = Settings(select=frozenset({"FR014"}))
 
 TUPLE_MEMO = """\
+import importlib
 import math
+import numpy as np
 import torch
 TABLE_BASE = 10000.0
 STATE = []
@@ -86,6 +88,10 @@ def test_a_pure_value_makes_the_skip_safe(body):
         ("(n, str(device))", "torch.arange(n) * self.dim", "    def grow(self):\n        self.dim += 1\n", "`self.dim` is assigned on line"),
         ("(n, str(device))", "torch.arange(n)", "    def peek(self):\n        return self._cache[1]\n", "`._cache` is used outside the memo's method"),
         ("(n, str(device))", "torch.arange(n) + self.training", "", "`self.training` is not assigned in `__init__`"),
+        # a function of another module, not torch's (transformers' _LazyConfigMapping
+        # memoises importlib.import_module: the audit over the library corpus found it)
+        ("(n, str(device))", "importlib.import_module(str(n))", "", "`importlib.import_module` is not known to be pure"),
+        ("(n, str(device))", "torch.arange(n) * np.random.rand()", "", "`np.random.rand` is not"),
     ],
 )
 def test_an_unproven_value_keeps_the_skip_unsafe_and_says_why(key, body, extra, why):

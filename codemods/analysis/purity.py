@@ -46,8 +46,14 @@ _RANDOM = frozenset(
 _IMPURE_NAMESPACES = ("torch.cuda.", "torch.distributed.", "torch.random.", "torch.save", "torch.load", "torch.backends.", "torch._dynamo.", "torch.compiler.")
 #: method names that change a container in place
 MUTATORS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "pop", "popitem", "clear", "remove", "sort", "reverse"})
-#: method names with effects beyond their result
-_EFFECTS = frozenset({"backward", "register_buffer", "register_parameter", "add_module", "register_forward_hook", "register_forward_pre_hook", "write", "record_stream", "set_"})
+#: method names with effects beyond their result (a value's methods are
+#: otherwise taken as pure: the values a memo's key is made of are tensors,
+#: devices, dtypes, numbers and strings)
+_EFFECTS = frozenset(
+    "backward register_buffer register_parameter add_module register_forward_hook register_forward_pre_hook write record_stream set_ "
+    "put send emit flush close open acquire release wait seek read readline info debug warning warn error log "
+    "random uniform choice shuffle sample".split()
+)
 #: how deep functions called from the region are followed
 _DEPTH = 3
 
@@ -235,6 +241,13 @@ class Purity:
                 base = func.value
                 if not (isinstance(base, ast.Name) and base.id in fresh):
                     return f"`{spelled}` changes a value in place"
+            root = func.value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value  # a call's result is a fresh value, its call judged on its own
+            if isinstance(root, ast.Name) and root.id != "self" and root.id not in _locals(fn):
+                # a function of another module (`importlib.import_module`,
+                # `os.remove`, `random.random`) or a method of a module-level object
+                return f"`{spelled}` is not known to be pure"
             return None
         return f"`{spelled}` is not known to be pure"
 
@@ -368,6 +381,13 @@ def _moved_copy(value: Optional[ast.AST], attr: str) -> bool:
         and isinstance(value.func.value.value, ast.Name)
         and value.func.value.value.id == "self"
     )
+
+
+def _locals(fn: ast.AST) -> Set[str]:
+    """The names ``fn`` binds: its parameters and every name it stores."""
+    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    args = getattr(fn, "args", None)
+    return names | ({a.arg for a in ast.walk(args) if isinstance(a, ast.arg)} if args is not None else set())
 
 
 def _literal(node: ast.AST) -> bool:
