@@ -502,8 +502,7 @@ which exists from torch 2.1.
         proven = warmer is None
         if warmer is not None:
             message += f" (unless `{warmer}`, which fills it and is called, ran before the first compiled call)"
-        why_not = self._not_simple(source, memo, others)
-        local = _local_dict_form(source, memo, others) if why_not is not None else None
+        why_not, local = self._form(source, memo, others)
         if local is not None:
             return self._local_dict_finding(ctx, site, memo, message, local, feeds, proven, _why_not_pure(ctx, memo, local))
         if why_not is not None:
@@ -551,6 +550,12 @@ which exists from torch 2.1.
             feeds=feeds,
             proven=proven,
         )
+
+    def _form(self, source, memo: _Memo, others: List[ast.AST]) -> Tuple[Optional[str], Optional["_LocalDict"]]:
+        """(why the memo is not in the simple form, or None; the local-dict
+        rewrite when it is not but a dict memo can be read through a local)."""
+        why_not = self._not_simple(source, memo, others)
+        return why_not, _local_dict_form(source, memo, others) if why_not is not None else None
 
     @staticmethod
     def _not_simple(source, memo: _Memo, others: List[ast.AST]) -> Optional[str]:
@@ -827,6 +832,20 @@ def _outside_readers(source, memo: _Memo, chain: List[ast.ClassDef]) -> Optional
             continue
         return f"`.{memo.attr}` is used outside the memo's method, on line {node.lineno}"  # type: ignore[attr-defined]
     return None
+
+
+def memo_proof_of_class(rule: "CompiledMemo", ctx, cls: ast.ClassDef) -> Iterable[Tuple[_Memo, Optional[str]]]:
+    """Each memo of ``cls`` that FR014 could rewrite, with why its value is
+    not proven a pure function of its key (None: proven), whether or not
+    anything compiles the class: benchmarks/memo_audit.py's view of the proof
+    on real code."""
+    if not _memo_attrs(ctx.model, cls):
+        return
+    methods = [(cls, s.name, s) for s in cls.body if isinstance(s, _DEFS) and s.name != "__init__"]
+    for memo, others in rule._memos(ctx.model, ctx.source, methods):
+        why_not, local = rule._form(ctx.source, memo, others)
+        if why_not is None or local is not None:
+            yield memo, _why_not_pure(ctx, memo, local)
 
 
 def _warmer_called(model, memo: _Memo, reached: Set[int]) -> Optional[str]:
