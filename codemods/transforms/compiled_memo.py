@@ -308,24 +308,25 @@ Fixed (diffusers' own cure, d94ad81b87):
 """
     fix_safety = """
 Safe when proven, unsafe otherwise. Eager runs are unchanged
-(`torch.compiler.is_compiling()` is False there, and `not False and test`
-is `test`). Compiled calls no longer read or fill the memo: they compute the
-value inside the graph on every call (the cost diffusers' and mujoco-torch's
-own fixes accepted) and return what a hit would have returned when the value
-is a pure function of the key. The tool proves that when the code computing
-the value (from the check to the write) reads only what the key pins down
-(`(device.type, str(device))` pins `device`; `f"{h}_{w}"` pins `h` and `w`),
-module constants, and attributes of `self` that only `__init__` assigns (not
-parameters, buffers or submodules; `self.x = self.x.to(device)` keeps the
-values); calls only `torch` functions that draw no random numbers and change
-nothing in place, `math`, pure builtins, and functions and methods of the
-file that are pure by the same rules; a hit returns the value a miss goes on
-with; and nothing but the memo's method reads the attribute (a reader
-elsewhere would find it unfilled after compiled calls). Anything else is
-unsafe, and the finding says what was not proven. Not covered by the proof:
-code in other modules that reads the memo attribute or changes an attribute
-the value is computed from, and a caller that changes the returned tensor
-in place (which corrupts the memo in eager runs already).
+(`torch.compiler.is_compiling()` is False there, and `not False and test` is
+`test`). Compiled calls no longer read or fill the memo: they compute the
+value inside the graph on every call (the cost diffusers' own fixes of the
+AnyFlow and QwenImage memos accepted) and return what a hit would have
+returned when the value is a pure function of the key. The tool proves that
+when the code computing the value (from the check to the write) reads only
+what the key pins down (`(device.type, str(device))` pins `device`;
+`f"{h}_{w}"` pins `h` and `w`), module constants, and attributes of `self`
+that only `__init__` assigns (not parameters, buffers or submodules;
+`self.x = self.x.to(device)` keeps the values); calls only `torch` functions
+that draw no random numbers and change nothing in place, `math`, pure
+builtins, and functions and methods of the file that are pure by the same
+rules; a hit returns the value a miss goes on with; and nothing but the
+memo's method reads the attribute (a reader elsewhere would find it unfilled
+after compiled calls). Anything else is unsafe, and the finding says what
+was not proven. Not covered by the proof: code in other modules that reads
+the memo attribute or changes an attribute the value is computed from, and a
+caller that changes the returned tensor in place (which corrupts the memo in
+eager runs already).
 `torch.compiler.is_compiling()` is written for `--target-torch 2.3` and
 later; for older targets (and none given) `torch._dynamo.is_compiling()`,
 which exists from torch 2.1.
