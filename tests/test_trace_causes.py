@@ -643,3 +643,26 @@ def test_a_self_container_empty_at_some_calls_names_the_cure():
     [state] = tr.parse_reason("0/0: not self.state")
     entry = tr.CodeEntry(name="step", filename="m.py", firstlineno=1, graphs=2, compiles=2, recompiles=1, reasons=[state])
     assert tr.cure_label(entry, tr.TRUTH, CODES).startswith("bounded, no fix needed (1 recompile: one graph per truth value")
+
+
+def test_state_unset_at_one_compiled_call_names_the_cure_not_bounded():
+    """vllm-gaudi 86bb66e7 (a module global op made on first use inside the
+    compiled attention: `G['_CACHED_FSDPA_OP'] is None`) and vllm-ascend
+    cc9fa548 (`running_in_graph` first assigned by the compiled forward and
+    read through hasattr): both projects set the state up before the first
+    compiled call; the table says so instead of "bounded, no fix needed".
+    An argument's None, a gradient's and an optimizer's state stay bounded."""
+
+    def label(text, available=()):
+        [reason] = tr.parse_reason(text)
+        entry = tr.CodeEntry(name="forward", filename="m.py", firstlineno=1, graphs=2, compiles=2, recompiles=1, reasons=[reason])
+        return tr.cure_label(entry, reason.cause, list(available), matched=bool(available))
+
+    gaudi = label("0/0: G['_CACHED_FSDPA_OP'] is None")
+    assert gaudi.startswith("report: `_CACHED_FSDPA_OP` is None at one compiled call and set by the next (1 recompile): set it up before the first compiled call")
+    ascend = label("0/0: not hasattr(self._modules['layers']._modules['0']._modules['mla_attn'].impl, 'running_in_graph')")
+    assert ascend.startswith("report: `self.layers[0].mla_attn.impl.running_in_graph` is missing at one compiled call and present at the next")
+    for bounded in ("0/0: L['mask'] is None", "0/0: L['p'].grad is None", "0/0: self._modules['w'].grad is None", "0/0: hasattr(L['x'], 'foo')"):
+        assert label(bounded).startswith("bounded, no fix needed (1 recompile"), bounded
+    # a memo FR014 matched: its cure, not the report
+    assert not label("0/0: self._freqs_cache is None", ["FR014"]).startswith("report:")

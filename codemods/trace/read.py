@@ -1673,6 +1673,25 @@ def rule_cure_codes(entry: "CodeEntry", cause: str, available: Iterable[str], ma
     return [c.code for c in rule_cures(entry, cause) if c.code in have and (matched or not c.about)]
 
 
+def _state_sources(entry: "CodeEntry", cause: str) -> List[str]:
+    """The sources of ``cause`` that are program state rather than what a
+    caller passes: a module global (``G['_CACHED_FSDPA_OP']``) or an
+    attribute of ``self`` (``self.impl.running_in_graph``, a key of
+    ``self.rope_cache``); an argument's None or an argument's attribute stays
+    bounded (an optional input), as do a gradient and an optimizer's state
+    before the first step."""
+    out: List[str] = []
+    for r in entry.reasons:
+        if r.cause != cause or r.stale or not r.source or r.source.endswith(".grad"):
+            continue  # a gradient is None before the first backward: bounded
+        if r.source == "self.state" or r.source.startswith("self.state["):
+            continue  # an optimizer's state, empty before its first step: bounded
+        if r.text.removeprefix("not ").startswith("G[") or r.source.startswith("self."):
+            if r.source not in out:
+                out.append(r.source)
+    return out
+
+
 def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched: bool = False,
                trace_cures: Iterable[str] = ()) -> str:
     """What cures ``cause`` for this code object: rule codes, and the advice
@@ -1810,6 +1829,23 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 f"report: one graph per number of dims of {sources} ({count} recompile{'s' if count != 1 else ''}; "
                 "dynamic shapes never make the rank symbolic): call the compiled code with one rank, as an eager "
                 "wrapper that flattens the input of an elementwise function and reshapes its output, or accept a graph per rank"
+            )
+        elif cause in (NONE_CHECK, KEYS) and not parts and _state_sources(entry, cause):
+            # a global or an attribute of `self` unset at one compiled call and
+            # set by the next, no rule's memo (vllm-gaudi 86bb66e7: a module
+            # global op made on first use inside the compiled attention;
+            # vllm-ascend cc9fa548: `running_in_graph` first assigned by the
+            # compiled forward, read through hasattr): cured by setting it up
+            # before the first compiled call, which no rewrite can place
+            names = ", ".join(f"`{n}`" for n in _state_sources(entry, cause))
+            how = (
+                "is None at one compiled call and set by the next" if cause == NONE_CHECK
+                else "is missing at one compiled call and present at the next"
+            )
+            parts.append(
+                f"report: {names} {how} ({count} recompile{'s' if count != 1 else ''}): set it up before the first "
+                "compiled call (a default in `__init__` or where the object is built, a warm-up call), checking its "
+                "readers take the same branch; a memo of a pure function of its key can instead be skipped while compiling"
             )
         else:
             # a rule that cures it names what makes it unbounded (FR019: a
