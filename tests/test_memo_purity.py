@@ -85,6 +85,8 @@ def test_a_pure_value_makes_the_skip_safe(body):
         ("(n, str(device))", "torch.arange(n) + len(STATE)", "", "`STATE`, which is not a constant"),
         ("(n, device.type)", "torch.arange(n, device=device)", "", "`device`, which the key does not cover"),
         ("str(device)", "torch.arange(n, device=device)", "", "`n`, which the key does not cover"),
+        # `n` rebound after the key is made: the key holds another value than the table is computed from
+        ("(n, str(device))\n        n = n * 2", "torch.arange(n, device=device)", "", "`n`, which the key does not cover"),
         ("(n, str(device))", "torch.arange(n) * self.dim", "    def grow(self):\n        self.dim += 1\n", "`self.dim` is assigned on line"),
         ("(n, str(device))", "torch.arange(n)", "    def peek(self):\n        return self._cache[1]\n", "`._cache` is used outside the memo's method"),
         ("(n, str(device))", "torch.arange(n) + self.training", "", "`self.training` is not assigned in `__init__`"),

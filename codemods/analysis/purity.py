@@ -29,7 +29,7 @@ What counts as pure, and why:
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -59,49 +59,45 @@ _DEPTH = 3
 
 
 def key_names(fn: ast.AST, keys: Iterable[ast.AST]) -> FrozenSet[str]:
-    """Names whose values ``keys`` pin down: a name itself (a parameter or
-    a local bound once), what a local bound once was computed from, the
-    items of a tuple, what ``str()``/``tuple()``/``repr()`` or an f-string
-    spells out, a ``tuple(tuple(s) for s in X)``.  ``device.type`` pins
-    nothing of ``device``."""
-    once = _single_bindings(fn)
-    out: Set[str] = set()
+    """Names of ``fn`` whose values ``keys`` pin down: a name bound once in
+    ``fn`` (a parameter never rebound, a local assigned once) and what such a
+    local was computed from, the items of a tuple, what ``str()``,
+    ``tuple()``, ``repr()`` or an f-string spells out, the ``X`` of
+    ``tuple(tuple(s) for s in X)``.  ``device.type`` pins nothing of
+    ``device``; a name rebound anywhere in ``fn`` pins nothing (the key may
+    hold another of its values than the code computing the memo reads)."""
+    once, values = _single_bindings(fn)
 
-    def cover(node: ast.AST, seen: FrozenSet[str]) -> None:
+    def covers(node: ast.AST, seen: FrozenSet[str], scoped: FrozenSet[str] = frozenset()) -> Set[str]:
+        # scoped: the targets of the comprehensions around ``node``
         if isinstance(node, ast.Name):
-            out.add(node.id)
-            value = once.get(node.id)
-            if value is not None and node.id not in seen:
-                cover(value, seen | {node.id})
-        elif isinstance(node, (ast.Tuple, ast.List)):
-            for elt in node.elts:
-                cover(elt, seen)
-        elif isinstance(node, ast.JoinedStr):
-            for part in node.values:
-                if isinstance(part, ast.FormattedValue):
-                    cover(part.value, seen)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("str", "tuple", "repr", "frozenset") and len(node.args) == 1 and not node.keywords:
-            cover(node.args[0], seen)
-        elif isinstance(node, (ast.GeneratorExp, ast.ListComp)) and len(node.generators) == 1:
+            if node.id in scoped:
+                return {node.id}
+            if node.id not in once:
+                return set()
+            value = values.get(node.id)
+            inner = covers(value, seen | {node.id}) if value is not None and node.id not in seen else set()
+            return {node.id} | inner
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return set().union(*(covers(e, seen, scoped) for e in node.elts))
+        if isinstance(node, ast.JoinedStr):
+            return set().union(*(covers(p.value, seen, scoped) for p in node.values if isinstance(p, ast.FormattedValue)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("str", "tuple", "repr", "frozenset") and len(node.args) == 1 and not node.keywords:
+            return covers(node.args[0], seen, scoped)
+        if isinstance(node, (ast.GeneratorExp, ast.ListComp)) and len(node.generators) == 1:
             gen = node.generators[0]
-            if not gen.ifs and isinstance(gen.target, ast.Name):
-                inner: Set[str] = set()
-                saved = set(out)
-                cover(node.elt, seen)
-                inner = out - saved
-                out.difference_update(inner)
-                out.update(saved)
-                if gen.target.id in inner:
-                    cover(gen.iter, seen)
+            # every item spelled out whole: the iterable is pinned
+            if not gen.ifs and isinstance(gen.target, ast.Name) and gen.target.id in covers(node.elt, seen, scoped | {gen.target.id}):
+                return covers(gen.iter, seen, scoped)
+        return set()
 
-    for key in keys:
-        cover(key, frozenset())
-    return frozenset(out)
+    return frozenset(set().union(*(covers(k, frozenset()) for k in keys)))
 
 
-def _single_bindings(fn: ast.AST) -> Dict[str, ast.AST]:
-    """Locals of ``fn`` bound exactly once, by a plain ``name = value``
-    (parameters count as bindings: a parameter rebound is not single)."""
+def _single_bindings(fn: ast.AST) -> Tuple[Set[str], Dict[str, ast.AST]]:
+    """(names ``fn`` binds exactly once: parameters never rebound, locals
+    stored once, comprehension targets; of those bound by a plain ``name =
+    value``, the value)."""
     count: Dict[str, int] = {}
     value: Dict[str, ast.AST] = {}
     args = getattr(fn, "args", None)
@@ -114,7 +110,8 @@ def _single_bindings(fn: ast.AST) -> Dict[str, ast.AST]:
             count[node.id] = count.get(node.id, 0) + 1
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value[node.targets[0].id] = node.value
-    return {name: v for name, v in value.items() if count.get(name) == 1}
+    once = {name for name, n in count.items() if n == 1}
+    return once, {name: v for name, v in value.items() if name in once}
 
 
 def _stored_names(nodes: Iterable[ast.AST]) -> Set[str]:
