@@ -323,10 +323,12 @@ builtins, and functions and methods of the file that are pure by the same
 rules; a hit returns the value a miss goes on with; and nothing but the
 memo's method reads the attribute (a reader elsewhere would find it unfilled
 after compiled calls). Anything else is unsafe, and the finding says what
-was not proven. Not covered by the proof: code in other modules that reads
-the memo attribute or changes an attribute the value is computed from, and a
-caller that changes the returned tensor in place (which corrupts the memo in
-eager runs already).
+was not proven. `str()` and f-strings are taken to spell their values out
+whole (true of devices, dtypes, numbers and shapes; not of a large tensor,
+whose `str` is abbreviated). Not covered by the proof: code in other modules
+that reads the memo attribute or changes an attribute the value is computed
+from, and a caller that changes the returned tensor in place (which corrupts
+the memo in eager runs already).
 `torch.compiler.is_compiling()` is written for `--target-torch 2.3` and
 later; for older targets (and none given) `torch._dynamo.is_compiling()`,
 which exists from torch 2.1.
