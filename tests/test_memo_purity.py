@@ -34,6 +34,7 @@ class Rope(torch.nn.Module):
         self.dim = dim
         self.weight = torch.nn.Parameter(torch.ones(4))
         self.proj = torch.nn.Linear(4, 4)
+        self.table = torch.arange(8.0)
         self._cache = None
     def _table(self, n, device):
         key = KEY
@@ -85,6 +86,8 @@ def test_a_pure_value_makes_the_skip_safe(body):
         ("(n, str(device))", "torch.arange(n) + len(STATE)", "", "`STATE`, which is not a constant"),
         ("(n, device.type)", "torch.arange(n, device=device)", "", "`device`, which the key does not cover"),
         ("str(device)", "torch.arange(n, device=device)", "", "`n`, which the key does not cover"),
+        # a local that may be a view of an attribute, changed in place
+        ("(n, str(device))", "self.table.view(-1)\n        t.add_(1)", "", "`t.add_` changes a value in place"),
         # `n` rebound after the key is made: the key holds another value than the table is computed from
         ("(n, str(device))\n        n = n * 2", "torch.arange(n, device=device)", "", "`n`, which the key does not cover"),
         ("(n, str(device))", "torch.arange(n) * self.dim", "    def grow(self):\n        self.dim += 1\n", "`self.dim` is assigned on line"),

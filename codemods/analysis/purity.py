@@ -114,6 +114,31 @@ def _single_bindings(fn: ast.AST) -> Tuple[Set[str], Dict[str, ast.AST]]:
     return once, {name: v for name, v in value.items() if name in once}
 
 
+def _new_containers(stmts: Iterable[ast.stmt]) -> Set[str]:
+    """Locals every binding of which in ``stmts`` is a new Python container
+    (``[]``, ``{}``, a comprehension, ``list()``): the only values the code
+    may change in place (``freqs_list.append(f)``).  A tensor bound to a
+    local may be a view of an attribute (``t = self.table.view(-1)``), so
+    an in-place op on it is not allowed."""
+    new: Set[str] = set()
+    other: Set[str] = set()
+    for node in (n for s in stmts for n in ast.walk(s)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and _new_container(node.value):
+            new.add(node.targets[0].id)
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for target in targets:
+            if target is not None and isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension, ast.NamedExpr)):
+                other.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return new - other
+
+
+def _new_container(value: ast.AST) -> bool:
+    if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
+        return True
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("list", "dict", "set") and not value.args and not value.keywords
+
+
 def _stored_names(nodes: Iterable[ast.AST]) -> Set[str]:
     return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
@@ -159,8 +184,9 @@ class Purity:
                 why = self._module_name(name, 0)
                 if why is not None:
                     return why
+        containers = _new_containers(stmts)
         for stmt in body:
-            why = self._statement(stmt, bound, 0, fn)
+            why = self._statement(stmt, containers, 0, fn)
             if why is not None:
                 return why
         parts = [getattr(value_store, "value", None)]
@@ -168,7 +194,7 @@ class Purity:
             if isinstance(target, ast.Subscript):
                 parts.append(target.slice)
         for part in parts:
-            why = self._expressions(part, bound, 0, fn) if part is not None else "the memo's store has no value"
+            why = self._expressions(part, containers, 0, fn) if part is not None else "the memo's store has no value"
             if why is not None:
                 return why
         return None
@@ -262,12 +288,13 @@ class Purity:
             why = f"`{fn.name}` declares a global"  # type: ignore[attr-defined]
         else:
             params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}  # type: ignore[attr-defined]
-            fresh = _stored_names(fn.body) - params  # type: ignore[attr-defined]
+            local = _stored_names(fn.body) - params  # type: ignore[attr-defined]
+            containers = _new_containers(fn.body) - params  # type: ignore[attr-defined]
             for stmt in fn.body:  # type: ignore[attr-defined]
-                why = self._statement(stmt, fresh, depth + 1, fn)
+                why = self._statement(stmt, containers, depth + 1, fn)
                 if why is None:
                     for node in _loads(stmt):
-                        if node.id not in params and node.id not in fresh and node.id != "self":
+                        if node.id not in params and node.id not in local and node.id != "self":
                             why = self._module_name(node.id, depth + 1)
                             if why is not None:
                                 break
