@@ -40,8 +40,17 @@ _PURE_BUILTINS = frozenset(
 #: torch functions (and tensor methods) that draw random numbers or allocate uninitialised memory
 _RANDOM = frozenset(
     "rand rand_like randn randn_like randint randint_like randperm normal bernoulli multinomial poisson dropout alpha_dropout feature_dropout "
-    "empty empty_like empty_strided manual_seed seed initial_seed get_rng_state set_rng_state exponential geometric log_normal cauchy".split()
+    "empty empty_like empty_strided manual_seed seed initial_seed get_rng_state set_rng_state exponential geometric log_normal cauchy "
+    "rsample gumbel_softmax rrelu".split()
 )
+
+
+def _random(name: str) -> bool:
+    """Does a function or method of this name draw random numbers (or
+    allocate uninitialised memory)?  Any dropout, any ``rand*``."""
+    return name in _RANDOM or name.startswith("rand") or "dropout" in name
+
+
 #: torch namespaces that talk to a device, a process group or a file
 _IMPURE_NAMESPACES = ("torch.cuda.", "torch.distributed.", "torch.random.", "torch.save", "torch.load", "torch.backends.", "torch._dynamo.", "torch.compiler.")
 #: method names that change a container in place
@@ -237,7 +246,7 @@ class Purity:
                 return f"`{spelled}` builds a module or parameter"
             if q.startswith("torch.") or q == "torch":
                 last = q.rsplit(".", 1)[-1]
-                if last in _RANDOM or (last.endswith("_") and not last.endswith("__")) or q.startswith(_IMPURE_NAMESPACES):
+                if _random(last) or (last.endswith("_") and not last.endswith("__")) or q.startswith(_IMPURE_NAMESPACES):
                     return f"`{spelled}` is not a pure function of its arguments"
                 return None
             if q.startswith(("math.", "operator.", "cmath.")):
@@ -258,7 +267,7 @@ class Purity:
                     return f"`{spelled}` is not a method of the class (a submodule or a stored callable)"
                 return self._function(method, depth)
             name = func.attr
-            if name in _RANDOM or name in _EFFECTS:
+            if _random(name) or name in _EFFECTS:
                 return f"`{spelled}` is not a pure function of its arguments"
             if name in MUTATORS or (name.endswith("_") and not name.endswith("__")):
                 base = func.value
