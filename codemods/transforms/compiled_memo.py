@@ -27,7 +27,7 @@ from ..analysis.modules import (
     walk_body,
 )
 from ..analysis.placement import block_of, torch_at_least, torch_expr
-from ..analysis.purity import Purity
+from ..analysis.purity import MUTATORS, Purity
 from ..analysis.source import statement_target
 from ..cst_edits import guard_statement
 from ..findings import Edit, Finding, Safety
@@ -220,10 +220,6 @@ def _write_of(stmt: ast.AST, attr: str, kind: str) -> Optional[bool]:
     return None
 
 
-#: methods that change a container or tensor in place
-_MUTATORS = {"append", "extend", "insert", "update", "add", "setdefault", "pop", "popitem", "clear", "remove"}
-
-
 def _in_place(source, node: ast.AST, kind: str) -> bool:
     """Does ``node`` (``self.<attr>``) change the object in place: an item
     stored into a None-initialised attribute (``self.k_cache[:, pos] = k``),
@@ -236,7 +232,7 @@ def _in_place(source, node: ast.AST, kind: str) -> bool:
             return True
         return kind == NONE_KIND and isinstance(parent.ctx, (ast.Store, ast.Del))
     if isinstance(parent, ast.Attribute) and isinstance(source.parent(parent), ast.Call) and source.parent(parent).func is parent:
-        return parent.attr.endswith("_") and not parent.attr.startswith("_") or parent.attr in _MUTATORS
+        return parent.attr.endswith("_") and not parent.attr.startswith("_") or parent.attr in MUTATORS
     return False
 
 
