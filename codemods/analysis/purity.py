@@ -210,12 +210,12 @@ class Purity:
 
     # -- statements and expressions -------------------------------------------------------
 
-    def _statement(self, stmt: ast.stmt, fresh: Set[str], depth: int, fn: ast.AST) -> Optional[str]:
+    def _statement(self, stmt: ast.stmt, containers: Set[str], depth: int, fn: ast.AST) -> Optional[str]:
         if isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try, ast.Delete, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             return f"line {stmt.lineno} has a `{type(stmt).__name__.lower()}` statement"
-        return self._expressions(stmt, fresh, depth, fn)
+        return self._expressions(stmt, containers, depth, fn)
 
-    def _expressions(self, stmt: ast.AST, fresh: Set[str], depth: int, fn: ast.AST) -> Optional[str]:
+    def _expressions(self, stmt: ast.AST, containers: Set[str], depth: int, fn: ast.AST) -> Optional[str]:
         for node in ast.walk(stmt):
             if isinstance(node, (ast.Await, ast.Yield, ast.YieldFrom)):
                 return f"line {node.lineno} awaits or yields"
@@ -223,10 +223,10 @@ class Purity:
                 base = node.value
                 while isinstance(base, (ast.Attribute, ast.Subscript)):
                     base = base.value
-                if isinstance(node, ast.Attribute) or not (isinstance(base, ast.Name) and base.id in fresh):
+                if isinstance(node, ast.Attribute) or not (isinstance(base, ast.Name) and base.id in containers):
                     return f"line {node.lineno} changes `{ast.unparse(node)}`"
             if isinstance(node, ast.Call):
-                why = self._call(node, fresh, depth, fn)
+                why = self._call(node, containers, depth, fn)
                 if why is not None:
                     return why
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" and isinstance(node.ctx, ast.Load):
@@ -237,7 +237,7 @@ class Purity:
                 return f"line {node.lineno} hands `self` on"
         return None
 
-    def _call(self, call: ast.Call, fresh: Set[str], depth: int, fn: ast.AST) -> Optional[str]:
+    def _call(self, call: ast.Call, containers: Set[str], depth: int, fn: ast.AST) -> Optional[str]:
         func = call.func
         spelled = ast.unparse(func)
         qnames = self.model.qualified_names(func)
@@ -257,8 +257,6 @@ class Purity:
             target = self.model.functions.get(func.id)
             if isinstance(target, _DEFS) and self.source.enclosing(target, _DEFS + (ast.ClassDef,)) is None:
                 return self._function(target, depth)
-            if func.id in fresh:
-                return f"`{spelled}` is called, a value the key does not pin down"
             return f"`{spelled}` is not known to be pure"
         if isinstance(func, ast.Attribute):
             if isinstance(func.value, ast.Name) and func.value.id == "self":
@@ -271,7 +269,7 @@ class Purity:
                 return f"`{spelled}` is not a pure function of its arguments"
             if name in MUTATORS or (name.endswith("_") and not name.endswith("__")):
                 base = func.value
-                if not (isinstance(base, ast.Name) and base.id in fresh):
+                if not (isinstance(base, ast.Name) and base.id in containers):
                     return f"`{spelled}` changes a value in place"
             root = func.value
             while isinstance(root, (ast.Attribute, ast.Subscript)):
