@@ -68,6 +68,7 @@ def _memo_fix(key: str = "(n, str(device))", body: str = "torch.arange(n, device
         "helper(n).to(device)",  # a pure function of the module
         "torch.outer(torch.arange(n), 1.0 / (math.pi ** torch.arange(0, self.dim, 2)))",
         "torch.tensor([[0] * math.prod((n, 2)) for _ in range(2)], device=device)",
+        "torch.arange(n)\n        if n < 0:\n            raise ValueError(n)",  # raising is the same eager and compiled
     ],
 )
 def test_a_pure_value_makes_the_skip_safe(body):

@@ -29,6 +29,7 @@ What counts as pure, and why:
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -252,7 +253,7 @@ class Purity:
             if q.startswith(("math.", "operator.", "cmath.")):
                 return None
             if q.startswith("builtins."):
-                return None if q[9:] in _PURE_BUILTINS else f"`{spelled}` is not known to be pure"
+                return None if q[9:] in _PURE_BUILTINS or _builtin_exception(q[9:]) else f"`{spelled}` is not known to be pure"
         if isinstance(func, ast.Name):
             target = self.model.functions.get(func.id)
             if isinstance(target, _DEFS) and self.source.enclosing(target, _DEFS + (ast.ClassDef,)) is None:
@@ -324,7 +325,7 @@ class Purity:
             stmt = self.source.statement_of(bindings[0])
             if isinstance(stmt, ast.Assign) and _literal(stmt.value):
                 return None
-        if name in _PURE_BUILTINS or name in ("None", "True", "False"):
+        if name in _PURE_BUILTINS or name in ("None", "True", "False") or _builtin_exception(name):
             return None
         return f"it reads `{name}`, which is not a constant of the module"
 
@@ -412,6 +413,12 @@ def _moved_copy(value: Optional[ast.AST], attr: str) -> bool:
         and isinstance(value.func.value.value, ast.Name)
         and value.func.value.value.id == "self"
     )
+
+
+def _builtin_exception(name: str) -> bool:
+    """``ValueError``, ``KeyError``...: raising one is the same in eager and compiled code."""
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
 
 
 def _locals(fn: ast.AST) -> Set[str]:
