@@ -315,7 +315,7 @@ class Purity:
         """Why a free name read by the region is not a constant: an import,
         a function of the module, a module-level constant bound once."""
         tree = self.model.tree
-        bindings = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+        bindings = [n for n in self.source.nodes(ast.Name) if n.id == name and isinstance(n.ctx, ast.Store)]  # type: ignore[attr-defined]
         for stmt in tree.body:
             if isinstance(stmt, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name.split(".")[0]) == name for a in stmt.names):
                 return None

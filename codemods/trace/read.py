@@ -1686,7 +1686,7 @@ def _state_sources(entry: "CodeEntry", cause: str) -> List[str]:
             continue  # a gradient is None before the first backward: bounded
         if r.source == "self.state" or r.source.startswith("self.state["):
             continue  # an optimizer's state, empty before its first step: bounded
-        if r.text.removeprefix("not ").startswith("G[") or r.source.startswith("self."):
+        if _GLOBAL.match(r.text.removeprefix("not ")) or r.source.startswith("self."):
             if r.source not in out:
                 out.append(r.source)
     return out
