@@ -23,6 +23,7 @@ from .match import Guided, GuidedFile, Match, _real, entry_file, implicated_file
 from .float_state import apply_float_state_evidence
 from .config_cures import apply_config_evidence, apply_dynamic_sources_evidence
 from .cures import MARK_CODE, apply_alias_evidence, apply_evidence, apply_field_layout_evidence, apply_flag_evidence, apply_layout_evidence
+from .flatten_core import apply_rank_evidence
 
 
 class TraceFilter:
@@ -161,6 +162,7 @@ def guide(
             apply_evidence(trace, out, settings.unsafe_fixes)
             apply_layout_evidence(trace, out)
             apply_field_layout_evidence(trace, out)
+            apply_rank_evidence(trace, out)
             apply_alias_evidence(trace, out)
         # FR018's finding where it found the dict, TRACE's elsewhere
         apply_float_state_evidence(trace, out, settings.unsafe_fixes, trace_cures=settings.selects(MARK_CODE))

@@ -1702,7 +1702,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
     table), which may name the cures that depend on a finding's source;
     ``trace_cures``: the names of the trace's own fixes made for it there
     (:mod:`codemods.trace.registry`), which the source decided."""
-    from .registry import DYNAMIC_TRUE
+    from .registry import DYNAMIC_TRUE, FLATTEN_CORE
 
     parts = rule_cure_codes(entry, cause, available, matched=matched)
     count = entry.count(cause)
@@ -1821,6 +1821,9 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 "one graph per truth value): keep its contents fixed between calls (every key present, None when unused) "
                 "or pass what it holds as arguments"
             )
+        elif cause == RANK and FLATTEN_CORE.name in trace_cures:
+            # the body was proven elementwise (codemods/trace/flatten_core.py)
+            parts.append(f"an eager wrapper flattens {sources} for the elementwise compiled core (one rank)")
         elif cause == RANK:
             # no dynamic rank in torch: bounded by the ranks callers pass, but
             # the projects cure it (compressed-tensors 55777c4b: an eager

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Tuple
 
 from ..transforms.base import rule_doc
-from .causes import ALIASING, INT_ARG, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, RESUME_VALUE, TENSOR_SHAPE
+from .causes import ALIASING, INT_ARG, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, RANK, RESUME_VALUE, TENSOR_SHAPE
 
 #: the code of every finding the trace makes on its own
 CODE = "TRACE"
@@ -145,6 +145,39 @@ writes `.contiguous()` on the values the code writes to that field
     fix_safety="Safe: the same values, a copy only where the tensor is not contiguous; never where the function changes that input in place.",
 )
 
+FLATTEN_CORE = TraceCure(
+    name="flatten-core-from-trace",
+    summary="an eager wrapper flattens the input of a compiled elementwise function that recompiled on its rank",
+    causes=(RANK,),
+    what_it_does="""
+Where compiled code recompiled on the rank of its one tensor parameter
+(`tensor 'x' rank mismatch`) and its body is proven elementwise in it, keeps
+the body compiled under a new name and makes the function an eager wrapper
+that passes `x.flatten()` and reshapes the result to `x.shape`
+(compressed-tensors 55777c4b). Only a function compiled by its decorator, at
+module level or as a (static) method of a module-level class, taking that one
+tensor; elementwise: straight-line code of elementwise torch ops, operators
+and literals, in-place writes only into new tensors, a new tensor returned.
+""",
+    why_it_recompiles="""
+Dynamo guards the number of dims of a tensor input, and dynamic shapes never
+make it symbolic: every rank the callers pass is one more graph, up to the
+recompile limit.
+""",
+    example="""
+    @staticmethod
+    def cast_to_fp4(x):  # eager now
+        return FP4_E2M1_DATA._cast_to_fp4(x.flatten()).reshape(x.shape)
+
+    @staticmethod
+    @torch.compile
+    def _cast_to_fp4(x):  # the body as it was
+        sign = torch.sign(x)
+        ...
+""",
+    fix_safety="Safe: the same values, each element computed from the input's element at the same place (bit-identical for a contiguous input; a non-contiguous input is copied once by flatten(), and ops with vectorised kernels may then differ in the last bit, as eager does between layouts); the result is contiguous. Kept only if the rerun compiles fewer graphs with the same output.",
+)
+
 CLONE_ALIAS = TraceCure(
     name="clone-alias-from-trace",
     summary=".clone() where two inputs the trace saw aliased are made one tensor",
@@ -266,7 +299,7 @@ share one symbol; the guard on their equality fails when they differ.
 
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
-    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
+    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
 )
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 

@@ -1,0 +1,162 @@
+"""A fix made from trace evidence: a compiled elementwise function that
+recompiled on its input's rank gets an eager wrapper that hands the compiled
+core ``x.flatten()`` and gives the result the input's shape again.
+
+Dynamo guards a tensor input's number of dims, and dynamic shapes never make
+it symbolic: a compiled function called with ranks 1 to 5 compiles five graphs
+(compressed-tensors before 55777c4b: ``FP4_E2M1_DATA.cast_to_fp4``, reached
+with weights of rank 3 and activations of rank 4, hit the recompile limit,
+issue #734).  The project's fix keeps the body compiled under a new name and
+makes the public function an eager wrapper::
+
+    @staticmethod
+    def cast_to_fp4(x):
+        return FP4_E2M1_DATA._cast_to_fp4(x.flatten()).reshape(x.shape)
+
+    @staticmethod
+    @torch.compile
+    def _cast_to_fp4(x):
+        ...  # the body as it was
+
+This module makes that rewrite where the trace shows a recompile on the rank
+of the function's parameter (``tensor 'x' rank mismatch``), the function is
+compiled by its decorator (at module level, or a ``@staticmethod`` or method
+of a module-level class), takes that one tensor (and ``self``), has no other
+decorator than ``@staticmethod``, and its body is proven elementwise
+(:mod:`codemods.analysis.elementwise`): every element of the result is
+computed from the element of the input at the same place, so the flattened
+computation gives the same values in the same order.  Safe: the same values
+(bit-identical for a contiguous input, of which ``flatten()`` is a view; a
+non-contiguous input is copied once, and ops with vectorised kernels may then
+differ in the last bit, as eager does between layouts); the result is
+contiguous (it followed the input's layout).  ``run --fix`` keeps it
+only if the rerun compiles fewer graphs with the same output and exit code
+(measured on 2.13: ``benchmarks/recall/compressed_tensors_fp4_rank`` 6 -> 2,
+the project's own count; a flattened *view* of a tensor of another rank is
+guarded on its base, so a caller passing views may still recompile: the rerun
+then restores the file)."""
+
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Tuple
+
+from .._lazy import cst
+
+from . import read as tr
+from .registry import FLATTEN_CORE
+from ..analysis.compile_sites import code_def, model_of
+from ..analysis.elementwise import why_not_elementwise
+from ..analysis.params import is_static, parameter_names
+from ..analysis.source import statement_target
+from ..findings import Edit, FileError
+from ..pipeline.engine import parse_ast
+from .cures import _applied_finding, _current, _render_edits
+from .match import Guided, Match, _real, entry_file
+
+
+def _taken(source, name: str) -> bool:
+    """Is ``name`` used anywhere in the file (a def, a name, an attribute)?"""
+    if any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and d.name == name for d in source.nodes(ast.FunctionDef) + source.nodes(ast.ClassDef) + source.nodes(ast.AsyncFunctionDef)):
+        return True
+    return any(n.id == name for n in source.nodes(ast.Name)) or any(a.attr == name for a in source.nodes(ast.Attribute))
+
+
+def _core_name(source, name: str) -> str:
+    core = f"_{name}" if not name.startswith("_") else f"{name}_core"
+    n = 1
+    while _taken(source, core):
+        n += 1
+        core = f"_{name}_{n}"
+    return core
+
+
+def plan(data: bytes, function: str, firstlineno: int, param: str) -> Tuple[Optional[bytes], Optional[Tuple[int, int, str]], Optional[str]]:
+    """``data`` with the compiled ``function`` (first line ``firstlineno``)
+    split into an eager wrapper that flattens ``param`` and a compiled core;
+    the place of the wrapper's ``def`` and the core's name.  (None, None,
+    why not) when the function is not one this fix may split."""
+    try:
+        source = parse_ast("<trace>", data)
+    except FileError:
+        return None, None, "the file does not parse"
+    fn = code_def(source, function, firstlineno)
+    if not isinstance(fn, ast.FunctionDef):
+        return None, None, "it is not a plain function of the file"
+    model = model_of(source)
+    sites = [s for s in model.compile_sites if s.form == "decorator" and s.target_def is fn]
+    if len(sites) != 1:
+        return None, None, "it is not compiled by its decorator"
+    others = [d for d in fn.decorator_list if d is not sites[0].node and not (isinstance(d, ast.Name) and d.id == "staticmethod")]
+    if others:
+        return None, None, f"it has another decorator (`@{ast.unparse(others[0])}`)"
+    owner = source.parent(fn)
+    static = is_static(fn)
+    names = parameter_names(fn)
+    if owner is source.tree:
+        receiver: Optional[str] = None
+        expected = [param]
+    elif isinstance(owner, ast.ClassDef) and source.parent(owner) is source.tree:
+        receiver = owner.name if static else (names[0] if names else None)
+        expected = [param] if static else [names[0] if names else "self", param]
+    else:
+        return None, None, "it is not a module-level function or a method of a module-level class"
+    args = fn.args
+    if names != expected or args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
+        return None, None, f"it takes more than the tensor `{param}`"
+    why = why_not_elementwise(fn, param, model.qualified_names)
+    if why is not None:
+        return None, None, f"it is not proven elementwise in `{param}`: {why}"
+    core = _core_name(source, function)
+    call = f"{receiver}.{core}" if receiver else core
+    body = f"return {call}({param}.flatten()).reshape({param}.shape)"
+
+    def apply(node: cst.CSTNode):
+        assert isinstance(node, cst.FunctionDef)
+        kept = [d for d in node.decorators if not _is_decorator_of(d, sites[0].node, source)]
+        indent = node.body.body[0] if isinstance(node.body, cst.IndentedBlock) and node.body.body else None
+        statements: List[cst.BaseStatement] = []
+        first = indent
+        if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 and isinstance(first.body[0], cst.Expr) and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            statements.append(first.with_changes(leading_lines=()))  # the docstring stays with the public name
+        statements.append(cst.parse_statement(body + "\n"))
+        wrapper = node.with_changes(decorators=kept, body=cst.IndentedBlock(body=statements))
+        gap = [cst.EmptyLine(indent=False)] * (1 if owner is not source.tree else 2)
+        renamed = node.with_changes(name=cst.Name(core), leading_lines=gap)
+        return cst.FlattenSentinel([wrapper, renamed])
+
+    new = _render_edits(source, data, [Edit(statement_target(source, fn), apply)])
+    return new, (fn.lineno, fn.col_offset + 1, core), None
+
+
+def _is_decorator_of(decorator: cst.Decorator, node: ast.AST, source) -> bool:
+    """Is the libcst ``decorator`` the compile decorator ``node`` (same text)?"""
+    return cst.Module(body=[]).code_for_node(decorator.decorator).strip() == source.segment(node).strip()
+
+
+def apply_rank_evidence(trace: tr.Trace, guided: Guided) -> None:
+    """Split every compiled function of a guided file that recompiled on the
+    rank of a parameter into an eager flattening wrapper and a compiled core
+    (one finding, code ``TRACE``, safe, applied)."""
+    by_real = {_real(g.path): g for g in guided.files}
+    for entry in trace.entries:
+        path = entry_file(entry)
+        if path is None or tr.is_library_file(entry.filename):
+            continue
+        params = [a[0] for a in (tr.argument_of(s) for s in entry.sources(tr.RANK)) if a is not None and not a[1]]
+        g = by_real.get(_real(path))
+        if len(params) != 1 or g is None:
+            continue
+        base, first, _, _ = _current(g, trace, entry)
+        new, site, _why = plan(base, entry.name, first, params[0])
+        if new is None or site is None:
+            continue
+        g.new = new
+        line, column, core = site
+        message = (
+            f"`{entry.name}` recompiled on the rank of `{params[0]}` (from the trace: {entry.count(tr.RANK)} recompiles, "
+            "dynamic shapes never make the rank symbolic); its body is elementwise in it: an eager wrapper hands the "
+            f"compiled core `{core}` `{params[0]}.flatten()` and reshapes the result (the same values, one rank)"
+        )
+        finding = _applied_finding(g.display_path, line, column, message, f"compile the elementwise core `{core}` on flattened input", FLATTEN_CORE.name)
+        g.matches.append(Match(finding, entry, tr.RANK))
