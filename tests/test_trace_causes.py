@@ -36,7 +36,7 @@ CASES = [
     ("varargs_float", "blend", 9, 2, tr.FLOAT_ARG, ["args[1]"], "FR003"),
     ("int_global", "add_n", 8, 4, tr.INT_ARG, ["n"], "FR001"),
     ("growing_inputs", "normalize", 6, 8, tr.TENSOR_SHAPE, ["x"], "torch._dynamo.maybe_mark_dynamic(x, 0)"),
-    ("shape_guards", "energy", 6, 4, tr.TENSOR_SHAPE, ["x"], "torch._dynamo.maybe_mark_dynamic(x, 0)"),
+    ("shape_guards", "energy", 6, 4, tr.TENSOR_SHAPE, ["x"], "torch._dynamo.decorators.mark_unbacked(x, 0)"),
     ("shape_guards", "flat", 11, 2, tr.RANK, ["x"], "report: one graph per number of dims of `x` (1 recompile; dynamic shapes never make the rank symbolic): call the compiled code with one rank"),
     ("shape_guards", "rowsum", 16, 2, tr.LAYOUT, ["x"], "x.contiguous() at the calls"),
     ("module_counter", "forward", 11, 8, tr.MODULE_INT_ATTR, ["self.calls"], "FR005"),
@@ -138,9 +138,10 @@ def test_shape_dims_seen_to_vary():
     assert [tr.is_zero_one(r) for r in energy.reasons] == [False, True, True]
     assert tr.varying_dims(energy) == {"x": (0,)}
     # measured on 2.13 (sizes 4, 5, 1, 6, 0, 7): 4 graphs; with
-    # maybe_mark_dynamic(x, 0) before each call 3: sizes 0 and 1 still specialise
+    # maybe_mark_dynamic(x, 0) before each call 3 (sizes 0 and 1 still
+    # specialise), with mark_unbacked(x, 0) 1
     assert tr.cure_label(energy, tr.TENSOR_SHAPE, CODES) == (
-        "FR001, FR007, torch._dynamo.maybe_mark_dynamic(x, 0), sizes 0/1 specialise: bounded (2 recompiles)"
+        "FR001, FR007, torch._dynamo.decorators.mark_unbacked(x, 0), size 1 specialised even when dynamic (maybe_mark_dynamic does not lift it)"
     )
 
 

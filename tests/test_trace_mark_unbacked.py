@@ -69,12 +69,42 @@ def test_the_twin_whose_first_batch_is_two_keeps_maybe_mark_dynamic():
     assert "torch._dynamo.maybe_mark_dynamic(x, 0)" in label and "mark_unbacked" not in label
 
 
-def test_sizes_zero_and_one_seen_after_a_symbolic_size_are_not_this_form():
-    # shape_guards: 4, 5, then 1 and 0 break `2 <= x.size()[0]` (graphs [4], [s], [1], [0]):
-    # nothing symbolic after the 0/1 graphs, the label is unchanged
+def test_sizes_zero_and_one_seen_after_a_symbolic_size_are_marked_unbacked_too():
+    # shape_guards: 4, 5, then 1 and 0 break `2 <= x.size()[0]` (graphs [4], [s], [1], [0]);
+    # measured on 2.13: 4 graphs; maybe_mark_dynamic(x, 0) before each call 3, mark_unbacked 1
     entry = [e for e in fixture("shape_guards").entries if e.name == "energy"][0]
-    assert tr.zero_one_sizes(entry) == {}
-    assert "mark_unbacked" not in tr.cure_label(entry, tr.TENSOR_SHAPE, CODES)
+    assert tr.zero_one_sizes(entry) == {"l_x_": {0: 1}}
+    label = tr.cure_label(entry, tr.TENSOR_SHAPE, CODES)
+    assert "torch._dynamo.decorators.mark_unbacked(x, 0)" in label and "torch._dynamo.maybe_mark_dynamic(" not in label
+    assert "bounded (2 recompiles)" not in label  # the mark cures them
+
+
+def test_a_decode_step_after_prefill_is_marked_unbacked(copied):  # noqa: F811
+    # vLLM #30709: the profile and prefill steps made dim 0 symbolic, the first
+    # 1-token step failed `2 <= input_.size()[0]` (graphs [s], [1])
+    script, trace = copied("decode_after_prefill")
+    entry = only(trace, "get_masked_input_and_mask")
+    assert [r.text for r in entry.reasons] == ["2 <= input_.size()[0]"]
+    assert tr.zero_one_sizes(entry) == {"l_input_": {0: 1}}
+    assert tr.describe_zero_one_evidence(entry, "l_input_", 0) == "dim 0 of `input_` compiled symbolic, then at size 1"
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [m] = guided.matches
+    assert m.finding.rule_name == "mark-unbacked-from-trace" and m.finding.applied
+    assert (
+        b"        torch._dynamo.decorators.mark_unbacked(input_, 0)\n"
+        b"        masked_input, input_mask = get_masked_input_and_mask(input_, self.start, self.end)\n"
+    ) in guided.files[0].new
+
+
+def test_run_fix_marks_the_decode_step_fewer_graphs_same_output(tmp_path):
+    """Under torch 2.13: 2 graphs -> 1, the same printed result."""
+    proc, script = run_cli(tmp_path, "decode_after_prefill", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "get_masked_input_and_mask (decode_after_prefill.py)") == (2, 1)
+    first, second = results(out)
+    assert first == second
+    assert "mark_unbacked(input_, 0)" in script.read_text()
 
 
 def _entry(graph_sizes, reasons=("0/0: tensor 'x' size mismatch at index 0. expected 1, actual 2",)):

@@ -36,7 +36,9 @@ from ..findings import Edit, FileError, Finding, Fix, Safety
 # runs the command again and compares graphs and exit code as for any fix.
 #
 # A dim the graphs show compiled at size 0 or 1 first and symbolic later (the
-# 0/1 specialisation, even under ``dynamic=True``: a first batch of 1, then 2;
+# 0/1 specialisation, even under ``dynamic=True``: a first batch of 1, then 2),
+# or symbolic first and at size 0 or 1 after the guard ``2 <= x.size()[0]``
+# failed (a 1-token decode step after the prefill, vLLM #30709;
 # :func:`codemods.trace.read.zero_one_sizes`) gets
 # ``torch._dynamo.decorators.mark_unbacked(<name>, <dim>)`` instead, on every
 # argument the graphs show so (vLLM's fix in PR #38933): ``maybe_mark_dynamic``

@@ -1525,17 +1525,41 @@ def _static_then_symbolic(entry: "CodeEntry") -> Iterator[Tuple[str, int, int]]:
                         yield key, dim, a
 
 
+def _symbolic_then_zero_one(entry: "CodeEntry") -> Iterator[Tuple[str, int, int]]:
+    """(graph input, dim, size) of each dim a graph of this code object
+    compiled symbolic and a later graph at size 0 or 1 (same rank), after
+    the 0/1 specialisation guard (``2 <= input_.size()[0]``) failed."""
+    if not any(is_zero_one(r) for r in entry.reasons):
+        return
+    graphs = entry.graph_sizes
+    for i, earlier in enumerate(graphs):
+        for key, sizes in earlier.items():
+            if _local_input(key) is None or not isinstance(sizes, list):
+                continue
+            for later in graphs[i + 1 :]:
+                other = later.get(key)
+                if not isinstance(other, list) or len(other) != len(sizes):
+                    continue
+                for dim, (a, b) in enumerate(zip(sizes, other)):
+                    if isinstance(a, str) and type(b) is int and b in (0, 1):
+                        yield key, dim, b
+
+
 def zero_one_sizes(entry: "CodeEntry") -> Dict[str, Dict[int, int]]:
     """Graph input (``l_x_``) -> {dim: size} of the dims a graph of this code
-    object compiled at size 0 or 1 and a later graph compiled symbolic: the
-    0/1 specialisation of a size seen first.  Only for a code object that
-    recompiled on a tensor shape."""
+    object compiled at size 0 or 1 and another graph compiled symbolic: the
+    0/1 specialisation, of a size seen first (vLLM #38933: batch 1, then 2)
+    or after the dim was made symbolic (vLLM #30709: a 1-token decode step
+    after the multi-token profile and prefill steps).  Only for a code object
+    that recompiled on a tensor shape."""
     if not any(r.cause == TENSOR_SHAPE and not r.stale for r in entry.reasons):
         return {}
     out: Dict[str, Dict[int, int]] = {}
     for key, dim, size in _static_then_symbolic(entry):
         if size in (0, 1):
             out.setdefault(key, {}).setdefault(dim, size)
+    for key, dim, size in _symbolic_then_zero_one(entry):
+        out.setdefault(key, {}).setdefault(dim, size)
     return out
 
 
@@ -1620,6 +1644,10 @@ def unbacked_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
 def describe_zero_one_evidence(entry: "CodeEntry", key: str, dim: int) -> str:
     """``dim 0 of `values` compiled at size 1, then symbolic`` for messages."""
     size = zero_one_sizes(entry).get(key, {}).get(dim, 1)
+    if any((k, d) == (key, dim) for k, d, _size in _symbolic_then_zero_one(entry)) and not any(
+        (k, d) == (key, dim) and n in (0, 1) for k, d, n in _static_then_symbolic(entry)
+    ):
+        return f"dim {dim} of `{input_name(entry, key)}` compiled symbolic, then at size {size}"
     return f"dim {dim} of `{input_name(entry, key)}` compiled at size {size}, then symbolic"
 
 
@@ -1763,7 +1791,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 " compute without the test (indexes from arange instead of a slice)"
             )
         zero_one = sum(1 for r in entry.reasons if is_zero_one(r))
-        if zero_one:
+        if zero_one and not unbacked:  # (else mark_unbacked above cures them)
             parts.append(
                 f"sizes 0/1 specialise: bounded ({zero_one} recompile{'s' if zero_one != 1 else ''})"
             )

@@ -106,12 +106,14 @@ it changed: each int that carries a size is one more recompile, marks or not.
 
 MARK_UNBACKED = TraceCure(
     name="mark-unbacked-from-trace",
-    summary="mark_unbacked for a size 0 or 1 compiled first",
+    summary="mark_unbacked for a size 0 or 1 compiled beside a symbolic size",
     causes=(TENSOR_SHAPE,),
     what_it_does="""
-For a dim the graphs show compiled at size 0 or 1 first and symbolic later,
-inserts `torch._dynamo.decorators.mark_unbacked(x, dim)` before the call
-(vLLM #38933).
+For a dim the graphs show compiled at size 0 or 1 first and symbolic later
+(vLLM #38933: a first batch of one), or symbolic first and then at size 0 or 1
+after the guard `2 <= x.size()[0]` failed (vLLM #30709: a 1-token decode step
+after the prefill), inserts `torch._dynamo.decorators.mark_unbacked(x, dim)`
+before the call.
 """,
     why_it_recompiles="""
 Sizes 0 and 1 are specialised even under dynamic shapes; maybe_mark_dynamic
