@@ -49,9 +49,9 @@ from ..analysis.compile_sites import code_def, model_of
 from ..analysis.elementwise import why_not_elementwise
 from ..analysis.params import is_static, parameter_names
 from ..analysis.source import statement_target
-from ..findings import Edit, FileError
+from ..findings import Edit, FileError, Finding
 from ..pipeline.engine import parse_ast
-from .cures import _applied_finding, _current, _render_edits
+from .cures import MARK_CODE, _applied_finding, _current, _render_edits
 from .match import Guided, Match, _real, entry_file
 
 
@@ -129,6 +129,14 @@ def plan(data: bytes, function: str, firstlineno: int, param: str) -> Tuple[Opti
     return new, (fn.lineno, fn.col_offset + 1, core), None
 
 
+def _def_at(data: bytes, function: str, firstlineno: int) -> Optional[ast.AST]:
+    """The ``def`` of the traced code object, when the file parses."""
+    try:
+        return code_def(parse_ast("<trace>", data), function, firstlineno)
+    except FileError:
+        return None
+
+
 def _is_decorator_of(decorator: cst.Decorator, node: ast.AST, source) -> bool:
     """Is the libcst ``decorator`` the compile decorator ``node`` (same text)?"""
     return cst.Module(body=[]).code_for_node(decorator.decorator).strip() == source.segment(node).strip()
@@ -148,8 +156,16 @@ def apply_rank_evidence(trace: tr.Trace, guided: Guided) -> None:
         if len(params) != 1 or g is None:
             continue
         base, first, _, _ = _current(g, trace, entry)
-        new, site, _why = plan(base, entry.name, first, params[0])
+        new, site, why = plan(base, entry.name, first, params[0])
         if new is None or site is None:
+            fn = _def_at(base, entry.name, first)
+            if fn is not None and why is not None:
+                # the table's report stands; the finding says why no wrapper
+                message = (
+                    f"`{entry.name}` recompiled on the rank of `{params[0]}` (from the trace: {entry.count(tr.RANK)} recompiles); "
+                    f"no flattening wrapper: {why}"
+                )
+                g.matches.append(Match(Finding(MARK_CODE, message, g.display_path, fn.lineno, fn.col_offset + 1, fn.lineno, fn.col_offset + 1), entry, tr.RANK))
             continue
         g.new = new
         line, column, core = site
