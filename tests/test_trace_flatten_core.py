@@ -128,14 +128,17 @@ FP4 = textwrap.dedent(
 
 
 def why(body: str, param: str = "x"):
-    src = "import torch\nimport math\nimport torch.nn.functional as F\nW = torch.ones(4)\n\ndef f(x):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    src = (
+        "import torch\nimport math\nimport torch.nn.functional as F\nW = torch.ones(4)\nLIMIT = 6.0\nLIMIT_T = torch.tensor(6.0)\n"
+        "class Q:\n    max = 6.0\n    scale = 0.5\n\nQ.scale = 0.25\n\ndef f(x):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    )
     from codemods.analysis.compile_sites import model_of
     from codemods.pipeline.engine import parse_ast
 
     source = parse_ast("<t>", src.encode())
     model = model_of(source)
     fn = next(n for n in ast.walk(source.tree) if isinstance(n, ast.FunctionDef))
-    return why_not_elementwise(fn, param, model.qualified_names)
+    return why_not_elementwise(fn, param, model)
 
 
 @pytest.mark.parametrize(
@@ -146,6 +149,8 @@ def why(body: str, param: str = "x"):
         "y = x.float()\nz = torch.where(y > 0, y, -y)\nz.clamp_(max=math.pi)\nz += 1\nreturn z.to(torch.bfloat16)\n",
         '"""doc"""\nt = torch.zeros_like(x)\nm = ~torch.isnan(x)\nt[m] = x[m]\nreturn t\n',
         "return torch.round(x, decimals=2).clamp(-float('inf'), 6.0)\n",
+        # numbers: a local, a module constant, a class-level constant
+        "n = 2\nn += 1\nreturn (x * n).clamp(-LIMIT, LIMIT) * Q.max\n",
     ],
 )
 def test_elementwise_bodies_are_proven(body):
@@ -168,7 +173,9 @@ def test_elementwise_bodies_are_proven(body):
         ("return torch.flip(x, [0])\n", "is not an elementwise op"),
         ("return (0 < x < 1) * 1.0\n", "is not an elementwise op"),
         ("return torch.relu(*[x])\n", "unpacked"),
-        ("n = 2\nreturn x * n\n", "bound to a literal"),
+        ("n = W\nreturn x * n\n", "`W` is not known to have the input's shape"),
+        ("return x * LIMIT_T\n", "`LIMIT_T` is not known"),  # a module-level tensor
+        ("return x * Q.scale\n", "`Q.scale` is not an elementwise op"),  # rebound elsewhere
     ],
 )
 def test_what_is_not_elementwise_says_why(body, reason):

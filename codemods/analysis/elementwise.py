@@ -89,19 +89,22 @@ LITERAL = "literal"
 _Value = Union[Aligned, str]
 
 
-def why_not_elementwise(fn: ast.AST, param: str, qualified_names) -> Optional[str]:
+def why_not_elementwise(fn: ast.AST, param: str, model) -> Optional[str]:
     """Why ``fn`` is not proven elementwise in its parameter ``param``; None
-    when it is.  ``qualified_names(expr)``: the names a callee resolves to
-    through the file's imports (``F.relu`` -> ``torch.nn.functional.relu``;
-    the compile-site model's ``qualified_names``)."""
-    return _Proof(param, qualified_names).body(getattr(fn, "body", []))
+    when it is.  ``model``: the file's compile-site model
+    (:class:`codemods.analysis.compile_sites.CompileModel`), for the names a
+    callee resolves to through the imports (``F.relu`` ->
+    ``torch.nn.functional.relu``) and the module's number constants."""
+    return _Proof(param, model).body(getattr(fn, "body", []))
 
 
 class _Proof:
-    def __init__(self, param: str, qualified_names) -> None:
-        self.names: Dict[str, Aligned] = {param: Aligned(fresh=False)}
+    def __init__(self, param: str, model) -> None:
+        #: the locals bound so far: a tensor of the input's shape, or LITERAL
+        self.names: Dict[str, _Value] = {param: Aligned(fresh=False)}
         self.param = param
-        self.qualified_names = qualified_names
+        self.model = model
+        self.qualified_names = model.qualified_names
 
     def body(self, stmts) -> Optional[str]:
         if stmts and isinstance(stmts[0], ast.Expr) and isinstance(stmts[0].value, ast.Constant) and isinstance(stmts[0].value.value, str):
@@ -128,13 +131,15 @@ class _Proof:
             target = stmt.targets[0]
             if isinstance(target, ast.Name):
                 value = self.value(stmt.value)
-                if not isinstance(value, Aligned):
-                    return value if value != LITERAL else f"`{target.id}` is bound to a literal"
-                self.names[target.id] = value
+                if isinstance(value, str) and value != LITERAL:
+                    return value
+                self.names[target.id] = value  # a tensor of the input's shape, or a number
                 return None
             if isinstance(target, ast.Subscript):
                 return self.masked_write(target, stmt.value)
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and isinstance(stmt.op, _OPERATORS):
+            if self.names.get(stmt.target.id) == LITERAL and self.value(stmt.value) == LITERAL:
+                return None  # `n += 1` of a number
             why = self.changed_in_place(stmt.target.id)
             if why is not None:
                 return why
@@ -152,7 +157,7 @@ class _Proof:
 
     def changed_in_place(self, name: str) -> Optional[str]:
         value = self.names.get(name)
-        if value is None:
+        if not isinstance(value, Aligned):
             return f"`{name}` is not known to have the input's shape"
         if not value.fresh:
             return f"`{name}` is changed in place and may be the input itself"
@@ -177,7 +182,7 @@ class _Proof:
 
     def value(self, node: ast.AST) -> _Value:
         """:class:`Aligned`, LITERAL, or why the expression is neither."""
-        if _literal(node, self.qualified_names):
+        if _literal(node, self.qualified_names) or self.constant(node):
             return LITERAL
         if isinstance(node, ast.Name):
             known = self.names.get(node.id)
@@ -195,6 +200,26 @@ class _Proof:
         if isinstance(node, ast.Call):
             return self.call(node)
         return f"`{ast.unparse(node)}` is not an elementwise op"
+
+    def constant(self, node: ast.AST) -> bool:
+        """A number the module binds once (``FP4_MAX = 6.0`` at module level,
+        ``max = 6.0`` in the body of a module-level class read as
+        ``FP4_E2M1_DATA.max``), never a local."""
+        if isinstance(node, ast.Name) and node.id not in self.names:
+            return _number(self.model.literal(node))
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id not in self.names:
+            cls = self.model.classes.get(node.value.id)
+            if not isinstance(cls, ast.ClassDef) or self.model.source.parent(cls) is not self.model.source.tree:
+                return False
+            values = [
+                s.value for s in cls.body
+                if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None
+                and any(isinstance(t, ast.Name) and t.id == node.attr for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
+            ]
+            # bound once in the class body, and no `<x>.max = ...` anywhere in the file
+            stored = any(isinstance(a.ctx, ast.Store) and a.attr == node.attr for a in self.model.source.nodes(ast.Attribute))
+            return len(values) == 1 and not stored and _number(self.model.literal(values[0]))
+        return False
 
     def combined(self, operands, *, mask: Optional[bool]) -> _Value:
         """An operator's value; ``mask``: whether it is boolean (None: when
@@ -248,6 +273,10 @@ class _Proof:
             if isinstance(v, str) and v != LITERAL:
                 return v
         return None
+
+
+def _number(value: object) -> bool:
+    return type(value) in (int, float, bool)
 
 
 def _literal(node: ast.AST, qualified_names) -> bool:

@@ -104,7 +104,7 @@ def plan(data: bytes, function: str, firstlineno: int, param: str) -> Tuple[Opti
     args = fn.args
     if names != expected or args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
         return None, None, f"it takes more than the tensor `{param}`"
-    why = why_not_elementwise(fn, param, model.qualified_names)
+    why = why_not_elementwise(fn, param, model)
     if why is not None:
         return None, None, f"it is not proven elementwise in `{param}`: {why}"
     core = _core_name(source, function)

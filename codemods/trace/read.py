@@ -172,7 +172,9 @@ REMEDIES: Dict[str, str] = {
     ),
     LENGTH: (
         "report: {src} has a new length every call: a list the compiled code appends to (an attribute) "
-        "is kept outside it (rule FR013); a list passed in is stacked or padded to one length"
+        "is kept outside it (rule FR013); a list passed in is stacked or padded to one length; a dict that "
+        "code outside gives new keys between calls (a config updated per request): read the values the "
+        "compiled code needs from it once, outside, into attributes or arguments (LightX2V 6fb7c136)"
     ),
     CLOSURE: "report: pass {src} as an argument (rule FR008 for a closure compiled in a loop)",
     RESUME_VALUE: "report: keep the value a tensor (or torch._dynamo.config.capture_scalar_outputs = True for .item())",
