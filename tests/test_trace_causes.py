@@ -667,3 +667,18 @@ def test_state_unset_at_one_compiled_call_names_the_cure_not_bounded():
         assert label(bounded).startswith("bounded, no fix needed (1 recompile"), bounded
     # a memo FR014 matched: its cure, not the report
     assert not label("0/0: self._freqs_cache is None", ["FR014"]).startswith("report:")
+
+
+def test_inference_tensors_against_normal_ones_name_the_mode():
+    # HabanaAI/vllm-fork #1691: warm-up under inference_mode, the loop under no_grad
+    entry = entry_at(fixture("inference_warmup"), "decode", 17)
+    assert tr.DISPATCH in entry.causes
+    label = tr.cure_label(entry, tr.DISPATCH, CODES)
+    # the guard torch checks first is the weight's: a normal tensor whose key
+    # set shows differently under inference_mode than under no_grad
+    assert label.startswith("report: `weight` reached the compiled code once under torch.inference_mode() and once outside it")
+    assert "run the calls and make their inputs under one mode" in label
+    # another dispatch difference stays bounded
+    other = tr.CodeEntry(name="f", filename="/p/f.py", firstlineno=3, graphs=2)
+    other.reasons.extend(tr.parse_reason("0/0: tensor 'x' dispatch key set mismatch. expected DispatchKeySet(CPU, BackendSelect), actual DispatchKeySet(CPU, BackendSelect, Python)"))
+    assert tr.cure_label(other, tr.DISPATCH, CODES).startswith("bounded")

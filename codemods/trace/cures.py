@@ -840,20 +840,26 @@ def _then(method: str):
     return apply
 
 
-def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
-    """Add ``.contiguous()`` at the calls of every code object of a guided
-    file that recompiled on a parameter's strides (one finding, code
-    ``TRACE``, safe, applied, per argument changed)."""
-
+def argument_entries(trace: tr.Trace, guided: Guided, cause: str) -> Iterator[Tuple[tr.CodeEntry, GuidedFile, List[str]]]:
+    """(code object, its guided file, the arguments) for each code object of
+    a guided user file that recompiled on ``cause`` of arguments it names
+    (``x``; not ``kwargs['x']``, not ``args[0]``)."""
     by_real = {_real(g.path): g for g in guided.files}
     for entry in trace.entries:
         path = entry_file(entry)
         if path is None or tr.is_library_file(entry.filename):
             continue
-        params = [a[0] for a in (tr.argument_of(s) for s in entry.sources(tr.LAYOUT)) if a is not None and not a[1]]
+        params = [a[0] for a in (tr.argument_of(s) for s in entry.sources(cause)) if a is not None and not a[1]]
         g = by_real.get(_real(path))
-        if not params or g is None:
-            continue
+        if params and g is not None:
+            yield entry, g, params
+
+
+def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
+    """Add ``.contiguous()`` at the calls of every code object of a guided
+    file that recompiled on a parameter's strides (one finding, code
+    ``TRACE``, safe, applied, per argument changed)."""
+    for entry, g, params in argument_entries(trace, guided, tr.LAYOUT):
         base, first, traced, callers = _current(g, trace, entry)
         views = [p for p in params if tr.size_one_strides(entry, p)]
         new, sites = contiguous_at_calls(base, entry.name, first, params, traced, callers, views)

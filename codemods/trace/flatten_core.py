@@ -51,8 +51,8 @@ from ..analysis.params import is_static, parameter_names
 from ..analysis.source import statement_target
 from ..findings import Edit, FileError, Finding
 from ..pipeline.engine import parse_ast
-from .cures import MARK_CODE, _applied_finding, _current, _render_edits
-from .match import Guided, Match, _real, entry_file
+from .cures import MARK_CODE, _applied_finding, _current, _render_edits, argument_entries
+from .match import Guided, Match
 
 
 def _taken(source, name: str) -> bool:
@@ -146,14 +146,8 @@ def apply_rank_evidence(trace: tr.Trace, guided: Guided) -> None:
     """Split every compiled function of a guided file that recompiled on the
     rank of a parameter into an eager flattening wrapper and a compiled core
     (one finding, code ``TRACE``, safe, applied)."""
-    by_real = {_real(g.path): g for g in guided.files}
-    for entry in trace.entries:
-        path = entry_file(entry)
-        if path is None or tr.is_library_file(entry.filename):
-            continue
-        params = [a[0] for a in (tr.argument_of(s) for s in entry.sources(tr.RANK)) if a is not None and not a[1]]
-        g = by_real.get(_real(path))
-        if len(params) != 1 or g is None:
+    for entry, g, params in argument_entries(trace, guided, tr.RANK):
+        if len(params) != 1:
             continue
         base, first, _, _ = _current(g, trace, entry)
         new, site, why = plan(base, entry.name, first, params[0])

@@ -1509,10 +1509,11 @@ def _local_input(key: str) -> Optional[str]:
     return name
 
 
-def _static_then_symbolic(entry: "CodeEntry") -> Iterator[Tuple[str, int, int]]:
-    """(graph input ``l_x_``, dim, size) of each dim of an argument a graph of
-    this code object compiled at that static size and a later graph
-    compiled symbolic (same rank; not a module's parameters or buffers)."""
+def _size_pairs(entry: "CodeEntry") -> Iterator[Tuple[str, int, object, object]]:
+    """(graph input ``l_x_``, dim, size in a graph, size in a later graph)
+    for each dim of an argument (same rank; not a module's parameters or
+    buffers) of every pair of this code object's graphs: an int for a static
+    size, a str for a symbolic one."""
     graphs = entry.graph_sizes
     for i, earlier in enumerate(graphs):
         for key, sizes in earlier.items():
@@ -1523,8 +1524,16 @@ def _static_then_symbolic(entry: "CodeEntry") -> Iterator[Tuple[str, int, int]]:
                 if not isinstance(other, list) or len(other) != len(sizes):
                     continue  # another rank: not the same input's dims
                 for dim, (a, b) in enumerate(zip(sizes, other)):
-                    if type(a) is int and isinstance(b, str):
-                        yield key, dim, a
+                    yield key, dim, a, b
+
+
+def _static_then_symbolic(entry: "CodeEntry") -> Iterator[Tuple[str, int, int]]:
+    """(graph input ``l_x_``, dim, size) of each dim of an argument a graph of
+    this code object compiled at that static size and a later graph
+    compiled symbolic (:func:`_size_pairs`)."""
+    for key, dim, a, b in _size_pairs(entry):
+        if type(a) is int and isinstance(b, str):
+            yield key, dim, a
 
 
 def _symbolic_then_zero_one(entry: "CodeEntry") -> Iterator[Tuple[str, int, int]]:
@@ -1533,18 +1542,9 @@ def _symbolic_then_zero_one(entry: "CodeEntry") -> Iterator[Tuple[str, int, int]
     the 0/1 specialisation guard (``2 <= input_.size()[0]``) failed."""
     if not any(is_zero_one(r) for r in entry.reasons):
         return
-    graphs = entry.graph_sizes
-    for i, earlier in enumerate(graphs):
-        for key, sizes in earlier.items():
-            if _local_input(key) is None or not isinstance(sizes, list):
-                continue
-            for later in graphs[i + 1 :]:
-                other = later.get(key)
-                if not isinstance(other, list) or len(other) != len(sizes):
-                    continue
-                for dim, (a, b) in enumerate(zip(sizes, other)):
-                    if isinstance(a, str) and type(b) is int and b in (0, 1):
-                        yield key, dim, b
+    for key, dim, a, b in _size_pairs(entry):
+        if isinstance(a, str) and type(b) is int and b in (0, 1):
+            yield key, dim, b
 
 
 def zero_one_sizes(entry: "CodeEntry") -> Dict[str, Dict[int, int]]:
@@ -1703,6 +1703,23 @@ def rule_cure_codes(entry: "CodeEntry", cause: str, available: Iterable[str], ma
     return [c.code for c in rule_cures(entry, cause) if c.code in have and (matched or not c.about)]
 
 
+def _inference_mismatch(entry: "CodeEntry") -> bool:
+    """Do the key sets of a dispatch-key guard of ``entry`` (expected,
+    passed) differ only in autograd keys (``ADInplaceOrView``,
+    ``AutogradCPU``...): an inference tensor against a normal one?  Which of
+    them shows depends on the mode the guard is checked under."""
+    for r in entry.reasons:
+        if r.cause != DISPATCH:
+            continue
+        sets = re.findall(r"DispatchKeySet\(([^)]*)\)", r.text)
+        if len(sets) == 2:
+            a, b = ({k.strip() for k in s.split(",") if k.strip()} for s in sets)
+            differ = a ^ b
+            if differ and all(k == "ADInplaceOrView" or k.startswith("Autograd") for k in differ):
+                return True
+    return False
+
+
 def _state_sources(entry: "CodeEntry", cause: str) -> List[str]:
     """The sources of ``cause`` that are program state rather than what a
     caller passes: a module global (``G['_CACHED_FSDPA_OP']``) or an
@@ -1850,6 +1867,17 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 f"report: {sources} is empty at some calls and not at others ({count} recompile{'s' if count != 1 else ''}: "
                 "one graph per truth value): keep its contents fixed between calls (every key present, None when unused) "
                 "or pass what it holds as arguments"
+            )
+        elif cause == DISPATCH and _inference_mismatch(entry):
+            # autograd keys in one key set and not the other: a tensor made
+            # under torch.inference_mode() against one made outside it
+            # (HabanaAI/vllm-fork #1691: warm-up under inference_mode, the
+            # worker loop's inputs under no_grad); the cure is one mode
+            parts.append(
+                f"report: {sources} reached the compiled code once under torch.inference_mode() and once outside it "
+                f"(autograd keys in one dispatch key set only: an inference tensor, or a call under the other mode; "
+                f"{count} recompile{'s' if count != 1 else ''}): run the calls and make their inputs under one mode "
+                "(inference_mode for the warm-up and the serving loop, or no_grad for both)"
             )
         elif cause == RANK and FLATTEN_CORE.name in trace_cures:
             # the body was proven elementwise (codemods/trace/flatten_core.py)
