@@ -187,8 +187,11 @@ def test_what_is_not_elementwise_says_why(body, reason):
 
 
 def split(src: str, function="cast_to_fp4", first=8, param="x"):
-    new, site, reason = flatten_core.plan(src.encode(), function, first, param)
-    return (new.decode() if new is not None else None), site, reason
+    """(new text or None, (line, column, core) of the wrapper, why not or None)."""
+    done = flatten_core.plan(src.encode(), function, first, param)
+    if done.new is None:
+        return None, None, done.why
+    return done.new.decode(), (done.line, done.column, done.core), None
 
 
 def test_a_static_method_becomes_an_eager_wrapper_around_a_compiled_core():

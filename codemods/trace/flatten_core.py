@@ -39,7 +39,8 @@ then restores the file)."""
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import List, Optional
 
 from .._lazy import cst
 
@@ -71,25 +72,38 @@ def _core_name(source, name: str) -> str:
     return core
 
 
-def plan(data: bytes, function: str, firstlineno: int, param: str) -> Tuple[Optional[bytes], Optional[Tuple[int, int, str]], Optional[str]]:
+@dataclass
+class Split:
+    """What :func:`plan` made of a traced function: the place of its ``def``
+    (line 0: not found), the new bytes and the core's name, or why not."""
+
+    line: int = 0
+    column: int = 0
+    new: Optional[bytes] = None
+    core: str = ""
+    why: str = ""
+
+
+def plan(data: bytes, function: str, firstlineno: int, param: str) -> Split:
     """``data`` with the compiled ``function`` (first line ``firstlineno``)
-    split into an eager wrapper that flattens ``param`` and a compiled core;
-    the place of the wrapper's ``def`` and the core's name.  (None, None,
-    why not) when the function is not one this fix may split."""
+    split into an eager wrapper that flattens ``param`` and a compiled core,
+    or why the function is not one this fix may split."""
     try:
         source = parse_ast("<trace>", data)
     except FileError:
-        return None, None, "the file does not parse"
+        return Split(why="the file does not parse")
     fn = code_def(source, function, firstlineno)
     if not isinstance(fn, ast.FunctionDef):
-        return None, None, "it is not a plain function of the file"
+        return Split(why="it is not a plain function of the file")
+    at = Split(line=fn.lineno, column=fn.col_offset + 1)
     model = model_of(source)
     sites = [s for s in model.compile_sites if s.form == "decorator" and s.target_def is fn]
     if len(sites) != 1:
-        return None, None, "it is not compiled by its decorator"
-    others = [d for d in fn.decorator_list if d is not sites[0].node and not (isinstance(d, ast.Name) and d.id == "staticmethod")]
+        return replace(at, why="it is not compiled by its decorator")
+    compile_index = next(i for i, d in enumerate(fn.decorator_list) if d is sites[0].node)
+    others = [d for i, d in enumerate(fn.decorator_list) if i != compile_index and not (isinstance(d, ast.Name) and d.id == "staticmethod")]
     if others:
-        return None, None, f"it has another decorator (`@{ast.unparse(others[0])}`)"
+        return replace(at, why=f"it has another decorator (`@{ast.unparse(others[0])}`)")
     owner = source.parent(fn)
     static = is_static(fn)
     names = parameter_names(fn)
@@ -100,46 +114,46 @@ def plan(data: bytes, function: str, firstlineno: int, param: str) -> Tuple[Opti
         receiver = owner.name if static else (names[0] if names else None)
         expected = [param] if static else [names[0] if names else "self", param]
     else:
-        return None, None, "it is not a module-level function or a method of a module-level class"
+        return replace(at, why="it is not a module-level function or a method of a module-level class")
     args = fn.args
     if names != expected or args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
-        return None, None, f"it takes more than the tensor `{param}`"
+        return replace(at, why=f"it takes more than the tensor `{param}`")
     why = why_not_elementwise(fn, param, model)
     if why is not None:
-        return None, None, f"it is not proven elementwise in `{param}`: {why}"
+        return replace(at, why=f"it is not proven elementwise in `{param}`: {why}")
     core = _core_name(source, function)
-    call = f"{receiver}.{core}" if receiver else core
-    body = f"return {call}({param}.flatten()).reshape({param}.shape)"
+    gap = [cst.EmptyLine(indent=False)] * (1 if owner is not source.tree else 2)
 
     def apply(node: cst.CSTNode):
-        assert isinstance(node, cst.FunctionDef)
-        kept = [d for d in node.decorators if not _is_decorator_of(d, sites[0].node, source)]
-        indent = node.body.body[0] if isinstance(node.body, cst.IndentedBlock) and node.body.body else None
+        assert isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock)
+        kept = [d for i, d in enumerate(node.decorators) if i != compile_index]
         statements: List[cst.BaseStatement] = []
-        first = indent
-        if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 and isinstance(first.body[0], cst.Expr) and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        first = node.body.body[0]
+        if _is_docstring(first):
             statements.append(first.with_changes(leading_lines=()))  # the docstring stays with the public name
-        statements.append(cst.parse_statement(body + "\n"))
-        wrapper = node.with_changes(decorators=kept, body=cst.IndentedBlock(body=statements))
-        gap = [cst.EmptyLine(indent=False)] * (1 if owner is not source.tree else 2)
+        statements.append(_flattened_call(receiver, core, param))
+        wrapper = node.with_changes(decorators=kept, body=node.body.with_changes(body=statements))
         renamed = node.with_changes(name=cst.Name(core), leading_lines=gap)
         return cst.FlattenSentinel([wrapper, renamed])
 
     new = _render_edits(source, data, [Edit(statement_target(source, fn), apply)])
-    return new, (fn.lineno, fn.col_offset + 1, core), None
+    return replace(at, new=new, core=core)
 
 
-def _def_at(data: bytes, function: str, firstlineno: int) -> Optional[ast.AST]:
-    """The ``def`` of the traced code object, when the file parses."""
-    try:
-        return code_def(parse_ast("<trace>", data), function, firstlineno)
-    except FileError:
-        return None
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
 
 
-def _is_decorator_of(decorator: cst.Decorator, node: ast.AST, source) -> bool:
-    """Is the libcst ``decorator`` the compile decorator ``node`` (same text)?"""
-    return cst.Module(body=[]).code_for_node(decorator.decorator).strip() == source.segment(node).strip()
+def _flattened_call(receiver: Optional[str], core: str, param: str) -> cst.SimpleStatementLine:
+    """``return <receiver>.<core>(<param>.flatten()).reshape(<param>.shape)``."""
+    func: cst.BaseExpression = cst.Name(core) if receiver is None else cst.Attribute(value=cst.Name(receiver), attr=cst.Name(core))
+    flat = cst.Call(func=cst.Attribute(value=cst.Name(param), attr=cst.Name("flatten")))
+    shape = cst.Attribute(value=cst.Name(param), attr=cst.Name("shape"))
+    value = cst.Call(func=cst.Attribute(value=cst.Call(func=func, args=[cst.Arg(flat)]), attr=cst.Name("reshape")), args=[cst.Arg(shape)])
+    return cst.SimpleStatementLine(body=[cst.Return(value=value)])
 
 
 def apply_rank_evidence(trace: tr.Trace, guided: Guided) -> None:
@@ -150,19 +164,18 @@ def apply_rank_evidence(trace: tr.Trace, guided: Guided) -> None:
         if len(params) != 1:
             continue
         base, first, _, _ = _current(g, trace, entry)
-        new, site, why = plan(base, entry.name, first, params[0])
-        if new is None or site is None:
-            fn = _def_at(base, entry.name, first)
-            if fn is not None and why is not None:
+        split = plan(base, entry.name, first, params[0])
+        line, column, core = split.line, split.column, split.core
+        if split.new is None:
+            if line:
                 # the table's report stands; the finding says why no wrapper
                 message = (
                     f"`{entry.name}` recompiled on the rank of `{params[0]}` (from the trace: {entry.count(tr.RANK)} recompiles); "
-                    f"no flattening wrapper: {why}"
+                    f"no flattening wrapper: {split.why}"
                 )
-                g.matches.append(Match(Finding(MARK_CODE, message, g.display_path, fn.lineno, fn.col_offset + 1, fn.lineno, fn.col_offset + 1), entry, tr.RANK))
+                g.matches.append(Match(Finding(MARK_CODE, message, g.display_path, line, column, line, column), entry, tr.RANK))
             continue
-        g.new = new
-        line, column, core = site
+        g.new = split.new
         message = (
             f"`{entry.name}` recompiled on the rank of `{params[0]}` (from the trace: {entry.count(tr.RANK)} recompiles, "
             "dynamic shapes never make the rank symbolic); its body is elementwise in it: an eager wrapper hands the "
