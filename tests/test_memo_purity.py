@@ -72,7 +72,8 @@ def _memo_fix(key: str = "(n, str(device))", body: str = "torch.arange(n, device
     ],
 )
 def test_a_pure_value_makes_the_skip_safe(body):
-    finding = _memo_fix(body=body)
+    # a caller that reads the result (a new tensor from it) changes nothing
+    finding = _memo_fix(body=body, extra="    def doubled(self, n, device):\n        t = self._table(n, device)\n        t = t * 2\n        return t\n")
     assert finding.fix.safety is Safety.SAFE, finding.message
     assert "safe: the value is a pure function of the key" in finding.message
 
@@ -98,6 +99,13 @@ def test_a_pure_value_makes_the_skip_safe(body):
         # memoises importlib.import_module: the audit over the library corpus found it)
         ("(n, str(device))", "importlib.import_module(str(n))", "", "`importlib.import_module` is not known to be pure"),
         ("(n, str(device))", "torch.arange(n) * np.random.rand()", "", "`np.random.rand` is not"),
+        # a caller changes the one cached tensor in place: with the memo the next call sees it
+        ("(n, str(device))", "torch.arange(n)", "    def scaled(self, n, device):\n        t = self._table(n, device)\n        t.mul_(2)\n        return t\n",
+         "a caller changes the returned value in place (`t`, line"),
+        ("(n, str(device))", "torch.arange(n)", "    def zeroed(self, n, device):\n        self._table(n, device).zero_()\n",
+         "a caller changes the returned value in place (line"),
+        ("(n, str(device))", "torch.arange(n)", "    def pair(self, n, device):\n        a = self._table(n, device)\n        a[0] = 1\n        return a\n",
+         "a caller changes the returned value in place (`a`, line"),
     ],
 )
 def test_an_unproven_value_keeps_the_skip_unsafe_and_says_why(key, body, extra, why):
@@ -142,3 +150,38 @@ def test_qwenimage_dict_memo_is_safe_only_when_the_key_covers_every_size(key, sa
     assert finding.fix.safety is (Safety.SAFE if safe else Safety.UNSAFE), finding.message
     if not safe:
         assert "`height`, which the key does not cover" in finding.message
+
+
+FORWARD_MEMO = """\
+import torch
+class Rope(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._cache = None
+    def forward(self, n):
+        key = (n,)
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        t = torch.arange(n) * 1.0
+        self._cache = (key, t)
+        return t
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rope = Rope()
+    def forward(self, x):
+        freqs = self.rope(x.shape[0])
+USE        return x + freqs
+m = torch.compile(Model())
+"""
+
+
+@pytest.mark.parametrize("use,safe", [("", True), ("        freqs.mul_(2)\n", False), ("        freqs[0] = 1.0\n", False)])
+def test_a_module_call_that_changes_the_memo_forward_returns_is_unsafe(use, safe):
+    # the memo in `forward`: its callers are the module calls `self.rope(...)`
+    result = process_source("m.py", "m.py", FORWARD_MEMO.replace("USE", use).encode(), SETTINGS)
+    (finding,) = [f for f in result.findings if f.code == "FR014"]
+    assert finding.fix is not None
+    assert finding.fix.safety is (Safety.SAFE if safe else Safety.UNSAFE), finding.message
+    if not safe:
+        assert "a caller changes the returned value in place (`freqs`, line 19)" in finding.message

@@ -323,8 +323,11 @@ was not proven. `str()` and f-strings are taken to spell their values out
 whole (true of devices, dtypes, numbers and shapes; not of a large tensor,
 whose `str` is abbreviated). Not covered by the proof: code in other modules
 that reads the memo attribute or changes an attribute the value is computed
-from, and a caller that changes the returned tensor in place (which corrupts
-the memo in eager runs already).
+from, or that calls the method and changes the result in place; in this
+file a caller that changes the result in place (`freqs = self.rope(n);
+freqs.mul_(2)`, `self.rope(n)[0] = 0` through a local) makes the fix
+unsafe: with the memo every call returns the one cached tensor, so such a
+change shows at the next call, without it a new one.
 `torch.compiler.is_compiling()` is written for `--target-torch 2.3` and
 later; for older targets (and none given) `torch._dynamo.is_compiling()`,
 which exists from torch 2.1.
@@ -714,7 +717,7 @@ def _why_not_pure(ctx, memo: _Memo, local: Optional["_LocalDict"]) -> Optional[s
     if check is None:
         return "the memo is checked in more than one `if`"
     chain = class_chain(ctx.model, memo.owner)
-    why = _outside_readers(source, memo, chain)
+    why = _outside_readers(source, memo, chain) or _caller_changes_result(source, memo)
     if why is not None:
         return why
     keys: List[ast.AST] = []
@@ -830,6 +833,62 @@ def _outside_readers(source, memo: _Memo, chain: List[ast.ClassDef]) -> Optional
         if isinstance(stmt, ast.Assign) and any(t is node for t in stmt.targets) and (_is_none(stmt.value) or isinstance(stmt.value, ast.Dict) and not stmt.value.keys):
             continue
         return f"`.{memo.attr}` is used outside the memo's method, on line {node.lineno}"  # type: ignore[attr-defined]
+    return None
+
+
+def _memo_calls(source, memo: _Memo) -> List[ast.Call]:
+    """The calls of the memo's method in the file: ``<x>.<method>(...)``; for
+    a memo in ``forward``, the module calls ``self.<attr>(...)`` of an
+    attribute some method assigns an instance of the class to."""
+    if memo.method != "forward":
+        return [c for c in source.nodes(ast.Call) if isinstance(c.func, ast.Attribute) and c.func.attr == memo.method]  # type: ignore[attr-defined]
+    holders = {
+        self_attr(t)
+        for a in source.nodes(ast.Assign)
+        if isinstance(a.value, ast.Call) and isinstance(a.value.func, ast.Name) and a.value.func.id == memo.owner.name  # type: ignore[attr-defined]
+        for t in a.targets  # type: ignore[attr-defined]
+    } - {None}
+    return [c for c in source.nodes(ast.Call) if self_attr(c.func) in holders]  # type: ignore[attr-defined]
+
+
+def _changes_in_place(source, fn: Optional[ast.AST], name: str) -> Optional[ast.AST]:
+    """A place in ``fn`` that changes the local ``name`` in place
+    (``name[i] = v``, ``name += v``, ``name.mul_(v)``), or None."""
+    if fn is None:
+        return None
+    for node in walk_body(fn):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            return node
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name for t in targets):
+                return node
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+            method = node.func.attr
+            if method in MUTATORS or (method.endswith("_") and not method.endswith("__")):
+                return node
+    return None
+
+
+def _caller_changes_result(source, memo: _Memo) -> Optional[str]:
+    """Why a caller may change the memo's value in place: with the memo every
+    call returns the one cached tensor (a change shows at the next call),
+    without it a new one.  The calls of the file only: the result changed by
+    an in-place method on the call (``self.freqs(n).mul_(2)``) or through the
+    local it is bound to (also by unpacking: ``cos, sin = self.rope(x)``)."""
+    for call in _memo_calls(source, memo):
+        parent = source.parent(call)
+        if isinstance(parent, ast.Attribute) and (parent.attr in MUTATORS or (parent.attr.endswith("_") and not parent.attr.endswith("__"))):
+            return f"a caller changes the returned value in place (line {call.lineno})"  # type: ignore[attr-defined]
+        stmt = source.statement_of(call)
+        if not (isinstance(stmt, ast.Assign) and stmt.value is call):
+            continue
+        names = [n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        owner = source.enclosing(call, _DEFS)
+        for name in names:
+            changed = _changes_in_place(source, owner, name)
+            if changed is not None:
+                return f"a caller changes the returned value in place (`{name}`, line {changed.lineno})"  # type: ignore[attr-defined]
     return None
 
 
