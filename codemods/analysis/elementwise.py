@@ -102,7 +102,6 @@ class _Proof:
     def __init__(self, param: str, model) -> None:
         #: the locals bound so far: a tensor of the input's shape, or LITERAL
         self.names: Dict[str, _Value] = {param: Aligned(fresh=False)}
-        self.param = param
         self.model = model
         self.qualified_names = model.qualified_names
 
