@@ -260,12 +260,6 @@ def test_what_the_wrapper_would_change_is_left_alone(change, reason):
     assert new is None and reason in got
 
 
-def test_not_a_function_compiled_by_a_wrap():
-    src = "import torch\n\n\ndef fp4(x):\n    return torch.abs(x) * 2.0\n\n\nfast = torch.compile(fp4)\nfast(torch.ones(3))\n"
-    new, site, reason = split(src, "fp4", 4)
-    assert new is None
-
-
 # -- from the trace: the recorded runs, then the real runs --------------------------------
 
 
@@ -317,3 +311,60 @@ def test_run_fix_leaves_a_softmax_alone(tmp_path):
     assert "report: one graph per number of dims of `x`" in out
     assert "no flattening wrapper: it is not proven elementwise in `x`" in out
     assert script.read_bytes() == (SCRIPTS / "rank_softmax.py").read_bytes()  # left byte-identical
+
+
+# -- the wrap form: `name = torch.compile(fn)` ----------------------------------------------
+
+WRAP = textwrap.dedent(
+    """\
+    import torch
+
+
+    def fp4(x):
+        return torch.sign(x) * torch.abs(x).clamp(max=6.0)
+
+
+    fast_fp4 = torch.compile(fp4, backend="eager")
+    # a use
+    print(fast_fp4(torch.ones(2, 3)))
+    """
+)
+
+
+def test_a_wrapped_function_gets_a_compiled_core_binding_and_an_eager_wrapper():
+    new, site, reason = split(WRAP, "fp4", 4)
+    assert reason is None and site == (8, 1, "_fast_fp4")
+    assert new == WRAP.replace(
+        'fast_fp4 = torch.compile(fp4, backend="eager")\n',
+        '_fast_fp4 = torch.compile(fp4, backend="eager")\n\n\ndef fast_fp4(x):\n    return _fast_fp4(x.flatten()).reshape(x.shape)\n\n\n',
+    )
+    # a second run: the compiled binding is called with a flattened tensor only
+    assert split(new, "fp4", 4) == (None, None, "its calls pass a flattened tensor already")
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        (('fast_fp4 = torch.compile(fp4, backend="eager")\n', 'def make():\n    return torch.compile(fp4, backend="eager")\n'), "not compiled by its decorator or by one"),
+        (("def fp4(x):", "def fp4(x, s):"), "takes more than the tensor"),
+        (("return torch.sign(x)", "return torch.cumsum(x, 0)"), "not proven elementwise"),
+    ],
+)
+def test_what_the_wrap_form_leaves_alone(change, reason):
+    src = WRAP.replace(*change)
+    assert src != WRAP
+    new, site, got = split(src, "fp4", 4)
+    assert new is None and reason in got, got
+
+
+def test_run_fix_splits_a_wrapped_function_fewer_graphs_same_output(tmp_path):
+    """Under torch 2.13: 4 graphs (ranks 1, 2, 3, a new rank-1 size) -> 2."""
+    proc, script = run_cli(tmp_path, "rank_wrap", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "TRACE `round_half` recompiled on the rank of `x`" in out
+    first, second = results(out)
+    assert first == second
+    assert graphs(out, "total") == (4, 2)
+    text = script.read_text()
+    assert "_fast_round = torch.compile(round_half, backend=counting_backend)\n\n\ndef fast_round(x):\n" in text

@@ -21,8 +21,9 @@ makes the public function an eager wrapper::
 This module makes that rewrite where the trace shows a recompile on the rank
 of the function's parameter (``tensor 'x' rank mismatch``), the function is
 compiled by its decorator (at module level, or a ``@staticmethod`` or method
-of a module-level class), takes that one tensor (and ``self``), has no other
-decorator than ``@staticmethod``, and its body is proven elementwise
+of a module-level class) or bound at module level by ``name =
+torch.compile(fn, ...)`` (:func:`_plan_wrap`), takes that one tensor (and
+``self``), has no other decorator than ``@staticmethod``, and its body is proven elementwise
 (:mod:`codemods.analysis.elementwise`): every element of the result is
 computed from the element of the input at the same place, so the flattened
 computation gives the same values in the same order.  Safe: the same values
@@ -98,6 +99,8 @@ def plan(data: bytes, function: str, firstlineno: int, param: str) -> Split:
     at = Split(line=fn.lineno, column=fn.col_offset + 1)
     model = model_of(source)
     sites = [s for s in model.compile_sites if s.form == "decorator" and s.target_def is fn]
+    if not sites:
+        return _plan_wrap(source, model, data, fn, param, at)
     if len(sites) != 1:
         return replace(at, why="it is not compiled by its decorator")
     compile_index = next(i for i, d in enumerate(fn.decorator_list) if d is sites[0].node)
@@ -138,6 +141,67 @@ def plan(data: bytes, function: str, firstlineno: int, param: str) -> Split:
 
     new = _render_edits(source, data, [Edit(statement_target(source, fn), apply)])
     return replace(at, new=new, core=core)
+
+
+def _plan_wrap(source, model, data: bytes, fn: ast.FunctionDef, param: str, at: Split) -> Split:
+    """The wrap form: ``cast = torch.compile(cast_impl, ...)`` at module level
+    becomes ``_cast = torch.compile(cast_impl, ...)`` and ``def cast(x):
+    return _cast(x.flatten()).reshape(x.shape)``."""
+    sites = [
+        s for s in model.compile_sites
+        if s.form == "wrap" and s.target_def is fn and s.binding and "." not in s.binding
+        and isinstance(s.statement, ast.Assign) and source.parent(s.statement) is source.tree
+        and s.statement.value is s.node and len(s.statement.targets) == 1
+        and isinstance(s.statement.targets[0], ast.Name) and s.statement.targets[0].id == s.binding
+    ]
+    if len(sites) != 1:
+        return replace(at, why="it is not compiled by its decorator or by one `name = torch.compile(...)` at module level")
+    if source.parent(fn) is not source.tree:
+        return replace(at, why="it is not a module-level function")
+    if sites[0].calls and all(_flattened(c) for c in sites[0].calls):
+        return replace(at, why="its calls pass a flattened tensor already")
+    args = fn.args
+    if parameter_names(fn) != [param] or args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
+        return replace(at, why=f"it takes more than the tensor `{param}`")
+    why = why_not_elementwise(fn, param, model)
+    if why is not None:
+        return replace(at, why=f"it is not proven elementwise in `{param}`: {why}")
+    statement, binding = sites[0].statement, sites[0].binding
+    core = _core_name(source, binding)
+
+    def apply(node: cst.CSTNode):
+        assert isinstance(node, cst.SimpleStatementLine)
+        compiled = node.with_changes(body=[node.body[0].with_changes(targets=[cst.AssignTarget(cst.Name(core))])])
+        wrapper = cst.FunctionDef(
+            name=cst.Name(binding),
+            params=cst.Parameters(params=[cst.Param(cst.Name(param))]),
+            body=cst.IndentedBlock(body=[_flattened_call(None, core, param)]),
+            leading_lines=[cst.EmptyLine(indent=False)] * 2,
+        )
+        return cst.FlattenSentinel([compiled, wrapper])
+
+    edits = [Edit(statement_target(source, statement), apply)]
+    body = source.tree.body
+    following = next((body[i + 1] for i, stmt in enumerate(body) if stmt is statement and i + 1 < len(body)), None)
+    if following is not None:
+        edits.append(Edit(statement_target(source, following), _two_blank_lines))  # after the new def, as black writes it
+    new = _render_edits(source, data, edits)
+    return Split(line=statement.lineno, column=statement.col_offset + 1, new=new, core=core)
+
+
+def _flattened(call: ast.Call) -> bool:
+    """``core(x.flatten())``: the wrapper's call."""
+    return (
+        len(call.args) == 1 and isinstance(call.args[0], ast.Call) and isinstance(call.args[0].func, ast.Attribute)
+        and call.args[0].func.attr == "flatten" and not call.args[0].args
+    )
+
+
+def _two_blank_lines(node: cst.CSTNode) -> cst.CSTNode:
+    """``node`` with at least two blank lines above it (and its comments)."""
+    lines = list(node.leading_lines)
+    blank = next((i for i, line in enumerate(lines) if line.comment is not None), len(lines))
+    return node.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * max(0, 2 - blank) + lines)
 
 
 def _is_docstring(stmt: cst.CSTNode) -> bool:

@@ -157,8 +157,9 @@ Where compiled code recompiled on the rank of its one tensor parameter
 the body compiled under a new name and makes the function an eager wrapper
 that passes `x.flatten()` and reshapes the result to `x.shape`
 (compressed-tensors 55777c4b). Only a function compiled by its decorator, at
-module level or as a (static) method of a module-level class, taking that one
-tensor; elementwise: straight-line code of elementwise torch ops, operators,
+module level or as a (static) method of a module-level class, or bound at
+module level by `name = torch.compile(fn, ...)` (then `_name` holds the
+compile and `def name(x)` flattens), taking that one tensor; elementwise: straight-line code of elementwise torch ops, operators,
 literals and numbers the module binds once, in-place writes only into new
 tensors, a new tensor returned. Otherwise the run says why and changes
 nothing.
