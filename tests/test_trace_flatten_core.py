@@ -368,3 +368,24 @@ def test_run_fix_splits_a_wrapped_function_fewer_graphs_same_output(tmp_path):
     assert graphs(out, "total") == (4, 2)
     text = script.read_text()
     assert "_fast_round = torch.compile(round_half, backend=counting_backend)\n\n\ndef fast_round(x):\n" in text
+
+
+def test_the_ci_guard_says_whether_the_function_can_be_split(copied):  # noqa: F811
+    # --max-recompiles changes nothing, but reads the source to tell the cure
+    from codemods.modes.guard import cause_details
+
+    script, trace = copied("rank_and_size")
+    (entry,) = [e for e in trace.entries if e.name == "cast_to_fp4"]
+    (rank,) = [d for d in cause_details(entry, []) if d.startswith("cause: tensor rank")]
+    assert rank == "cause: tensor rank `x`; cure: an eager wrapper can flatten `x` for the elementwise compiled core `_cast_to_fp4` (`run --fix` writes it)"
+    assert script.read_bytes() == (SCRIPTS / "rank_and_size.py").read_bytes()  # nothing written
+
+
+def test_the_ci_guard_says_why_a_function_cannot_be_split(copied):  # noqa: F811
+    from codemods.modes.guard import cause_details
+
+    script, trace = copied("rank_softmax")
+    (entry,) = [e for e in trace.entries if e.name == "normalize"]
+    (rank,) = [d for d in cause_details(entry, []) if d.startswith("cause: tensor rank")]
+    assert rank.startswith("cause: tensor rank `x`; cure: report: one graph per number of dims of `x`")
+    assert rank.endswith("; no flattening wrapper: it is not proven elementwise in `x`: `torch.softmax` is not an elementwise op")

@@ -72,7 +72,15 @@ def cause_details(entry: tr.CodeEntry, codes) -> List[str]:
         label = cause if cause != tr.OTHER else f"other: {next(r.text for r in entry.reasons if r.cause == cause)}"
         if srcs and cause != tr.OTHER:
             label += " " + ", ".join(f"`{s}`" for s in srcs)
-        out.append(f"cause: {label}; cure: {tr.cure_label(entry, cause, codes)}")
+        cure = tr.cure_label(entry, cause, codes)
+        if cause == tr.RANK:
+            # whether this function can be split is read from its source
+            # (codemods/trace/flatten_core.py), as `run --fix` would
+            from ..trace.flatten_core import rank_cure
+
+            found = rank_cure(entry)
+            cure = found if found is not None and found.startswith("an eager") else (f"{cure}; {found}" if found else cure)
+        out.append(f"cause: {label}; cure: {cure}")
     return out
 
 

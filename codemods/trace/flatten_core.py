@@ -247,3 +247,25 @@ def apply_rank_evidence(trace: tr.Trace, guided: Guided) -> None:
         )
         finding = _applied_finding(g.display_path, line, column, message, f"compile the elementwise core `{core}` on flattened input", FLATTEN_CORE.name)
         g.matches.append(Match(finding, entry, tr.RANK))
+
+
+def rank_cure(entry: tr.CodeEntry) -> Optional[str]:
+    """For the CI guard, which changes nothing: whether ``run --fix`` can
+    split the code object that recompiled on a parameter's rank, read from
+    its file as it is now ("an eager wrapper can flatten `x` ...", or "no
+    flattening wrapper: why"); None when there is no such file or argument."""
+    from .match import entry_file
+
+    params = [a[0] for a in (tr.argument_of(s) for s in entry.sources(tr.RANK)) if a is not None and not a[1]]
+    path = entry_file(entry)
+    if len(params) != 1 or path is None or tr.is_library_file(entry.filename) or not entry.firstlineno:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    split = plan(data, entry.name, entry.firstlineno, params[0])
+    if split.new is not None:
+        return f"an eager wrapper can flatten `{params[0]}` for the elementwise compiled core `{split.core}` (`run --fix` writes it)"
+    return f"no flattening wrapper: {split.why}" if split.line else None
