@@ -73,3 +73,21 @@ def argument_at(call: ast.Call, index: int, param: str) -> Optional[ast.AST]:
     if 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
         return call.args[index]
     return next((kw.value for kw in call.keywords if kw.arg == param), None)
+
+
+def changed_in_place(fn: ast.AST, name: str, methods=frozenset()) -> Optional[ast.AST]:
+    """A place in ``fn`` that changes the value of the name ``name`` in place
+    (``name[i] = v``, ``del name[i]``, ``name += v``, ``name.add_(v)``, or a
+    call of one of ``methods``: ``name.append(v)``), or None."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            return node
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            if any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name for t in targets):
+                return node
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+            method = node.func.attr
+            if method in methods or (method.endswith("_") and not method.startswith("_")):
+                return node
+    return None

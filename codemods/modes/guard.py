@@ -78,8 +78,7 @@ def cause_details(entry: tr.CodeEntry, codes) -> List[str]:
             # (codemods/trace/flatten_core.py), as `run --fix` would
             from ..trace.flatten_core import rank_cure
 
-            found = rank_cure(entry)
-            cure = found if found is not None and found.startswith("an eager") else (f"{cure}; {found}" if found else cure)
+            cure = rank_cure(entry, cure)
         out.append(f"cause: {label}; cure: {cure}")
     return out
 

@@ -18,7 +18,7 @@ from .registry import CLONE_ALIAS, CODE, CONTIGUOUS, UNSPEC_FLAG
 from .registry import DYNAMIC_TRUE as DYNAMIC_TRUE_CURE
 from .registry import MARK_DYNAMIC as MARK_DYNAMIC_CURE, MARK_UNBACKED as MARK_UNBACKED_CURE
 from ..analysis.compile_sites import code_def, def_first_lines
-from ..analysis.params import is_static, parameter_defaults, parameter_names, passed_argument
+from ..analysis.params import changed_in_place, is_static, parameter_defaults, parameter_names, passed_argument
 from ..analysis.context import FileContext, Settings
 from ..pipeline.engine import render
 from ..cst_edits import insert_after_node
@@ -754,19 +754,8 @@ _ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
 def _changed_in_place(fn: ast.AST, param: str) -> bool:
     """Does ``fn`` change its parameter ``param`` in place (``p[i] = v``,
-    ``p += v``, ``p.add_(v)``) or rebind it before such a change?"""
-    for node in ast.walk(fn):
-        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == param:
-            return True
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for t in targets:
-                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == param:
-                    return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-            if node.func.value.id == param and node.func.attr.endswith("_") and not node.func.attr.startswith("_"):
-                return True
-    return False
+    ``p += v``, ``p.add_(v)``)?"""
+    return changed_in_place(fn, param) is not None
 
 
 def _already_contiguous(node: ast.AST) -> bool:
@@ -849,7 +838,7 @@ def argument_entries(trace: tr.Trace, guided: Guided, cause: str) -> Iterator[Tu
         path = entry_file(entry)
         if path is None or tr.is_library_file(entry.filename):
             continue
-        params = [a[0] for a in (tr.argument_of(s) for s in entry.sources(cause)) if a is not None and not a[1]]
+        params = tr.named_arguments(entry, cause)
         g = by_real.get(_real(path))
         if params and g is not None:
             yield entry, g, params

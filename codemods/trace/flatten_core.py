@@ -59,7 +59,7 @@ from .match import Guided, Match
 
 def _taken(source, name: str) -> bool:
     """Is ``name`` used anywhere in the file (a def, a name, an attribute)?"""
-    if any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and d.name == name for d in source.nodes(ast.FunctionDef) + source.nodes(ast.ClassDef) + source.nodes(ast.AsyncFunctionDef)):
+    if any(d.name == name for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) for d in source.nodes(kind)):
         return True
     return any(n.id == name for n in source.nodes(ast.Name)) or any(a.attr == name for a in source.nodes(ast.Attribute))
 
@@ -249,23 +249,24 @@ def apply_rank_evidence(trace: tr.Trace, guided: Guided) -> None:
         g.matches.append(Match(finding, entry, tr.RANK))
 
 
-def rank_cure(entry: tr.CodeEntry) -> Optional[str]:
-    """For the CI guard, which changes nothing: whether ``run --fix`` can
-    split the code object that recompiled on a parameter's rank, read from
-    its file as it is now ("an eager wrapper can flatten `x` ...", or "no
-    flattening wrapper: why"); None when there is no such file or argument."""
+def rank_cure(entry: tr.CodeEntry, report: str) -> str:
+    """For the CI guard, which changes nothing: the cure of a code object that
+    recompiled on a parameter's rank, read from its file as it is now: the
+    wrapper ``run --fix`` would write, or ``report`` (the table's label) with
+    why there is none; ``report`` alone when there is no such file or
+    argument."""
     from .match import entry_file
 
-    params = [a[0] for a in (tr.argument_of(s) for s in entry.sources(tr.RANK)) if a is not None and not a[1]]
+    params = tr.named_arguments(entry, tr.RANK)
     path = entry_file(entry)
     if len(params) != 1 or path is None or tr.is_library_file(entry.filename) or not entry.firstlineno:
-        return None
+        return report
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError:
-        return None
+        return report
     split = plan(data, entry.name, entry.firstlineno, params[0])
     if split.new is not None:
         return f"an eager wrapper can flatten `{params[0]}` for the elementwise compiled core `{split.core}` (`run --fix` writes it)"
-    return f"no flattening wrapper: {split.why}" if split.line else None
+    return f"{report}; no flattening wrapper: {split.why}" if split.line else report

@@ -1330,6 +1330,12 @@ def argument_of(source: str) -> Optional[Tuple[str, bool]]:
     return (source, False) if _IDENT.match(source) else None
 
 
+def named_arguments(entry: "CodeEntry", cause: str) -> List[str]:
+    """The arguments passed by position whose guards ``cause`` names (``x``;
+    not ``kwargs['x']``, not ``args[0]``), in the trace's order."""
+    return [a[0] for a in (argument_of(s) for s in entry.sources(cause)) if a is not None and not a[1]]
+
+
 #: a field of a state object passed in (``args[1].subtree_com``, ``d.qacc``):
 #: not ``self``'s (a module's attribute), not a nested path
 _STATE_FIELD = re.compile(r"""^(?!self\.)(?:args\[\d+\]|kwargs\[['"][A-Za-z_]\w*['"]\]|[A-Za-z_]\w*)\.(?P<field>[A-Za-z_]\w*)$""")
@@ -1646,9 +1652,8 @@ def unbacked_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
 def describe_zero_one_evidence(entry: "CodeEntry", key: str, dim: int) -> str:
     """``dim 0 of `values` compiled at size 1, then symbolic`` for messages."""
     size = zero_one_sizes(entry).get(key, {}).get(dim, 1)
-    if any((k, d) == (key, dim) for k, d, _size in _symbolic_then_zero_one(entry)) and not any(
-        (k, d) == (key, dim) and n in (0, 1) for k, d, n in _static_then_symbolic(entry)
-    ):
+    if not any((k, d) == (key, dim) and n in (0, 1) for k, d, n in _static_then_symbolic(entry)):
+        # (zero_one_sizes has the dim from the other order)
         return f"dim {dim} of `{input_name(entry, key)}` compiled symbolic, then at size {size}"
     return f"dim {dim} of `{input_name(entry, key)}` compiled at size {size}, then symbolic"
 

@@ -26,6 +26,7 @@ from ..analysis.modules import (
     self_attr,
     walk_body,
 )
+from ..analysis.params import changed_in_place
 from ..analysis.placement import block_of, torch_at_least, torch_expr
 from ..analysis.purity import MUTATORS, Purity
 from ..analysis.source import statement_target
@@ -851,25 +852,6 @@ def _memo_calls(source, memo: _Memo) -> List[ast.Call]:
     return [c for c in source.nodes(ast.Call) if self_attr(c.func) in holders]  # type: ignore[attr-defined]
 
 
-def _changes_in_place(source, fn: Optional[ast.AST], name: str) -> Optional[ast.AST]:
-    """A place in ``fn`` that changes the local ``name`` in place
-    (``name[i] = v``, ``name += v``, ``name.mul_(v)``), or None."""
-    if fn is None:
-        return None
-    for node in walk_body(fn):
-        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
-            return node
-        if isinstance(node, (ast.Assign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name for t in targets):
-                return node
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
-            method = node.func.attr
-            if method in MUTATORS or (method.endswith("_") and not method.endswith("__")):
-                return node
-    return None
-
-
 def _caller_changes_result(source, memo: _Memo) -> Optional[str]:
     """Why a caller may change the memo's value in place: with the memo every
     call returns the one cached tensor (a change shows at the next call),
@@ -878,7 +860,7 @@ def _caller_changes_result(source, memo: _Memo) -> Optional[str]:
     local it is bound to (also by unpacking: ``cos, sin = self.rope(x)``)."""
     for call in _memo_calls(source, memo):
         parent = source.parent(call)
-        if isinstance(parent, ast.Attribute) and (parent.attr in MUTATORS or (parent.attr.endswith("_") and not parent.attr.endswith("__"))):
+        if isinstance(parent, ast.Attribute) and (parent.attr in MUTATORS or (parent.attr.endswith("_") and not parent.attr.startswith("_"))):
             return f"a caller changes the returned value in place (line {call.lineno})"  # type: ignore[attr-defined]
         stmt = source.statement_of(call)
         if not (isinstance(stmt, ast.Assign) and stmt.value is call):
@@ -886,7 +868,7 @@ def _caller_changes_result(source, memo: _Memo) -> Optional[str]:
         names = [n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
         owner = source.enclosing(call, _DEFS)
         for name in names:
-            changed = _changes_in_place(source, owner, name)
+            changed = changed_in_place(owner, name, MUTATORS) if owner is not None else None
             if changed is not None:
                 return f"a caller changes the returned value in place (`{name}`, line {changed.lineno})"  # type: ignore[attr-defined]
     return None
