@@ -288,6 +288,9 @@ def _retarget(name: str, script: Path) -> str:
         m = rec.get("compilation_metrics")
         if m and m.get("co_filename") and m["co_filename"].endswith(f"/{name}.py"):
             m["co_filename"] = str(script)
+        if m and isinstance(m.get("recompile_reason"), str):
+            # the user lines the guards point at (`# ... name.py:25 in _use`)
+            m["recompile_reason"] = m["recompile_reason"].replace(str(SCRIPTS / f"{name}.py"), str(script))
         if "str" in rec and rec["str"][0].endswith(f"/{name}.py"):
             rec["str"][0] = str(script)
         out.append(line[:start] + json.dumps(rec) + "\n")

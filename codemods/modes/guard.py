@@ -79,6 +79,11 @@ def cause_details(entry: tr.CodeEntry, codes) -> List[str]:
             from ..trace.flatten_core import rank_cure
 
             cure = rank_cure(entry, cure)
+        elif cause == tr.KEYS:
+            # whether a default in `__init__` reads the same (codemods/trace/init_default.py)
+            from ..trace.init_default import presence_cure
+
+            cure = presence_cure(entry, cure)
         out.append(f"cause: {label}; cure: {cure}")
     return out
 

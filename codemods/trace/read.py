@@ -1744,6 +1744,13 @@ def _state_sources(entry: "CodeEntry", cause: str) -> List[str]:
     return out
 
 
+def presence_attribute(text: str) -> str:
+    """The attribute a ``hasattr`` guard tests (``not hasattr(self.impl,
+    'running_in_graph')``: ``running_in_graph``), "" for another guard."""
+    m = _PRESENCE.match(text)
+    return m.group("attr")[1:-1] if m and m.group("attr") else ""
+
+
 def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched: bool = False,
                trace_cures: Iterable[str] = ()) -> str:
     """What cures ``cause`` for this code object: rule codes, and the advice
@@ -1754,7 +1761,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
     table), which may name the cures that depend on a finding's source;
     ``trace_cures``: the names of the trace's own fixes made for it there
     (:mod:`codemods.trace.registry`), which the source decided."""
-    from .registry import DYNAMIC_TRUE, FLATTEN_CORE
+    from .registry import DYNAMIC_TRUE, FLATTEN_CORE, INIT_DEFAULT
 
     parts = rule_cure_codes(entry, cause, available, matched=matched)
     count = entry.count(cause)
@@ -1896,6 +1903,10 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 "dynamic shapes never make the rank symbolic): call the compiled code with one rank, as an eager "
                 "wrapper that flattens the input of an elementwise function and reshapes its output, or accept a graph per rank"
             )
+        elif cause == KEYS and INIT_DEFAULT.name in trace_cures:
+            # every reader proven to read the default as the missing attribute
+            # (codemods/trace/init_default.py)
+            parts.append(f"a default in `__init__` for {sources}, which its readers read as the missing attribute")
         elif cause in (NONE_CHECK, KEYS) and not parts and _state_sources(entry, cause):
             # a global or an attribute of `self` unset at one compiled call and
             # set by the next, no rule's memo (vllm-gaudi 86bb66e7: a module

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Tuple
 
 from ..transforms.base import rule_doc
-from .causes import ALIASING, INT_ARG, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, RANK, RESUME_VALUE, TENSOR_SHAPE
+from .causes import ALIASING, INT_ARG, KEYS, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, RANK, RESUME_VALUE, TENSOR_SHAPE
 
 #: the code of every finding the trace makes on its own
 CODE = "TRACE"
@@ -183,6 +183,47 @@ recompile limit.
     fix_safety="Safe: the same values, each element computed from the input's element at the same place (bit-identical for a contiguous input; a non-contiguous input is copied once by flatten(), and ops with vectorised kernels may then differ in the last bit, as eager does between layouts); the result is contiguous. Kept only if the rerun compiles fewer graphs with the same output.",
 )
 
+INIT_DEFAULT = TraceCure(
+    name="init-default-from-trace",
+    summary="a default in `__init__` for an attribute compiled code tested with hasattr while it was missing",
+    causes=(KEYS,),
+    what_it_does="""
+Where compiled code recompiled because an attribute of `self` it tests with
+`hasattr` was missing at one call and present at the next (`not
+hasattr(self.impl, 'running_in_graph')`: the compiled call itself sets it),
+writes `self.<name> = <default>` first in the class's `__init__`
+(vllm-ascend cc9fa548). Only where every use of the name in the run's files
+reads the same with the default as it read for the missing attribute:
+`hasattr(X, 'a') and X.a` (default False), `hasattr(X, 'a') and not X.a`
+(True), `hasattr(X, 'a') and X.a is not None` (None), the `not hasattr(X, 'a')
+or ...` forms, `getattr(X, 'a', C)` (C);
+plain reads (which raised) and writes. A lazy set-up (`if not hasattr(self,
+'a'): self.a = ...`), a `del`, the name as a string elsewhere, `__slots__`,
+`__getattr__` or `__setattr__`: the run says why and changes nothing.
+""",
+    why_it_recompiles="""
+Dynamo answers `hasattr` on the object as the call found it and guards that
+answer; the compiled call then creates the attribute, so the next call fails
+the guard and compiles again (one recompile; the projects fix it: a compile
+of a large model, a CUDA-graph capture, or an error under
+`error_on_recompile`).
+""",
+    example="""
+    class AscendMLATorchairImpl:
+        def __init__(self, num_heads, ...):
+            self.running_in_graph = True  # inserted: `hasattr(...) and not self.running_in_graph` is False either way
+            ...
+
+        def _v_up_proj_and_o_proj(self, x):
+            if hasattr(self, "running_in_graph") and not self.running_in_graph:
+                ...
+
+        def forward(self, ...):
+            self.running_in_graph = ...   # first set here, inside the compiled call
+""",
+    fix_safety="Safe: every reader of the name in the run's files is proven to read what it read before (a plain read that raised AttributeError reads the default); whatever `__init__` sets still wins. Kept only if the rerun compiles fewer graphs with the same output.",
+)
+
 CLONE_ALIAS = TraceCure(
     name="clone-alias-from-trace",
     summary=".clone() where two inputs the trace saw aliased are made one tensor",
@@ -304,7 +345,7 @@ share one symbol; the guard on their equality fails when they differ.
 
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
-    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
+    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
 )
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 
