@@ -211,3 +211,56 @@ def test_the_number_analysis_and_fr004_ask_the_model():
     for expr in at.values():
         assert site.qualified_names(expr) is model.qualified_names(expr, visible=True, local="<local>.")
     assert model.qualified_names(at[11], visible=True) is model.qualified_names(at[11], visible=True)  # cached per node
+
+
+FILLED = """
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Other(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Tower(nn.Module):
+    def __init__(self, depth):
+        super().__init__()
+        self.blocks = nn.ModuleDict()
+        for i in range(depth):
+            self.blocks[str(i)] = Block()
+        self.layers = nn.ModuleList()
+        for _ in range(depth):
+            self.layers.append(Block())
+        self.mixed = nn.ModuleList()
+        self.mixed.append(Block())
+        self.mixed.append(Other())
+        self.grown = nn.ModuleList()
+        self.grown.extend(make_blocks())
+
+    def forward(self, x):
+        for name, blk in self.blocks.items():
+            x = blk(x)
+        for layer in self.layers:
+            x = layer(x)
+        for m in self.mixed:
+            x = m(x)
+        for g in self.grown:
+            x = g(x)
+        return x
+"""
+
+
+def test_an_empty_module_container_filled_in_a_loop_holds_what_is_put_in():
+    # torchtitan's and cosmos-rl's layout: `self.blocks = nn.ModuleDict()`, then
+    # `self.blocks[str(i)] = Block(...)` (or `.append(Block(...))`) in a loop
+    model = model_of(FILLED)
+    calls = {c.func.id: c for c in ast.walk(model.source.tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in ("blk", "layer", "m", "g")}
+    found = {name: getattr(model.module_class_of(call.func), "name", None) for name, call in calls.items()}
+    # two classes put in, or a container grown by what the model cannot see: unknown
+    assert found == {"blk": "Block", "layer": "Block", "m": None, "g": None}

@@ -322,3 +322,44 @@ class Opt:
     cond = code.replace("torch.compile(self._per_group_step_impl)\n            if config is not None", "self._per_group_step_impl\n            if torch.compile(self._per_group_step_impl)")
     (site,) = model_of(cond).compile_sites
     assert site.binding is None and site.calls == []
+
+
+HELD = """import torch
+
+class ImplA:
+    def forward(self, x):
+        return x
+
+class ImplB:
+    def forward(self, x):
+        return -x
+
+class Attention(torch.nn.Module):
+    def __init__(self, impl):
+        super().__init__()
+        self.impl = impl
+
+class Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        impl = ImplA()
+        self.attn = Attention(impl)
+        {other}
+    def forward(self, x):
+        return self.attn.impl.forward(x)
+
+model = torch.compile(Layer())
+"""
+
+
+def test_an_object_a_submodule_is_given_is_followed():
+    # vLLM's layers call `self.mla_attn.impl.forward(...)`, the impl given to Attention(impl)
+    model = model_of(HELD.format(other=""))
+    reached = [(c.name, n) for c, n, _f in methods_reached_through_submodules(model, model.classes["Layer"], "forward")]
+    assert reached == [("Layer", "forward"), ("ImplA", "forward")]
+
+
+def test_an_object_of_two_classes_is_not_followed():
+    model = model_of(HELD.format(other="self.other = Attention(ImplB())"))
+    reached = [(c.name, n) for c, n, _f in methods_reached_through_submodules(model, model.classes["Layer"], "forward")]
+    assert reached == [("Layer", "forward")]

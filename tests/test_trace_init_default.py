@@ -16,6 +16,7 @@ from test_trace import SCRIPTS, copied, graphs, results, run_cli  # noqa: F401 (
 from codemods.analysis.context import Settings
 from codemods.pipeline.engine import parse_ast
 from codemods.trace import guide as trace_guide
+from codemods.analysis import presence
 from codemods.trace import init_default
 
 #: a plain object whose compiled `step` sets `flag` and whose `_use` reads it
@@ -112,7 +113,7 @@ def test_a_getattr_default_is_the_default_it_asks_for():
     # proof still takes the constant it falls back to
     text = _program('getattr(self, "flag", False)')
     source = parse_ast("<t>", text.encode())
-    assert init_default.default_for([source], "flag") == (False, "")
+    assert presence.default_for([source], "flag") == (False, "")
 
 
 def _plan(code: str, attr: str = "flag"):

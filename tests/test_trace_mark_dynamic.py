@@ -46,12 +46,46 @@ def mark(src: str, function="energy", first=4, dims=None):
 def test_marks_before_each_call_that_passes_a_name():
     new, sites = mark(DECORATED)
     assert new == DECORATED.replace(
-        "    # one batch\n    total = float(energy(batch))\n    total += energy(x=batch, scale=2.0)\n",
+        "    # one batch\n    total = float(energy(batch))\n    total += energy(x=batch, scale=2.0)\n    energy(batch[1:])\n",
         "    # one batch\n    torch._dynamo.maybe_mark_dynamic(batch, 0)\n    total = float(energy(batch))\n"
-        "    torch._dynamo.maybe_mark_dynamic(batch, 0)\n    total += energy(x=batch, scale=2.0)\n",
+        "    torch._dynamo.maybe_mark_dynamic(batch, 0)\n    total += energy(x=batch, scale=2.0)\n    energy(batch[1:])\n",
     )
-    # an expression argument and a comprehension variable are not marked
+    # an expression that makes a tensor (a slice) and a comprehension variable are not marked
     assert [(s.line, s.arg, s.dim) for s in sites] == [(11, "batch", 0), (12, "batch", 0)]
+
+
+def test_an_expression_argument_is_bound_only_where_the_order_of_evaluation_stays():
+    src = textwrap.dedent(
+        """\
+        import torch
+
+
+        @torch.compile(backend="eager")
+        def block(h, mask=None):
+            return h.masked_fill(mask, 0.0)
+
+
+        def tower(h, full, prepare, given):
+            masks = [h > 0, h < 0]
+            h = block(h, mask=masks[0] if full else masks[1])
+            h = block(prepare(h), mask=masks[0] if full else masks[1])
+            h = block(h, mask=masks[0]) if full else h
+            h = block(h, mask=given[0])
+            h = block(h, mask=masks[0][1:])
+            return h
+        """
+    )
+    new, sites = trace_cures.mark_dynamic(src.encode(), "block", 4, {"mask": (1,)})
+    new = new.decode()
+    # in a function: a name the function does not use (`mask` is only the compiled function's parameter)
+    assert "    mask = masks[0] if full else masks[1]\n    torch._dynamo.maybe_mark_dynamic(mask, 1)\n    h = block(h, mask=mask)\n" in new
+    # `prepare(h)` runs before the mask is evaluated: not moved; a call in a conditional expression: not either
+    assert "    h = block(prepare(h), mask=masks[0] if full else masks[1])\n    h = block(h, mask=masks[0]) if full else h\n" in new
+    # an element of a parameter (what is it?) and a slice (a new view): not either
+    assert "    h = block(h, mask=given[0])\n    h = block(h, mask=masks[0][1:])\n" in new
+    assert [(s.line, s.arg) for s in sites] == [(11, "mask")]
+    again, sites = trace_cures.mark_dynamic(new.encode(), "block", 4, {"mask": (1,)})
+    assert again is None and sites == []  # a second run finds its marks
 
 
 def test_a_second_run_changes_nothing():
@@ -556,3 +590,33 @@ def test_run_fix_marks_both_inputs_of_a_batch_fewer_graphs_same_output(tmp_path)
     first, second = results(out)
     assert first == second
     assert "maybe_mark_dynamic(hidden, 0)" in script.read_text()
+
+
+def test_run_fix_marks_blocks_of_a_filled_module_dict_and_binds_the_mask(tmp_path):
+    """cosmos-rl before 30c31abe's form: blocks put into an `nn.ModuleDict` in a
+    loop, compiled one by one, the mask passed as a conditional expression.
+    Under torch 2.13: 2 graphs -> 1, the same printed result."""
+    proc, script = run_cli(tmp_path, "dict_blocks_mask_expr", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "forward (dict_blocks_mask_expr.py)") == (2, 1)
+    first, second = results(out)
+    assert first == second
+    assert (
+        "            attention_mask = (attention_masks[0]\n"
+        "                if layer_num in self.fullatt_block_indexes\n"
+        "                else attention_masks[1])\n"
+        "            torch._dynamo.maybe_mark_dynamic(hidden_states, 0)\n"
+        "            torch._dynamo.maybe_mark_dynamic(attention_mask, 0)\n"
+        "            torch._dynamo.maybe_mark_dynamic(attention_mask, 1)\n"
+        "            torch._dynamo.maybe_mark_dynamic(rotary_pos_emb, 0)\n"
+        "            hidden_states = blk(\n"
+        "                hidden_states,\n"
+        "                attention_mask=attention_mask,\n"
+    ) in script.read_text()
+
+
+def test_the_filled_module_dict_trace_gives_the_marks(copied):  # noqa: F811
+    script, trace = copied("dict_blocks_mask_expr")
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert [m.finding.rule_name for m in guided.matches if m.finding.applied] == ["mark-dynamic-from-trace"] * 4

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from .scopes import Binding, Scope, Scopes
-from .source import Source, children
+from .source import Source, children, walk
 from .params import is_static
 
 TORCH = "torch"
@@ -890,10 +890,41 @@ class CompileModel:
                 owner = self.module_class_of(expr.value)
             if owner is not None:
                 values = self.self_attr_values(owner, expr.attr)
+                if values and all(self._empty_module_container(v) for v in values):
+                    # `self.blocks = nn.ModuleDict()`, then `self.blocks[str(i)] = Block(...)`
+                    # in a loop (torchtitan's and cosmos-rl's layout): the class of what is put in
+                    put = self._filled_entries(owner, expr.attr)
+                    found = {id(c): c for c in (self.module_class_of(v) if isinstance(v, ast.Call) else None for v in put)}
+                    return next(iter(found.values())) if len(found) == 1 and None not in found.values() else None
             else:
                 values = self._module_dict_entries(expr) or self._bound_by_module_classes(expr)
         found = {id(c): c for c in (self.element_class(v, depth + 1) for v in values)}
         return next(iter(found.values())) if len(found) == 1 and None not in found.values() else None
+
+    def _empty_module_container(self, value: ast.AST) -> bool:
+        """``nn.ModuleList()`` / ``nn.ModuleDict()`` with nothing in it."""
+        return (
+            isinstance(value, ast.Call) and not value.args and not value.keywords
+            and any(q.endswith((".ModuleList", ".ModuleDict")) and q.startswith(_NN_PREFIXES) for q in self.qualified_names(value.func))
+        )
+
+    def _filled_entries(self, owner: ast.ClassDef, attr: str) -> List[ast.AST]:
+        """What the methods of ``owner`` put into ``self.<attr>``:
+        ``self.<attr>[key] = v`` and ``self.<attr>.append(v)``; empty when
+        anything else changes it (an ``extend``, an ``update``, a ``+=``)."""
+        out: List[ast.AST] = []
+        for node in walk(owner):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
+                if _self_attr_name(node.targets[0].value) == attr:
+                    out.append(node.value)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _self_attr_name(node.func.value) == attr:
+                if node.func.attr == "append" and len(node.args) == 1 and not node.keywords:
+                    out.append(node.args[0])
+                elif node.func.attr in ("extend", "update", "insert", "__setitem__", "add_module", "register_module"):
+                    return []
+            elif isinstance(node, ast.AugAssign) and _self_attr_name(node.target) == attr:
+                return []
+        return out
 
     def _bound_by_module_classes(self, expr: ast.Attribute) -> List[ast.AST]:
         """``transformer.transformer_blocks`` where ``transformer`` is a

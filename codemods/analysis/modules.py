@@ -16,7 +16,7 @@ from .compile_sites import CompileModel
 from .compile_sites import CompileSite as AstCompileSite
 from .compile_sites import dotted_name as ast_dotted_name
 from .compile_sites import import_target
-from .params import binds_self, passed_argument
+from .params import binds_self, parameter_names, passed_argument
 from .source import Source, children, walk
 
 
@@ -238,6 +238,8 @@ def _reached_through_submodules(model: CompileModel, cls: ast.ClassDef, start: s
             if hops >= _MAX_SUB_HOPS:
                 continue
             names = _method_names(model, c)
+            for held, method in _held_calls(model, c, fn):
+                todo.append((held, method, hops + 1))
             for node in walk_body(fn):
                 if isinstance(node, ast.Call):
                     sub = self_attr(node.func)
@@ -249,6 +251,62 @@ def _reached_through_submodules(model: CompileModel, cls: ast.ClassDef, start: s
                         target = model.loop_module_class(node.func)
                     if target is not None and "forward" in _method_names(model, target):
                         todo.append((target, "forward", hops + 1))
+    return out
+
+
+def held_class(model: CompileModel, owner: ast.ClassDef, attr: str) -> Optional[ast.ClassDef]:
+    """The class of this module (an nn.Module or a plain one) whose instance
+    ``self.<attr>`` of ``owner`` holds: a construction assigned to it, or a
+    parameter of ``__init__`` assigned to it (``self.impl = impl``) given a
+    construction wherever the module builds an ``owner`` (vLLM's
+    ``Attention(impl)``, ``impl = AscendMLATorchairImpl(...)``); None when
+    any value is something else or two classes are seen."""
+    found: Optional[ast.ClassDef] = None
+
+    def take(value: Optional[ast.AST]) -> bool:
+        nonlocal found
+        value = _unwrap_module_call(value)
+        if isinstance(value, ast.Name):
+            values = list(model.assigned_values(value))
+            if len(values) != 1:
+                return False
+            value = _unwrap_module_call(values[0])
+        cls = model.classes.get(ast_dotted_name(value.func) or "") if isinstance(value, ast.Call) else None
+        if not isinstance(cls, ast.ClassDef) or (found is not None and cls is not found):
+            return False
+        found = cls
+        return True
+
+    init = _facts(model, owner).methods.get("__init__")
+    for value in model.self_attr_values(owner, attr):
+        if isinstance(value, ast.Name) and init is not None and value.id in parameter_names(init)[1:]:
+            bindings = model.scopes.bindings_of(value)
+            if len(bindings) != 1 or bindings[0].kind != "param":
+                return None
+            builds = [c for c in model.source.nodes(ast.Call) if ast_dotted_name(c.func) == owner.name]
+            if not builds or not all(take(passed_argument(c, init, value.id, True)) for c in builds):
+                return None
+        elif not take(value):
+            return None
+    return found
+
+
+def _held_calls(model: CompileModel, owner: ast.ClassDef, fn: ast.AST) -> List[Tuple[ast.ClassDef, str]]:
+    """(class, method) for each ``self.<sub>.<held>.<method>(...)`` in ``fn``
+    where ``self.<sub>`` is a submodule of a class of this module and its
+    ``<held>`` an object of one (:func:`held_class`): vLLM's layers call
+    ``self.mla_attn.impl.forward(...)``."""
+    out: List[Tuple[ast.ClassDef, str]] = []
+    for node in walk_body(fn):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Attribute)):
+            continue
+        sub = self_attr(node.func.value.value)
+        if sub is None:
+            continue
+        holder = _submodule_class(model, owner, sub)
+        held = held_class(model, holder, node.func.value.attr) if holder is not None else None
+        if held is not None and node.func.attr in _facts(model, held).methods and (held, node.func.attr) not in out:
+            out.append((held, node.func.attr))
     return out
 
 
@@ -551,6 +609,42 @@ def instance_methods_reached(model: CompileModel, fn: ast.AST) -> List[Tuple[ast
                     seen_fns.add(id(callee))
                     todo.append((callee, depth + 1))
     return out
+
+
+@dataclass(frozen=True)
+class CompiledReach:
+    """What the code a compile site compiles runs: the compiled module's
+    class and method, or None and the compiled function's name (``start``);
+    (class, method, def) of the methods run compiled (``@torch.compiler.disable``
+    ones left out); and the first lines of the compiled def (a finding's
+    ``feeds``)."""
+
+    cls: Optional[ast.ClassDef]
+    start: str
+    reached: Tuple[Tuple[ast.ClassDef, str, ast.AST], ...]
+    feeds: Tuple[int, ...]
+
+
+def compiled_reach(model: CompileModel, site: AstCompileSite, functions: bool = True) -> Optional[CompiledReach]:
+    """The methods ``site``'s compiled code runs: a compiled module's
+    ``forward`` (or bound method) and what it reaches through ``self``, its
+    submodules and the objects they hold (:func:`methods_reached_through_submodules`);
+    or, for a compiled function (also through ``torch.vmap``), the methods of
+    module-level objects it calls (:func:`instance_methods_reached`; only
+    with ``functions``).  None when there is nothing of either."""
+    from .compile_sites import def_first_lines
+
+    compiled = compiled_class_method(model, site)
+    if compiled is not None:
+        cls, start = compiled
+        reached = tuple(r for r in methods_reached_through_submodules(model, cls, start) if not runs_eager(model, r[2]))
+        feeds = def_first_lines(reached[0][2]) if reached else ()
+        return CompiledReach(cls, start, reached, tuple(feeds))
+    fn = compiled_function(model, site) if functions else None
+    if fn is None:
+        return None
+    reached = tuple(r for r in instance_methods_reached(model, fn) if not runs_eager(model, r[2]))
+    return CompiledReach(None, fn.name, reached, tuple(def_first_lines(fn)))  # type: ignore[attr-defined]
 
 
 def runs_eager(model: CompileModel, fn: ast.AST) -> bool:

@@ -19,6 +19,7 @@ from .registry import DYNAMIC_TRUE as DYNAMIC_TRUE_CURE
 from .registry import MARK_DYNAMIC as MARK_DYNAMIC_CURE, MARK_UNBACKED as MARK_UNBACKED_CURE
 from ..analysis.compile_sites import code_def, def_first_lines
 from ..analysis.params import changed_in_place, is_static, parameter_defaults, parameter_names, passed_argument
+from ..analysis.source import walk
 from ..analysis.context import FileContext, Settings
 from ..pipeline.engine import render
 from ..cst_edits import insert_after_node
@@ -85,17 +86,20 @@ from ..analysis.placement import mark_statement as _mark_statement, marks_before
 from .match import Guided, GuidedFile, Match, _real, entry_file
 
 
-def _insert_marks(target, marks: List[cst.SimpleStatementLine], bind: Optional[Tuple[str, dict]] = None) -> Edit:
+def _insert_marks(target, marks: List[cst.SimpleStatementLine], binds: Sequence[Tuple[str, dict]] = ()) -> Edit:
     """Insert ``marks`` before the statement; the lines above it (comments
-    included) go above the marks.  With ``bind`` (name, holder), first
-    ``name = <the expression the hoist edit took out>`` (the holder's
-    ``"expr"``: edits apply bottom-up, so the inner one has run)."""
+    included) go above the marks.  With ``binds`` ((name, holder), in the
+    order the statement evaluates them), first ``name = <the expression the
+    hoist edit took out>`` for each (the holder's ``"expr"``: edits apply
+    bottom-up, so the inner ones have run)."""
 
     def apply(updated: cst.CSTNode):
         statements = list(marks)
-        if bind is not None:
-            name, holder = bind
-            assign = cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=holder["expr"])
+        for name, holder in reversed(binds):
+            value = holder["expr"]
+            if "\n" in cst.Module(body=[]).code_for_node(value) and not value.lpar:
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])  # a statement of its own now
+            assign = cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value)
             statements.insert(0, cst.SimpleStatementLine(body=[assign]))
         first = statements[0].with_changes(leading_lines=updated.leading_lines)
         return cst.FlattenSentinel([first, *statements[1:], updated.with_changes(leading_lines=())])
@@ -375,8 +379,9 @@ _DEFERRED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorE
 
 
 def _hoistable(source, stmt: ast.stmt, expr: ast.AST) -> bool:
-    """May ``expr`` (a ``**`` argument inside ``stmt``) be evaluated into a
-    name just before ``stmt``?  Only when nothing evaluated before it in the
+    """May ``expr`` (an argument inside ``stmt``: a ``**`` dict, or an
+    expression passed for a parameter to mark) be evaluated into a name just
+    before ``stmt``?  Only when nothing evaluated before it in the
     statement can have an effect (names, attributes, constants), and it is
     evaluated exactly once, unconditionally."""
     if not isinstance(stmt, _HOISTABLE) or isinstance(expr, ast.Name):
@@ -394,8 +399,43 @@ def _hoistable(source, stmt: ast.stmt, expr: ast.AST) -> bool:
     return True
 
 
-def _fresh_name(source, stem: str = "inputs") -> str:
-    used = {n.id for n in source.nodes(ast.Name)} | {a.arg for a in source.nodes(ast.arg)}
+def _chooses_a_tensor(source, expr: ast.AST) -> bool:
+    """Does ``expr`` only choose an object that exists: an element of a list
+    or tuple its function binds once to a display (``attention_masks[0]``),
+    or a conditional choice between such or names (``masks[0] if full else
+    masks[1]``)?  Not an expression that makes a new tensor at the call (a
+    view, a slice, an op: ``weight.view(r, c)`` may be a duck-sized view,
+    whose cure is not a mark)."""
+    if isinstance(expr, ast.IfExp):
+        return all(isinstance(e, ast.Name) or _chooses_a_tensor(source, e) for e in (expr.body, expr.orelse))
+    if not (isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and isinstance(expr.slice, ast.Constant) and type(expr.slice.value) is int):
+        return False
+    fn = source.enclosing(expr, (ast.FunctionDef, ast.AsyncFunctionDef))
+    if fn is None:
+        return False
+    name = expr.value.id
+    if name in parameter_names(fn) or (fn.args.vararg and fn.args.vararg.arg == name) or (fn.args.kwarg and fn.args.kwarg.arg == name):
+        return False
+    stores = [n for n in walk(fn) if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)]
+    if len(stores) != 1 or any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in walk(fn)):
+        return False
+    binding = source.parent(stores[0])
+    return isinstance(binding, ast.Assign) and binding.targets == [stores[0]] and isinstance(binding.value, (ast.List, ast.Tuple))
+
+
+def _fresh_name(source, stem: str = "inputs", taken: Sequence[str] = (), at: Optional[ast.stmt] = None) -> str:
+    """A name nothing uses: in the function around the statement ``at``
+    (a local bound there changes nothing else), else in the whole file."""
+    scope = source.enclosing(at, (ast.FunctionDef, ast.AsyncFunctionDef)) if at is not None else None
+    if scope is not None:
+        nodes = list(walk(scope))
+        used = {n.id for n in nodes if isinstance(n, ast.Name)} | {a.arg for a in nodes if isinstance(a, ast.arg)}
+        used |= {name for n in nodes if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("locals", "vars", "exec", "eval") for n in nodes):
+            used |= {n.id for n in source.nodes(ast.Name)} | {a.arg for a in source.nodes(ast.arg)}
+    else:
+        used = {n.id for n in source.nodes(ast.Name)} | {a.arg for a in source.nodes(ast.arg)}
+    used |= set(taken)
     name, k = stem, 1
     while name in used:
         name, k = f"{stem}_{k}", k + 1
@@ -403,8 +443,8 @@ def _fresh_name(source, stem: str = "inputs") -> str:
 
 
 def _hoist_edit(source, expr: ast.AST, name: str, holder: dict) -> Edit:
-    """Replace the ``**`` argument ``expr`` by ``name``, keeping the
-    expression in ``holder`` for the binding statement."""
+    """Replace the argument ``expr`` by ``name``, keeping the expression in
+    ``holder`` for the binding statement."""
 
     def apply(updated: cst.CSTNode):
         holder["expr"] = updated
@@ -473,9 +513,22 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
             if (param, dim, MARK_UNBACKED) not in wanted:
                 wanted.append((param, dim, MARK_UNBACKED))
     by_stmt: Dict[ast.stmt, List[MarkSite]] = {}
-    hoisted: Dict[ast.stmt, Tuple[ast.AST, str]] = {}
+    #: per statement, the arguments bound to fresh names before it: (expression, name)
+    hoisted: Dict[ast.stmt, List[Tuple[ast.AST, str]]] = {}
     scopes = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-    fresh: Optional[str] = None
+    fresh_names: List[str] = []
+
+    def hoist(stmt: ast.stmt, expr: ast.AST, stem: str) -> Optional[str]:
+        """The name ``expr`` is bound to before ``stmt`` (bound now if it may be)."""
+        held = hoisted.setdefault(stmt, [])
+        known = next((name for e, name in held if e is expr), None)
+        if known is not None or not _hoistable(source, stmt, expr):
+            return known
+        name = _fresh_name(source, stem, fresh_names, stmt)
+        fresh_names.append(name)
+        held.append((expr, name))
+        held.sort(key=lambda pair: (pair[0].lineno, pair[0].col_offset))  # type: ignore[attr-defined]
+        return name
     for call in compiled.calls:
         stmt = source.statement_of(call)
         if stmt is None or isinstance(stmt, COMPOUND) or block_of(source, stmt) is None:
@@ -499,18 +552,23 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
                 key = param
                 if isinstance(double_star, ast.Name):
                     name = double_star.id
-                elif stmt in hoisted:
-                    if hoisted[stmt][0] is not double_star:
-                        continue  # the statement's one binding is another call's dict
-                    name = hoisted[stmt][1]
-                elif _hoistable(source, stmt, double_star):
-                    fresh = fresh or _fresh_name(source)
-                    hoisted[stmt] = (double_star, fresh)
-                    name = fresh
                 else:
+                    bound = hoist(stmt, double_star, "inputs")
+                    if bound is None:
+                        continue
+                    name = bound
+            elif value is not None and func == MAYBE_MARK_DYNAMIC and _chooses_a_tensor(source, value):
+                # a choice of a tensor that exists (`attention_masks[0] if full
+                # else attention_masks[1]`): bound to a fresh name before the
+                # statement, where that keeps the order of evaluation, and
+                # marked by it (a hint only: mark_unbacked, which can fail
+                # where code needs the size, stays on names)
+                bound = hoist(stmt, value, param)
+                if bound is None:
                     continue
+                name, key = bound, None
             else:
-                continue  # an expression: nothing to mark without binding it
+                continue
             site = MarkSite(line, column + 1, function, name, dim, param, func, key)
             if not any((m.arg, m.dim) == (site.arg, dim) for m in have):
                 have.append(site)
@@ -522,13 +580,13 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         if not todo:
             continue
         statements = [_mark_call_statement(model.torch_alias, m) for m in todo]
-        bind = None
-        if stmt in hoisted:
-            expr, name = hoisted[stmt]
-            holder: dict = {}
-            edits.append(_hoist_edit(source, expr, name, holder))
-            bind = (name, holder)
-        edits.append(_insert_marks(statement_target(source, stmt), statements, bind))
+        binds: List[Tuple[str, dict]] = []
+        for expr, name in hoisted.get(stmt, ()):
+            if any(m.name == name for m in todo):
+                holder: dict = {}
+                edits.append(_hoist_edit(source, expr, name, holder))
+                binds.append((name, holder))
+        edits.append(_insert_marks(statement_target(source, stmt), statements, binds))
         inserted.extend(todo)
     if not edits:
         return None, []

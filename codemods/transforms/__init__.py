@@ -31,6 +31,7 @@ from .object_int_state import ObjectIntState
 from .tensor_keyed_state import TensorKeyedState
 from .float_dict_state import FloatDictState
 from .class_per_call import ClassPerCall
+from .presence_state import PresenceState
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
@@ -52,6 +53,7 @@ REGISTRY: List[Rule] = [
     TensorKeyedState(),
     FloatDictState(),
     ClassPerCall(),
+    PresenceState(),
 ]
 
 #: every project fact a rule declares, with the code of the rule that reads

@@ -14,15 +14,10 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
-from ..analysis.compile_sites import def_first_lines
 from ..analysis.modules import (
     class_chain,
-    compiled_class_method,
-    compiled_function,
+    compiled_reach,
     init_assignments,
-    instance_methods_reached,
-    methods_reached_through_submodules,
-    runs_eager,
     self_attr,
     walk_body,
 )
@@ -422,22 +417,12 @@ which exists from torch 2.1.
         findings: List[Finding] = []
         seen: Set[Tuple[int, str]] = set()
         for site in model.compile_sites:
-            compiled = compiled_class_method(model, site)
-            if compiled is not None:
-                cls, start = compiled
-                reached = [r for r in methods_reached_through_submodules(model, cls, start) if not runs_eager(model, r[2])]
-                feeds = def_first_lines(reached[0][2]) if reached else ()
-            else:
-                # a compiled function (also through torch.vmap) that calls a
-                # method of a module-level object (mujoco-torch's _CachedConst.get)
-                fn = compiled_function(model, site) if _plain_memos(ctx) else None
-                if fn is None:
-                    continue
-                cls, start = None, fn.name  # type: ignore[attr-defined]
-                reached = [r for r in instance_methods_reached(model, fn) if not runs_eager(model, r[2])]
-                feeds = def_first_lines(fn)
-            if not reached:
+            # a compiled function (also through torch.vmap) reaches a memo only
+            # through a module-level object (mujoco-torch's _CachedConst.get)
+            reach = compiled_reach(model, site, functions=_plain_memos(ctx))
+            if reach is None or not reach.reached:
                 continue
+            cls, start, reached, feeds = reach.cls, reach.start, list(reach.reached), reach.feeds
             for memo, others in self._memos(model, source, reached):
                 if (id(memo.owner), memo.attr) in seen:
                     continue
