@@ -32,6 +32,7 @@ from .tensor_keyed_state import TensorKeyedState
 from .float_dict_state import FloatDictState
 from .class_per_call import ClassPerCall
 from .presence_state import PresenceState
+from .mode_on_coroutine import ModeOnCoroutine
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
@@ -54,6 +55,7 @@ REGISTRY: List[Rule] = [
     FloatDictState(),
     ClassPerCall(),
     PresenceState(),
+    ModeOnCoroutine(),
 ]
 
 #: every project fact a rule declares, with the code of the rule that reads
