@@ -678,6 +678,7 @@ def test_inference_tensors_against_normal_ones_name_the_mode():
     # set shows differently under inference_mode than under no_grad
     assert label.startswith("report: `weight` reached the compiled code once under torch.inference_mode() and once outside it")
     assert "run the calls and make their inputs under one mode" in label
+    assert label.endswith("a mode decorator on an `async def` does not cover its body: rule FR021)")
     # another dispatch difference stays bounded
     other = tr.CodeEntry(name="f", filename="/p/f.py", firstlineno=3, graphs=2)
     other.reasons.extend(tr.parse_reason("0/0: tensor 'x' dispatch key set mismatch. expected DispatchKeySet(CPU, BackendSelect), actual DispatchKeySet(CPU, BackendSelect, Python)"))

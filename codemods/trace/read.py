@@ -1889,7 +1889,8 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 f"report: {sources} reached the compiled code once under torch.inference_mode() and once outside it "
                 f"(autograd keys in one dispatch key set only: an inference tensor, or a call under the other mode; "
                 f"{count} recompile{'s' if count != 1 else ''}): run the calls and make their inputs under one mode "
-                "(inference_mode for the warm-up and the serving loop, or no_grad for both)"
+                "(inference_mode for the warm-up and the serving loop, or no_grad for both; a mode decorator on an "
+                "`async def` does not cover its body: rule FR021)"
             )
         elif cause == RANK and FLATTEN_CORE.name in trace_cures:
             # the body was proven elementwise (codemods/trace/flatten_core.py)
