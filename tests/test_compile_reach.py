@@ -363,3 +363,11 @@ def test_an_object_of_two_classes_is_not_followed():
     model = model_of(HELD.format(other="self.other = Attention(ImplB())"))
     reached = [(c.name, n) for c, n, _f in methods_reached_through_submodules(model, model.classes["Layer"], "forward")]
     assert reached == [("Layer", "forward")]
+
+
+def test_an_object_a_subclass_may_hand_on_is_not_followed():
+    # `class Sub(Attention)` may pass another object to `super().__init__(impl)`
+    code = HELD.format(other="") + "\nclass Sub(Attention):\n    def __init__(self):\n        super().__init__(ImplB())\n"
+    model = model_of(code)
+    reached = [(c.name, n) for c, n, _f in methods_reached_through_submodules(model, model.classes["Layer"], "forward")]
+    assert reached == [("Layer", "forward")]

@@ -280,6 +280,8 @@ def held_class(model: CompileModel, owner: ast.ClassDef, attr: str) -> Optional[
     init = _facts(model, owner).methods.get("__init__")
     for value in model.self_attr_values(owner, attr):
         if isinstance(value, ast.Name) and init is not None and value.id in parameter_names(init)[1:]:
+            if any(c is not owner for c in model.classes_deriving(owner)):
+                return None  # a subclass may hand its own object to `super().__init__`
             bindings = model.scopes.bindings_of(value)
             if len(bindings) != 1 or bindings[0].kind != "param":
                 return None
