@@ -603,9 +603,11 @@ def test_run_fix_marks_blocks_of_a_filled_module_dict_and_binds_the_mask(tmp_pat
     first, second = results(out)
     assert first == second
     assert (
-        "            attention_mask = (attention_masks[0]\n"
+        "            attention_mask = (\n"
+        "                attention_masks[0]\n"
         "                if layer_num in self.fullatt_block_indexes\n"
-        "                else attention_masks[1])\n"
+        "                else attention_masks[1]\n"
+        "            )\n"
         "            torch._dynamo.maybe_mark_dynamic(hidden_states, 0)\n"
         "            torch._dynamo.maybe_mark_dynamic(attention_mask, 0)\n"
         "            torch._dynamo.maybe_mark_dynamic(attention_mask, 1)\n"

@@ -97,8 +97,14 @@ def _insert_marks(target, marks: List[cst.SimpleStatementLine], binds: Sequence[
         statements = list(marks)
         for name, holder in reversed(binds):
             value = holder["expr"]
-            if "\n" in cst.Module(body=[]).code_for_node(value) and not value.lpar:
-                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])  # a statement of its own now
+            bracketed = isinstance(value, (cst.Call, cst.Subscript, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp))
+            if "\n" in cst.Module(body=[]).code_for_node(value) and not value.lpar and not bracketed:
+                # a statement of its own now: in parentheses, laid out as black does
+                # (the expression's own lines keep their indentation inside them)
+                value = value.with_changes(
+                    lpar=[cst.LeftParen(whitespace_after=cst.ParenthesizedWhitespace(indent=True, last_line=cst.SimpleWhitespace("    ")))],
+                    rpar=[cst.RightParen(whitespace_before=cst.ParenthesizedWhitespace(indent=True))],
+                )
             assign = cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value)
             statements.insert(0, cst.SimpleStatementLine(body=[assign]))
         first = statements[0].with_changes(leading_lines=updated.leading_lines)
