@@ -1751,6 +1751,23 @@ def presence_attribute(text: str) -> str:
     return m.group("attr")[1:-1] if m and m.group("attr") else ""
 
 
+def _optional_inputs(entry: "CodeEntry") -> List[str]:
+    """The sources of a None check that are what the callers pass (an
+    argument, an argument's attribute), not program state
+    (:func:`_state_sources`) and not a gradient (None before the first
+    backward: bounded, nothing to cure)."""
+    state = set(_state_sources(entry, NONE_CHECK))
+    out: List[str] = []
+    for r in entry.reasons:
+        if r.cause != NONE_CHECK or r.stale or not r.source or r.source.endswith(".grad") or r.source in state:
+            continue
+        if r.source.startswith("self.") or _GLOBAL.match(r.text.removeprefix("not ")):
+            continue
+        if r.source not in out:
+            out.append(r.source)
+    return out
+
+
 def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched: bool = False,
                trace_cures: Iterable[str] = ()) -> str:
     """What cures ``cause`` for this code object: rule codes, and the advice
@@ -1924,6 +1941,17 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 f"report: {names} {how} ({count} recompile{'s' if count != 1 else ''}): set it up before the first "
                 "compiled call (a default in `__init__` or where the object is built, a warm-up call), checking its "
                 "readers take the same branch; a memo of a pure function of its key can instead be skipped while compiling"
+            )
+        elif cause == NONE_CHECK and not parts and _optional_inputs(entry):
+            # an input (or an input's attribute) None at some calls and a
+            # tensor at others (LTX-2 63fd9a4f: the STG block's perturbation
+            # mask, None for every other block compiled one by one): one
+            # recompile, which the projects cure by passing a value every time
+            names = ", ".join(f"`{n}`" for n in _optional_inputs(entry))
+            parts.append(
+                f"report: {names} is None at some calls and not at others ({count} recompile{'s' if count != 1 else ''}: "
+                "one graph for each): pass a value at every call (a neutral tensor where it is unused: an all-ones mask, "
+                "zeros) so one graph serves both, or accept the two graphs"
             )
         else:
             # a rule that cures it names what makes it unbounded (FR019: a
