@@ -681,7 +681,8 @@ def test_inference_tensors_against_normal_ones_name_the_mode():
     label = tr.cure_label(entry, tr.DISPATCH, CODES)
     # the guard torch checks first is the weight's: a normal tensor whose key
     # set shows differently under inference_mode than under no_grad
-    assert label.startswith("report: `weight` reached the compiled code once under torch.inference_mode() and once outside it")
+    # FR021 (a mode decorator on a coroutine) is the rule that can cure it, where it finds one
+    assert label.startswith("FR021, report: `weight` reached the compiled code once under torch.inference_mode() and once outside it")
     assert "run the calls and make their inputs under one mode" in label
     assert label.endswith("a mode decorator on an `async def` does not cover its body: rule FR021)")
     # another dispatch difference stays bounded

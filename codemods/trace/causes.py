@@ -107,3 +107,8 @@ class CuresCause:
     #: it: FR017's ``self.state``, whose length and truth torch guards when the
     #: lookup fills a defaultdict); named in the table only when it matched
     about: bool = False
+    #: only for a dispatch-key recompile between an inference tensor and a
+    #: normal one, and then for the rule's findings anywhere in an implicated
+    #: file (the trace cannot tell which code made the tensor: FR021's
+    #: coroutine under a mode decorator that does not cover its body)
+    inference_only: bool = False

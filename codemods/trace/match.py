@@ -429,6 +429,15 @@ def match_file(
                     matched[index] = Match(f, entry, tr.TYPE)
                 elif matched[index].cause == tr.TYPE:
                     matched[index] = dataclasses.replace(matched[index], also=matched[index].also + (entry,))
+        # a tensor made under another mode than the others (inference or
+        # not): which code made it the trace cannot tell; a finding of a
+        # rule declared for that (FR021: a mode decorator on a coroutine)
+        # anywhere in this file
+        for cure in tr.rule_cures(entry, tr.DISPATCH) if tr.DISPATCH in entry.causes else ():
+            if cure.inference_only:
+                for index, f in enumerate(findings):
+                    if f.code == cure.code and index not in matched:
+                        matched[index] = Match(f, entry, tr.DISPATCH)
         path = entry_file(entry)
         if path is None:
             continue

@@ -136,6 +136,7 @@ class Cure:
     loop_iterator: Optional[bool] = None
     self_attribute: bool = False
     about: bool = False
+    inference_only: bool = False
 
 
 def cure_table() -> Dict[str, Tuple[Cure, ...]]:
@@ -149,7 +150,7 @@ def cure_table() -> Dict[str, Tuple[Cure, ...]]:
         table: Dict[str, List[Tuple[bool, Cure]]] = {cause: [] for cause in CAUSES}
         for rule in REGISTRY:
             for declared in rule.cures:
-                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade, loop_iterator=declared.loop_iterator, self_attribute=declared.self_attribute, about=declared.about)))
+                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade, loop_iterator=declared.loop_iterator, self_attribute=declared.self_attribute, about=declared.about, inference_only=declared.inference_only)))
         _CURES = {cause: tuple(c for _, c in sorted(found, key=lambda item: item[0])) for cause, found in table.items()}
     return _CURES
 
@@ -1696,6 +1697,8 @@ def rule_cures(entry: "CodeEntry", cause: str) -> List[Cure]:
         cures = [c for c in cures if c.code != "FR001"]
     if any(c.self_attribute for c in cures) and not any(s == "self" or s.startswith("self.") for s in entry.sources(cause)):
         cures = [c for c in cures if not c.self_attribute]
+    if any(c.inference_only for c in cures) and not _inference_mismatch(entry):
+        cures = [c for c in cures if not c.inference_only]
     return cures
 
 

@@ -19,6 +19,7 @@ from .._lazy import cst
 
 from ..analysis.source import statement_target
 from ..findings import Edit, Finding, Safety
+from ..trace.causes import DISPATCH, CuresCause
 from .base import Example, Rule
 
 #: the context-manager decorators whose mode a coroutine's body never sees
@@ -40,10 +41,11 @@ MODES = (
 
 class ModeOnCoroutine(Rule):
     code = "FR021"
-    #: the trace shows the tensors' dispatch keys differing; which coroutine
-    #: made them it cannot tell, so the run's table reports and this rule's
-    #: finding (in the file) names the cure
-    cures = ()
+    #: the trace shows an inference tensor and a normal one at the same
+    #: input; which code made it it cannot tell, so `run` takes this rule's
+    #: findings anywhere in an implicated file (applied with --unsafe-fixes,
+    #: kept only if the rerun compiles fewer graphs with the same output)
+    cures = (CuresCause(DISPATCH, inference_only=True),)
     name = "mode-decorator-on-coroutine"
     summary = "`@torch.inference_mode()` / `@torch.no_grad()` on an `async def`: the body runs outside the mode"
     what_it_does = """
@@ -83,7 +85,10 @@ computes (inference tensors cannot be saved for backward later, autocast
 changes dtypes), and the mode is thread-local: while the body awaits, other
 coroutines of the event loop run under it too. Where the body awaits, a
 narrower `with` around the tensors it makes may be what the code needs (the
-project's own fix wrapped one `torch.empty_like`).
+project's own fix wrapped one `torch.empty_like`). `run --fix
+--unsafe-fixes` applies it where the trace shows an inference tensor and a
+normal one at one input, and keeps it only if fewer graphs compile with the
+same output.
 """
     reads = "ast"
     triggers = (b"async def",)
