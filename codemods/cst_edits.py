@@ -112,3 +112,11 @@ def insert_after_node(stmt, new_stmt):
         return cst.FlattenSentinel([updated, *new])
 
     return Edit(stmt, apply)
+
+
+def is_docstring(stmt: "cst.CSTNode") -> bool:
+    """Is ``stmt`` a docstring (a string expression statement on its own)?"""
+    return (
+        isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )

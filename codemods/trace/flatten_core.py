@@ -52,6 +52,7 @@ from ..analysis.elementwise import why_not_elementwise
 from ..analysis.params import is_static, parameter_names
 from ..analysis.source import statement_target
 from ..findings import Edit, FileError, Finding
+from ..cst_edits import is_docstring
 from ..pipeline.engine import parse_ast
 from .cures import MARK_CODE, _applied_finding, _current, _render_edits, argument_entries
 from .match import Guided, Match
@@ -132,7 +133,7 @@ def plan(data: bytes, function: str, firstlineno: int, param: str) -> Split:
         kept = [d for i, d in enumerate(node.decorators) if i != compile_index]
         statements: List[cst.BaseStatement] = []
         first = node.body.body[0]
-        if _is_docstring(first):
+        if is_docstring(first):
             statements.append(first.with_changes(leading_lines=()))  # the docstring stays with the public name
         statements.append(_flattened_call(receiver, core, param))
         wrapper = node.with_changes(decorators=kept, body=node.body.with_changes(body=statements))
@@ -203,12 +204,6 @@ def _two_blank_lines(node: cst.CSTNode) -> cst.CSTNode:
     blank = next((i for i, line in enumerate(lines) if line.comment is not None), len(lines))
     return node.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * max(0, 2 - blank) + lines)
 
-
-def _is_docstring(stmt: cst.CSTNode) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
 
 
 def _flattened_call(receiver: Optional[str], core: str, param: str) -> cst.SimpleStatementLine:

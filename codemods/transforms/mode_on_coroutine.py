@@ -19,6 +19,7 @@ from .._lazy import cst
 
 from ..analysis.source import statement_target
 from ..findings import Edit, Finding, Safety
+from ..cst_edits import is_docstring
 from ..trace.causes import DISPATCH, CuresCause
 from .base import Example, Rule
 
@@ -155,7 +156,7 @@ same output.
             removed = node.decorators[index]
             item = removed.decorator if isinstance(removed.decorator, cst.Call) else cst.Call(func=removed.decorator)
             body = list(node.body.body)
-            keep = 1 if body and _is_docstring(body[0]) else 0
+            keep = 1 if body and is_docstring(body[0]) else 0
             wrapped = cst.With(items=[cst.WithItem(item=item)], body=cst.IndentedBlock(body=body[keep:]))
             decorators = [d for i, d in enumerate(node.decorators) if i != index]
             changes = {"decorators": decorators, "body": node.body.with_changes(body=body[:keep] + [wrapped])}
@@ -170,9 +171,3 @@ same output.
             unsafe_because="the body then runs under the mode (another result where it matters), and while it awaits other coroutines run under it too",
         )
 
-
-def _is_docstring(stmt: cst.CSTNode) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
