@@ -15,7 +15,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from .compile_sites import CompileModel
 from .compile_sites import CompileSite as AstCompileSite
 from .compile_sites import dotted_name as ast_dotted_name
-from .compile_sites import import_target
+from .compile_sites import def_first_lines, import_target
 from .params import binds_self, parameter_names, passed_argument
 from .source import Source, children, walk
 
@@ -634,8 +634,6 @@ def compiled_reach(model: CompileModel, site: AstCompileSite, functions: bool = 
     or, for a compiled function (also through ``torch.vmap``), the methods of
     module-level objects it calls (:func:`instance_methods_reached`; only
     with ``functions``).  None when there is nothing of either."""
-    from .compile_sites import def_first_lines
-
     compiled = compiled_class_method(model, site)
     if compiled is not None:
         cls, start = compiled
@@ -836,8 +834,6 @@ def counted_object_ints(model: CompileModel, site: AstCompileSite) -> List[Count
     key = id(site)
     if key in cache:
         return cache[key]
-    from .compile_sites import def_first_lines
-
     compiled = compiled_class_method(model, site)
     objects: List[Tuple[ast.ClassDef, str, ast.AST]] = []
     if compiled is not None:

@@ -152,13 +152,12 @@ def default_for(sources: Sequence, attr: str) -> Tuple[Optional[object], str]:
     return wanted[0][0], ""
 
 
-def _first_statement(init: ast.FunctionDef, cls: ast.ClassDef) -> int:
+def _first_statement(init: ast.FunctionDef, module: bool) -> int:
     """Where the default goes in ``__init__``'s body: after a docstring, and
-    after ``super().__init__()`` of an ``nn.Module`` (which sets no attribute
-    of the class's own)."""
+    after ``super().__init__()`` of an ``nn.Module`` (``module``: it sets no
+    attribute of the class's own)."""
     body = init.body
     at = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str) else 0
-    module = any(ast.unparse(b) in ("torch.nn.Module", "nn.Module", "Module") for b in cls.bases)
     if module and at < len(body) and isinstance(body[at], ast.Expr) and isinstance(body[at].value, ast.Call):
         func = body[at].value.func
         if isinstance(func, ast.Attribute) and func.attr == "__init__":
@@ -200,11 +199,12 @@ class ClassDefault:
     why: str = ""
 
 
-def class_default(source, cls: ast.ClassDef, attr: str, others: Iterable = ()) -> ClassDefault:
+def class_default(source, model, cls: ast.ClassDef, attr: str, others: Iterable = ()) -> ClassDefault:
     """The edit that writes ``self.<attr> = <default>`` first in ``cls``'s
     ``__init__``, where every use of ``attr`` in ``source`` and ``others``
     (the run's other files that mention it, parsed) reads the default as it
-    read the missing attribute (:func:`default_for`), or why not."""
+    read the missing attribute (:func:`default_for`), or why not.  ``model``:
+    the file's compile model (is ``cls`` an ``nn.Module``?)."""
     init = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"), None)
     if not isinstance(init, ast.FunctionDef) or init.decorator_list or not parameter_names(init):
         return ClassDefault(line=cls.lineno, why=f"`{cls.name}` has no plain `__init__` of its own")
@@ -224,7 +224,7 @@ def class_default(source, cls: ast.ClassDef, attr: str, others: Iterable = ()) -
     if why:
         out.why = why
         return out
-    at = _first_statement(init, cls)
+    at = _first_statement(init, model.is_module_class(cls))
     out.value = repr(value)
 
     def apply(node: cst.CSTNode):
@@ -236,3 +236,4 @@ def class_default(source, cls: ast.ClassDef, attr: str, others: Iterable = ()) -
 
     out.edit = Edit(statement_target(source, init), apply)
     return out
+

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 
 from . import read as tr
 from .registry import INIT_DEFAULT
 from ..analysis.params import is_static, parameter_names
+from ..analysis.compile_sites import model_of
 from ..analysis.presence import class_default, presence_call
 from ..findings import FileError, Finding
 from ..pipeline.engine import parse_ast
@@ -80,7 +81,7 @@ def plan(data: bytes, line: int, attr: str, others: Iterable = ()) -> Default:
     if found is None:
         return Default(why=f"no `hasattr(self, '{attr}')` in a method at line {line}")
     _call, _fn, cls = found
-    d = class_default(source, cls, attr, others)
+    d = class_default(source, model_of(source), cls, attr, others)
     out = Default(cls=cls.name, line=d.line, value=d.value, why=d.why)
     if d.edit is not None:
         out.new = _render_edits(source, data, [d.edit])
@@ -115,25 +116,41 @@ def presence_files(trace: tr.Trace, paths: Sequence[str]) -> List[str]:
     return out
 
 
-def _others(guided: Guided, path: str, attr: str) -> List:
-    """The run's other files that mention ``attr``, parsed (a file that does
-    not parse is skipped: its readers cannot be checked, so it refuses)."""
-    project = guided.project
-    paths = sorted(getattr(project, "modules", {}) or {}) if project is not None else []
-    paths += [g.path for g in guided.files if g.path not in paths]
+def parsed_mentions(paths: Sequence[str], skip: str, attr: str, read: Callable[[str], bytes]) -> List:
+    """The files of ``paths`` (but ``skip``, a real path) whose bytes
+    (``read(path)``) mention ``attr``, parsed: the other files whose readers
+    the proof must check.  Raises FileError for one that does not parse (its
+    readers cannot be checked); a file that cannot be read is skipped."""
     out = []
     needle = attr.encode()
-    for other in paths:
-        if _real(other) == _real(path):
+    for path in paths:
+        if _real(path) == skip:
             continue
-        g = next((g for g in guided.files if _real(g.path) == _real(other)), None)
         try:
-            data = (g.new or g.original) if g is not None else open(other, "rb").read()
+            data = read(path)
         except OSError:
             continue
         if needle in data:
-            out.append(parse_ast(other, data))
+            out.append(parse_ast(path, data))
     return out
+
+
+def _others(guided: Guided, path: str, attr: str) -> List:
+    """The run's other files that mention ``attr``, parsed, as the fixes so
+    far left them (:func:`parsed_mentions`)."""
+    project = guided.project
+    paths = sorted(getattr(project, "modules", {}) or {}) if project is not None else []
+    paths += [g.path for g in guided.files if g.path not in paths]
+    current = {_real(g.path): (g.new or g.original) for g in guided.files}
+
+    def read(other: str) -> bytes:
+        known = current.get(_real(other))
+        if known is not None:
+            return known
+        with open(other, "rb") as fh:
+            return fh.read()
+
+    return parsed_mentions(paths, _real(path), attr, read)
 
 
 def apply_presence_evidence(trace: tr.Trace, guided: Guided) -> None:
@@ -196,17 +213,14 @@ def presence_cure(entry: tr.CodeEntry, report: str) -> str:
     if not found:
         return report
     file, line, attr = found[0]
+
+    def read(path: str) -> bytes:
+        with open(path, "rb") as fh:
+            return fh.read()
+
     try:
-        with open(file, "rb") as fh:
-            data = fh.read()
-        others = []
-        needle = attr.encode()
-        for path in FileSelection().discover([os.getcwd()]).files:
-            if _real(path) != _real(file):
-                with open(path, "rb") as fh:
-                    other = fh.read()
-                if needle in other:
-                    others.append(parse_ast(path, other))
+        data = read(file)
+        others = parsed_mentions(FileSelection().discover([os.getcwd()]).files, _real(file), attr, read)
     except (OSError, FileError):
         return report
     d = plan(data, line, attr, others)

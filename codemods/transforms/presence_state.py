@@ -133,7 +133,7 @@ finding says why and offers no fix.
         return sorted(findings, key=lambda f: (f.line, f.column))
 
     def _finding(self, ctx, site, reach, cls: ast.ClassDef, attr: str, test: ast.Call, write: ast.AST) -> Finding:
-        default = class_default(ctx.source, cls, attr)
+        default = class_default(ctx.source, ctx.model, cls, attr)
         message = (
             f"`{cls.name}.{attr}` is tested with `hasattr` (line {test.lineno}) and first set by the compiled code itself "
             f"(line {write.lineno}), reached from the compiled `{reach.start}` (compiled on line {site.node.lineno}): "  # type: ignore[attr-defined]
