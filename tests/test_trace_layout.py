@@ -154,6 +154,84 @@ def test_run_fix_writes_the_field_in_one_layout(tmp_path):
     assert "    return dataclasses.replace(d, com=com.contiguous())\n" in script.read_text()
 
 
+FACTORIES = textwrap.dedent(
+    """\
+    import dataclasses
+    import torch
+
+
+    def passive(m, d):
+        if m.off:
+            d.update_(
+                qfrc_passive=torch.zeros(m.nv, dtype=d.qpos.dtype, device=d.qpos.device),
+                qfrc_gravcomp=torch.zeros(m.nv, dtype=d.qpos.dtype, device=d.qpos.device),
+            )
+            return d
+        qfrc_gravcomp = torch.zeros(m.nv, dtype=d.qpos.dtype, device=d.qpos.device)
+        if m.has_gravcomp:
+            qfrc_gravcomp = gravcomp(m, d)
+        return dataclasses.replace(d, qfrc_gravcomp=qfrc_gravcomp)
+
+
+    def filled(d, n):
+        bias = torch.full((n,), 0.5, dtype=d.qpos.dtype, device=d.qpos.device)
+        d.bias = bias
+        d.act = torch.ones(n, 2)  # no dtype, no device: the field's would be taken
+        return d.replace(damping=torch.zeros(n, dtype=torch.float32, device="cpu", out=None))
+    """
+)
+
+
+def test_a_new_tensor_written_to_the_field_is_made_like_it():
+    """``.contiguous()`` does nothing for a new tensor that depends on no input
+    (vmap returns it with batch stride 0: mujoco-torch before f81eea1): it is
+    made like the field it is written to."""
+    new, sites = trace_cures.contiguous_at_writes(FACTORIES.encode(), ["qfrc_gravcomp", "bias", "act", "damping"])
+    new = new.decode()
+    like = "torch.zeros_like(d.qfrc_gravcomp, dtype=d.qpos.dtype, device=d.qpos.device)"
+    assert f"            qfrc_gravcomp={like},\n" in new
+    assert "            qfrc_passive=torch.zeros(m.nv, dtype=d.qpos.dtype, device=d.qpos.device),\n" in new  # not a guarded field
+    assert f"    qfrc_gravcomp = {like}\n" in new
+    # another binding of the name is not a new tensor: it keeps `.contiguous()` where it is written
+    assert "    return dataclasses.replace(d, qfrc_gravcomp=qfrc_gravcomp.contiguous())\n" in new
+    assert "    bias = torch.full_like(d.bias, 0.5, dtype=d.qpos.dtype, device=d.qpos.device)\n" in new
+    assert "    d.bias = bias\n" in new  # every binding of `bias` is a new tensor: no copy needed
+    assert "    d.act = torch.ones(n, 2).contiguous()  #" in new  # no dtype / device given: not made like the field
+    assert 'd.replace(damping=torch.zeros(n, dtype=torch.float32, device="cpu", out=None).contiguous())' in new
+    assert sorted((s.line, s.written) for s in sites) == [
+        (9, like),
+        (12, like),
+        (15, "qfrc_gravcomp.contiguous()"),
+        (19, "torch.full_like(d.bias, 0.5, dtype=d.qpos.dtype, device=d.qpos.device)"),
+        (21, "torch.ones(n, 2).contiguous()"),
+        (22, 'torch.zeros(n, dtype=torch.float32, device="cpu", out=None).contiguous()'),
+    ]
+    again, sites = trace_cures.contiguous_at_writes(new.encode(), ["qfrc_gravcomp", "bias", "act", "damping"])
+    assert again is None and sites == []  # a second run changes nothing
+
+
+def test_run_fix_makes_the_new_field_value_like_the_state(tmp_path):
+    """Under torch 2.13: 2 graphs -> 1, the same printed result (mujoco-torch
+    before f81eea1; `.contiguous()` there: 2 -> 2)."""
+    proc, script = run_cli(tmp_path, "vmap_zeros_field", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "fixed: vmap_zeros_field.py:25:13: TRACE `step (through torch.vmap)` recompiled on the strides of the field `force`" in out
+    assert graphs(out, "step (vmap_zeros_field.py)") == (2, 1)
+    first, second = results(out)
+    assert first == second
+    assert "    force = torch.zeros_like(d.force, dtype=d.pos.dtype, device=d.pos.device)\n" in script.read_text()
+
+
+def test_the_recorded_vmap_trace_names_the_field(copied):  # noqa: F811
+    script, trace = copied("vmap_zeros_field")
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert [(m.finding.code, m.finding.rule_name, m.cause, m.finding.line) for m in guided.matches] == [
+        ("TRACE", "contiguous-from-trace", tr.LAYOUT, 25)
+    ]
+    assert "torch.zeros_like(d.force, dtype=d.pos.dtype, device=d.pos.device)" in guided.matches[0].finding.message
+
+
 # -- a compiled closure handed on to a solver: the trace's frames tie the compile -------
 
 CLOSURE = textwrap.dedent(

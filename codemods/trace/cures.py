@@ -17,7 +17,7 @@ from . import read as tr
 from .registry import CLONE_ALIAS, CODE, CONTIGUOUS, UNSPEC_FLAG
 from .registry import DYNAMIC_TRUE as DYNAMIC_TRUE_CURE
 from .registry import MARK_DYNAMIC as MARK_DYNAMIC_CURE, MARK_UNBACKED as MARK_UNBACKED_CURE
-from ..analysis.compile_sites import code_def, def_first_lines
+from ..analysis.compile_sites import code_def, def_first_lines, dotted_name
 from ..analysis.params import changed_in_place, is_static, parameter_defaults, parameter_names, passed_argument
 from ..analysis.source import walk
 from ..analysis.context import FileContext, Settings
@@ -837,9 +837,13 @@ class ContiguousSite:
     arg: str
     param: str
     view: bool = False
+    #: the whole new value, where it is not ``arg`` with a method added (``torch.zeros_like(d.f, ...)``)
+    replaced: Optional[str] = None
 
     @property
     def written(self) -> str:
+        if self.replaced is not None:
+            return self.replaced
         return f"{self.arg}.view({self.arg}.shape)" if self.view else f"{self.arg}.contiguous()"
 
 
@@ -941,39 +945,132 @@ def apply_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
 # torch.where(cond, d.xipos, ...)``, whose layout follows a transposed mask
 # under ``torch.vmap``).  Where a function of the file writes that field
 # (``d.update_(subtree_com=v)``, ``d.replace(subtree_com=v)``,
-# ``d.subtree_com = v``; never ``self``'s), the value becomes
-# ``v.contiguous()``: the same values, a copy only where it is not
-# contiguous, so every call gets one layout (the project's own fix).  Not
-# where the function changes the value in place afterwards (the field would
-# no longer see the change), nor a field passed through (``pos=d.pos``: it
-# keeps the layout it came in with, mujoco-torch's other fix, f81eea1).  A layout vmap gives a value that depends on no
-# batched input (``torch.zeros(n)``: batch stride 0) is not changed by it
-# (mujoco-torch before f81eea1: measured 2 -> 2, the rerun restores the
-# file).  Safe; ``--fix`` keeps it only if fewer graphs compile with the same
-# output and exit code.
+# ``dataclasses.replace(d, subtree_com=v)``, ``d.subtree_com = v``; never
+# ``self``'s), the value becomes ``v.contiguous()``: the same values, a copy
+# only where it is not contiguous, so every call gets one layout (the
+# project's own fix).  Not where the function changes the value in place
+# afterwards (the field would no longer see the change), nor a field passed
+# through (``pos=d.pos``: it keeps the layout it came in with).
+#
+# A new tensor that depends on no input (``torch.zeros(m.nv, dtype=...,
+# device=...)``) is contiguous already; under ``torch.vmap`` it depends on no
+# batched input, so vmap returns it broadcast, batch stride 0
+# (mujoco-torch before f81eea1: ``.contiguous()`` measured 2 -> 2).  Such a
+# factory, written directly or bound to the name written, becomes its
+# ``_like`` twin of the field it is written to: ``torch.zeros_like(d.f,
+# dtype=..., device=...)``, the same values (the stride guard that failed
+# means the sizes matched: the field has the shape written), laid out as
+# the state passed in, batched under vmap (the project passed ``d.f``
+# through).  Only with ``dtype=`` and ``device=`` given (``_like`` would
+# take the field's otherwise), no ``out=``; the state a plain name.  Safe;
+# ``--fix`` keeps each only if fewer graphs compile with the same output and
+# exit code.
 
 #: the methods that write a state's fields by keyword (tensorclass, dataclass, namedtuple)
 _FIELD_WRITERS = frozenset({"update_", "update", "replace", "_replace"})
 
+#: ``torch.<factory>(size..., dtype=, device=)`` -> ``torch.<factory>_like(x, ...)``
+_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})
 
-def _field_writes(fn: ast.AST, field: str) -> Iterator[ast.expr]:
-    """The values ``fn`` writes to ``field`` of a state object."""
+#: the keywords a factory and its ``_like`` twin both take
+_LIKE_KEYWORDS = frozenset({"dtype", "device", "layout", "requires_grad", "fill_value"})
+
+
+def _field_writes(fn: ast.AST, field: str) -> Iterator[Tuple[Optional[ast.expr], ast.expr]]:
+    """(the state written, the value) for each value ``fn`` writes to
+    ``field`` of a state object."""
     for node in ast.walk(fn):
         if isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
             if name in _FIELD_WRITERS:
+                receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+                if dotted_name(node.func) == "dataclasses.replace" or isinstance(node.func, ast.Name):
+                    receiver = node.args[0] if node.args else None
                 for kw in node.keywords:
                     if kw.arg == field:
-                        yield kw.value
+                        yield receiver, kw.value
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             t = node.targets[0]
             if isinstance(t, ast.Attribute) and t.attr == field and isinstance(t.value, ast.Name) and t.value.id != "self":
-                yield node.value
+                yield t.value, node.value
+
+
+def _factory(node: ast.AST) -> bool:
+    """Is ``node`` a new tensor of a shape given by size, with its dtype and
+    device given, that has a ``_like`` twin (:data:`_FACTORIES`)?"""
+    if not isinstance(node, ast.Call) or dotted_name(node.func) not in _FACTORIES:
+        return False
+    keywords = [kw.arg for kw in node.keywords]
+    if None in keywords or not {"dtype", "device"} <= set(keywords) <= _LIKE_KEYWORDS:
+        return False
+    if any(isinstance(a, ast.Starred) for a in node.args):
+        return False
+    fill = "fill_value" in keywords
+    if dotted_name(node.func) == "torch.full":
+        return len(node.args) == (1 if fill else 2)  # full(size, value): one size, one fill value
+    return bool(node.args) and not fill
+
+
+def _like_field(node: ast.AST, field: str) -> bool:
+    """Is ``node`` a factory's ``_like`` twin of ``field`` of a state
+    (``torch.zeros_like(d.f, ...)``, what :func:`_like` writes)?"""
+    return (
+        isinstance(node, ast.Call) and dotted_name(node.func) in {f"{f}_like" for f in _FACTORIES}
+        and bool(node.args) and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == field
+    )
+
+
+def _factory_bindings(fn: ast.AST, name: str, field: str) -> Tuple[List[ast.Call], bool]:
+    """(the factories ``fn`` binds ``name`` to by ``name = torch.zeros(...)``,
+    whether every binding of ``name`` in ``fn`` is one or is made like
+    ``field`` already)."""
+    made: List[ast.Call] = []
+    stores = like = 0
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+            stores += 1
+        elif isinstance(node, ast.arg) and node.arg == name:
+            stores += 1
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id == name and _factory(node.value):
+                made.append(node.value)  # type: ignore[arg-type]
+            elif node.targets[0].id == name and _like_field(node.value, field):
+                like += 1
+    return made, stores > 0 and len(made) + like == stores
+
+
+def _like(state: str, field: str):
+    """An edit's apply: ``torch.zeros(n, dtype=t, device=v)`` ->
+    ``torch.zeros_like(state.field, dtype=t, device=v)`` (``full`` keeps its
+    fill value)."""
+
+    def apply(node: cst.CSTNode) -> cst.CSTNode:
+        assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        positional = [a for a in node.args if a.keyword is None]
+        kept = positional[1:] if node.func.attr.value == "full" else []
+        keywords = [a for a in node.args if a.keyword is not None]
+        first = cst.Arg(cst.Attribute(value=cst.Name(state), attr=cst.Name(field)))
+        args = [first, *kept, *keywords]
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return node.with_changes(func=node.func.with_changes(attr=cst.Name(node.func.attr.value + "_like")), args=args)
+
+    return apply
+
+
+def _like_text(source, node: ast.Call, state: str, field: str) -> str:
+    """How :func:`_like` writes ``node`` (for the finding's message)."""
+    func = dotted_name(node.func)
+    parts = [f"{state}.{field}"]
+    if func == "torch.full":
+        parts += [source.segment(a) for a in node.args[1:]]
+    parts += [f"{kw.arg}={source.segment(kw.value)}" for kw in node.keywords]
+    return f"{func}_like({', '.join(parts)})"
 
 
 def contiguous_at_writes(data: bytes, fields: Sequence[str]) -> Tuple[Optional[bytes], List[ContiguousSite]]:
     """``data`` with ``.contiguous()`` on the values its functions write to
-    ``fields`` of a state object; (None, []) when there is none to change."""
+    ``fields`` of a state object, and new tensors written there made like
+    the field; (None, []) when there is none to change."""
     from ..pipeline.engine import parse_ast
 
     try:
@@ -983,18 +1080,32 @@ def contiguous_at_writes(data: bytes, fields: Sequence[str]) -> Tuple[Optional[b
     edits: List[Edit] = []
     sites: List[ContiguousSite] = []
     done: set = set()
+    likes: set = set()  # the factories made like a field (a name may be written more than once)
     for fn in ast.walk(source.tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for field in fields:
-            for value in _field_writes(fn, field):
+            for state, value in _field_writes(fn, field):
                 if id(value) in done or not isinstance(value, _ATOMS) or _already_contiguous(value):
                     continue
-                if isinstance(value, ast.Attribute) and value.attr == field:
-                    continue  # the field passed through (`pos=d.pos`): it keeps the layout it came in with
+                if isinstance(value, ast.Attribute) and value.attr == field or _like_field(value, field):
+                    continue  # the field passed through (`pos=d.pos`) or made like it: the layout it came in with
                 if isinstance(value, ast.Name) and _changed_in_place(fn, value.id):
                     continue
                 done.add(id(value))
+                made, only = ([value], True) if _factory(value) else (
+                    _factory_bindings(fn, value.id, field) if isinstance(value, ast.Name) else ([], False))
+                if isinstance(state, ast.Name) and state.id != "self" and made:
+                    for factory in made:
+                        if id(factory) in likes:
+                            continue
+                        likes.add(id(factory))
+                        edits.append(Edit(source.target(factory, "BaseExpression"), _like(state.id, field)))
+                        line, column = source.start(factory)
+                        sites.append(ContiguousSite(line, column + 1, fn.name, source.segment(factory), field,
+                                                    replaced=_like_text(source, factory, state.id, field)))
+                if only:
+                    continue
                 edits.append(Edit(source.target(value, "BaseExpression"), _then("contiguous")))
                 line, column = source.start(value)
                 sites.append(ContiguousSite(line, column + 1, fn.name, source.segment(value), field))
@@ -1025,12 +1136,17 @@ def apply_field_layout_evidence(trace: tr.Trace, guided: Guided) -> None:
         g.new = new
         for site in sites:
             entry = fields[site.param]
+            how = (
+                "the same values, laid out as the state passed in: a new tensor that depends on no input comes back"
+                " from torch.vmap with batch stride 0" if site.replaced is not None
+                else "the same values, one layout for every call"
+            )
             message = (
                 f"`{tr.display_name(entry)}` recompiled on the strides of the field `{site.param}` of a state passed"
                 f" in (from the trace): `{site.function}` writes it with another layout than the state first passed;"
-                f" write `{site.arg}.contiguous()` (the same values, one layout for every call)"
+                f" write `{site.written}` ({how})"
             )
-            finding = _applied_finding(g.display_path, site.line, site.column, message, f"write `{site.arg}.contiguous()`", CONTIGUOUS.name)
+            finding = _applied_finding(g.display_path, site.line, site.column, message, f"write `{site.written}`", CONTIGUOUS.name)
             g.matches.append(Match(finding, entry, tr.LAYOUT))
 
 

@@ -136,7 +136,9 @@ recompiling on the strides of that parameter (diffusers' WanAnimate: a
 transposed view into the first of blocks compiled one by one); for the
 strides of a field of a state passed in and fed back (`args[1].subtree_com`),
 writes `.contiguous()` on the values the code writes to that field
-(mujoco-torch b8e4fa6).
+(mujoco-torch b8e4fa6), and a new tensor written there
+(`torch.zeros(n, dtype=t, device=v)`, broadcast by `torch.vmap`) as
+`torch.zeros_like(d.field, dtype=t, device=v)` (mujoco-torch f81eea1).
 """,
     why_it_recompiles="Dynamo guards a tensor input's strides: another layout is another graph.",
     example="""
@@ -144,7 +146,7 @@ writes `.contiguous()` on the values the code writes to that field
     for block in self.blocks:
         hidden_states = block(hidden_states.contiguous(), scale)  # .contiguous() added
 """,
-    fix_safety="Safe: the same values, a copy only where the tensor is not contiguous; never where the function changes that input in place.",
+    fix_safety="Safe: the same values, a copy only where the tensor is not contiguous; never where the function changes that input in place. A new tensor made like the field has the field's shape, which the failed stride guard shows equal to the one written, and the dtype and device given.",
 )
 
 FLATTEN_CORE = TraceCure(
