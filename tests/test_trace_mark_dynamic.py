@@ -5,6 +5,7 @@ transformer in codemods/trace/cures.py)."""
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 
@@ -329,6 +330,11 @@ def test_the_fresh_name_avoids_every_name_of_the_file():
         ("rebound_elsewhere", "_run_experts", 33, "        torch._dynamo.maybe_mark_dynamic(x, 0)\n        return run_experts_fn(self.w1, x, counts)"),
         # diffusers #14297's form: duck sizing under dynamic=True, inputs passed as **dict
         ("dict_inputs", "forward", 30, '        inputs = get_dummy_inputs(gen, tokens)\n        torch._dynamo.maybe_mark_dynamic(inputs["hidden_states"], 1)\n        total += float(model(**inputs).sum())'),
+        # NeMo Automodel c4e9a6c3's form: norms made by a factory that returns one of two classes
+        ("factory_norms", "forward", 44, (
+            "        torch._dynamo.maybe_mark_dynamic(x, 1)\n        x = x + self.proj(self.input_layernorm(x))\n"
+            "        torch._dynamo.maybe_mark_dynamic(x, 1)\n        return self.post_attention_layernorm(x)\n"
+        )),
     ],
 )
 def test_run_fix_marks_calls_the_model_did_not_see(tmp_path, name, function, line, marked):
@@ -343,11 +349,33 @@ def test_run_fix_marks_calls_the_model_did_not_see(tmp_path, name, function, lin
     assert marked in script.read_text()
 
 
-@pytest.mark.parametrize("name", ["rebound_elsewhere", "dict_inputs"])
+@pytest.mark.parametrize("name", ["rebound_elsewhere", "dict_inputs", "factory_norms"])
 def test_the_recorded_trace_gives_the_same_marks(copied, name):  # noqa: F811
     script, trace = copied(name)
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     assert [m.finding.code for m in guided.matches if m.finding.applied] == ["TRACE"] * (1 if name == "rebound_elsewhere" else 2)
+
+
+def test_attributes_a_factory_fills_are_marked_only_when_the_trace_ties_them():
+    """The model says which classes a factory may return; which class an
+    attribute holds depends on the factory's arguments, so the calls of such
+    attributes are marked only when the trace shows one of them calling the
+    compiled forward as a module (NeMo Automodel c4e9a6c3)."""
+    src = (SCRIPTS / "factory_norms.py").read_bytes()
+    dims = {"x": (1,)}
+    new, sites = trace_cures.mark_dynamic(src, "forward", 20, dims, callers=[(44, "forward", True)])
+    assert [(s.line, s.arg) for s in sites] == [(44, "x"), (45, "x")]
+    assert trace_cures.mark_dynamic(src, "forward", 20, dims) == (None, [])  # no frame of the trace
+    assert trace_cures.mark_dynamic(src, "forward", 20, dims, callers=[(40, "__init__", True)]) == (None, [])  # not a call of one
+    # a factory returning one class only: the model names it surely
+    from codemods.analysis.compile_sites import model_of
+    from codemods.pipeline.engine import parse_ast
+
+    source = parse_ast("<t>", src)
+    model = model_of(source)
+    call = next(c for c in source.nodes(ast.Call) if getattr(c.func, "attr", None) == "input_layernorm")
+    assert [c.name for c in model.factory_module_classes(call.func)] == ["Float32RMSNorm"]  # nn.RMSNorm is not of this file
+    assert model.module_class_of(call.func) is None
 
 
 # -- a dynamic size tested against a constant: reported, never marked -----------------

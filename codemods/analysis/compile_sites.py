@@ -682,6 +682,33 @@ class CompileModel:
                 return found
         return None
 
+    def factory_module_classes(self, expr: ast.AST) -> List[ast.ClassDef]:
+        """The nn.Module classes of this module that ``self.<attr>`` (``expr``)
+        may hold when ``__init__`` or another method binds it to what a
+        module-level function of this module returns, and that function
+        returns an instance of one of several classes (NeMo Automodel's
+        ``initialize_rms_norm_module(impl, dim)``: ``Float32RMSNorm(...)`` or
+        ``nn.RMSNorm(...)``).  A "may": which one depends on the arguments;
+        :meth:`module_class_of` names only a class the value surely has."""
+        if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"):
+            return []
+        owner = self.source.enclosing(expr, ast.ClassDef)
+        if not isinstance(owner, ast.ClassDef):
+            return []
+        found: List[ast.ClassDef] = []
+        for value in self.self_attr_values(owner, expr.attr):
+            if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+                continue
+            factory = self.resolve_function(value.func)
+            if not isinstance(factory, _FUNCS) or self.source.parent(factory) is not self.source.tree:
+                continue
+            for node in ast.walk(factory):
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and self.source.enclosing(node, _FUNCS) is factory:
+                    cls = self.module_class_of(node.value)
+                    if cls is not None and cls not in found:
+                        found.append(cls)
+        return found
+
     # -- values the source spells out ----------------------------------------------------------
     def literal(self, expr: ast.AST) -> object:
         """The value of ``expr`` when it is a literal (``False``, ``0.5``,

@@ -216,6 +216,16 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
                 for c in _calls_outside_compiled(source, traced, compiled_defs)
                 if model.module_class_of(c.func) is cls
             ]
+        if not calls and callers:
+            # held on attributes a factory of this file fills with one of
+            # several classes (NeMo Automodel's `self.input_layernorm =
+            # initialize_rms_norm_module(...)`): the calls of such attributes,
+            # when the trace shows one of them calling this forward as a module
+            # (it records the frames of compiles only: the other attributes'
+            # calls hit the cache, but run the same code)
+            lines = {line for line, _name, module in callers if module}
+            held = [c for c in _calls_outside_compiled(source, traced, compiled_defs) if cls in model.factory_module_classes(c.func)]
+            calls = held if any(c.lineno in lines for c in held) else []
         return _Compiled(fn, calls, True) if calls else None
     fn = model.functions.get(function)  # the module-level def of that name
     if fn is None or firstlineno not in def_first_lines(fn):
