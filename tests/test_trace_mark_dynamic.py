@@ -330,6 +330,11 @@ def test_the_fresh_name_avoids_every_name_of_the_file():
         ("rebound_elsewhere", "_run_experts", 33, "        torch._dynamo.maybe_mark_dynamic(x, 0)\n        return run_experts_fn(self.w1, x, counts)"),
         # diffusers #14297's form: duck sizing under dynamic=True, inputs passed as **dict
         ("dict_inputs", "forward", 30, '        inputs = get_dummy_inputs(gen, tokens)\n        torch._dynamo.maybe_mark_dynamic(inputs["hidden_states"], 1)\n        total += float(model(**inputs).sum())'),
+        # xtuner ea57efb8's form: a tensor a context object passed in holds, marked through it
+        ("held_tensor_field", "forward", 46, (
+            "            torch._dynamo.maybe_mark_dynamic(seq_ctx.cu_seq_lens_q, 0)\n"
+            "            hidden_states = decoder_layer(hidden_states, seq_ctx)\n"
+        )),
         # NeMo Automodel c4e9a6c3's form: norms made by a factory that returns one of two classes
         ("factory_norms", "forward", 44, (
             "        torch._dynamo.maybe_mark_dynamic(x, 1)\n        x = x + self.proj(self.input_layernorm(x))\n"
@@ -349,11 +354,29 @@ def test_run_fix_marks_calls_the_model_did_not_see(tmp_path, name, function, lin
     assert marked in script.read_text()
 
 
-@pytest.mark.parametrize("name", ["rebound_elsewhere", "dict_inputs", "factory_norms"])
+@pytest.mark.parametrize("name", ["rebound_elsewhere", "dict_inputs", "factory_norms", "held_tensor_field"])
 def test_the_recorded_trace_gives_the_same_marks(copied, name):  # noqa: F811
     script, trace = copied(name)
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
-    assert [m.finding.code for m in guided.matches if m.finding.applied] == ["TRACE"] * (1 if name == "rebound_elsewhere" else 2)
+    assert [m.finding.code for m in guided.matches if m.finding.applied] == ["TRACE"] * (1 if name in ("rebound_elsewhere", "held_tensor_field") else 2)
+
+
+def test_a_tensor_an_object_passed_in_holds_is_marked_through_it(copied):  # noqa: F811
+    """xtuner ea57efb8: the guard names `seq_ctx.cu_seq_lens_q`; the mark
+    goes before the call, through the name passed for `seq_ctx`; a second
+    run finds it; the table names it."""
+    src = (SCRIPTS / "held_tensor_field.py").read_bytes()
+    dims = {"seq_ctx.cu_seq_lens_q": (0,)}
+    new, sites = trace_cures.mark_dynamic(src, "forward", 30, dims)
+    assert [(s.line, s.arg, s.dim) for s in sites] == [(46, "seq_ctx.cu_seq_lens_q", 0)]
+    assert b"            torch._dynamo.maybe_mark_dynamic(seq_ctx.cu_seq_lens_q, 0)\n            hidden_states = decoder_layer(" in new
+    assert trace_cures.mark_dynamic(new, "forward", 30, dims) == (None, [])  # a second run changes nothing
+    # not an attribute of something that is not a parameter (`self.…`, an unknown name)
+    assert trace_cures.mark_dynamic(src, "forward", 30, {"self.mask": (0,)}) == (None, [])
+    assert trace_cures.mark_dynamic(src, "forward", 30, {"ctx.cu_seq_lens_q": (0,)}) == (None, [])
+    _script, trace = copied("held_tensor_field")
+    [entry] = [e for e in trace.entries if e.name == "forward"]
+    assert "torch._dynamo.maybe_mark_dynamic(seq_ctx.cu_seq_lens_q, 0)" in tr.cure_label(entry, tr.TENSOR_SHAPE, [])
 
 
 def test_attributes_a_factory_fills_are_marked_only_when_the_trace_ties_them():

@@ -152,12 +152,16 @@ MARKS = ("maybe_mark_dynamic", "mark_unbacked", "mark_dynamic")
 
 
 def mark_arg(node: ast.AST) -> Optional[str]:
-    """How a mark's tensor argument is named: ``x``, or ``d["key"]`` for an
-    entry of a dict passed as ``**d``; None for anything else."""
+    """How a mark's tensor argument is named: ``x``, ``d["key"]`` for an
+    entry of a dict passed as ``**d``, ``ctx.a.b`` for a tensor an object
+    passed in holds; None for anything else."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
         return f"{node.value.id}[{quoted(node.slice.value)}]"
+    if isinstance(node, ast.Attribute):
+        base = mark_arg(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
+        return f"{base}.{node.attr}" if base is not None else None
     return None
 
 

@@ -63,9 +63,10 @@ class MarkSite:
     """One inserted mark: before the statement on ``line`` (of the bytes it
     was computed on), ``<torch>._dynamo.maybe_mark_dynamic(arg, dim)`` (or,
     ``func`` MARK_UNBACKED, ``<torch>._dynamo.decorators.mark_unbacked(arg, dim)``).
-    The tensor is the variable ``name``, or its entry ``key`` for a tensor
-    passed in a ``**name`` dict; ``arg`` is how it is written (``x``,
-    ``inputs["hidden_states"]``)."""
+    The tensor is the variable ``name``, its entry ``key`` for a tensor
+    passed in a ``**name`` dict, or its attribute ``attrs`` for a tensor an
+    object passed in holds; ``arg`` is how it is written (``x``,
+    ``inputs["hidden_states"]``, ``seq_ctx.cu_seq_lens_q``)."""
 
     line: int
     column: int
@@ -75,10 +76,12 @@ class MarkSite:
     param: str
     func: str = MAYBE_MARK_DYNAMIC
     key: Optional[str] = None
+    attrs: Tuple[str, ...] = ()
 
     @property
     def arg(self) -> str:
-        return self.name if self.key is None else f"{self.name}[{quoted(self.key)}]"
+        base = self.name if self.key is None else f"{self.name}[{quoted(self.key)}]"
+        return "".join((base, *(f".{a}" for a in self.attrs)))
 
 
 # the statement and the marks already there: shared with FR007 (codemods/placement.py)
@@ -139,10 +142,13 @@ def _applied_finding(path: str, line: int, column: int, message: str, title: str
 
 
 def _mark_call_statement(torch_name: str, site: MarkSite) -> cst.SimpleStatementLine:
-    """The mark of ``site`` as a statement: its tensor is ``name`` or ``name["key"]``."""
+    """The mark of ``site`` as a statement: its tensor is ``name``,
+    ``name["key"]`` or ``name.a.b``."""
     arg: object = site.name
     if site.key is not None:
         arg = cst.Subscript(value=cst.Name(site.name), slice=[cst.SubscriptElement(cst.Index(cst.SimpleString(quoted(site.key))))])
+    for attr in site.attrs:
+        arg = cst.Attribute(value=cst.Name(arg) if isinstance(arg, str) else arg, attr=cst.Name(attr))
     return _mark_statement(torch_name, arg, site.dim, "decorators." + MARK_UNBACKED if site.func == MARK_UNBACKED else site.func)
 
 
@@ -557,11 +563,19 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         line, column = source.start(call)
         have = by_stmt.setdefault(stmt, [])
         for param, dim, func in wanted:
+            # a tensor an object passed in holds (`seq_ctx.cu_seq_lens_q`, xtuner
+            # ea57efb8): the object's parameter, marked through the name passed for it
+            holder, _dot, held = param.partition(".")
+            attrs: Tuple[str, ...] = tuple(held.split(".")) if held and holder in params and all(a.isidentifier() for a in held.split(".")) else ()
             if param in by_keyword:
                 value = next((kw.value for kw in call.keywords if kw.arg == by_keyword[param]), None)
             else:
-                value = passed_argument(call, fn, param, compiled.method)
-            if isinstance(value, ast.Name):
+                value = passed_argument(call, fn, holder if attrs else param, compiled.method)
+            if attrs:
+                if not isinstance(value, ast.Name):
+                    continue
+                name, key = value.id, None
+            elif isinstance(value, ast.Name):
                 name, key = value.id, None
             elif value is None and double_star is not None and param in keyword_ok and param not in defaults:
                 # only the ** dict can pass it (no default): mark its entry
@@ -585,7 +599,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
                 name, key = bound, None
             else:
                 continue
-            site = MarkSite(line, column + 1, function, name, dim, param, func, key)
+            site = MarkSite(line, column + 1, function, name, dim, param, func, key, attrs)
             if not any((m.arg, m.dim) == (site.arg, dim) for m in have):
                 have.append(site)
     edits: List[Edit] = []

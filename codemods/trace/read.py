@@ -931,6 +931,8 @@ _ANY_SCOPE = re.compile(r"""\b[LG]\[['"](?P<name>[^'"]+)['"]\]""")
 _MODULE_GLOBAL = re.compile(r"""\bG\[['"]__import_[^'"]+['"]\]\.""")
 _MODULE_DICT = re.compile(r"""\._(?:modules|parameters|buffers)\[['"](?P<name>[^'"]+)['"]\]""")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
+#: a tensor an object passed in holds (``seq_ctx.cu_seq_lens_q``): marked through that object
+_HELD = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 #: ``kwargs['temperature']``, ``args[1]``: an argument reached through a
 #: ``**kwargs`` / ``*args`` container (or any subscript of a name)
 _KEYED = re.compile(r"""^[A-Za-z_]\w*(\[(\d+|'[^']*'|"[^"]*")\])+$""")
@@ -1811,7 +1813,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             for dim in dims
         ]
         for name, dim, call in marks:
-            argument = argument_of(name)
+            argument = argument_of(name) or (None if name.startswith("self.") or not _HELD.match(name) else (name, False))
             if argument is None:
                 continue  # `args[0]` of a wrapper: no name of the user's to mark
             if argument[1]:  # `kwargs['cu_doc_lens']`: the tensor the caller passes by that name
