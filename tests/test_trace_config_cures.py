@@ -183,6 +183,9 @@ def test_raw_sources_and_dynamic_int_arguments():
     assert tr.raw_source("kwargs['max_doc_len']") == "L['kwargs']['max_doc_len']"
     assert tr.raw_source('kwargs["k"]') == "L['kwargs']['k']"
     assert tr.raw_source("self.n") is None and tr.raw_source("args[1]") is None
+    # an int an object passed in holds (xtuner 567df4be's `seq_ctx.max_length_k`)
+    assert tr.raw_source("seq_ctx.max_length_k") == "L['seq_ctx'].max_length_k"
+    assert tr.raw_source("self.cfg.n") is None
     # dynamic=False: the int fails again and again, never made symbolic: FR001's, not this cure's
     trace = fixture("int_global")
     (entry,) = [e for e in trace.entries if e.name == "add_n"]
@@ -212,6 +215,28 @@ def test_run_fix_names_the_int_and_the_size_fewer_graphs_same_output(tmp_path):
     first, second = results(out)
     assert first == second
     assert script.read_text().count("""\ntorch.compiler.config.dynamic_sources += "L['kwargs']['max_doc_len'],L['kwargs']['cu_doc_lens']:0,"\n""") == 1
+
+
+def test_run_fix_names_an_int_an_object_passed_in_holds(tmp_path):
+    """Under torch 2.13: 2 graphs -> 1, the same printed result (the setting
+    matches `L['seq_ctx'].max_length`, dynamo's name of the attribute)."""
+    proc, script = run_cli(tmp_path, "held_int_field", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "int argument `seq_ctx.max_length`  torch.compiler.config.dynamic_sources += \"L['seq_ctx'].max_length,\"" in out
+    assert graphs(out, "forward (held_int_field.py)") == (2, 1), out
+    first, second = results(out)
+    assert first == second
+    assert "\nfrom torch import nn\ntorch.compiler.config.dynamic_sources += \"L['seq_ctx'].max_length,\"\n" in script.read_text()
+
+
+def test_the_recorded_held_int_trace_gives_the_setting(copied):  # noqa: F811
+    script, trace = copied("held_int_field")
+    (entry,) = [e for e in trace.entries if e.name == "forward"]
+    assert tr.dynamic_int_arguments(entry) == ["seq_ctx.max_length"]
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    (match,) = guided.matches
+    assert match.finding.rule_name == "dynamic-sources-from-trace" and match.finding.applied
 
 
 def test_a_source_another_compiled_function_has_makes_the_setting_unsafe(copied):  # noqa: F811

@@ -1596,12 +1596,18 @@ def _string_arguments(entry: "CodeEntry") -> List[str]:
 def raw_source(source: str) -> Optional[str]:
     """Dynamo's own name of an argument's source, as
     ``torch.compiler.config.dynamic_sources`` takes it: ``n`` -> ``L['n']``,
-    ``kwargs['max_doc_len']`` -> ``L['kwargs']['max_doc_len']``; None for
-    any other source (``self.n``, ``args[1]``)."""
+    ``kwargs['max_doc_len']`` -> ``L['kwargs']['max_doc_len']``, an int an
+    object passed in holds, ``seq_ctx.max_length_k`` ->
+    ``L['seq_ctx'].max_length_k`` (xtuner 567df4be's ``SequenceContext``;
+    measured on 2.13: the setting matches it, 2 -> 1); None for any other
+    source (``self.n``, ``args[1]``)."""
     m = _ARGUMENT_SOURCE.match(source)
-    if m is None:
-        return None
-    return f"L['{m.group('name')}']" + m.group("keys").replace('"', "'")
+    if m is not None:
+        return f"L['{m.group('name')}']" + m.group("keys").replace('"', "'")
+    if _HELD.match(source) and not source.startswith("self."):
+        name, _dot, attrs = source.partition(".")
+        return f"L['{name}'].{attrs}"
+    return None
 
 
 def dynamic_int_arguments(entry: "CodeEntry") -> List[str]:

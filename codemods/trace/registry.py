@@ -305,8 +305,9 @@ DYNAMIC_SOURCES = TraceCure(
     causes=(INT_ARG,),
     what_it_does="""
 Where compiled code recompiled on the value of an int argument that automatic
-dynamic then made symbolic (`kwargs['max_doc_len'] == 22`), appends its
-source, and the dims of inputs the graphs show compiled static and then
+dynamic then made symbolic (`kwargs['max_doc_len'] == 22`; also an int an
+object passed in holds, `seq_ctx.max_length == 5`, as `L['seq_ctx'].max_length`),
+appends its source, and the dims of inputs the graphs show compiled static and then
 symbolic (a size that changed at the same call, hidden behind the first
 failing guard), to `torch.compiler.config.dynamic_sources` after the imports
 of the file of that code (OLMo-core 23a3af57, issue #500).
