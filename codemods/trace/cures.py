@@ -217,21 +217,18 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
             # compiled out of the model's sight (diffusers' compile_repeated_blocks:
             # `submod.compile()` for the modules whose class name is listed): the
             # calls of its instances, outside compiled code
-            calls = [
-                c
-                for c in _calls_outside_compiled(source, traced, compiled_defs)
-                if model.module_class_of(c.func) is cls
-            ]
-        if not calls and callers:
-            # held on attributes a factory of this file fills with one of
-            # several classes (NeMo Automodel's `self.input_layernorm =
-            # initialize_rms_norm_module(...)`): the calls of such attributes,
-            # when the trace shows one of them calling this forward as a module
-            # (it records the frames of compiles only: the other attributes'
-            # calls hit the cache, but run the same code)
-            lines = {line for line, _name, module in callers if module}
-            held = [c for c in _calls_outside_compiled(source, traced, compiled_defs) if cls in model.factory_module_classes(c.func)]
-            calls = held if any(c.lineno in lines for c in held) else []
+            outside = _calls_outside_compiled(source, traced, compiled_defs)
+            calls = [c for c in outside if model.module_class_of(c.func) is cls]
+            if not calls and callers:
+                # held on attributes a factory of this file fills with one of
+                # several classes (NeMo Automodel's `self.input_layernorm =
+                # initialize_rms_norm_module(...)`): the calls of such attributes,
+                # when the trace shows one of them calling this forward as a module
+                # (it records the frames of compiles only: the other attributes'
+                # calls hit the cache, but run the same code)
+                lines = {line for line, _name, module in callers if module}
+                held = [c for c in outside if cls in model.factory_module_classes(c.func)]
+                calls = held if any(c.lineno in lines for c in held) else []
         return _Compiled(fn, calls, True) if calls else None
     fn = model.functions.get(function)  # the module-level def of that name
     if fn is None or firstlineno not in def_first_lines(fn):
@@ -565,12 +562,12 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         for param, dim, func in wanted:
             # a tensor an object passed in holds (`seq_ctx.cu_seq_lens_q`, xtuner
             # ea57efb8): the object's parameter, marked through the name passed for it
-            holder, _dot, held = param.partition(".")
-            attrs: Tuple[str, ...] = tuple(held.split(".")) if held and holder in params and all(a.isidentifier() for a in held.split(".")) else ()
+            held = tr.held_source(param)
+            attrs: Tuple[str, ...] = held[1] if held is not None and held[0] in params else ()
             if param in by_keyword:
                 value = next((kw.value for kw in call.keywords if kw.arg == by_keyword[param]), None)
             else:
-                value = passed_argument(call, fn, holder if attrs else param, compiled.method)
+                value = passed_argument(call, fn, held[0] if attrs else param, compiled.method)  # type: ignore[index]
             if attrs:
                 if not isinstance(value, ast.Name):
                     continue
@@ -996,6 +993,9 @@ _FIELD_WRITERS = frozenset({"update_", "update", "replace", "_replace"})
 #: ``torch.<factory>(size..., dtype=, device=)`` -> ``torch.<factory>_like(x, ...)``
 _FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})
 
+#: the ``_like`` twins (``torch.zeros_like``, …)
+_LIKES = frozenset(f"{f}_like" for f in _FACTORIES)
+
 #: the keywords a factory and its ``_like`` twin both take
 _LIKE_KEYWORDS = frozenset({"dtype", "device", "layout", "requires_grad", "fill_value"})
 
@@ -1039,7 +1039,7 @@ def _like_field(node: ast.AST, field: str) -> bool:
     """Is ``node`` a factory's ``_like`` twin of ``field`` of a state
     (``torch.zeros_like(d.f, ...)``, what :func:`_like` writes)?"""
     return (
-        isinstance(node, ast.Call) and dotted_name(node.func) in {f"{f}_like" for f in _FACTORIES}
+        isinstance(node, ast.Call) and dotted_name(node.func) in _LIKES
         and bool(node.args) and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == field
     )
 

@@ -931,8 +931,19 @@ _ANY_SCOPE = re.compile(r"""\b[LG]\[['"](?P<name>[^'"]+)['"]\]""")
 _MODULE_GLOBAL = re.compile(r"""\bG\[['"]__import_[^'"]+['"]\]\.""")
 _MODULE_DICT = re.compile(r"""\._(?:modules|parameters|buffers)\[['"](?P<name>[^'"]+)['"]\]""")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
-#: a tensor an object passed in holds (``seq_ctx.cu_seq_lens_q``): marked through that object
+#: a value an object passed in holds (``seq_ctx.cu_seq_lens_q``): reached through that object
 _HELD = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+
+
+def held_source(source: str) -> Optional[Tuple[str, Tuple[str, ...]]]:
+    """(the name, its attributes) of a value an object the code was passed
+    holds, as a guard names it (``seq_ctx.cu_seq_lens_q`` -> ("seq_ctx",
+    ("cu_seq_lens_q",))); None for any other source, and for ``self``'s
+    (a module's state, not something the callers pass)."""
+    if not _HELD.match(source) or source.startswith("self."):
+        return None
+    name, *attrs = source.split(".")
+    return name, tuple(attrs)
 #: ``kwargs['temperature']``, ``args[1]``: an argument reached through a
 #: ``**kwargs`` / ``*args`` container (or any subscript of a name)
 _KEYED = re.compile(r"""^[A-Za-z_]\w*(\[(\d+|'[^']*'|"[^"]*")\])+$""")
@@ -1604,9 +1615,9 @@ def raw_source(source: str) -> Optional[str]:
     m = _ARGUMENT_SOURCE.match(source)
     if m is not None:
         return f"L['{m.group('name')}']" + m.group("keys").replace('"', "'")
-    if _HELD.match(source) and not source.startswith("self."):
-        name, _dot, attrs = source.partition(".")
-        return f"L['{name}'].{attrs}"
+    held = held_source(source)
+    if held is not None:
+        return f"L['{held[0]}']" + "".join(f".{a}" for a in held[1])
     return None
 
 
@@ -1819,7 +1830,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             for dim in dims
         ]
         for name, dim, call in marks:
-            argument = argument_of(name) or (None if name.startswith("self.") or not _HELD.match(name) else (name, False))
+            argument = argument_of(name) or ((name, False) if held_source(name) is not None else None)
             if argument is None:
                 continue  # `args[0]` of a wrapper: no name of the user's to mark
             if argument[1]:  # `kwargs['cu_doc_lens']`: the tensor the caller passes by that name
