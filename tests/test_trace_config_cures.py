@@ -234,9 +234,50 @@ def test_the_recorded_held_int_trace_gives_the_setting(copied):  # noqa: F811
     script, trace = copied("held_int_field")
     (entry,) = [e for e in trace.entries if e.name == "forward"]
     assert tr.dynamic_int_arguments(entry) == ["seq_ctx.max_length"]
+    # one changing int: nothing made symbolic behind it
+    assert tr.hidden_int_arguments(entry) == [] and tr.dynamic_sources_named(entry) == ["seq_ctx.max_length"]
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     (match,) = guided.matches
     assert match.finding.rule_name == "dynamic-sources-from-trace" and match.finding.applied
+
+
+def test_an_int_behind_the_guard_that_failed_first_is_named_too(copied):  # noqa: F811
+    """The trace names only `seq_ctx.max_length_k`; the recompile's
+    `create_symbol` records show `seq_ctx.max_length_q` made symbolic too."""
+    script, trace = copied("held_int_pair")
+    (entry,) = [e for e in trace.entries if e.name == "forward"]
+    assert tr.dynamic_int_arguments(entry) == ["seq_ctx.max_length_k"]
+    assert tr.hidden_int_arguments(entry) == ["seq_ctx.max_length_q"]
+    assert tr.cure_label(entry, tr.INT_ARG, []).startswith(
+        """torch.compiler.config.dynamic_sources += "L['seq_ctx'].max_length_k,L['seq_ctx'].max_length_q,\""""
+    )
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    (match,) = guided.matches
+    assert "the recompile also made `seq_ctx.max_length_q` symbolic" in match.finding.message
+
+
+def test_an_int_the_first_compile_made_symbolic_is_not_hidden(copied):  # noqa: F811
+    import dataclasses
+
+    _script, trace = copied("held_int_pair")
+    (entry,) = [e for e in trace.entries if e.name == "forward"]
+    marked = dataclasses.replace(entry, int_symbols=[(0, "seq_ctx.max_length_q")] + entry.int_symbols)
+    assert tr.hidden_int_arguments(marked) == []
+    # and no int is named when the code object recompiled on no int
+    shapes_only = dataclasses.replace(entry, reasons=[r for r in entry.reasons if r.cause != tr.INT_ARG])
+    assert tr.dynamic_sources_named(shapes_only) == []
+
+
+def test_run_fix_names_both_ints_that_change_together(tmp_path):
+    """Under torch 2.13: 2 graphs -> 1, the same printed result (the first
+    int alone: 2 -> 2, measured by hand)."""
+    proc, script = run_cli(tmp_path, "held_int_pair", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "forward (held_int_pair.py)") == (2, 1), out
+    first, second = results(out)
+    assert first == second
+    assert "\nfrom torch import nn\ntorch.compiler.config.dynamic_sources += \"L['seq_ctx'].max_length_k,L['seq_ctx'].max_length_q,\"\n" in script.read_text()
 
 
 def test_a_source_another_compiled_function_has_makes_the_setting_unsafe(copied):  # noqa: F811

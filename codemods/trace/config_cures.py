@@ -293,7 +293,7 @@ def apply_dynamic_sources_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes
     ``dynamic_sources``, one statement per file (code ``TRACE``)."""
     by_real = {_real(g.path): g for g in guided.files}
     for entry in trace.entries:
-        ints = tr.dynamic_int_arguments(entry)
+        ints = tr.dynamic_sources_named(entry)
         path = entry_file(entry)
         if not ints or path is None or tr.is_library_file(entry.filename):
             continue
@@ -314,11 +314,15 @@ def apply_dynamic_sources_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes
         if unsafe_fixes or not unsafe:
             g.new = new
         setting = f'torch.compiler.config.dynamic_sources += "{_sources_text(sources)}"'
+        failed = tr.dynamic_int_arguments(entry)
+        behind = [i for i in ints if i not in failed]
         also = f", and its graphs show {', '.join(f'`{h}`' for h in hidden)} compiled static, then symbolic (changed at the same call)" if hidden else ""
+        if behind:
+            also += f"; the recompile also made {', '.join(f'`{b}`' for b in behind)} symbolic (changed at the same call, behind the guard that failed first)"
         risk = f" (unsafe: {', '.join(f'`{n}`' for n in shared)} also compile{'s' if len(shared) == 1 else ''} an input of that name, which the setting makes dynamic there too)" if unsafe else ""
         message = (
-            f"`{tr.display_name(entry)}` recompiled on int argument{'s' if len(ints) > 1 else ''} {', '.join(f'`{i}`' for i in ints)}"
-            f" (automatic dynamic then made {'them' if len(ints) > 1 else 'it'} symbolic){also}: make them dynamic from the first compile,"
+            f"`{tr.display_name(entry)}` recompiled on int argument{'s' if len(failed) > 1 else ''} {', '.join(f'`{i}`' for i in failed)}"
+            f" (automatic dynamic then made {'them' if len(failed) > 1 else 'it'} symbolic){also}: make them dynamic from the first compile,"
             f" `{setting}` after the imports{risk}"
         )
         title = "append to `torch.compiler.config.dynamic_sources`"

@@ -329,6 +329,10 @@ class CodeEntry:
     #: this code object that broke so, what broke it (``Tensor.item()``,
     #: ``aten.nonzero``)
     capture_breaks: Dict[str, List[str]] = field(default_factory=dict)
+    #: (compile number of this code object, the user's source) of each int
+    #: argument a compile made symbolic, from the ``create_symbol`` records
+    #: (not a tensor's sizes; :func:`_int_symbol`)
+    int_symbols: List[Tuple[int, str]] = field(default_factory=list)
     #: a frame resumed after a graph break: the breaks a setting lifts that
     #: its function's compiles recorded (:func:`_link_resumed`)
     resumed_after: Dict[str, List[str]] = field(default_factory=dict)
@@ -651,7 +655,7 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
             continue
         if not isinstance(frame, int):
             continue
-        info = pending.setdefault(frame, {"graphs": 0, "stack": None, "sizes": []})
+        info = pending.setdefault(frame, {"graphs": 0, "stack": None, "sizes": [], "symbols": []})
         if "dynamo_start" in record:
             stack = (record["dynamo_start"] or {}).get("stack") or []
             frames = []
@@ -677,6 +681,12 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
             if frame in entries:
                 entries[frame].graphs += 1
                 entries[frame].graph_sizes.append(sizes)
+        elif "create_symbol" in record:
+            made = _int_symbol(record["create_symbol"], record.get("frame_compile_id"))
+            if made is not None:
+                info["symbols"].append(made)
+                if frame in entries:
+                    entries[frame].int_symbols.append(made)
         elif "compilation_metrics" in record:
             metrics = record["compilation_metrics"] or {}
             limit = _recompile_limit(metrics.get("dynamo_config"))
@@ -690,6 +700,7 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                     firstlineno=int(metrics.get("co_firstlineno") or 0),
                     graphs=info["graphs"],
                     graph_sizes=list(info["sizes"]),
+                    int_symbols=list(info["symbols"]),
                 )
                 entries[frame] = entry
                 order.append(frame)
@@ -700,7 +711,8 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                     continue
                 fname, line, name = stack[-1]
                 entry = CodeEntry(
-                    name=name, filename=fname, firstlineno=line, graphs=info["graphs"], graph_sizes=list(info["sizes"])
+                    name=name, filename=fname, firstlineno=line, graphs=info["graphs"], graph_sizes=list(info["sizes"]),
+                    int_symbols=list(info["symbols"]),
                 )
                 entries[frame] = entry
                 order.append(frame)
@@ -978,6 +990,24 @@ def _computed_from(src: str) -> Optional[str]:
 
 #: ``___as_tensor(<access>).item()`` (torch 2.9's spelling of a float guard)
 _AS_TENSOR_ITEM = re.compile(r"___as_tensor\((?P<inner>[^()]*(?:\([^()]*\)[^()]*)*)\)\.item\(\)")
+
+
+#: a tensor's size, stride or offset as a symbol's source names it (``L['x'].size()[0]``)
+_TENSOR_PROPERTY = re.compile(r"\.(size|stride|storage_offset)\(\)")
+
+
+def _int_symbol(made: object, compile_id: object) -> Optional[Tuple[int, str]]:
+    """(compile number, the user's source) of a ``create_symbol`` record
+    that made an int argument symbolic (``{"symbol": "s87", "val": "7",
+    "source": "L['seq_ctx'].max_length_q"}``); None for a tensor's size,
+    a float, a global or a record without a source."""
+    if not isinstance(made, dict) or not isinstance(compile_id, int):
+        return None
+    source = made.get("source")
+    if not isinstance(source, str) or not _INT.match(str(made.get("val", ""))) or _TENSOR_PROPERTY.search(source):
+        return None
+    user, is_global = _user_source(source)
+    return None if is_global else (compile_id, user)
 
 
 def _user_source(src: str) -> Tuple[str, bool]:
@@ -1639,6 +1669,33 @@ def dynamic_int_arguments(entry: "CodeEntry") -> List[str]:
     return [src for src, n in counts.items() if n == 1 and src not in held and raw_source(src)]
 
 
+def hidden_int_arguments(entry: "CodeEntry") -> List[str]:
+    """Int arguments (by their source) that a later compile of the code
+    object made symbolic and that no guard names: they changed at a call
+    where another int's guard failed first, and would fail their own guard
+    once that one is made dynamic from the start (xtuner 567df4be:
+    ``seq_ctx.max_length_q`` behind ``seq_ctx.max_length_k``, both the
+    pack's longest document).  Not an int the first compile already made
+    symbolic (marked, or ``dynamic=True``)."""
+    named = {r.source for r in entry.reasons if r.source}
+    first = {src for number, src in entry.int_symbols if number == 0}
+    out: List[str] = []
+    for number, src in entry.int_symbols:
+        if number > 0 and src not in named and src not in first and src not in out and raw_source(src):
+            out.append(src)
+    return out
+
+
+def dynamic_sources_named(entry: "CodeEntry") -> List[str]:
+    """The int arguments (by their source) the ``dynamic_sources`` cure
+    names for the code object: those it recompiled on, which automatic
+    dynamic then made symbolic (:func:`dynamic_int_arguments`), and those
+    hidden behind them (:func:`hidden_int_arguments`); empty when it
+    recompiled on no such int."""
+    ints = dynamic_int_arguments(entry)
+    return ints + [src for src in hidden_int_arguments(entry) if src not in ints] if ints else []
+
+
 def hidden_varying_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
     """Graph input (``l_kwargs_cu_doc_lens_``) -> dims a graph compiled
     static and a later graph symbolic, for inputs no shape guard of the
@@ -1991,11 +2048,12 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         # control flow on the value (a range() bound, an if, a list index):
         # dynamic shapes cannot lift it (rule_cures: FR001 is no cure)
         parts.append(f"report: {sources} decides Python control flow (specialised even when dynamic): bucket its values or move the loop out (rule FR009)")
-    elif cause == INT_ARG and dynamic_int_arguments(entry):
+    elif cause == INT_ARG and dynamic_sources_named(entry):
         # automatic dynamic made it symbolic after one recompile: name it
         # dynamic from the first compile (codemods/trace/config_cures.py)
-        names = "".join(f"{raw_source(src)}," for src in dynamic_int_arguments(entry))
-        hidden = f" plus the sizes its graphs show changing with {'them' if len(dynamic_int_arguments(entry)) > 1 else 'it'}" if hidden_varying_dims(entry) else ""
+        named = dynamic_sources_named(entry)
+        names = "".join(f"{raw_source(src)}," for src in named)
+        hidden = f" plus the sizes its graphs show changing with {'them' if len(named) > 1 else 'it'}" if hidden_varying_dims(entry) else ""
         parts.append(f'torch.compiler.config.dynamic_sources += "{names}"{hidden}')
     elif cause == MODULE_INT_ATTR and int_tests(entry, cause):
         # a dynamic int attribute tested against constants (FastVideo's

@@ -307,10 +307,13 @@ DYNAMIC_SOURCES = TraceCure(
 Where compiled code recompiled on the value of an int argument that automatic
 dynamic then made symbolic (`kwargs['max_doc_len'] == 22`; also an int an
 object passed in holds, `seq_ctx.max_length == 5`, as `L['seq_ctx'].max_length`),
-appends its source, and the dims of inputs the graphs show compiled static and then
-symbolic (a size that changed at the same call, hidden behind the first
-failing guard), to `torch.compiler.config.dynamic_sources` after the imports
-of the file of that code (OLMo-core 23a3af57, issue #500).
+appends its source, the other ints the recompile made symbolic (its
+`create_symbol` records: an int that changed at the same call, hidden behind
+the guard that failed first, xtuner 567df4be's `max_length_q` behind
+`max_length_k`), and the dims of inputs the graphs show compiled static and
+then symbolic (a size hidden the same way), to
+`torch.compiler.config.dynamic_sources` after the imports of the file of that
+code (OLMo-core 23a3af57, issue #500).
 """,
     why_it_recompiles="""
 An int argument is specialised at its first value; when it changes the code

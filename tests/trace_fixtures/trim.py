@@ -25,7 +25,9 @@ import tempfile
 HERE = os.environ.get("FIX_RECOMPILES_FIXTURES") or os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trace_scripts")
 
-KEEP = ("str", "dynamo_start", "dynamo_output_graph", "compilation_metrics")
+KEEP = ("str", "dynamo_start", "dynamo_output_graph", "create_symbol", "compilation_metrics")
+#: of a ``create_symbol`` record, the fields read (an int argument made symbolic)
+SYMBOL = ("symbol", "val", "source")
 METRICS = (
     "co_name",
     "co_filename",
@@ -89,6 +91,8 @@ def trim_lines(src: str):
                     record[key]["dynamo_config"] = {"recompile_limit": limit}
             if key == "dynamo_output_graph":
                 record.pop("has_payload", None)
+            if key == "create_symbol":
+                record[key] = {k: record[key].get(k) for k in SYMBOL}
             lines_out.append(prefix + json.dumps(record) + "\n")
     return lines_out
 
