@@ -89,6 +89,49 @@ def test_an_expression_argument_is_bound_only_where_the_order_of_evaluation_stay
     assert again is None and sites == []  # a second run finds its marks
 
 
+def test_a_submodules_output_is_bound_and_marked():
+    """NeMo Automodel c4e9a6c3: `self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))`
+    (the compiled norm's argument is the output of a submodule `__init__` stores)."""
+    src = textwrap.dedent(
+        """\
+        import torch
+
+
+        @torch.compile(backend="eager")
+        def norm(h):
+            return h / h.norm()
+
+
+        class Attention(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.q_a_proj = torch.nn.Linear(4, 4)
+                self.q_b_proj = torch.nn.Linear(4, 4)
+
+            def half(self, h):
+                return h[:, :2]
+
+            def forward(self, x):
+                q = self.q_b_proj(norm(self.q_a_proj(x)))
+                k = norm(self.half(x))
+                v = norm(self.q_a_proj(self.half(x)))
+                w = self.q_b_proj(x) + norm(self.q_a_proj(x))
+                return q, k, v, w
+        """
+    )
+    new, sites = trace_cures.mark_dynamic(src.encode(), "norm", 4, {"h": (1,)})
+    new = new.decode()
+    assert "        h = self.q_a_proj(x)\n        torch._dynamo.maybe_mark_dynamic(h, 1)\n        q = self.q_b_proj(norm(h))\n" in new
+    # a submodule's output of a method's result: evaluated first all the same, bound whole
+    assert "        h_1 = self.q_a_proj(self.half(x))\n        torch._dynamo.maybe_mark_dynamic(h_1, 1)\n        v = norm(h_1)\n" in new
+    # a method's result (may be a view), an argument evaluated after another call: left alone
+    assert "        k = norm(self.half(x))\n" in new
+    assert "        w = self.q_b_proj(x) + norm(self.q_a_proj(x))\n" in new
+    assert [(s.line, s.arg) for s in sites] == [(19, "h"), (21, "h_1")]
+    again, sites = trace_cures.mark_dynamic(new.encode(), "norm", 4, {"h": (1,)})
+    assert again is None and sites == []
+
+
 def test_a_second_run_changes_nothing():
     new, _ = mark(DECORATED)
     again, sites = mark(new, first=4)
@@ -340,6 +383,11 @@ def test_the_fresh_name_avoids_every_name_of_the_file():
             "        torch._dynamo.maybe_mark_dynamic(x, 1)\n        x = x + self.proj(self.input_layernorm(x))\n"
             "        torch._dynamo.maybe_mark_dynamic(x, 1)\n        return self.post_attention_layernorm(x)\n"
         )),
+        # and its `self.q_a_layernorm(self.q_a_proj(x))`: a submodule's output, bound and marked
+        ("submodule_output_arg", "forward", 32, (
+            "        x_1 = self.q_a_proj(x)\n        torch._dynamo.maybe_mark_dynamic(x_1, 1)\n"
+            "        q = self.q_b_proj(self.q_a_layernorm(x_1))\n"
+        )),
     ],
 )
 def test_run_fix_marks_calls_the_model_did_not_see(tmp_path, name, function, line, marked):
@@ -354,11 +402,11 @@ def test_run_fix_marks_calls_the_model_did_not_see(tmp_path, name, function, lin
     assert marked in script.read_text()
 
 
-@pytest.mark.parametrize("name", ["rebound_elsewhere", "dict_inputs", "factory_norms", "held_tensor_field"])
+@pytest.mark.parametrize("name", ["rebound_elsewhere", "dict_inputs", "factory_norms", "held_tensor_field", "submodule_output_arg"])
 def test_the_recorded_trace_gives_the_same_marks(copied, name):  # noqa: F811
     script, trace = copied(name)
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
-    assert [m.finding.code for m in guided.matches if m.finding.applied] == ["TRACE"] * (1 if name in ("rebound_elsewhere", "held_tensor_field") else 2)
+    assert [m.finding.code for m in guided.matches if m.finding.applied] == ["TRACE"] * (1 if name in ("rebound_elsewhere", "held_tensor_field", "submodule_output_arg") else 2)
 
 
 def test_a_tensor_an_object_passed_in_holds_is_marked_through_it(copied):  # noqa: F811

@@ -442,6 +442,27 @@ def _chooses_a_tensor(source, expr: ast.AST) -> bool:
     return isinstance(binding, ast.Assign) and binding.targets == [stores[0]] and isinstance(binding.value, (ast.List, ast.Tuple))
 
 
+def _calls_a_submodule(source, expr: ast.AST) -> bool:
+    """Is ``expr`` a call of an object its class's ``__init__`` stores on
+    ``self`` (``self.q_a_proj(x)``, NeMo Automodel's
+    ``self.q_a_layernorm(self.q_a_proj(x))``): a submodule's output, which
+    a mark serves as it serves a name (not a method of the class, which may
+    return a view of a duck-sized weight, whose cure is no mark)?"""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and isinstance(expr.func.value, ast.Name) and expr.func.value.id == "self"):
+        return False
+    cls = source.enclosing(expr, (ast.ClassDef,))
+    if cls is None:
+        return False
+    attr = expr.func.attr
+    if any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == attr for d in cls.body):
+        return False
+    init = next((d for d in cls.body if isinstance(d, ast.FunctionDef) and d.name == "__init__"), None)
+    return init is not None and any(
+        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and t.attr == attr
+        for node in walk(init) if isinstance(node, ast.Assign) for t in node.targets
+    )
+
+
 def _fresh_name(source, stem: str = "inputs", taken: Sequence[str] = (), at: Optional[ast.stmt] = None) -> str:
     """A name nothing uses: in the function around the statement ``at``
     (a local bound there changes nothing else), else in the whole file."""
@@ -584,9 +605,10 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
                     if bound is None:
                         continue
                     name = bound
-            elif value is not None and func == MAYBE_MARK_DYNAMIC and _chooses_a_tensor(source, value):
+            elif value is not None and func == MAYBE_MARK_DYNAMIC and (_chooses_a_tensor(source, value) or _calls_a_submodule(source, value)):
                 # a choice of a tensor that exists (`attention_masks[0] if full
-                # else attention_masks[1]`): bound to a fresh name before the
+                # else attention_masks[1]`) or a submodule's output
+                # (`self.q_a_proj(x)`): bound to a fresh name before the
                 # statement, where that keeps the order of evaluation, and
                 # marked by it (a hint only: mark_unbacked, which can fail
                 # where code needs the size, stays on names)
