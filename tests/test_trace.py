@@ -581,8 +581,8 @@ def test_run_fix_cures_recompiles(tmp_path, name, function, line, cause, rule):
         < graphs(out, f"{function} ({name}.py)")[0]
     )
     assert "Exit code unchanged (0)." in out
-    first, second = results(out)
-    assert first == second  # same printed values after the fix
+    first, *after_fixes = results(out)  # (a round more when the rerun shows a cure: test_trace_rounds.py)
+    assert after_fixes and all(r == first for r in after_fixes)  # same printed values after the fix
     assert script.read_text() != (SCRIPTS / f"{name}.py").read_text()
 
 

@@ -355,9 +355,25 @@ def test_a_forward_fed_a_dict_is_marked_at_the_dict_entry():
     assert again is None and sites == []  # a second run finds its marks
 
 
-def test_a_parameter_with_a_default_is_not_read_out_of_the_dict():
-    """`mask` may be absent from the dict (its default then): `batch["mask"]` could raise."""
-    assert mark(DICT_CALLS, function="forward", first=5, dims={"mask": (0,)}) == (None, [])
+def test_a_parameter_with_a_default_is_marked_only_where_the_entry_is_a_tensor():
+    """`mask` may be absent from the dict (its default then), or None:
+    `batch["mask"]` could raise, and a mark of None raises; the marks go
+    under a test that the entry is a tensor (transformers' Gemma3 decode
+    step, `model_forward(**model_inputs)` with `attention_mask=None`)."""
+    new, sites = mark(DICT_CALLS, function="forward", first=5, dims={"mask": (0, 1)})
+    assert (
+        '    inputs = make(gen)\n    if isinstance(inputs.get("mask"), torch.Tensor):\n'
+        '        torch._dynamo.maybe_mark_dynamic(inputs["mask"], 0)\n        torch._dynamo.maybe_mark_dynamic(inputs["mask"], 1)\n'
+        '    out = model(**inputs)\n    if isinstance(batch.get("mask"), torch.Tensor):\n'
+    ) in new
+    assert [(s.line, s.arg, s.dim, s.optional) for s in sites] == [(13, 'inputs["mask"]', d, True) for d in (0, 1)] + [(14, 'batch["mask"]', d, True) for d in (0, 1)]
+    again, sites = mark(new, function="forward", first=5, dims={"mask": (0, 1)})
+    assert again is None and sites == []  # a second run finds its marks under the test
+    # mark_unbacked (which fails where code needs the size) stays off optional entries
+    assert trace_cures.mark_dynamic(DICT_CALLS.encode(), "forward", 5, {}, {"l_mask_": (0,)}) == (None, [])
+    # a file whose `isinstance` is another function's name: left alone
+    shadowed = DICT_CALLS.replace("def step(gen, batch, extra):", "def step(gen, batch, extra, isinstance=None):")
+    assert mark(shadowed, function="forward", first=5, dims={"mask": (0,)}) == (None, [])
 
 
 def test_the_fresh_name_avoids_every_name_of_the_file():
@@ -383,6 +399,14 @@ def test_the_fresh_name_avoids_every_name_of_the_file():
             "        torch._dynamo.maybe_mark_dynamic(x, 1)\n        x = x + self.proj(self.input_layernorm(x))\n"
             "        torch._dynamo.maybe_mark_dynamic(x, 1)\n        return self.post_attention_layernorm(x)\n"
         )),
+        # transformers' decode step: `model_forward(**model_inputs)`, `attention_mask=None` optional in the dict
+        # (marking `input_ids` alone: 2 -> 2, by hand)
+        ("optional_dict_entry", "forward", 41, (
+            '        torch._dynamo.maybe_mark_dynamic(model_inputs["input_ids"], 1)\n'
+            '        if isinstance(model_inputs.get("attention_mask"), torch.Tensor):\n'
+            '            torch._dynamo.maybe_mark_dynamic(model_inputs["attention_mask"], 1)\n'
+            '        total += float(compiled(**model_inputs).sum())\n'
+        )),
         # and its `self.q_a_layernorm(self.q_a_proj(x))`: a submodule's output, bound and marked
         ("submodule_output_arg", "forward", 32, (
             "        x_1 = self.q_a_proj(x)\n        torch._dynamo.maybe_mark_dynamic(x_1, 1)\n"
@@ -402,7 +426,7 @@ def test_run_fix_marks_calls_the_model_did_not_see(tmp_path, name, function, lin
     assert marked in script.read_text()
 
 
-@pytest.mark.parametrize("name", ["rebound_elsewhere", "dict_inputs", "factory_norms", "held_tensor_field", "submodule_output_arg"])
+@pytest.mark.parametrize("name", ["rebound_elsewhere", "dict_inputs", "factory_norms", "held_tensor_field", "submodule_output_arg", "optional_dict_entry"])
 def test_the_recorded_trace_gives_the_same_marks(copied, name):  # noqa: F811
     script, trace = copied(name)
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)

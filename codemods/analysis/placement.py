@@ -170,23 +170,50 @@ def quoted(key: str) -> str:
     return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _mark_of(stmt: ast.stmt) -> Optional[Tuple[str, Optional[str], object]]:
+    """(func, arg, dim) of a ``…maybe_mark_dynamic(arg, dim)`` /
+    ``…mark_unbacked(arg, dim)`` / ``…mark_dynamic(arg, dim)`` statement
+    (arg None when it is written otherwise than :func:`mark_arg` names);
+    None for any other statement."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in MARKS and len(call.args) == 2):
+        return None
+    arg, dim = call.args
+    return call.func.attr, mark_arg(arg), (dim.value if isinstance(dim, ast.Constant) else None)
+
+
+def _entry_test(test: ast.AST) -> Optional[str]:
+    """``d["key"]`` for the test ``isinstance(d.get("key"), <torch>.Tensor)``
+    that guards the marks of an optional ``**`` entry; None otherwise."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords):
+        return None
+    got, kind = test.args
+    if not (isinstance(kind, ast.Attribute) and kind.attr == "Tensor" and isinstance(got, ast.Call) and isinstance(got.func, ast.Attribute) and got.func.attr == "get"):
+        return None
+    if not (isinstance(got.func.value, ast.Name) and len(got.args) == 1 and isinstance(got.args[0], ast.Constant) and isinstance(got.args[0].value, str)):
+        return None
+    return f"{got.func.value.id}[{quoted(got.args[0].value)}]"
+
+
 def marks_before(source: Source, stmt: ast.stmt) -> set:
     """(func, arg, dim) of the ``…maybe_mark_dynamic(arg, dim)`` /
     ``…mark_unbacked(arg, dim)`` / ``…mark_dynamic(arg, dim)`` statements
-    right before ``stmt``, of any mix (a second run finds its own marks)."""
+    right before ``stmt``, of any mix, and of the marks of an optional
+    ``**`` entry under ``if isinstance(d.get("key"), torch.Tensor):`` (a
+    second run finds its own marks)."""
     parent = source.parent(stmt)
     body = next((getattr(parent, f) for f in _BLOCK_FIELDS if any(x is stmt for x in getattr(parent, f, None) or [])), [])
     found = set()
     k = next((i for i, x in enumerate(body) if x is stmt), 0) - 1
     while k >= 0:
         prev = body[k]
-        call = prev.value if isinstance(prev, ast.Expr) else None
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in MARKS and len(call.args) == 2):
+        entry = _entry_test(prev.test) if isinstance(prev, ast.If) and not prev.orelse else None
+        marks = [_mark_of(s) for s in prev.body] if entry is not None else [_mark_of(prev)]
+        if not marks or any(m is None for m in marks):
             break
-        arg, dim = call.args
-        shown = mark_arg(arg)
-        if shown is not None and isinstance(dim, ast.Constant):
-            found.add((call.func.attr, shown, dim.value))
+        for func, shown, dim in marks:  # type: ignore[misc]
+            if shown is not None and dim is not None and (entry is None or shown == entry):
+                found.add((func, shown, dim))
         k -= 1
     return found
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 
 from ..trace import read as tr
@@ -25,6 +25,10 @@ from .output import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, err_line, out_line, r
 
 
 # -- the two entry points (cli.py) -------------------------------------------------
+
+#: how many times ``run --fix`` fixes and runs the command again: a rerun's
+#: trace can show a cause the first run's failed guards hid
+ROUNDS = 3
 
 def _print_diff(guided: Guided) -> None:
     from .output import unified_diff_bytes
@@ -78,10 +82,13 @@ def report_and_apply(
     diff: bool,
     fix: bool,
     selection: FileSelection = FileSelection(),
+    guided: Optional[Guided] = None,
 ) -> Tuple[int, Guided, int]:
-    """Print the table, the implicated findings, and the diff or the writes.
+    """Print the table, the implicated findings, and the diff or the writes
+    (of ``guided``, when the caller has guided the trace already).
     (exit code, guided, files written)."""
-    guided = guide(trace, settings, within, fixing=fix, selection=selection)
+    if guided is None:
+        guided = guide(trace, settings, within, fixing=fix, selection=selection)
     for line in report_lines(trace, settings, guided):
         out_line(line)
     for path, reason in guided.errors:
@@ -322,34 +329,82 @@ def run(
     if not written:
         # a command that failed at the limit and was not fixed still has its storm
         return max(code, EXIT_FINDINGS) if code_before != 0 else code
+    result, after, dropped = _keep_or_restore(cmd, before, code_before, output_before, guided, written, code, settings, selection)
+    if after is None or guided is None or code_before != 0:
+        return result
+    # the rerun's trace shows what the first guard failures hid (a second
+    # int behind the first, a size that stayed static once dynamic=False
+    # went): cure that too, each round kept only if it compiles fewer
+    # graphs again with the same output
+    rounds = 1
+    while rounds < ROUNDS:
+        # (not the functions whose fixes an earlier round took back: they cured nothing)
+        follow = guide(after, settings, [os.getcwd()], fixing=True, selection=selection, dropped=dropped)
+        if not any(g.changed for g in follow.files):
+            break
+        rounds += 1
+        out_line("")
+        out_line(f"Round {rounds}: the rerun still recompiles where a fix applies; fixing what its trace shows")
+        code, follow, _n = report_and_apply(after, settings, [os.getcwd()], diff=False, fix=True, selection=selection, guided=follow)
+        written = [(g.path, g.display_path, g.original) for g in follow.files if g.changed]
+        if not written:
+            break
+        _round_result, later, more = _keep_or_restore(cmd, after, 0, output_before, follow, written, code, settings, selection, dropped)
+        if later is None:
+            err_line(f"fix-recompiles: round {rounds} was taken back; the fixes of the round{'s' if rounds > 2 else ''} before it stay")
+            rounds -= 1
+            break
+        result, after, dropped = _round_result, later, dropped | more
+    if rounds > 1:
+        out_line("")
+        out_line(f"Over {rounds} rounds: {before.total_graphs} -> {after.total_graphs} graphs.")
+    return result
+
+
+def _keep_or_restore(
+    cmd: Sequence[str],
+    before: tr.Trace,
+    code_before: int,
+    output_before: bytes,
+    guided: Optional[Guided],
+    written: Sequence[Tuple[str, str, bytes]],
+    code: int,
+    settings: Settings,
+    selection: FileSelection,
+    dropped: FrozenSet[Tuple[str, str]] = frozenset(),
+) -> Tuple[int, Optional[tr.Trace], FrozenSet[Tuple[str, str]]]:
+    """Run the command again on the fixes written (:func:`_compare_after`);
+    then take back the fixes of each function whose graphs they did not
+    reduce, keep the others and run it again (``dropped``: the functions
+    an earlier round took back).  (exit code, the trace of the last run
+    when fixes were kept, else None, the functions taken back)."""
     result, after = _compare_after(cmd, before, code_before, written, code, output_before)
     if after is None or guided is None or code_before != 0:
         # (a first run stopped at the limit ran less code: its per-function counts are not comparable)
-        return result
+        return result, after, frozenset()
     # each function's fixes must cure that function: the run's total falling
     # does not keep a fix that left its own function's graphs as they were
     idle = _idle_functions(guided, before, after)
     if not idle:
-        return result
+        return result, after, frozenset()
     for (path, name), nb, na in idle:
         where = os.path.relpath(path) if path and not os.path.relpath(path).startswith("..") else path
         err_line(f"fix-recompiles: the fixes for `{name}` ({where}) did not reduce its graphs ({nb} -> {na}); taking them back")
     fixed = {path: _read_bytes(path) for path, _shown, _original in written}
     _restore(written, fixed)
-    dropped = frozenset(key for key, _nb, _na in idle)
-    again = guide(before, settings, [os.getcwd()], fixing=True, selection=selection, dropped=dropped)
+    taken = frozenset(key for key, _nb, _na in idle)
+    again = guide(before, settings, [os.getcwd()], fixing=True, selection=selection, dropped=dropped | taken)
     kept = [m for m in again.matches if m.finding.applied]
     if not kept or not any(g.changed for g in again.files):
         err_line("fix-recompiles: no fix is left; the files were restored")
-        return EXIT_FINDINGS
+        return EXIT_FINDINGS, None, taken
     from .output import format_finding
 
     write(again)
     for m in kept:
         out_line(f"kept: {format_finding(m.finding, show_fix=False)}")
     rewritten = [(g.path, g.display_path, g.original) for g in again.files if g.changed]
-    result, _after = _compare_after(cmd, before, code_before, rewritten, code, output_before)
-    return result
+    return (*_compare_after(cmd, before, code_before, rewritten, code, output_before), taken)
 
 
 def _idle_functions(guided: Guided, before: tr.Trace, after: tr.Trace) -> List[Tuple[Tuple[str, str], int, int]]:

@@ -66,7 +66,10 @@ class MarkSite:
     The tensor is the variable ``name``, its entry ``key`` for a tensor
     passed in a ``**name`` dict, or its attribute ``attrs`` for a tensor an
     object passed in holds; ``arg`` is how it is written (``x``,
-    ``inputs["hidden_states"]``, ``seq_ctx.cu_seq_lens_q``)."""
+    ``inputs["hidden_states"]``, ``seq_ctx.cu_seq_lens_q``).  ``optional``:
+    the entry may be absent or hold no tensor (its parameter has a
+    default), so the mark goes under ``if isinstance(name.get("key"),
+    torch.Tensor):``."""
 
     line: int
     column: int
@@ -77,6 +80,7 @@ class MarkSite:
     func: str = MAYBE_MARK_DYNAMIC
     key: Optional[str] = None
     attrs: Tuple[str, ...] = ()
+    optional: bool = False
 
     @property
     def arg(self) -> str:
@@ -89,7 +93,7 @@ from ..analysis.placement import mark_statement as _mark_statement, marks_before
 from .match import Guided, GuidedFile, Match, _real, entry_file
 
 
-def _insert_marks(target, marks: List[cst.SimpleStatementLine], binds: Sequence[Tuple[str, dict]] = ()) -> Edit:
+def _insert_marks(target, marks: List[cst.BaseStatement], binds: Sequence[Tuple[str, dict]] = ()) -> Edit:
     """Insert ``marks`` before the statement; the lines above it (comments
     included) go above the marks.  With ``binds`` ((name, holder), in the
     order the statement evaluates them), first ``name = <the expression the
@@ -150,6 +154,35 @@ def _mark_call_statement(torch_name: str, site: MarkSite) -> cst.SimpleStatement
     for attr in site.attrs:
         arg = cst.Attribute(value=cst.Name(arg) if isinstance(arg, str) else arg, attr=cst.Name(attr))
     return _mark_statement(torch_name, arg, site.dim, "decorators." + MARK_UNBACKED if site.func == MARK_UNBACKED else site.func)
+
+
+def _mark_statements(torch_name: str, sites: Sequence[MarkSite]) -> List[cst.BaseStatement]:
+    """The marks of ``sites`` as statements, in order; the marks of an
+    optional entry (:attr:`MarkSite.optional`) together under one
+    ``if isinstance(name.get("key"), torch.Tensor):``."""
+    out: List[object] = []
+    bodies: Dict[Tuple[str, Optional[str]], List[cst.BaseStatement]] = {}
+    for site in sites:
+        mark = _mark_call_statement(torch_name, site)
+        if not site.optional:
+            out.append(mark)
+            continue
+        body = bodies.get((site.name, site.key))
+        if body is None:
+            body = bodies[(site.name, site.key)] = []
+            out.append((site.name, site.key, body))
+        body.append(mark)
+    return [
+        cst.If(test=_is_tensor_entry(torch_name, s[0], s[1]), body=cst.IndentedBlock(body=s[2])) if isinstance(s, tuple) else s  # type: ignore[misc]
+        for s in out
+    ]
+
+
+def _is_tensor_entry(torch_name: str, name: str, key: str) -> cst.BaseExpression:
+    """``isinstance(name.get("key"), torch.Tensor)``."""
+    get = cst.Call(func=cst.Attribute(value=cst.Name(name), attr=cst.Name("get")), args=[cst.Arg(cst.SimpleString(quoted(key)))])
+    tensor = cst.Attribute(value=cst.Name(torch_name), attr=cst.Name("Tensor"))
+    return cst.Call(func=cst.Name("isinstance"), args=[cst.Arg(get), cst.Arg(tensor)])
 
 
 @dataclass
@@ -229,13 +262,34 @@ def _compiled(source, model, function: str, firstlineno: int, traced: Sequence[T
                 lines = {line for line, _name, module in callers if module}
                 held = [c for c in outside if cls in model.factory_module_classes(c.func)]
                 calls = held if any(c.lineno in lines for c in held) else []
-        return _Compiled(fn, calls, True) if calls else None
+        if not calls:
+            # compiled through a callable the model does not follow
+            # (transformers' `get_compiled_call`: `torch.compile(self.__call__)`
+            # kept on the instance, returned, called as `model_forward(**model_inputs)`):
+            # the calls the trace shows reaching it, each of a name or an
+            # attribute of `self` that holds such a callable
+            found = _module_called(source, function, firstlineno, callers)
+            return found if found is not None and all(_calls_a_held_callable(model, c) for c in found.calls) else None
+        return _Compiled(fn, calls, True)
     fn = model.functions.get(function)  # the module-level def of that name
     if fn is None or firstlineno not in def_first_lines(fn):
         return _closure_compiled(source, model, function, firstlineno, callers) or _module_called(source, function, firstlineno, callers)
     if any(isinstance(site.target, ast.Name) and site.target.id == function for site in model.compile_sites):
         return None  # compiled here under another name: calls by its own name run eagerly
     return _Compiled(fn, _calls_by_name(source, fn, traced, compiled_defs), False)
+
+
+def _calls_a_held_callable(model, call: ast.Call) -> bool:
+    """Does ``call`` call what a variable or an attribute of ``self`` holds
+    (``model_forward(**model_inputs)``, ``self._compiled_call(x)``), not a
+    builtin, a function or a class of this file by its name, or a
+    module's attribute (``nn.Linear(...)``, ``float(...)``)?"""
+    import builtins
+
+    func = call.func
+    if isinstance(func, ast.Name):
+        return not (func.id in model.functions or func.id in model.classes or hasattr(builtins, func.id))
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
 
 
 def _closure_compiled(source, model, function: str, firstlineno: int, callers: Sequence[Tuple[int, str, bool]]) -> Optional[_Compiled]:
@@ -510,7 +564,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     with no default that only a ``**d`` argument can pass, as ``d["param"]``
     (a ``**`` argument that is not a name is first bound to a fresh name before
     the statement, when that keeps the order of evaluation: :func:`_hoistable`)."""
-    from ..analysis.placement import block_of
+    from ..analysis.placement import block_of, builtin_shadowed
     from ..analysis.source import COMPOUND, statement_target
 
     found = _compiled_in(data, function, firstlineno, traced, callers)
@@ -595,8 +649,10 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
                 name, key = value.id, None
             elif isinstance(value, ast.Name):
                 name, key = value.id, None
-            elif value is None and double_star is not None and param in keyword_ok and param not in defaults:
-                # only the ** dict can pass it (no default): mark its entry
+            elif value is None and double_star is not None and param in keyword_ok and (param not in defaults or func == MAYBE_MARK_DYNAMIC):
+                # only the ** dict can pass it: mark its entry (a parameter
+                # with a default may be absent from the dict, or None: the
+                # mark goes under a test that the entry is a tensor)
                 key = param
                 if isinstance(double_star, ast.Name):
                     name = double_star.id
@@ -618,7 +674,10 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
                 name, key = bound, None
             else:
                 continue
-            site = MarkSite(line, column + 1, function, name, dim, param, func, key, attrs)
+            optional = key is not None and param in defaults
+            if optional and builtin_shadowed(model, call, "isinstance"):
+                continue
+            site = MarkSite(line, column + 1, function, name, dim, param, func, key, attrs, optional=optional)
             if not any((m.arg, m.dim) == (site.arg, dim) for m in have):
                 have.append(site)
     edits: List[Edit] = []
@@ -628,7 +687,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         todo = [m for m in marks if (m.func, m.arg, m.dim) not in existing]
         if not todo:
             continue
-        statements = [_mark_call_statement(model.torch_alias, m) for m in todo]
+        statements = _mark_statements(model.torch_alias, todo)
         binds: List[Tuple[str, dict]] = []
         for expr, name in hoisted.get(stmt, ()):
             if any(m.name == name for m in todo):
@@ -836,6 +895,8 @@ def apply_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool = False) 
                     f" `{site.arg}` dynamic before the call (`{call}`, from the trace)"
                 )
                 rule_name = MARK_DYNAMIC_CURE.name
+            if site.optional:
+                message += f" where the entry is a tensor (`if isinstance({site.name}.get({quoted(site.key or '')}), torch.Tensor):`: `{site.param}` has a default, so the dict may lack it or hold None)"
             finding = _applied_finding(g.display_path, site.line, site.column, message, f"insert {call} before the call", rule_name)
             g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))
 

@@ -793,17 +793,22 @@ def _caller_frame(stack: Sequence[Tuple[str, int, str]]) -> Optional[Tuple[str, 
     return stack[-2]
 
 
-#: torch's frames between a call of a module and the module's forward
-_MODULE_CALL = "torch/nn/modules/module.py"
+#: torch's frames between a call of a module and the module's forward, and
+#: between a call of a compiled callable and the code it runs (its
+#: ``compile_wrapper``: transformers' ``torch.compile(self.__call__)``, called
+#: as ``model_forward(**model_inputs)``)
+_MODULE_CALL = ("torch/nn/modules/module.py", "torch/_dynamo/eval_frame.py")
 
 
 def _module_caller_frame(stack: Sequence[Tuple[str, int, str]]) -> Optional[Tuple[str, int, str]]:
     """The user frame that called the compiled code object as a module
-    (``transformer(hidden_states=..., timestep=...)``, its forward compiled):
+    (``transformer(hidden_states=..., timestep=...)``, its forward compiled),
+    or a compiled callable that runs it (``model_forward(**model_inputs)``):
     the stack shows only torch's module call (``_wrapped_call_impl``,
-    ``_call_impl``) between that frame and the code object, so the call at
-    that frame's line is the module call itself (measured on 2.13; the frame
-    left out is torch's own).  None for any other stack."""
+    ``_call_impl``) or the compiled callable's wrapper between that frame
+    and the code object, so the call at that frame's line is that call
+    itself (measured on 2.13; the frame left out is torch's own).  None for
+    any other stack."""
     if len(stack) < 3:
         return None
     i = len(stack) - 2

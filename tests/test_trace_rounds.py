@@ -1,0 +1,70 @@
+"""``run --fix`` in rounds: a rerun's trace shows what the first run's
+failed guards hid, and a next round cures it, kept only if it compiles
+fewer graphs again with the same output (codemods/modes/traced.py)."""
+
+from __future__ import annotations
+
+from test_trace import copied, graphs, results, run_cli  # noqa: F401 (copied: a pytest fixture)
+
+from codemods.analysis.context import Settings
+from codemods.trace import guide as trace_guide
+
+
+def test_a_second_round_cures_what_the_first_fix_left(tmp_path):
+    """Under torch 2.13: round 1 removes `dynamic=False` (4 -> 2: automatic
+    dynamic then costs one recompile); round 2 marks the optional mask
+    entry the rerun shows changing (2 -> 1); the same result all three runs."""
+    proc, script = run_cli(tmp_path, "compiled_call_rounds", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    first, second = out.split("Round 2: the rerun still recompiles where a fix applies; fixing what its trace shows\n")
+    assert "fixed: compiled_call_rounds.py:29:64: FR001 " in first and "TRACE" not in first.split("Findings at")[1]
+    assert graphs(first, "total") == (4, 2)
+    assert 'fixed: compiled_call_rounds.py:43:22: TRACE `forward` recompiled on tensor shape `attention_mask`' in second
+    assert graphs(second, "total") == (2, 1)
+    assert "Over 2 rounds: 4 -> 1 graphs." in second and "Round 3" not in second
+    assert len(results(out)) == 3 and len(set(results(out))) == 1
+    text = script.read_text()
+    assert 'self._compiled_call = torch.compile(self.__call__, backend="eager")\n' in text
+    assert (
+        '            if isinstance(model_inputs.get("attention_mask"), torch.Tensor):\n'
+        '                torch._dynamo.maybe_mark_dynamic(model_inputs["attention_mask"], 1)\n'
+        "            logits = model_forward(**model_inputs)\n"
+    ) in text
+
+
+def test_one_round_when_the_rerun_shows_nothing_to_fix(tmp_path):
+    """held_int_pair: one round cures it all (2 -> 1); no second round is printed or run."""
+    proc, _script = run_cli(tmp_path, "held_int_pair", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "Round 2" not in out and "Over " not in out
+    assert len(results(out)) == 2
+
+
+def test_a_round_that_cures_nothing_is_taken_back_and_the_earlier_stays(tmp_path):
+    """Under torch 2.13: round 1 (FR001) 5 -> 2; round 2's mark 2 -> 2 (the
+    code branches on the size): taken back, the file keeps round 1's fix only."""
+    proc, script = run_cli(tmp_path, "round_taken_back", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    first, second = out.split("Round 2: the rerun still recompiles where a fix applies; fixing what its trace shows\n")
+    assert graphs(first, "total") == (5, 2) and graphs(second, "total") == (2, 2)
+    assert "fix-recompiles: round 2 was taken back; the fixes of the round before it stay" in second
+    assert "Over " not in second and len(set(results(out))) == 1
+    text = script.read_text()
+    assert 'pool = torch.compile(pooled, backend="eager")\n' in text and "maybe_mark_dynamic" not in text
+
+
+def test_a_call_of_a_compiled_callable_is_where_the_trace_shows_it(copied):  # noqa: F811
+    """The trace's stack shows `generate` calling `forward` through the
+    compiled callable's wrapper (torch's eval_frame), as a module call shows
+    torch's module frames: the call at that line (`model_forward(**model_inputs)`,
+    a variable holding `torch.compile(self.__call__)`) is the one to mark
+    at, though the model cannot follow what it holds."""
+    script, trace = copied("compiled_call_rounds")
+    (entry,) = [e for e in trace.entries if e.name == "forward"]
+    assert [(line, name) for _f, line, name in entry.module_callers] == [(43, "generate")]
+    # the trace of the first run: FR001 removes dynamic=False (and the marks wait for a rerun)
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    assert [m.finding.code for m in guided.matches if m.finding.applied] == ["FR001"]
