@@ -6,6 +6,7 @@ for a module int attribute."""
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import re
 from dataclasses import dataclass
@@ -160,22 +161,20 @@ def _mark_statements(torch_name: str, sites: Sequence[MarkSite]) -> List[cst.Bas
     """The marks of ``sites`` as statements, in order; the marks of an
     optional entry (:attr:`MarkSite.optional`) together under one
     ``if isinstance(name.get("key"), torch.Tensor):``."""
-    out: List[object] = []
-    bodies: Dict[Tuple[str, Optional[str]], List[cst.BaseStatement]] = {}
+    out: List[cst.BaseStatement] = []
+    guarded: Dict[Tuple[str, Optional[str]], int] = {}  # (name, key) -> where its `if` is in out
     for site in sites:
         mark = _mark_call_statement(torch_name, site)
+        at = guarded.get((site.name, site.key)) if site.optional else None
         if not site.optional:
             out.append(mark)
-            continue
-        body = bodies.get((site.name, site.key))
-        if body is None:
-            body = bodies[(site.name, site.key)] = []
-            out.append((site.name, site.key, body))
-        body.append(mark)
-    return [
-        cst.If(test=_is_tensor_entry(torch_name, s[0], s[1]), body=cst.IndentedBlock(body=s[2])) if isinstance(s, tuple) else s  # type: ignore[misc]
-        for s in out
-    ]
+        elif at is None:
+            guarded[(site.name, site.key)] = len(out)
+            out.append(cst.If(test=_is_tensor_entry(torch_name, site.name, site.key or ""), body=cst.IndentedBlock(body=[mark])))
+        else:
+            block = out[at]
+            out[at] = block.with_changes(body=block.body.with_changes(body=[*block.body.body, mark]))  # type: ignore[attr-defined]
+    return out
 
 
 def _is_tensor_entry(torch_name: str, name: str, key: str) -> cst.BaseExpression:
@@ -284,8 +283,6 @@ def _calls_a_held_callable(model, call: ast.Call) -> bool:
     (``model_forward(**model_inputs)``, ``self._compiled_call(x)``), not a
     builtin, a function or a class of this file by its name, or a
     module's attribute (``nn.Linear(...)``, ``float(...)``)?"""
-    import builtins
-
     func = call.func
     if isinstance(func, ast.Name):
         return not (func.id in model.functions or func.id in model.classes or hasattr(builtins, func.id))

@@ -65,8 +65,12 @@ MARK_DYNAMIC = TraceCure(
     causes=(TENSOR_SHAPE,),
     what_it_does="""
 Inserts `torch._dynamo.maybe_mark_dynamic(x, dim)` before each call of the
-compiled function that passes a plain name (or a `**batch` dict entry) for a
-tensor whose dim the trace saw change, and that no static finding cures.
+compiled function that passes a plain name (or a `**batch` dict entry; one
+whose parameter has a default only under `if isinstance(batch.get("mask"),
+torch.Tensor):`; or a choice of an existing tensor or a submodule's output,
+first bound to a fresh name) for a tensor whose dim the trace saw change,
+and that no static finding cures (a recompile such a fix leaves is marked
+in `run --fix`'s next round).
 """,
     why_it_recompiles="""
 A size seen once is compiled static; the next size fails the guard, and
