@@ -23,6 +23,8 @@ def test_a_second_round_cures_what_the_first_fix_left(tmp_path):
     assert 'fixed: compiled_call_rounds.py:43:22: TRACE `forward` recompiled on tensor shape `attention_mask`' in second
     assert graphs(second, "total") == (2, 1)
     assert "Over 2 rounds: 4 -> 1 graphs." in second and "Round 3" not in second
+    # removing dynamic=False settled `forward` (static, then one dynamic graph): no `dynamic=True` round
+    assert "trying `dynamic=True`" not in out
     assert len(results(out)) == 3 and len(set(results(out))) == 1
     text = script.read_text()
     assert 'self._compiled_call = torch.compile(self.__call__, backend="eager")\n' in text
@@ -52,8 +54,35 @@ def test_a_round_that_cures_nothing_is_taken_back_and_the_earlier_stays(tmp_path
     assert graphs(first, "total") == (5, 2) and graphs(second, "total") == (2, 2)
     assert "fix-recompiles: round 2 was taken back; the fixes of the round before it stay" in second
     assert "Over " not in second and len(set(results(out))) == 1
+    assert "trying `dynamic=True`" not in out
     text = script.read_text()
     assert 'pool = torch.compile(pooled, backend="eager")\n' in text and "maybe_mark_dynamic" not in text
+
+
+def test_dynamic_true_replaces_a_removal_that_did_not_settle(tmp_path):
+    """Under torch 2.13: the lengths change, then the batch: removing
+    `dynamic=False` compiles 3 graphs (4 -> 3, kept), a graph per size that
+    changed in turn; round 2 writes `dynamic=True` in its place, from the
+    file as it was (3 -> 1), and no third round finds anything."""
+    proc, script = run_cli(tmp_path, "static_decode_buckets", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    first, second = out.split(
+        "Round 2: removing `dynamic=False` left `forward` compiling 3 graphs; trying `dynamic=True` for `forward` instead\n"
+    )
+    assert "fixed: static_decode_buckets.py:25:46: FR001 " in first and graphs(first, "total") == (4, 3)
+    assert graphs(second, "total") == (3, 1) and "Over 2 rounds: 4 -> 1 graphs." in second
+    assert "Round 3" not in second and len(results(out)) == 3 and len(set(results(out))) == 1
+    assert 'step = torch.compile(model, backend="eager", dynamic=True)\n' in script.read_text()
+
+
+def test_dynamic_true_is_not_tried_with_dynamic_fix_true(tmp_path):
+    """--dynamic-fix true writes `dynamic=True` in the first round: 4 -> 1, one round."""
+    proc, script = run_cli(tmp_path, "static_decode_buckets", "--fix", "--dynamic-fix", "true")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "total") == (4, 1) and "Round 2" not in out
+    assert 'step = torch.compile(model, backend="eager", dynamic=True)\n' in script.read_text()
 
 
 def test_a_call_of_a_compiled_callable_is_where_the_trace_shows_it(copied):  # noqa: F811

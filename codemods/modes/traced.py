@@ -19,6 +19,7 @@ from ..pipeline.writer import write_atomic
 from ..trace.match import Guided, map_as
 from ..trace.guide import TraceFilter, guide, write
 from ..trace.command import compare, function_key, graphs_by_function, output_change, traced_run
+from ..transforms.dynamic_shapes import DynamicShapes
 from ..pipeline.engine import FileResult
 from .interactive import review_plan
 from .output import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, err_line, out_line, report_lines
@@ -330,13 +331,19 @@ def run(
         # a command that failed at the limit and was not fixed still has its storm
         return max(code, EXIT_FINDINGS) if code_before != 0 else code
     result, after, dropped = _keep_or_restore(cmd, before, code_before, output_before, guided, written, code, settings, selection)
+    rounds = 1
+    if guided is not None and code_before == 0:
+        # FR001's other form, where removing `dynamic=False` did not settle a function
+        tried = _dynamic_true(cmd, before, output_before, guided, after, dropped, code, settings, selection, rounds + 1)
+        if tried is not None:
+            rounds += 1
+            result, after, dropped = tried
     if after is None or guided is None or code_before != 0:
         return result
     # the rerun's trace shows what the first guard failures hid (a second
     # int behind the first, a size that stayed static once dynamic=False
     # went): cure that too, each round kept only if it compiles fewer
     # graphs again with the same output
-    rounds = 1
     while rounds < ROUNDS:
         # (not the functions whose fixes an earlier round took back: they cured nothing)
         follow = guide(after, settings, [os.getcwd()], fixing=True, selection=selection, dropped=dropped)
@@ -405,6 +412,61 @@ def _keep_or_restore(
         out_line(f"kept: {format_finding(m.finding, show_fix=False)}")
     rewritten = [(g.path, g.display_path, g.original) for g in again.files if g.changed]
     return (*_compare_after(cmd, before, code_before, rewritten, code, output_before), taken)
+
+
+def _dynamic_true(
+    cmd: Sequence[str],
+    before: tr.Trace,
+    output_before: bytes,
+    guided: Guided,
+    after: Optional[tr.Trace],
+    dropped: FrozenSet[Tuple[str, str]],
+    code: int,
+    settings: Settings,
+    selection: FileSelection,
+    round_no: int,
+) -> Optional[Tuple[int, tr.Trace, FrozenSet[Tuple[str, str]]]]:
+    """FR001 cures `dynamic=False` by removing it: automatic dynamic shapes
+    compile static first and, at the first change, once more with the sizes
+    that changed made dynamic.  When the rerun shows that this did not
+    settle a function (it compiled more than those two graphs: its sizes
+    changed one after another, as ai-toolkit's decode step's did; or no
+    fewer than before), write `dynamic=True` in its place instead, from the
+    files as they were: the first round again in FR001's other form, kept
+    only if it compiles fewer graphs than the round it replaces (or than the
+    first run when that round was taken back), with the same output and
+    exit code; else the files go back to that round's.  (exit code, trace,
+    functions taken back) when kept, else None."""
+    if settings.dynamic_fix != "remove":
+        return None
+    removed = {function_key(m.entry) for m in guided.matches if m.finding.applied and m.finding.code == DynamicShapes.code}
+    graphs = graphs_by_function(after) if after is not None else {}
+    unsettled = sorted(key for key in removed if after is None or key in dropped or graphs.get(key, 0) > 2)
+    if not unsettled:
+        return None
+    now = {g.path: _read_bytes(g.path) for g in guided.files}
+    for g in guided.files:
+        if now[g.path] != g.original:
+            write_atomic(g.path, g.original, g.display_path)
+    variant = guide(
+        before, replace(settings, dynamic_fix="true"), [os.getcwd()], fixing=True, selection=selection, dropped=dropped - frozenset(unsettled)
+    )
+    if all((g.new if g.changed else g.original) == now.get(g.path, g.original) for g in variant.files):
+        # (a store_true flag's `or None` has no other form)
+        _restore([(g.path, g.display_path, now[g.path]) for g in guided.files if now[g.path] is not None], {g.path: g.original for g in guided.files})
+        return None
+    out_line("")
+    names = ", ".join(f"`{name}`" for _path, name in unsettled)
+    seen = "was taken back" if after is None else "left " + ", ".join(f"`{name}` compiling {graphs.get((path, name), 0)} graphs" for path, name in unsettled)
+    out_line(f"Round {round_no}: removing `dynamic=False` {seen}; trying `dynamic=True` for {names} instead")
+    write(variant)
+    written = [(g.path, g.display_path, now[g.path]) for g in guided.files if now[g.path] is not None and _read_bytes(g.path) != now[g.path]]
+    result, later = _compare_after(cmd, after if after is not None else before, 0, written, code, output_before)
+    if later is None:
+        kept = "`dynamic=False` stays removed" if after is not None else "the files are as they were"
+        err_line(f"fix-recompiles: round {round_no} was taken back; {kept}")
+        return None
+    return result, later, dropped - frozenset(unsettled)
 
 
 def _idle_functions(guided: Guided, before: tr.Trace, after: tr.Trace) -> List[Tuple[Tuple[str, str], int, int]]:

@@ -76,7 +76,11 @@ and made safe on the same evidence as `dynamic=False`.
 
 With `--dynamic-fix true` (or `dynamic-fix = "true"` in the configuration) the
 fix writes `dynamic=True` instead of removing the argument (not for a flag:
-`or None` keeps the flag's meaning when it is passed).
+`or None` keeps the flag's meaning when it is passed). `run --fix` writes it
+when its rerun shows the removal did not settle the function (more than the
+static and the dynamic graph, or no fewer graphs than before: sizes that
+changed one after another), kept only if it compiles fewer graphs again
+(ai-toolkit's captioner: removal 3 -> 3, `dynamic=True` 3 -> 1).
 """
     why_it_recompiles = """
 `dynamic=False` turns off automatic dynamic shapes: every new input shape,
