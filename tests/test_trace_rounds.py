@@ -4,7 +4,7 @@ fewer graphs again with the same output (codemods/modes/traced.py)."""
 
 from __future__ import annotations
 
-from test_trace import copied, graphs, results, run_cli  # noqa: F401 (copied: a pytest fixture)
+from test_trace import SCRIPTS, copied, graphs, results, run_cli  # noqa: F401 (copied: a pytest fixture)
 
 from codemods.analysis.context import Settings
 from codemods.trace import guide as trace_guide
@@ -74,6 +74,26 @@ def test_dynamic_true_replaces_a_removal_that_did_not_settle(tmp_path):
     assert graphs(second, "total") == (3, 1) and "Over 2 rounds: 4 -> 1 graphs." in second
     assert "Round 3" not in second and len(results(out)) == 3 and len(set(results(out))) == 1
     assert 'step = torch.compile(model, backend="eager", dynamic=True)\n' in script.read_text()
+
+
+def test_a_dynamic_true_round_that_fails_is_taken_back(tmp_path):
+    """Under torch 2.13: `math.isqrt` of a symbolic size cannot be traced
+    under fullgraph=True: the removal's rerun fails (restored), the
+    `dynamic=True` round fails as well (taken back); the file is as it was,
+    and the run exits 2 (the first round's failed rerun)."""
+    original = (SCRIPTS / "square_grid_sizes.py").read_bytes()
+    proc, script = run_cli(tmp_path, "square_grid_sizes", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 2, out
+    first, second = out.split(
+        "Round 2: removing `dynamic=False` was taken back; trying `dynamic=True` for `tokens_to_grid` instead\n"
+    )
+    assert "fixed: square_grid_sizes.py:19:58: FR001 " in first
+    assert "error: exit code changed 0 -> 1 after the fixes; the files were restored" in first
+    assert "error: exit code changed 0 -> 1 after the fixes; the files were restored" in second
+    assert "fix-recompiles: round 2 was taken back; the files are as they were" in second
+    assert "Over " not in second and "Round 3" not in second
+    assert script.read_bytes() == original
 
 
 def test_dynamic_true_is_not_tried_with_dynamic_fix_true(tmp_path):
