@@ -30,6 +30,9 @@ from .output import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, err_line, out_line, r
 #: how many times ``run --fix`` fixes and runs the command again: a rerun's
 #: trace can show a cause the first run's failed guards hid
 ROUNDS = 3
+#: the graphs automatic dynamic shapes promise a function once
+#: `dynamic=False` is removed: static first, then one dynamic graph
+SETTLED = 2
 
 def _print_diff(guided: Guided) -> None:
     from .output import unified_diff_bytes
@@ -440,8 +443,10 @@ def _dynamic_true(
     if settings.dynamic_fix != "remove":
         return None
     removed = {function_key(m.entry) for m in guided.matches if m.finding.applied and m.finding.code == DynamicShapes.code}
+    if not removed:
+        return None
     graphs = graphs_by_function(after) if after is not None else {}
-    unsettled = sorted(key for key in removed if after is None or key in dropped or graphs.get(key, 0) > 2)
+    unsettled = sorted(key for key in removed if after is None or key in dropped or graphs.get(key, 0) > SETTLED)
     if not unsettled:
         return None
     now = {g.path: _read_bytes(g.path) for g in guided.files}
