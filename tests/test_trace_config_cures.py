@@ -37,10 +37,28 @@ def test_the_flag_goes_after_the_imports_once():
     assert scalar_capture.capture_flag(b"def f():\n    import torch\n") == (None, 0)
 
 
-def test_the_recorded_trace_counts_item_breaks_and_offers_the_flag_as_unsafe(copied):  # noqa: F811
+def test_the_recorded_trace_counts_item_breaks_and_sets_the_flag_for_the_compiled_function_only(copied):  # noqa: F811
     script, trace = copied("item_resume")
     first = next(e for e in trace.entries if e.name == "normalize")
     assert first.capture_breaks == {"capture_scalar_outputs": ["Tensor.item()"]}
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [match] = [m for m in guided.matches if m.finding.rule_name == "capture-scalars-from-trace"]
+    # `@torch.compile(backend="eager")` on `normalize` (line 6): the patch goes right above it, safe
+    assert (match.finding.line, match.finding.applied, match.finding.fix.safety.value) == (6, True, "safe")
+    assert "set `capture_scalar_outputs` for it only" in match.finding.message
+    [g] = [g for g in guided.files if g.changed]
+    assert g.new == script.read_bytes().replace(
+        b'@torch.compile(backend="eager")\n', b'@torch._dynamo.config.patch(capture_scalar_outputs=True)\n@torch.compile(backend="eager")\n', 1
+    )
+    off = trace_guide.guide(trace, Settings(ignore=frozenset({"TRACE"})), [str(script.parent)], fixing=True)
+    assert not any(m.finding.rule_name == "capture-scalars-from-trace" for m in off.matches)
+
+
+def test_the_global_flag_where_a_broken_function_is_compiled_elsewhere(copied):  # noqa: F811
+    """`normalize` compiled by a call in another file: no wrapper of this
+    file's can carry the setting; the global one, unsafe, as before."""
+    script, trace = copied("item_resume")
+    script.write_bytes(script.read_bytes().replace(b'@torch.compile(backend="eager")\n', b"", 1).replace(b"total = 0.0", b"normalize = __import__('other').compiled(normalize)\ntotal = 0.0"))
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     [match] = [m for m in guided.matches if m.finding.rule_name == "capture-scalars-from-trace"]
     assert (match.finding.line, match.finding.applied, match.finding.fix.safety.value) == (3, False, "unsafe")
@@ -48,8 +66,6 @@ def test_the_recorded_trace_counts_item_breaks_and_offers_the_flag_as_unsafe(cop
     applied = trace_guide.guide(trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True)
     [g] = [g for g in applied.files if g.changed]
     assert b"import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n" in g.new
-    off = trace_guide.guide(trace, Settings(unsafe_fixes=True, ignore=frozenset({"TRACE"})), [str(script.parent)], fixing=True)
-    assert not any(m.finding.rule_name == "capture-scalars-from-trace" for m in off.matches)
 
 
 def test_no_flag_without_a_recompile(copied):  # noqa: F811
@@ -62,15 +78,17 @@ def test_no_flag_without_a_recompile(copied):  # noqa: F811
 
 
 def test_run_fix_keeps_the_item_in_the_graph(tmp_path):
-    """Under torch 2.13: 3 graphs -> 1, the same printed result."""
-    proc, script = run_cli(tmp_path, "item_resume", "--fix", "--unsafe-fixes")
+    """Under torch 2.13: 3 graphs -> 1, the same printed result; safe, so
+    plain `run --fix` applies it."""
+    proc, script = run_cli(tmp_path, "item_resume", "--fix")
     out = proc.stdout
     assert proc.returncode == 0, out
     assert graphs(out, "torch_dynamo_resume_in_normalize_at_8 (item_resume.py)") == (2, 0)
     assert "  total" in out and " 3 -> 1" in out
     first, second = results(out)
     assert first == second
-    assert "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n" in script.read_text()
+    assert '@torch._dynamo.config.patch(capture_scalar_outputs=True)\n@torch.compile(backend="eager")\ndef normalize' in script.read_text()
+    assert "torch._dynamo.config.capture_scalar_outputs = True" not in script.read_text()
 
 
 # -- capture_dynamic_output_shape_ops: kornia's NMS refinement ------------------------
@@ -95,33 +113,119 @@ def test_the_recorded_trace_names_the_data_dependent_op_and_the_frames_after_it(
     assert len(resumed) == 4 and all(e.recompiles == 1 for e in resumed)
     assert all(set(e.resumed_after) == {"capture_dynamic_output_shape_ops"} for e in resumed)
     label = tr.cure_label(resumed[0], tr.TENSOR_SHAPE, ["FR001", "FR007"])
-    assert "torch._dynamo.config.capture_dynamic_output_shape_ops = True (unsafe: the sizes come from a graph break at `aten.nonzero`)" in label
+    assert "capture_dynamic_output_shape_ops=True for the compiled function that broke (the sizes come from a graph break at `aten.nonzero`)" in label
     # the item break's trace names no dynamic-shape setting
     item = fixture("item_resume")
     assert all("capture_dynamic_output_shape_ops" not in e.capture_breaks for e in item.entries)
 
 
-def test_the_dynamic_shape_setting_is_unsafe_and_applied_with_unsafe_fixes(copied):  # noqa: F811
+def test_the_dynamic_shape_setting_goes_on_the_forward_of_a_compiled_module(copied):  # noqa: F811
+    """`torch.compile(Refiner())`: no wrapper can stand for the module; the
+    patch goes on `Refiner.forward` itself (the trace shows it called as a
+    module and breaking), safe."""
     script, trace = copied("shape_op_resume")
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
     [match] = [m for m in guided.matches if m.finding.rule_name == "capture-dynamic-shapes-from-trace"]
-    assert (match.finding.line, match.finding.applied, match.finding.fix.safety.value) == (9, False, "unsafe")
-    assert all(not g.changed for g in guided.files)
-    applied = trace_guide.guide(trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True)
-    [g] = [g for g in applied.files if g.changed]
-    assert g.new == script.read_bytes().replace(b"import torch\n", b"import torch\ntorch._dynamo.config.capture_dynamic_output_shape_ops = True\n", 1)
+    assert (match.finding.line, match.finding.applied, match.finding.fix.safety.value) == (24, True, "safe")
+    [g] = [g for g in guided.files if g.changed]
+    assert g.new == script.read_bytes().replace(
+        b"    def forward(self, response, threshold):\n",
+        b"    @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)\n    def forward(self, response, threshold):\n",
+        1,
+    )
 
 
 def test_run_fix_keeps_the_data_dependent_ops_in_the_graph(tmp_path):
     """Under torch 2.13: 9 graphs -> 1 (four frames resumed after the breaks,
     each compiled twice, are gone), the same printed result."""
-    proc, script = run_cli(tmp_path, "shape_op_resume", "--fix", "--unsafe-fixes")
+    proc, script = run_cli(tmp_path, "shape_op_resume", "--fix")
     out = proc.stdout
     assert proc.returncode == 0, out
     assert "  total" in out and " 9 -> 1" in out, out
     first, second = results(out)
     assert first == second
-    assert "import torch\ntorch._dynamo.config.capture_dynamic_output_shape_ops = True\n" in script.read_text()
+    assert "    @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)\n    def forward" in script.read_text()
+
+
+def test_run_fix_sets_the_shape_setting_for_a_compiled_partial_only(tmp_path):
+    """Liger before ef420c3d: `torch.compile(functools.partial(...))` of the
+    loss math, a boolean index breaking it; the call is wrapped (the name
+    keeps the compiled callable when `compiled` is False too).  Under torch
+    2.13: 5 graphs -> 1, the same printed result, plain `run --fix` (safe)."""
+    proc, script = run_cli(tmp_path, "partial_mask_loss", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "  total" in out and " 5 -> 1" in out, out
+    first, second = results(out)
+    assert first == second
+    text = script.read_text()
+    assert (
+        'compiled_loss = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)(torch.compile(loss_fn, backend="eager"))'
+        " if compiled else loss_fn\n"
+    ) in text
+    assert "torch._dynamo.config.capture_dynamic_output_shape_ops = True" not in text
+
+
+def test_run_fix_puts_the_setting_above_a_project_decorator_that_compiles(tmp_path):
+    """speculators before dbd631b1: `@conditional_torch_compile` (its body
+    calls torch.compile) on a module's `forward`; the patch goes right above
+    it.  Under torch 2.13: 3 graphs -> 1 (the frame resumed after
+    `repeat_interleave` is gone), the same printed result."""
+    proc, script = run_cli(tmp_path, "factory_decorated_nonzero", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "torch_dynamo_resume_in_forward_at_23 (factory_decorated_nonzero.py)") == (2, 0)
+    assert "  total" in out and " 3 -> 1" in out, out
+    first, second = results(out)
+    assert first == second
+    assert "    @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)\n    @conditional_torch_compile\n    def forward" in script.read_text()
+
+
+def test_a_second_run_over_the_scoped_setting_changes_nothing(copied):  # noqa: F811
+    script, trace = copied("item_resume")
+    guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
+    [g] = [g for g in guided.files if g.changed]
+    script.write_bytes(g.new)
+    again = trace_guide.guide(trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True)
+    assert not any(m.finding.rule_name == "capture-scalars-from-trace" for m in again.matches)
+    assert all(not g.changed for g in again.files)
+
+
+def test_the_patch_reaches_only_its_callable_and_a_branch_on_an_unbacked_size_breaks_the_graph():
+    """What makes the scoped setting safe, on real torch: a compiled function
+    that is not fullgraph=True and branches on a data-dependent size gives
+    the eager values with the setting (the branch breaks the graph, no
+    error); the patch holds for its callable called from other compiled code
+    (fullgraph=True there: the index stays in one graph), and another
+    compiled function keeps the setting off."""
+    import torch
+
+    def f(x):
+        kept = x[x > 0]
+        if kept.shape[0] == 0:
+            return x.sum()
+        return kept.sum() * 2
+
+    counts = {"graphs": 0}
+
+    def backend(gm, example_inputs):
+        counts["graphs"] += 1
+        return gm.forward
+
+    patched = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)(torch.compile(f, backend=backend))
+    for x in (torch.randn(8), torch.zeros(8), torch.randn(5)):
+        assert torch.equal(patched(x), f(x))
+
+    inner = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)(torch.compile(lambda x: x[x > 0].sum(), backend=backend))
+    outer = torch.compile(lambda x: inner(x) * 2, backend=backend, fullgraph=True)
+    assert torch.equal(outer(torch.arange(-3.0, 4.0)), torch.tensor(12.0))
+
+    torch._dynamo.reset()
+    seen = []
+    plain = torch.compile(lambda x: x[x > 0].sum(), backend=lambda gm, ex: seen.append(gm) or gm.forward)
+    plain(torch.randn(6))
+    assert torch._dynamo.config.capture_dynamic_output_shape_ops is False
+    assert len(seen) == 2  # the index broke the graph: the setting did not leak
 
 
 # -- use_duck_shape = False: llm-compressor's MSE observer --------------------------------

@@ -31,12 +31,14 @@ that broke (it runs before that code is traced):
   output; the rest of the fix removes an ``N == 0`` branch and the
   ``unique``: no rewrite makes that).
 
-Unsafe: a global setting, and a value or size kept in the graph is
-data-dependent -- compiled code that branches on it graph-breaks there or,
-under ``fullgraph=True``, fails to compile (``run --fix`` then sees another
-exit code, or no fewer graphs, and restores the file).  Applied with
-``--unsafe-fixes``; each setting once per run, in the first file the trace
-shows breaking so.
+Both are set for the compiled function that broke only where it can be
+(:func:`_apply_scoped`: a ``torch._dynamo.config.patch`` wrapper, safe);
+elsewhere globally, unsafe: every compiled function of the process gets
+it, and a value or size kept in the graph is data-dependent -- compiled
+code that branches on it graph-breaks there or, under ``fullgraph=True``,
+fails to compile (``run --fix`` then sees another exit code, or no fewer
+graphs, and restores the file).  Applied with ``--unsafe-fixes``; each
+setting once per run, in the first file the trace shows breaking so.
 
 Duck sizing: a compile under dynamic shapes gives two inputs' sizes that
 happen to be equal one symbol, and guards their equality; the next call
@@ -55,6 +57,8 @@ sizing leaves alone: measured, 2 -> 1) cures the code object already.
 
 from __future__ import annotations
 
+import ast
+import functools
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -65,7 +69,7 @@ from .registry import CAPTURE_DYNAMIC_SHAPES, CAPTURE_SCALARS, DYNAMIC_SOURCES, 
 from ..analysis.params import parameter_names
 from ..analysis.placement import config_mentions, torch_expr
 from ..analysis.source import statement_target
-from ..findings import FileError
+from ..findings import Edit, FileError
 from ..cst_edits import insert_after_node
 from .cures import _applied_finding, _current, _render_edits, _torch_import
 from .match import Guided, Match, _real, entry_file
@@ -90,6 +94,9 @@ class ConfigCure:
     #: not for a code object whose shapes a local fix (a mark before the
     #: call) cures already: the mark does as well without a global setting
     local_first: bool = False
+    #: set for the compiled functions that broke only (:func:`_apply_scoped`),
+    #: where they can be seen, before falling back to the global setting
+    scoped: bool = False
 
     @property
     def setting(self) -> str:
@@ -115,6 +122,7 @@ CONFIG_CURES: Tuple[ConfigCure, ...] = (
         _break_phrase,
         "so `.item()` stays in the graph",
         "compiled code that branches on such a value breaks the graph there, or fails to compile under fullgraph=True",
+        scoped=True,
     ),
     ConfigCure(
         ("_dynamo", "config"),
@@ -125,6 +133,7 @@ CONFIG_CURES: Tuple[ConfigCure, ...] = (
         _break_phrase,
         "so ops whose output size depends on the data stay in the graph (sizes unbacked)",
         "compiled code that branches on such a size breaks the graph there, or fails to compile under fullgraph=True",
+        scoped=True,
     ),
     ConfigCure(
         ("fx", "experimental", "_config"),
@@ -180,9 +189,24 @@ def apply_config_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -
         _apply(trace, guided, unsafe_fixes, cure)
 
 
+def _cured_entry(mine: List[tr.CodeEntry], cure: ConfigCure) -> tr.CodeEntry:
+    """The code object of a file whose recompiles the setting cures (``run
+    --fix`` judges the fix by its graphs): the most recompiled of the frames
+    resumed after the break it lifts (the setting leaves none), else of
+    those that show it, else of the file's."""
+    showing = (
+        [e for e in mine if e.resumed_after.get(cure.flag) and e.recompiles]
+        or [e for e in mine if cure.shows(e) and e.recompiles]
+        or mine
+    )
+    return max(showing, key=lambda e: e.recompiles)
+
+
 def _apply(trace: tr.Trace, guided: Guided, unsafe_fixes: bool, cure: ConfigCure) -> None:
     by_real = {_real(g.path): g for g in guided.files}
     recompiled = {_real(entry_file(e)) for e in trace.entries if e.recompiles and entry_file(e) and not tr.is_library_file(e.filename)}
+    if cure.scoped and _apply_scoped(trace, guided, cure, recompiled):
+        return
     for entry in trace.entries:
         path = entry_file(entry)
         if not cure.shows(entry) or path is None or tr.is_library_file(entry.filename) or _real(path) not in recompiled:
@@ -212,12 +236,197 @@ def _apply(trace: tr.Trace, guided: Guided, unsafe_fixes: bool, cure: ConfigCure
             finding = _applied_finding(g.display_path, line, 1, message, title, cure.cure.name, unsafe_fixes=unsafe_fixes)
         else:
             finding = _applied_finding(g.display_path, line, 1, message, title, cure.cure.name)
-        # the code object whose recompiles it cures: the file's most
-        # recompiled that shows it, or (a break) the code resumed after it
-        showing = [e for e in mine if cure.shows(e) and e.recompiles] or mine
-        cured = max(showing, key=lambda e: e.recompiles)
+        cured = _cured_entry(mine, cure)
         g.matches.append(Match(finding, cured, cured.causes[0] if cured.causes else tr.RESUME_VALUE))
         return
+
+
+# -- the capture settings for the compiled functions that broke only ---------------------
+#
+# The setting is read when dynamo traces, so ``torch._dynamo.config.patch(
+# <setting>=True)`` around a compiled callable sets it for the frames its
+# calls compile (the function and what it calls; the patch is a context
+# variable, re-entrant, and dynamo honours it when the callable is called
+# from other compiled code: measured on 2.13) and for nothing else.  Liger
+# before ef420c3d (``compiled_compute_loss = torch.compile(compute_loss)``,
+# the SAPO masks): 6 -> 1 graphs; speculators before dbd631b1 (the Eagle3
+# ``forward`` under ``@conditional_torch_compile``): 17 -> 11; pytorch/rl
+# before #4094 (``@torch.compile def extend_and_sample``): 6 -> 3; the same
+# counts as the global setting, with the same output.
+#
+# Safe where it applies: a compiled function the trace shows breaking so is
+# not compiled with ``fullgraph=True`` (its break would have been an error),
+# so a branch on such a value or size breaks the graph there (measured: the
+# same values) rather than failing, and the setting reaches no other
+# compiled code; ``run --fix`` keeps it only with fewer graphs, the same
+# output and exit code.  It applies to a function of a guided file whose own
+# code object broke so and which that file compiles as a function:
+# ``@torch.compile`` on it, a project decorator that compiles its argument
+# (``@conditional_torch_compile``), or ``torch.compile(f)`` /
+# ``torch.compile(functools.partial(f, ...))`` (the call is wrapped); or the
+# ``forward`` of an nn.Module class the trace shows called as a module (the
+# patch on the ``def``, which dynamo traces: :func:`_module_forward`).
+# Anything else (a function compiled in another file, a forward of a class
+# defined elsewhere) gets the global setting, unsafe, as before.
+
+
+def _partial_of(model, value: ast.AST) -> Optional[ast.AST]:
+    """The function ``functools.partial(f, ...)`` binds, when it is a ``def``
+    of this module (``f``, ``Cls.method``)."""
+    if not (isinstance(value, ast.Call) and value.args and "functools.partial" in model.qualified_names(value.func)):
+        return None
+    fn = value.args[0]
+    if isinstance(fn, ast.Name):
+        return model.resolve_function(fn)
+    if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name):
+        cls = model._class_named(fn.value)
+        return model.method(cls, fn.attr) if cls is not None else None
+    return None
+
+
+def _compiled_as_function(model, source, fn: ast.AST) -> Optional[Tuple[str, ast.AST, int]]:
+    """How this module compiles the function ``fn`` so that a wrapper of it
+    can carry the setting: ("decorator", the def, the index the patch goes
+    at: right above the decorator that compiles it) or ("wrap", the compile
+    call, 0); None when it is not compiled so here (or with fullgraph=True)."""
+    wraps = []
+    for site in model.compile_sites:
+        if site.option_value("fullgraph") is True:
+            continue
+        if site.form == "decorator" and site.target is fn:
+            dec = site.options_call if site.options_call is not None else site.node
+            return ("decorator", fn, next(i for i, d in enumerate(fn.decorator_list) if d is dec))  # type: ignore[attr-defined]
+        if site.form == "wrap":
+            wraps.append(site)
+    for i, dec in enumerate(fn.decorator_list):  # type: ignore[attr-defined]
+        expr = dec.func if isinstance(dec, ast.Call) else dec
+        factory = model.resolve_function(expr) if isinstance(expr, ast.Name) else None
+        if factory is not None and any(any(a is factory for a in source.ancestors(site.node)) for site in wraps):
+            return ("decorator", fn, i)  # a project decorator whose body compiles its argument
+    for site in wraps:
+        target = site.target
+        held = list(model.assigned_values(target)) if isinstance(target, ast.Name) else []
+        if site.target_def is fn or _partial_of(model, target) is fn or (held and all(_partial_of(model, v) is fn for v in held)):
+            return ("wrap", site.node, 0)
+    return None
+
+
+def _broken_def(source, entry: tr.CodeEntry, line: int) -> Optional[ast.AST]:
+    """The ``def`` of a code object that broke: its own, or, for a frame
+    resumed after a break (``torch_dynamo_resume_in_f_at_13``), the ``f``
+    whose body holds that line."""
+    from ..analysis.compile_sites import code_def
+
+    function = tr.resumed_function(entry.name)
+    if function is None:
+        return code_def(source, entry.name, line)
+    return next(
+        (fn for fn in source.nodes(ast.FunctionDef) + source.nodes(ast.AsyncFunctionDef)
+         if fn.name == function and fn.lineno <= line <= fn.end_lineno),  # type: ignore[attr-defined]
+        None,
+    )
+
+
+def _module_forward(model, source, fn: ast.AST) -> bool:
+    """Is ``fn`` the ``forward`` of an nn.Module class of this module?  The
+    trace shows it called as a module and breaking: the patch goes on the
+    ``def`` itself, right above it (a wrapper of ``torch.compile(model)``
+    would replace the module); dynamo traces the patch as it traces the
+    body (kornia before 7d73de442, ``torch.compile(mod)`` of the NMS
+    refinement: 15 -> 3 graphs, as with the global setting)."""
+    cls = source.parent(fn)
+    return fn.name == "forward" and isinstance(cls, ast.ClassDef) and model.is_module_class(cls)  # type: ignore[attr-defined]
+
+
+def _patch_call(model, flag: str) -> "cst.Call":
+    """``torch._dynamo.config.patch(<flag>=True)``."""
+    no_space = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    return cst.Call(func=torch_expr(model, "_dynamo", "config", "patch"), args=[cst.Arg(keyword=cst.Name(flag), value=cst.Name("True"), equal=no_space)])
+
+
+def _patch_decorator(model, flag: str, index: int, node: "cst.FunctionDef") -> "cst.FunctionDef":
+    decorators = list(node.decorators)
+    decorators.insert(index, cst.Decorator(decorator=_patch_call(model, flag)))
+    return node.with_changes(decorators=decorators)
+
+
+def _patch_wrap(model, flag: str, node: "cst.Call") -> "cst.Call":
+    return cst.Call(func=_patch_call(model, flag), args=[cst.Arg(value=node)])
+
+
+def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled: set) -> bool:
+    """The setting for the compiled functions whose code objects broke so
+    (or were resumed after such a break), in guided files whose compiled
+    code recompiled, each through a ``config.patch`` wrapper
+    (:func:`_compiled_as_function`); one safe finding per file.  A function
+    that broke but is not compiled itself (one a compiled function called)
+    is reached through the compiled one; ``run --fix``'s rerun shows whether
+    it was.  False, with nothing changed, when no function that broke is
+    compiled so, or a file sets the setting already (the global setting is
+    offered then, or nothing)."""
+    from ..analysis.compile_sites import model_of
+    from ..analysis.lines import line_map
+    from ..pipeline.engine import parse_ast
+
+    by_real = {_real(g.path): g for g in guided.files}
+    broke = [
+        e for e in trace.entries
+        if cure.shows(e) and entry_file(e) and not tr.is_library_file(e.filename) and _real(entry_file(e)) in recompiled
+    ]
+    plans: Dict[str, list] = {}  # path -> [guided file, source, model, {root: (how, node, index)}, names, bytes, line map]
+    for entry in broke:
+        g = by_real.get(_real(entry_file(entry)))
+        if g is None:
+            continue
+        plan = plans.get(g.path)
+        if plan is None:
+            base = g.new if g.new is not None else g.original
+            try:
+                source = parse_ast("<trace>", base)
+            except FileError:
+                return False
+            if config_mentions(source, [cure.flag]):
+                return False
+            moved = line_map(g.original, base) if base != g.original else (lambda n: n)
+            plan = plans[g.path] = [g, source, model_of(source), {}, [], base, moved]
+        _, source, model, roots, names, _, moved = plan
+        fn = _broken_def(source, entry, moved(entry.firstlineno))
+        how = _compiled_as_function(model, source, fn) if fn is not None else None
+        if how is None and fn is not None and entry.module_callers and _module_forward(model, source, fn):
+            how = ("decorator", fn, len(fn.decorator_list))  # type: ignore[attr-defined]
+        if how is not None and how[1] not in roots:
+            roots[how[1]] = how
+            names.append(fn.name)  # type: ignore[attr-defined]
+    plans = {path: plan for path, plan in plans.items() if plan[3]}
+    if not plans:
+        return False
+    for g, source, model, roots, names, base, _ in plans.values():
+        edits = []
+        for how, node, index in roots.values():
+            if how == "decorator":
+                edits.append(Edit(statement_target(source, node), functools.partial(_patch_decorator, model, cure.flag, index)))
+            else:
+                edits.append(Edit(source.target(node, "Call"), functools.partial(_patch_wrap, model, cure.flag)))
+        g.new = _render_edits(source, base, edits)
+        mine = [e for e in trace.entries if entry_file(e) and _real(entry_file(e)) == _real(g.path)]
+        shown = [what for e in mine for what in cure.shows(e)]
+        resumed = sum(e.recompiles for e in mine)
+        first = min(
+            node.decorator_list[index].lineno if how == "decorator" and index < len(node.decorator_list) else node.lineno  # type: ignore[attr-defined]
+            for how, node, index in roots.values()
+        )
+        which = ", ".join(f"`{n}`" for n in names)
+        patch = f"torch._dynamo.config.patch({cure.flag}=True)"
+        message = (
+            f"{which} {cure.showed(shown)} and this file's compiled code recompiled {resumed} time{'s' if resumed != 1 else ''}:"
+            f" set `{cure.flag}` for {'it' if len(names) == 1 else 'them'} only, `{patch}`,"
+            f" {cure.keeps} (the breaks show no fullgraph=True, so a branch on such a value breaks the graph there;"
+            " other compiled code keeps the setting it had)"
+        )
+        finding = _applied_finding(g.display_path, first, 1, message, f"`{patch}` on {which}", cure.cure.name)
+        cured = _cured_entry(mine, cure)
+        g.matches.append(Match(finding, cured, cured.causes[0] if cured.causes else tr.RESUME_VALUE))
+    return True
 
 
 # -- dynamic_sources: int arguments automatic dynamic made symbolic ------------------------

@@ -178,7 +178,7 @@ REMEDIES: Dict[str, str] = {
         "compiled code needs from it once, outside, into attributes or arguments (LightX2V 6fb7c136)"
     ),
     CLOSURE: "report: pass {src} as an argument (rule FR008 for a closure compiled in a loop)",
-    RESUME_VALUE: "report: keep the value a tensor (or torch._dynamo.config.capture_scalar_outputs = True for .item())",
+    RESUME_VALUE: "report: keep the value a tensor (or capture_scalar_outputs=True for .item())",
     BACKEND: "report: reuse one backend object (rule FR008)",
     CONSTANT: (
         "report: every new value of {src} (a str, a bool, a value compared by equality) is a new graph: "
@@ -550,12 +550,12 @@ def _link_resumed(entries: List[CodeEntry]) -> None:
     frame resumed in it, same file) recorded: what it got came through them."""
     by_function: Dict[Tuple[str, str], Dict[str, List[str]]] = {}
     for e in entries:
-        function = _resumed_function(e.name) or e.name
+        function = resumed_function(e.name) or e.name
         merged = by_function.setdefault((e.filename, function), {})
         for flag, what in e.capture_breaks.items():
             merged.setdefault(flag, []).extend(what)
     for e in entries:
-        function = _resumed_function(e.name)
+        function = resumed_function(e.name)
         if function is not None:
             e.resumed_after = by_function.get((e.filename, function), {})
 
@@ -563,7 +563,7 @@ def _link_resumed(entries: List[CodeEntry]) -> None:
 _RESUMED = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+?)_at_\d+$")
 
 
-def _resumed_function(name: str) -> Optional[str]:
+def resumed_function(name: str) -> Optional[str]:
     """``torch_dynamo_resume_in_refine_at_13`` -> ``refine``; None for a function's own frame."""
     m = _RESUMED.match(name)
     return m.group("fn") if m else None
@@ -1914,7 +1914,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         if entry.resumed_after.get(CAPTURE_DYNAMIC_SHAPES):
             ops = ", ".join(f"`{op}`" for op in dict.fromkeys(entry.resumed_after[CAPTURE_DYNAMIC_SHAPES]))
             parts.append(
-                f"torch._dynamo.config.{CAPTURE_DYNAMIC_SHAPES} = True (unsafe: the sizes come from a graph break at {ops})"
+                f"{CAPTURE_DYNAMIC_SHAPES}=True for the compiled function that broke (the sizes come from a graph break at {ops})"
             )
         for r in size_tests(entry):
             parts.append(

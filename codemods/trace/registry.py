@@ -270,37 +270,52 @@ a 0-d tensor behaves the same in.
 
 CAPTURE_SCALARS = TraceCure(
     name="capture-scalars-from-trace",
-    summary="capture_scalar_outputs where code recompiles after Tensor.item() graph breaks",
+    summary="capture_scalar_outputs for the compiled function that recompiles after Tensor.item() graph breaks",
     causes=(RESUME_VALUE,),
     what_it_does="""
-Sets `torch._dynamo.config.capture_scalar_outputs = True` after the imports
-of the first file whose compiled code broke the graph at `Tensor.item()` and
-recompiled (pytorch/rl #4094).
+Sets `capture_scalar_outputs=True` for the compiled function whose code broke
+the graph at `Tensor.item()` and recompiled (pytorch/rl #4094): a
+`torch._dynamo.config.patch(...)` decorator right above the decorator that
+compiles it (`@torch.compile`, or a project decorator whose body calls
+torch.compile), around its `torch.compile(f)` call, or on the `forward` of a
+module the trace shows called as a module. Where the file does not show how
+that function is compiled, sets
+`torch._dynamo.config.capture_scalar_outputs = True` after the imports.
 """,
     why_it_recompiles="The break splits the function; the frames resumed after it guard the values around it and recompile when they change.",
     example="""
-    import torch
-    torch._dynamo.config.capture_scalar_outputs = True  # inserted
+    @torch._dynamo.config.patch(capture_scalar_outputs=True)  # inserted
+    @torch.compile
+    def extend_and_sample(storage, data):
+        ...
 """,
-    fix_safety="Unsafe: a global setting; compiled code that branches on such a value breaks the graph there, or fails to compile under fullgraph=True (the rerun then restores the file).",
+    fix_safety=(
+        "Safe for the compiled function: a function the trace shows breaking is not compiled with fullgraph=True, so a branch on "
+        "such a value breaks the graph there, and the patch reaches no other compiled code (run --fix keeps it only with fewer "
+        "graphs). The global setting (where the file does not show the compile) is unsafe: every compiled function of the process gets it."
+    ),
 )
 
 CAPTURE_DYNAMIC_SHAPES = TraceCure(
     name="capture-dynamic-shapes-from-trace",
-    summary="capture_dynamic_output_shape_ops where code recompiles after graph breaks at data-dependent sizes",
+    summary="capture_dynamic_output_shape_ops for the compiled function that recompiles after graph breaks at data-dependent sizes",
     causes=(TENSOR_SHAPE, RESUME_VALUE),
     what_it_does="""
-Sets `torch._dynamo.config.capture_dynamic_output_shape_ops = True` after the
-imports of the first file whose compiled code broke the graph at an op whose
-output size depends on the data (`torch.where(mask)`, a boolean index,
-`torch.unique`) and recompiled (kornia 7d73de442).
+Sets `capture_dynamic_output_shape_ops=True` for the compiled function whose
+code broke the graph at an op whose output size depends on the data
+(`torch.where(mask)`, a boolean index, `torch.unique`, `repeat_interleave`)
+and recompiled, as capture-scalars-from-trace does (Liger ef420c3d,
+speculators dbd631b1, kornia 7d73de442 on its module's `forward`).
 """,
     why_it_recompiles="The break splits the function; each frame resumed after it gets tensors of the count the data gave, and a new count is a new size.",
     example="""
-    import torch
-    torch._dynamo.config.capture_dynamic_output_shape_ops = True  # inserted
+    compiled_loss = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)(torch.compile(loss_fn))  # wrapped
 """,
-    fix_safety="Unsafe: a global setting; compiled code that branches on such a size breaks the graph there, or fails to compile under fullgraph=True (the rerun then restores the file).",
+    fix_safety=(
+        "Safe for the compiled function (no fullgraph=True where it broke: a branch on such a size breaks the graph there; the "
+        "patch reaches no other compiled code). The global setting (where the file does not show the compile) is unsafe: every compiled function of "
+        "the process gets it, and one compiled with fullgraph=True that branches on such a size fails to compile."
+    ),
 )
 
 DYNAMIC_SOURCES = TraceCure(
