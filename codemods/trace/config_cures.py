@@ -284,30 +284,51 @@ def _partial_of(model, value: ast.AST) -> Optional[ast.AST]:
     return None
 
 
-def _compiled_as_function(model, source, fn: ast.AST) -> Optional[Tuple[str, ast.AST, int]]:
+@dataclass(frozen=True)
+class _Scope:
+    """Where the patch goes for one compiled function: ``decorator`` (into
+    ``node``'s decorator list at ``index``; its length: right above the
+    ``def``) or ``wrap`` (around the compile call ``node``)."""
+
+    how: str
+    node: ast.AST
+    index: int = 0
+
+    @property
+    def line(self) -> int:
+        decorators = getattr(self.node, "decorator_list", [])
+        return decorators[self.index].lineno if self.how == "decorator" and self.index < len(decorators) else self.node.lineno  # type: ignore[attr-defined]
+
+    def edit(self, source, model, flag: str) -> Edit:
+        if self.how == "decorator":
+            return Edit(statement_target(source, self.node), functools.partial(_patch_decorator, model, flag, self.index))  # type: ignore[arg-type]
+        return Edit(source.target(self.node, "Call"), functools.partial(_patch_wrap, model, flag))
+
+
+def _compiled_as_function(model, source, fn: ast.AST) -> Optional[_Scope]:
     """How this module compiles the function ``fn`` so that a wrapper of it
-    can carry the setting: ("decorator", the def, the index the patch goes
-    at: right above the decorator that compiles it) or ("wrap", the compile
-    call, 0); None when it is not compiled so here (or with fullgraph=True)."""
+    can carry the setting: the decorator that compiles it (the patch right
+    above it) or the compile call (wrapped); None when it is not compiled so
+    here (or with fullgraph=True)."""
     wraps = []
     for site in model.compile_sites:
         if site.option_value("fullgraph") is True:
             continue
         if site.form == "decorator" and site.target is fn:
             dec = site.options_call if site.options_call is not None else site.node
-            return ("decorator", fn, next(i for i, d in enumerate(fn.decorator_list) if d is dec))  # type: ignore[attr-defined]
+            return _Scope("decorator", fn, next(i for i, d in enumerate(fn.decorator_list) if d is dec))  # type: ignore[attr-defined]
         if site.form == "wrap":
             wraps.append(site)
     for i, dec in enumerate(fn.decorator_list):  # type: ignore[attr-defined]
         expr = dec.func if isinstance(dec, ast.Call) else dec
         factory = model.resolve_function(expr) if isinstance(expr, ast.Name) else None
         if factory is not None and any(any(a is factory for a in source.ancestors(site.node)) for site in wraps):
-            return ("decorator", fn, i)  # a project decorator whose body compiles its argument
+            return _Scope("decorator", fn, i)  # a project decorator whose body compiles its argument
     for site in wraps:
         target = site.target
         held = list(model.assigned_values(target)) if isinstance(target, ast.Name) else []
         if site.target_def is fn or _partial_of(model, target) is fn or (held and all(_partial_of(model, v) is fn for v in held)):
-            return ("wrap", site.node, 0)
+            return _Scope("wrap", site.node)
     return None
 
 
@@ -354,16 +375,31 @@ def _patch_wrap(model, flag: str, node: "cst.Call") -> "cst.Call":
     return cst.Call(func=_patch_call(model, flag), args=[cst.Arg(value=node)])
 
 
+@dataclass
+class _ScopedFile:
+    """A guided file the scoped setting edits: its bytes as the fixes so far
+    left them, read once, and the functions that get the patch (by the node
+    edited: one patch each) with their names."""
+
+    g: object
+    source: object
+    model: object
+    base: bytes
+    moved: Callable[[int], int]
+    scopes: Dict[ast.AST, _Scope]
+    names: List[str]
+
+
 def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled: set) -> bool:
     """The setting for the compiled functions whose code objects broke so
     (or were resumed after such a break), in guided files whose compiled
     code recompiled, each through a ``config.patch`` wrapper
-    (:func:`_compiled_as_function`); one safe finding per file.  A function
-    that broke but is not compiled itself (one a compiled function called)
-    is reached through the compiled one; ``run --fix``'s rerun shows whether
-    it was.  False, with nothing changed, when no function that broke is
-    compiled so, or a file sets the setting already (the global setting is
-    offered then, or nothing)."""
+    (:func:`_compiled_as_function`, :func:`_module_forward`); one safe
+    finding per file.  A function that broke but is not compiled itself
+    (one a compiled function called) is reached through the compiled one;
+    ``run --fix``'s rerun shows whether it was.  False, with nothing
+    changed, when no function that broke is compiled so, or a file sets the
+    setting already (the global setting is offered then, or nothing)."""
     from ..analysis.compile_sites import model_of
     from ..analysis.lines import line_map
     from ..pipeline.engine import parse_ast
@@ -373,13 +409,13 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
         e for e in trace.entries
         if cure.shows(e) and entry_file(e) and not tr.is_library_file(e.filename) and _real(entry_file(e)) in recompiled
     ]
-    plans: Dict[str, list] = {}  # path -> [guided file, source, model, {root: (how, node, index)}, names, bytes, line map]
+    files: Dict[str, _ScopedFile] = {}
     for entry in broke:
         g = by_real.get(_real(entry_file(entry)))
         if g is None:
             continue
-        plan = plans.get(g.path)
-        if plan is None:
+        f = files.get(g.path)
+        if f is None:
             base = g.new if g.new is not None else g.original
             try:
                 source = parse_ast("<trace>", base)
@@ -388,45 +424,34 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
             if config_mentions(source, [cure.flag]):
                 return False
             moved = line_map(g.original, base) if base != g.original else (lambda n: n)
-            plan = plans[g.path] = [g, source, model_of(source), {}, [], base, moved]
-        _, source, model, roots, names, _, moved = plan
-        fn = _broken_def(source, entry, moved(entry.firstlineno))
-        how = _compiled_as_function(model, source, fn) if fn is not None else None
-        if how is None and fn is not None and entry.module_callers and _module_forward(model, source, fn):
-            how = ("decorator", fn, len(fn.decorator_list))  # type: ignore[attr-defined]
-        if how is not None and how[1] not in roots:
-            roots[how[1]] = how
-            names.append(fn.name)  # type: ignore[attr-defined]
-    plans = {path: plan for path, plan in plans.items() if plan[3]}
-    if not plans:
-        return False
-    for g, source, model, roots, names, base, _ in plans.values():
-        edits = []
-        for how, node, index in roots.values():
-            if how == "decorator":
-                edits.append(Edit(statement_target(source, node), functools.partial(_patch_decorator, model, cure.flag, index)))
-            else:
-                edits.append(Edit(source.target(node, "Call"), functools.partial(_patch_wrap, model, cure.flag)))
-        g.new = _render_edits(source, base, edits)
-        mine = [e for e in trace.entries if entry_file(e) and _real(entry_file(e)) == _real(g.path)]
+            f = files[g.path] = _ScopedFile(g, source, model_of(source), base, moved, {}, [])
+        fn = _broken_def(f.source, entry, f.moved(entry.firstlineno))
+        scope = _compiled_as_function(f.model, f.source, fn) if fn is not None else None
+        if scope is None and fn is not None and entry.module_callers and _module_forward(f.model, f.source, fn):
+            scope = _Scope("decorator", fn, len(fn.decorator_list))  # type: ignore[attr-defined]
+        if scope is not None and scope.node not in f.scopes:
+            f.scopes[scope.node] = scope
+            f.names.append(fn.name)  # type: ignore[attr-defined]
+    files = {path: f for path, f in files.items() if f.scopes}
+    for f in files.values():
+        g = f.g
+        g.new = _render_edits(f.source, f.base, [s.edit(f.source, f.model, cure.flag) for s in f.scopes.values()])  # type: ignore[attr-defined]
+        mine = [e for e in trace.entries if entry_file(e) and _real(entry_file(e)) == _real(g.path)]  # type: ignore[attr-defined]
         shown = [what for e in mine for what in cure.shows(e)]
         resumed = sum(e.recompiles for e in mine)
-        first = min(
-            node.decorator_list[index].lineno if how == "decorator" and index < len(node.decorator_list) else node.lineno  # type: ignore[attr-defined]
-            for how, node, index in roots.values()
-        )
-        which = ", ".join(f"`{n}`" for n in names)
+        which = ", ".join(f"`{n}`" for n in f.names)
         patch = f"torch._dynamo.config.patch({cure.flag}=True)"
         message = (
             f"{which} {cure.showed(shown)} and this file's compiled code recompiled {resumed} time{'s' if resumed != 1 else ''}:"
-            f" set `{cure.flag}` for {'it' if len(names) == 1 else 'them'} only, `{patch}`,"
+            f" set `{cure.flag}` for {'it' if len(f.names) == 1 else 'them'} only, `{patch}`,"
             f" {cure.keeps} (the breaks show no fullgraph=True, so a branch on such a value breaks the graph there;"
             " other compiled code keeps the setting it had)"
         )
-        finding = _applied_finding(g.display_path, first, 1, message, f"`{patch}` on {which}", cure.cure.name)
+        line = min(s.line for s in f.scopes.values())
+        finding = _applied_finding(g.display_path, line, 1, message, f"`{patch}` on {which}", cure.cure.name)  # type: ignore[attr-defined]
         cured = _cured_entry(mine, cure)
-        g.matches.append(Match(finding, cured, cured.causes[0] if cured.causes else tr.RESUME_VALUE))
-    return True
+        g.matches.append(Match(finding, cured, cured.causes[0] if cured.causes else tr.RESUME_VALUE))  # type: ignore[attr-defined]
+    return bool(files)
 
 
 # -- dynamic_sources: int arguments automatic dynamic made symbolic ------------------------
