@@ -159,9 +159,11 @@ def test_run_fix_sets_the_shape_setting_for_a_compiled_partial_only(tmp_path):
     first, second = results(out)
     assert first == second
     text = script.read_text()
+    # too long for one line: the compile call on its own, as black lays out a call
     assert (
-        'compiled_loss = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)(torch.compile(loss_fn, backend="eager"))'
-        " if compiled else loss_fn\n"
+        "    compiled_loss = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)(\n"
+        '        torch.compile(loss_fn, backend="eager")\n'
+        "    ) if compiled else loss_fn\n"
     ) in text
     assert "torch._dynamo.config.capture_dynamic_output_shape_ops = True" not in text
 
@@ -179,6 +181,30 @@ def test_run_fix_puts_the_setting_above_a_project_decorator_that_compiles(tmp_pa
     first, second = results(out)
     assert first == second
     assert "    @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)\n    @conditional_torch_compile\n    def forward" in script.read_text()
+
+
+def test_the_compile_call_is_wrapped_on_its_line_when_it_fits():
+    from codemods.analysis.compile_sites import model_of
+    from codemods.pipeline.engine import parse_ast
+
+    def scoped(src: bytes):
+        source = parse_ast("<t>", src)
+        model = model_of(source)
+        fn = next(n for n in source.tree.body if getattr(n, "name", "") == "f")
+        scope = scalar_capture._compiled_as_function(model, source, fn)
+        if scope is None:
+            return None
+        assert scope.how == "wrap"
+        return scalar_capture._render_edits(source, src, [scope.edit(source, model, "capture_scalar_outputs")])
+
+    head = b"import torch\nimport functools\n\n\ndef f(x):\n    return x\n\n\n"
+    assert scoped(head + b"s = torch.compile(f)\n") == head + b"s = torch._dynamo.config.patch(capture_scalar_outputs=True)(torch.compile(f))\n"
+    # over 88 columns: the compile call on a line of its own (black's layout of a call)
+    assert scoped(head + b"step = torch.compile(functools.partial(f))\n") == head + (
+        b"step = torch._dynamo.config.patch(capture_scalar_outputs=True)(\n    torch.compile(functools.partial(f))\n)\n"
+    )
+    # compiled with fullgraph=True: no wrapper (a break there is an error, not this cure's case)
+    assert scoped(head + b"s = torch.compile(f, fullgraph=True)\n") is None
 
 
 def test_a_second_run_over_the_scoped_setting_changes_nothing(copied):  # noqa: F811

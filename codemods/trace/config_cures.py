@@ -302,7 +302,8 @@ class _Scope:
     def edit(self, source, model, flag: str) -> Edit:
         if self.how == "decorator":
             return Edit(statement_target(source, self.node), functools.partial(_patch_decorator, model, flag, self.index))  # type: ignore[arg-type]
-        return Edit(source.target(self.node, "Call"), functools.partial(_patch_wrap, model, flag))
+        wrapped = len(source.lines[self.node.lineno - 1]) + len(f"torch._dynamo.config.patch({flag}=True)()") > _LINE_LENGTH  # type: ignore[attr-defined]
+        return Edit(source.target(self.node, "Call"), functools.partial(_patch_wrap, model, flag, wrapped))
 
 
 def _compiled_as_function(model, source, fn: ast.AST) -> Optional[_Scope]:
@@ -371,8 +372,25 @@ def _patch_decorator(model, flag: str, index: int, node: "cst.FunctionDef") -> "
     return node.with_changes(decorators=decorators)
 
 
-def _patch_wrap(model, flag: str, node: "cst.Call") -> "cst.Call":
-    return cst.Call(func=_patch_call(model, flag), args=[cst.Arg(value=node)])
+#: black's default line length: a wrapped compile call longer than this
+#: puts the call on a line of its own inside the patch's parentheses
+_LINE_LENGTH = 88
+
+
+def _patch_wrap(model, flag: str, wrapped: bool, node: "cst.Call") -> "cst.Call":
+    """``patch(...)(<node>)``; with ``wrapped``, laid out as black does::
+
+        compiled_loss = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)(
+            torch.compile(loss_fn, backend="eager")
+        ) if compiled else loss_fn
+    """
+    if not wrapped:
+        return cst.Call(func=_patch_call(model, flag), args=[cst.Arg(value=node)])
+    return cst.Call(
+        func=_patch_call(model, flag),
+        whitespace_before_args=cst.ParenthesizedWhitespace(indent=True, last_line=cst.SimpleWhitespace("    ")),
+        args=[cst.Arg(value=node, whitespace_after_arg=cst.ParenthesizedWhitespace(indent=True))],
+    )
 
 
 @dataclass
