@@ -1,13 +1,15 @@
-"""Fixes made from trace evidence: a torch setting, set once after the
-imports of the file whose compiled code recompiled, where the trace shows
-what the setting lifts.  Two keep in the graph what broke it (below); one
-stops duck sizing (at the end).
+"""Fixes made from trace evidence: a torch setting, for the compiled
+function that needs it or once after the imports of the file whose compiled
+code recompiled, where the trace shows what the setting lifts.  Two keep in
+the graph what broke it (below); one stops duck sizing (at the end).
 
 A graph break splits a compiled function into frames resumed after it,
 whose guards on the values around the break fail on the next call.  Two
 breaks have a setting that lifts them (:data:`codemods.trace.read.CAPTURE_BREAKS`,
 read from a compilation's ``restart_reasons``); the trace shows a compile
 that broke so in a file whose compiled code recompiled, and this fix sets
+the setting for that compiled function (a ``torch._dynamo.config.patch``
+wrapper, below) or, where the file does not show how it is compiled,
 ``torch._dynamo.config.<setting> = True`` right after the module-level
 ``import torch`` (and the imports right after it) of the file of the code
 that broke (it runs before that code is traced):
