@@ -16,6 +16,18 @@ from codemods.trace import read as tr
 from codemods.trace import config_cures as scalar_capture
 
 
+def run_fix_cures(tmp_path, name: str, total: str, *flags: str) -> str:
+    """`run --fix FLAGS` on the script: exit code 0, the total graphs
+    ``total`` ("9 -> 1"), the same printed result; the fixed source."""
+    proc, script = run_cli(tmp_path, name, "--fix", *flags)
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "  total" in out and f" {total}" in out, out
+    first, second = results(out)
+    assert first == second
+    return script.read_text()
+
+
 def test_the_flag_goes_after_the_imports_once():
     src = textwrap.dedent(
         """\
@@ -80,15 +92,9 @@ def test_no_flag_without_a_recompile(copied):  # noqa: F811
 def test_run_fix_keeps_the_item_in_the_graph(tmp_path):
     """Under torch 2.13: 3 graphs -> 1, the same printed result; safe, so
     plain `run --fix` applies it."""
-    proc, script = run_cli(tmp_path, "item_resume", "--fix")
-    out = proc.stdout
-    assert proc.returncode == 0, out
-    assert graphs(out, "torch_dynamo_resume_in_normalize_at_8 (item_resume.py)") == (2, 0)
-    assert "  total" in out and " 3 -> 1" in out
-    first, second = results(out)
-    assert first == second
-    assert '@torch._dynamo.config.patch(capture_scalar_outputs=True)\n@torch.compile(backend="eager")\ndef normalize' in script.read_text()
-    assert "torch._dynamo.config.capture_scalar_outputs = True" not in script.read_text()
+    text = run_fix_cures(tmp_path, "item_resume", "3 -> 1")
+    assert '@torch._dynamo.config.patch(capture_scalar_outputs=True)\n@torch.compile(backend="eager")\ndef normalize' in text
+    assert "torch._dynamo.config.capture_scalar_outputs = True" not in text
 
 
 # -- capture_dynamic_output_shape_ops: kornia's NMS refinement ------------------------
@@ -138,13 +144,8 @@ def test_the_dynamic_shape_setting_goes_on_the_forward_of_a_compiled_module(copi
 def test_run_fix_keeps_the_data_dependent_ops_in_the_graph(tmp_path):
     """Under torch 2.13: 9 graphs -> 1 (four frames resumed after the breaks,
     each compiled twice, are gone), the same printed result."""
-    proc, script = run_cli(tmp_path, "shape_op_resume", "--fix")
-    out = proc.stdout
-    assert proc.returncode == 0, out
-    assert "  total" in out and " 9 -> 1" in out, out
-    first, second = results(out)
-    assert first == second
-    assert "    @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)\n    def forward" in script.read_text()
+    text = run_fix_cures(tmp_path, "shape_op_resume", "9 -> 1")
+    assert "    @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)\n    def forward" in text
 
 
 def test_run_fix_sets_the_shape_setting_for_a_compiled_partial_only(tmp_path):
@@ -152,13 +153,7 @@ def test_run_fix_sets_the_shape_setting_for_a_compiled_partial_only(tmp_path):
     loss math, a boolean index breaking it; the call is wrapped (the name
     keeps the compiled callable when `compiled` is False too).  Under torch
     2.13: 5 graphs -> 1, the same printed result, plain `run --fix` (safe)."""
-    proc, script = run_cli(tmp_path, "partial_mask_loss", "--fix")
-    out = proc.stdout
-    assert proc.returncode == 0, out
-    assert "  total" in out and " 5 -> 1" in out, out
-    first, second = results(out)
-    assert first == second
-    text = script.read_text()
+    text = run_fix_cures(tmp_path, "partial_mask_loss", "5 -> 1")
     # too long for one line: the compile call on its own, as black lays out a call
     assert (
         "    compiled_loss = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)(\n"
@@ -173,14 +168,8 @@ def test_run_fix_puts_the_setting_above_a_project_decorator_that_compiles(tmp_pa
     calls torch.compile) on a module's `forward`; the patch goes right above
     it.  Under torch 2.13: 3 graphs -> 1 (the frame resumed after
     `repeat_interleave` is gone), the same printed result."""
-    proc, script = run_cli(tmp_path, "factory_decorated_nonzero", "--fix")
-    out = proc.stdout
-    assert proc.returncode == 0, out
-    assert graphs(out, "torch_dynamo_resume_in_forward_at_23 (factory_decorated_nonzero.py)") == (2, 0)
-    assert "  total" in out and " 3 -> 1" in out, out
-    first, second = results(out)
-    assert first == second
-    assert "    @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)\n    @conditional_torch_compile\n    def forward" in script.read_text()
+    text = run_fix_cures(tmp_path, "factory_decorated_nonzero", "3 -> 1")
+    assert "    @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)\n    @conditional_torch_compile\n    def forward" in text
 
 
 def test_the_compile_call_is_wrapped_on_its_line_when_it_fits():
