@@ -335,10 +335,19 @@ def _submodule_class(model: CompileModel, owner: ast.ClassDef, attr: str) -> Opt
     instance of, when every instance assigned to it is of that one class."""
     found: Optional[ast.ClassDef] = None
     for c in class_chain(model, owner):
+        init = model.method(c, "__init__")
+        params = {a.arg for a in init.args.args + init.args.kwonlyargs} if init is not None else set()  # type: ignore[attr-defined]
+        values: List[ast.AST] = []
         for value in model.self_attr_values(c, attr):
+            values += [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]  # `loss if loss is not None else ClipLoss()`
+        for value in values:
             value = _unwrap_module_call(value)  # type: ignore[assignment]
             if isinstance(value, ast.Constant) and value.value is None:
                 continue  # `self.kv_cache = None` until caches are set up
+            if isinstance(value, ast.Name) and value.id in params and model.source.enclosing(value, _DEFS) is init:
+                # `self.loss = loss if given, else ClipLoss(...)` (open_clip's
+                # CLIPTask): a caller's object, or this class's when defaulted
+                continue
             cls = model.module_class_of(value) if isinstance(value, ast.Call) else None
             if cls is None or (found is not None and cls is not found):
                 return None
@@ -374,7 +383,12 @@ def compiled_bound_method(model: CompileModel, site: AstCompileSite) -> Optional
     target = site.target
     if site.form != "wrap" or not isinstance(target, ast.Attribute):
         return None
-    cls = model.module_class_of(_unwrap_module_call(target.value))  # type: ignore[arg-type]
+    if isinstance(target.value, ast.Name) and target.value.id == "self":
+        # `torch.compile(self.training_forward)` in a method of the class
+        cls = model.source.enclosing(site.node, ast.ClassDef)
+        cls = cls if isinstance(cls, ast.ClassDef) and model.is_module_class(cls) else None
+    else:
+        cls = model.module_class_of(_unwrap_module_call(target.value))  # type: ignore[arg-type]
     if cls is None or target.attr not in _facts(model, cls).methods:
         return None
     return cls, target.attr
@@ -637,14 +651,35 @@ def compiled_reach(model: CompileModel, site: AstCompileSite, functions: bool = 
     compiled = compiled_class_method(model, site)
     if compiled is not None:
         cls, start = compiled
-        reached = tuple(r for r in methods_reached_through_submodules(model, cls, start) if not runs_eager(model, r[2]))
-        feeds = def_first_lines(reached[0][2]) if reached else ()
-        return CompiledReach(cls, start, reached, tuple(feeds))
+        reached = [r for r in methods_reached_through_submodules(model, cls, start) if not runs_eager(model, r[2])]
+        feeds = list(def_first_lines(reached[0][2])) if reached else []
+        for sub, fn in _overrides_of_self_method(model, site, cls, start):
+            # `torch.compile(self.training_forward)` in a base class: `self`
+            # may be a subclass whose own method runs (open_clip's CLIPTask)
+            feeds += def_first_lines(fn)
+            seen = {id(r[2]) for r in reached}
+            reached += [r for r in methods_reached_through_submodules(model, sub, start) if id(r[2]) not in seen and not runs_eager(model, r[2])]
+        return CompiledReach(cls, start, tuple(reached), tuple(feeds))
     fn = compiled_function(model, site) if functions else None
     if fn is None:
         return None
     reached = tuple(r for r in instance_methods_reached(model, fn) if not runs_eager(model, r[2]))
     return CompiledReach(None, fn.name, reached, tuple(def_first_lines(fn)))  # type: ignore[attr-defined]
+
+
+def _overrides_of_self_method(model: CompileModel, site: AstCompileSite, cls: ast.ClassDef, method: str) -> List[Tuple[ast.ClassDef, ast.AST]]:
+    """(subclass, def) of each class of this module deriving from ``cls``
+    that defines ``method`` itself, when ``site`` compiles ``self.<method>``
+    in a method of ``cls`` (the bound method of whatever class ``self`` is)."""
+    target = site.target
+    if site.form != "wrap" or not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+        return []
+    out: List[Tuple[ast.ClassDef, ast.AST]] = []
+    for sub in model.classes_deriving(cls):
+        fn = model.method(sub, method) if sub is not cls else None
+        if fn is not None:
+            out.append((sub, fn))
+    return out
 
 
 def runs_eager(model: CompileModel, fn: ast.AST) -> bool:

@@ -265,9 +265,9 @@ def _apply(trace: tr.Trace, guided: Guided, unsafe_fixes: bool, cure: ConfigCure
 # code object broke so and which that file compiles as a function:
 # ``@torch.compile`` on it, a project decorator that compiles its argument
 # (``@conditional_torch_compile``), or ``torch.compile(f)`` /
-# ``torch.compile(functools.partial(f, ...))`` (the call is wrapped); or the
-# ``forward`` of an nn.Module class the trace shows called as a module (the
-# patch on the ``def``, which dynamo traces: :func:`_module_forward`).
+# ``torch.compile(functools.partial(f, ...))`` (the call is wrapped); or a
+# ``def`` the trace shows called as a module (a module's ``forward``, or a
+# function installed as one: the patch on the ``def``, which dynamo traces).
 # Anything else (a function compiled in another file, a forward of a class
 # defined elsewhere) gets the global setting, unsafe, as before.
 
@@ -351,17 +351,6 @@ def _broken_def(source, entry: tr.CodeEntry, line: int) -> Optional[ast.AST]:
     )
 
 
-def _module_forward(model, source, fn: ast.AST) -> bool:
-    """Is ``fn`` the ``forward`` of an nn.Module class of this module?  The
-    trace shows it called as a module and breaking: the patch goes on the
-    ``def`` itself, right above it (a wrapper of ``torch.compile(model)``
-    would replace the module); dynamo traces the patch as it traces the
-    body (kornia before 7d73de442, ``torch.compile(mod)`` of the NMS
-    refinement: 15 -> 3 graphs, as with the global setting)."""
-    cls = source.parent(fn)
-    return fn.name == "forward" and isinstance(cls, ast.ClassDef) and model.is_module_class(cls)  # type: ignore[attr-defined]
-
-
 def _patch_call(model, flag: str) -> "cst.Call":
     """``torch._dynamo.config.patch(<flag>=True)``."""
     no_space = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
@@ -414,7 +403,8 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
     """The setting for the compiled functions whose code objects broke so
     (or were resumed after such a break), in guided files whose compiled
     code recompiled, each through a ``config.patch`` wrapper
-    (:func:`_compiled_as_function`, :func:`_module_forward`); one safe
+    (:func:`_compiled_as_function`, or on a ``def`` the trace shows called
+    as a module); one safe
     finding per file.  A function that broke but is not compiled itself
     (one a compiled function called) is reached through the compiled one;
     ``run --fix``'s rerun shows whether it was.  False, with nothing
@@ -430,6 +420,7 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
         if cure.shows(e) and entry_file(e) and not tr.is_library_file(e.filename) and _real(entry_file(e)) in recompiled
     ]
     files: Dict[str, _ScopedFile] = {}
+    module_calls: set = set()  # the module calls whose first code object got the patch
     for entry in broke:
         g = by_real.get(_real(entry_file(entry)))
         if g is None:
@@ -447,7 +438,17 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
             f = files[g.path] = _ScopedFile(g, source, model_of(source), base, moved, {}, [])
         fn = _broken_def(f.source, entry, f.moved(entry.firstlineno))
         scope = _compiled_as_function(f.model, f.source, fn) if fn is not None else None
-        if scope is None and fn is not None and entry.module_callers and _module_forward(f.model, f.source, fn):
+        if scope is None and fn is not None and entry.module_callers and not module_calls.intersection(entry.module_callers):
+            # the trace shows it called as a module: a module's `forward`, or a
+            # function installed as one; the patch on the `def` itself (a
+            # wrapper of `torch.compile(model)` would replace the module), which
+            # dynamo traces with the body (kornia before 7d73de442's
+            # `torch.compile(mod)`: 15 -> 3 graphs, as with the global setting;
+            # trl before 00d6209d's `model.forward = _chunked_ce_forward`).  The
+            # first such code object of a module call only: the frames compiled
+            # after it for the same call are functions it called (2.13's stack
+            # leaves their caller out, so they look called by the module too)
+            module_calls.update(entry.module_callers)
             scope = _Scope("decorator", fn, len(fn.decorator_list))  # type: ignore[attr-defined]
         if scope is not None and scope.node not in f.scopes:
             f.scopes[scope.node] = scope

@@ -521,9 +521,14 @@ def match_file(
 
 def _about_source(cure: tr.Cure, f: Finding, entry: tr.CodeEntry, cause: str) -> bool:
     """A cure declared only for the source a finding is about (``about``:
-    FR017 for the length of the dict it found looked up, ``self.state``):
-    does the trace guard that source for ``cause``?  Any other cure: True."""
-    return not cure.about or bool(set(f.about) & set(entry.sources(cause)))
+    FR017 for the length of the dict it found looked up, ``self.state``; an
+    entry that starts with a dot, FR014's ``.labels``, for any source that
+    ends with it, ``self.loss.labels``): does the trace guard that source
+    for ``cause``?  Any other cure: True."""
+    if not cure.about:
+        return True
+    sources = entry.sources(cause)
+    return any(s == a or (a.startswith(".") and s.endswith(a)) for a in f.about for s in sources)
 
 
 def _about_guarded(f: Finding, entry: tr.CodeEntry, cause: str) -> bool:

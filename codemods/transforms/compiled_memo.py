@@ -27,7 +27,7 @@ from ..analysis.purity import MUTATORS, Purity
 from ..analysis.source import statement_target
 from ..cst_edits import guard_statement
 from ..findings import Edit, Finding, Safety
-from ..trace.causes import KEYS, NONE_CHECK, CuresCause
+from ..trace.causes import KEYS, NONE_CHECK, TRUTH, CuresCause
 from .base import Example, Rule
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -237,8 +237,12 @@ def _in_place(source, node: ast.AST, kind: str) -> bool:
 
 class CompiledMemo(Rule):
     code = "FR014"
-    #: the trace causes its fix cures: the memo's None check, the key's presence
-    cures = (CuresCause(NONE_CHECK), CuresCause(KEYS))
+    #: the trace causes its fix cures: the memo's None check, the key's
+    #: presence, and an empty dict's truth (torch guards ``not
+    #: self.loss.labels`` for ``device not in self.labels`` while the dict is
+    #: empty: open_clip) where the guarded source is the memo the finding is
+    #: about (its ``about``: ``.labels``, the attribute reached from any root)
+    cures = (CuresCause(NONE_CHECK), CuresCause(KEYS), CuresCause(TRUTH, about=True))
     name = "compiled-memo"
     summary = "a memo attribute written inside compiled code"
     what_it_does = """
@@ -248,9 +252,11 @@ dict) in `__init__` or the class body, and a method run by the compiled code
 checks it in an `if` (`self._cache is not None`, `key in self.cache`) and
 fills it (`self._cache = (key, value)`, `self.cache[key] = value`). The
 method is the `forward` of a compiled instance (`torch.compile(model)`,
-`model.compile()`), a compiled bound method, or a method they reach
-(`self.method()`, a submodule's method, a submodule's `forward` through
-`self.rope(...)`). Code under `not torch.compiler.is_compiling()` (or after
+`model.compile()`), a compiled bound method (also `torch.compile(
+self.training_forward)` in a base class: the subclasses' own methods), or a
+method they reach (`self.method()`, a submodule's method, a submodule's
+`forward` through `self.rope(...)`, also a submodule the caller may pass in
+instead). Code under `not torch.compiler.is_compiling()` (or after
 `if torch.compiler.is_compiling(): return ...`) runs eager only and counts
 for nothing; nor does a method decorated with `@torch.compiler.disable`, nor
 a memo filled only outside the compiled code.
@@ -260,7 +266,14 @@ returns, every read of the memo inside that `if`, every write after it on a
 line of its own. A dict memo in any other form (filled in the `if`, read
 after it, as QwenImage's rope) whose every use is in that one method and is a
 dict use (an item, `in`, `.get()`...) is read through a local dict instead:
-`cache = {} if torch.compiler.is_compiling() else self.cache`. Either fix is
+`cache = {} if torch.compiler.is_compiling() else self.cache`. A dict memo
+valid for the last value of another attribute (open_clip's `ClipLoss`:
+`if self.prev_num_logits != num_logits or device not in self.labels:`
+computes and writes both, `else:` reads) gets
+`torch.compiler.is_compiling() or` on its check and its writes skipped while
+compiling; always unsafe (the dict is keyed by one of the two: a stale entry
+of another key), and reported with --unproven only where its writes depend
+on a setting of the object (`if self.cache_labels:`). Either other fix is
 safe when the memo's value is proven a pure function of its key (see Fix
 safety), unsafe otherwise. Every other form is reported with the cure.
 """
@@ -403,6 +416,38 @@ which exists from torch 2.1.
             "        return x + rope_cache[key]\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.pos = Rope()\n"
             "    def forward(self, x):\n        return self.pos(x, 4)\nnet = torch.compile(Net())\n",
         ),
+        # a dict valid for the last value of another attribute (open_clip's
+        # ClipLoss), reached from `torch.compile(self.training_forward)` of a
+        # base class through the subclass's own method: unsafe (a stale entry);
+        # its writes depend on `self.cache_labels`, so only with --unproven
+        Example(
+            "import torch\nclass ClipLoss(torch.nn.Module):\n    def __init__(self, cache_labels=True):\n        super().__init__()\n"
+            "        self.cache_labels = cache_labels\n        self.prev_num_logits = 0\n        self.labels = {}\n"
+            "    def get_ground_truth(self, device, num_logits):\n"
+            "        if self.prev_num_logits != num_logits or device not in self.labels:\n"
+            "            labels = torch.arange(num_logits, device=device)\n            if self.cache_labels:\n"
+            "                self.labels[device] = labels\n                self.prev_num_logits = num_logits\n"
+            "        else:\n            labels = self.labels[device]\n        return labels\n"
+            "    def forward(self, logits):\n        return torch.nn.functional.cross_entropy(logits, self.get_ground_truth(logits.device, logits.shape[0]))\n"
+            "class Task(torch.nn.Module):\n    def compile(self):\n        self._compiled = torch.compile(self.training_forward)\n"
+            "    def training_forward(self, logits):\n        raise NotImplementedError\n"
+            "class CLIPTask(Task):\n    def __init__(self, loss=None):\n        super().__init__()\n        self.loss = loss if loss is not None else ClipLoss()\n"
+            "    def training_forward(self, logits):\n        return self.loss(logits)\n",
+            "import torch\nclass ClipLoss(torch.nn.Module):\n    def __init__(self, cache_labels=True):\n        super().__init__()\n"
+            "        self.cache_labels = cache_labels\n        self.prev_num_logits = 0\n        self.labels = {}\n"
+            "    def get_ground_truth(self, device, num_logits):\n"
+            "        if torch._dynamo.is_compiling() or self.prev_num_logits != num_logits or device not in self.labels:\n"
+            "            labels = torch.arange(num_logits, device=device)\n            if not torch._dynamo.is_compiling() and self.cache_labels:\n"
+            "                self.labels[device] = labels\n                self.prev_num_logits = num_logits\n"
+            "        else:\n            labels = self.labels[device]\n        return labels\n"
+            "    def forward(self, logits):\n        return torch.nn.functional.cross_entropy(logits, self.get_ground_truth(logits.device, logits.shape[0]))\n"
+            "class Task(torch.nn.Module):\n    def compile(self):\n        self._compiled = torch.compile(self.training_forward)\n"
+            "    def training_forward(self, logits):\n        raise NotImplementedError\n"
+            "class CLIPTask(Task):\n    def __init__(self, loss=None):\n        super().__init__()\n        self.loss = loss if loss is not None else ClipLoss()\n"
+            "    def training_forward(self, logits):\n        return self.loss(logits)\n",
+            unsafe=True,
+            unproven=True,
+        ),
         # the dict is also read by another method the compiled code runs: report only
         Example(
             "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.rope_cache = {}\n"
@@ -490,6 +535,9 @@ which exists from torch 2.1.
         proven = warmer is None
         if warmer is not None:
             message += f" (unless `{warmer}`, which fills it and is called, ran before the first compiled call)"
+        stale = _stale_form(source, memo, others)
+        if stale is not None:
+            return self._stale_finding(ctx, memo, message, stale, feeds, proven)
         why_not, local = self._form(source, memo, others)
         if local is not None:
             return self._local_dict_finding(ctx, site, memo, message, local, feeds, proven, _why_not_pure(ctx, memo, local))
@@ -501,12 +549,35 @@ which exists from torch 2.1.
                 f"and compute the value directly otherwise (no automatic fix: {why_not})",
                 feeds=feeds,
                 proven=proven,
+                about=(f".{memo.attr}",),
             )
         check = memo.checks[0][0]
         attrs, spelled = _is_compiling(ctx)
         edits = [Edit(source.target(check.test, "BaseExpression"), functools.partial(_guard_test, ctx.model, attrs))]
         edits += [Edit(statement_target(source, w), functools.partial(_guard_statement, ctx.model, attrs)) for w in memo.writes]
         return self._skip_finding(ctx, memo, message, f"`not {spelled}` on its check and its write", edits, feeds, proven, _why_not_pure(ctx, memo, None))
+
+    def _stale_finding(self, ctx, memo: _Memo, message: str, stale: "_StaleForm", feeds, proven: bool) -> Finding:
+        """A dict memo valid for the last value of another attribute
+        (open_clip's ``ClipLoss.get_ground_truth``): while compiling, its
+        check is true and its writes are skipped."""
+        source = ctx.source
+        attrs, spelled = _is_compiling(ctx)
+        check = memo.checks[0][0]
+        edits = [Edit(source.target(check.test, "BaseExpression"), functools.partial(_compiling_or, ctx.model, attrs))]
+        if stale.gate is not None:
+            edits.append(Edit(source.target(stale.gate.test, "BaseExpression"), functools.partial(_guard_test, ctx.model, attrs)))
+        else:
+            edits += [Edit(statement_target(source, w), functools.partial(_guard_statement, ctx.model, attrs)) for w in stale.writes]
+        gated = sorted({a for a in map(self_attr, ast.walk(stale.gate.test)) if a is not None}) if stale.gate is not None else []
+        if gated:
+            # the writes run only when a setting of the object holds (open_clip's
+            # `cache_labels`, which its fix turns off for compiled tasks): no
+            # evidence they run in compiled calls, reported with --unproven
+            message += " (its writes run only when " + ", ".join(f"`self.{a}`" for a in gated) + " holds)"
+            proven = False
+        how = f"`{spelled} or` on its check, its writes of `self.{memo.attr}` and `self.{stale.prev}` only under `not {spelled}`"
+        return self._skip_finding(ctx, memo, message, how, edits, feeds, proven, _why_not_pure_stale(ctx, memo, stale))
 
     def _local_dict_finding(self, ctx, site, memo: _Memo, message: str, local: "_LocalDict", feeds, proven: bool, impure: Optional[str]) -> Finding:
         """A dict memo in any other form (QwenImage's: filled in the ``if``,
@@ -537,6 +608,7 @@ which exists from torch 2.1.
             title=f"skip `self.{memo.attr}` while compiling",
             feeds=feeds,
             proven=proven,
+            about=(f".{memo.attr}",),
         )
 
     def _form(self, source, memo: _Memo, others: List[ast.AST]) -> Tuple[Optional[str], Optional["_LocalDict"]]:
@@ -594,6 +666,127 @@ def _guard_test(model, attrs: Tuple[str, ...], node: "cst.BaseExpression") -> "c
 def _guard_statement(model, attrs: Tuple[str, ...], node: "cst.SimpleStatementLine") -> "cst.If":
     """``self._cache = v`` -> ``if not torch.compiler.is_compiling(): self._cache = v``."""
     return guard_statement(_not_compiling(model, attrs), node)
+
+
+# -- a dict memo valid for the last value of another attribute ---------------------------
+#
+# open_clip's ``ClipLoss.get_ground_truth`` (before 3650e7bb)::
+#
+#     if self.prev_num_logits != num_logits or device not in self.labels:
+#         labels = torch.arange(num_logits, device=device, dtype=torch.long)
+#         if self.cache_labels:
+#             self.labels[device] = labels
+#             self.prev_num_logits = num_logits
+#     else:
+#         labels = self.labels[device]
+#
+# While compiling the check is made true (``torch.compiler.is_compiling() or
+# ...``, which reads neither attribute: no guard on them) and the writes are
+# skipped (nothing for the next call to fail); eager calls run as before.
+# Unsafe even when the value is a pure function of both keys: the dict is
+# keyed by one of them alone, so after another key changed the other
+# attribute, a hit returns a value made for its old value (a stale entry),
+# which the compiled call now computes afresh.
+
+
+@dataclass
+class _StaleForm:
+    #: the other attribute the check compares (``prev_num_logits``)
+    prev: str
+    #: the dict's key (``device``) and what ``prev`` is compared with (``num_logits``)
+    key: ast.AST
+    prev_key: ast.AST
+    #: the statements computing the value, before the writes
+    region: List[ast.stmt]
+    #: the writes of the memo and of ``prev``
+    writes: List[ast.stmt]
+    #: the ``if`` whose body is the writes (``if self.cache_labels:``), if any
+    gate: Optional[ast.If]
+
+
+def _stale_form(source, memo: _Memo, others: List[ast.AST]) -> Optional[_StaleForm]:
+    """The form above, when it is exactly that: one check ``self.P != k2 or
+    k not in self.M`` (either order) taken on a miss, an ``else`` that only
+    reads ``v = self.M[k]``, a body that computes ``v`` and ends with the two
+    writes ``self.M[k] = v`` and ``self.P = k2`` (or an ``if`` holding just
+    them, whose test reads neither), and no other use of either attribute in
+    the method."""
+    if memo.kind != KEY_KIND or len(memo.checks) != 1 or len(memo.writes) != 1:
+        return None
+    check, hit = memo.checks[0]
+    test = check.test
+    if hit or not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) and len(test.values) == 2):
+        return None
+    key = prev = prev_key = None
+    for part in test.values:
+        if not (isinstance(part, ast.Compare) and len(part.ops) == 1):
+            return None
+        op, left, right = part.ops[0], part.left, part.comparators[0]
+        if isinstance(op, ast.NotIn) and self_attr(right) == memo.attr:
+            key = left
+        elif isinstance(op, ast.NotEq):
+            mine, other = (left, right) if self_attr(left) is not None else (right, left)
+            if self_attr(mine) in (None, memo.attr) or self_attr(other) is not None:
+                return None
+            prev, prev_key = self_attr(mine), other
+        else:
+            return None
+    if key is None or prev is None or len(check.orelse) != 1 or not check.body:
+        return None
+    read = check.orelse[0]
+    if not (isinstance(read, ast.Assign) and len(read.targets) == 1 and isinstance(read.targets[0], ast.Name)):
+        return None
+    if not (isinstance(read.value, ast.Subscript) and self_attr(read.value.value) == memo.attr and _same(read.value.slice, key)):
+        return None
+    name, write, last = read.targets[0].id, memo.writes[0], check.body[-1]
+    gate: Optional[ast.If] = None
+    if isinstance(last, ast.If) and not last.orelse and any(w is write for w in last.body):
+        gate, writes, region = last, list(last.body), list(check.body[:-1])
+        if any(self_attr(n) in (memo.attr, prev) for n in ast.walk(last.test)):
+            return None
+    else:
+        writes, region = list(check.body[-2:]), list(check.body[:-2])
+    if len(writes) != 2 or not any(w is write for w in writes):
+        return None
+    other = next(w for w in writes if w is not write)
+    if not (isinstance(write, ast.Assign) and _same(write.targets[0].slice, key) and isinstance(write.value, ast.Name) and write.value.id == name):  # type: ignore[attr-defined]
+        return None
+    if not (isinstance(other, ast.Assign) and len(other.targets) == 1 and self_attr(other.targets[0]) == prev and _same(other.value, prev_key)):
+        return None
+    for node in others:  # the memo's other uses: the hit's read only
+        if not any(a is read for a in source.ancestors(node)):
+            return None
+    for node in walk_body(memo.fn):
+        if self_attr(node) == prev and not any(a is test or a is other for a in source.ancestors(node)):
+            return None
+    if any(w.lineno == o.lineno for w in writes for o in writes if o is not w):
+        return None  # each write on a line of its own (each is guarded)
+    return _StaleForm(prev, key, prev_key, region, writes, gate)
+
+
+def _compiling_or(model, attrs: Tuple[str, ...], node: "cst.BaseExpression") -> "cst.BaseExpression":
+    """``test`` -> ``torch.compiler.is_compiling() or test`` (parenthesised
+    when it binds looser than ``or``)."""
+    right = node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if isinstance(node, (cst.IfExp, cst.Lambda)) and not node.lpar else node
+    return cst.BooleanOperation(left=cst.Call(func=torch_expr(model, *attrs)), operator=cst.Or(), right=right)
+
+
+def _why_not_pure_stale(ctx, memo: _Memo, stale: _StaleForm) -> str:
+    """Why the stale form's fix is unsafe: what purity does not prove, or
+    else the stale entry another key leaves (above)."""
+    source = ctx.source
+    chain = class_chain(ctx.model, memo.owner)
+    companion = _Memo(memo.owner, memo.method, memo.fn, stale.prev, memo.kind)
+    why = _outside_readers(source, memo, chain) or _outside_readers(source, companion, chain) or _caller_changes_result(source, memo)
+    write = memo.writes[0]
+    why = why or Purity(ctx.model, source, chain).region(memo.fn, stale.region + [write], [stale.key, stale.prev_key], write)  # type: ignore[list-item]
+    if why is not None:
+        return why
+    key, prev_key = ast.unparse(stale.key), ast.unparse(stale.prev_key)
+    return (
+        f"the dict is keyed by `{key}` alone: after a call with another `{key}` set `self.{stale.prev}`, a hit returns"
+        f" a value made for an older `{prev_key}`, which a compiled call now computes afresh"
+    )
 
 
 # -- a dict memo in any form: a local dict that is fresh while compiling ----------------
