@@ -398,6 +398,12 @@ class _ScopedFile:
     scopes: Dict[ast.AST, _Scope]
     names: List[str]
 
+    def add(self, scope: _Scope, fn: ast.AST) -> None:
+        """The patch for ``fn`` at ``scope`` (once per place)."""
+        if scope.node not in self.scopes:
+            self.scopes[scope.node] = scope
+            self.names.append(fn.name)  # type: ignore[attr-defined]
+
 
 def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled: set) -> bool:
     """The setting for the compiled functions whose code objects broke so
@@ -420,7 +426,7 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
         if cure.shows(e) and entry_file(e) and not tr.is_library_file(e.filename) and _real(entry_file(e)) in recompiled
     ]
     files: Dict[str, _ScopedFile] = {}
-    module_calls: set = set()  # the module calls whose first code object got the patch
+    module_roots: List[Tuple[_ScopedFile, ast.AST, tr.CodeEntry]] = []
     for entry in broke:
         g = by_real.get(_real(entry_file(entry)))
         if g is None:
@@ -438,21 +444,28 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
             f = files[g.path] = _ScopedFile(g, source, model_of(source), base, moved, {}, [])
         fn = _broken_def(f.source, entry, f.moved(entry.firstlineno))
         scope = _compiled_as_function(f.model, f.source, fn) if fn is not None else None
-        if scope is None and fn is not None and entry.module_callers and not module_calls.intersection(entry.module_callers):
-            # the trace shows it called as a module: a module's `forward`, or a
-            # function installed as one; the patch on the `def` itself (a
-            # wrapper of `torch.compile(model)` would replace the module), which
-            # dynamo traces with the body (kornia before 7d73de442's
-            # `torch.compile(mod)`: 15 -> 3 graphs, as with the global setting;
-            # trl before 00d6209d's `model.forward = _chunked_ce_forward`).  The
-            # first such code object of a module call only: the frames compiled
-            # after it for the same call are functions it called (2.13's stack
-            # leaves their caller out, so they look called by the module too)
-            module_calls.update(entry.module_callers)
-            scope = _Scope("decorator", fn, len(fn.decorator_list))  # type: ignore[attr-defined]
-        if scope is not None and scope.node not in f.scopes:
-            f.scopes[scope.node] = scope
-            f.names.append(fn.name)  # type: ignore[attr-defined]
+        if scope is not None:
+            f.add(scope, fn)
+        elif fn is not None and entry.module_callers:
+            module_roots.append((f, fn, entry))
+    if not any(f.scopes for f in files.values()):
+        # none compiled as a function: a `def` the trace shows called as a
+        # module (a module's `forward`, or a function installed as one) gets
+        # the patch on itself (a wrapper of `torch.compile(model)` would
+        # replace the module), which dynamo traces with the body (kornia
+        # before 7d73de442's `torch.compile(mod)`: 15 -> 3 graphs, as with the
+        # global setting; trl before 00d6209d's `model.forward =
+        # _chunked_ce_forward`: 12 -> 10).  The first such code object of a
+        # module call only: the frames compiled after it for the same call
+        # are functions it called (2.13's stack leaves their caller out, so
+        # they look called by the module too; a patch on one of them is
+        # traced where it is called and breaks nothing, but cures less:
+        # measured, torchrl 6 -> 5 instead of 6 -> 3)
+        seen: set = set()
+        for f, fn, entry in module_roots:
+            if not seen.intersection(entry.module_callers):
+                seen.update(entry.module_callers)
+                f.add(_Scope("decorator", fn, len(fn.decorator_list)), fn)  # type: ignore[attr-defined]
     files = {path: f for path, f in files.items() if f.scopes}
     for f in files.values():
         g = f.g
