@@ -170,6 +170,9 @@ def test_run_fix_puts_the_setting_above_a_project_decorator_that_compiles(tmp_pa
     `repeat_interleave` is gone), the same printed result."""
     text = run_fix_cures(tmp_path, "factory_decorated_nonzero", "3 -> 1")
     assert "    @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)\n    @conditional_torch_compile\n    def forward" in text
+    # one patch: `forward` is compiled as a function here, so no `def` the
+    # trace shows called as a module gets one too
+    assert text.count("@torch._dynamo.config.patch(") == 1
 
 
 def test_the_compile_call_is_wrapped_on_its_line_when_it_fits():
