@@ -409,13 +409,13 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
     """The setting for the compiled functions whose code objects broke so
     (or were resumed after such a break), in guided files whose compiled
     code recompiled, each through a ``config.patch`` wrapper
-    (:func:`_compiled_as_function`, or on a ``def`` the trace shows called
-    as a module); one safe
-    finding per file.  A function that broke but is not compiled itself
-    (one a compiled function called) is reached through the compiled one;
-    ``run --fix``'s rerun shows whether it was.  False, with nothing
-    changed, when no function that broke is compiled so, or a file sets the
-    setting already (the global setting is offered then, or nothing)."""
+    (:func:`_compiled_as_function`; else on a ``def`` the trace shows called
+    as a module); one safe finding per file.  A function that broke but is
+    not compiled itself (one a compiled function called) is reached through
+    the compiled one; ``run --fix``'s rerun shows whether it was.  False,
+    with nothing changed, when no function that broke is compiled so, or a
+    file sets the setting already (the global setting is offered then, or
+    nothing)."""
     from ..analysis.compile_sites import model_of
     from ..analysis.lines import line_map
     from ..pipeline.engine import parse_ast
