@@ -183,7 +183,7 @@ def test_the_compile_call_is_wrapped_on_its_line_when_it_fits():
         source = parse_ast("<t>", src)
         model = model_of(source)
         fn = next(n for n in source.tree.body if getattr(n, "name", "") == "f")
-        scope = scalar_capture._compiled_as_function(model, source, fn)
+        scope = scalar_capture._compiled_as_function(model, fn)
         if scope is None:
             return None
         assert scope.how == "wrap"

@@ -221,6 +221,10 @@ class CompileModel:
             site._model = self
         #: module-level names bound to a compiled function through a flow (name -> def)
         self._flow_module_names: Dict[str, ast.AST] = {}
+        #: each ``def`` a project decorator compiles (``@maybe_compile``,
+        #: ``@make(dynamic=None)``) -> (the site in the decorator's body, the
+        #: decorator expression in the def's list)
+        self.project_decorated: Dict[ast.AST, Tuple[CompileSite, ast.AST]] = {}
         if self.compile_sites:
             self._follow_flows()
 
@@ -1262,6 +1266,7 @@ class CompileModel:
             for fn, dec in decorated:
                 deco = self._decorator_def(dec, decorators)
                 if deco is not None and decorators[deco][1] == 0:
+                    self.project_decorated.setdefault(fn, (decorators[deco][0], dec))
                     key = def_key(fn)
                     if key is not None:
                         holders.setdefault(key, set()).add((decorators[deco][0], fn))

@@ -308,25 +308,25 @@ class _Scope:
         return Edit(source.target(self.node, "Call"), functools.partial(_patch_wrap, model, flag, wrapped))
 
 
-def _compiled_as_function(model, source, fn: ast.AST) -> Optional[_Scope]:
+def _compiled_as_function(model, fn: ast.AST) -> Optional[_Scope]:
     """How this module compiles the function ``fn`` so that a wrapper of it
     can carry the setting: the decorator that compiles it (the patch right
     above it) or the compile call (wrapped); None when it is not compiled so
     here (or with fullgraph=True)."""
+    def above(dec: ast.AST) -> _Scope:
+        return _Scope("decorator", fn, next(i for i, d in enumerate(fn.decorator_list) if d is dec))  # type: ignore[attr-defined]
+
     wraps = []
     for site in model.compile_sites:
         if site.option_value("fullgraph") is True:
             continue
         if site.form == "decorator" and site.target is fn:
-            dec = site.options_call if site.options_call is not None else site.node
-            return _Scope("decorator", fn, next(i for i, d in enumerate(fn.decorator_list) if d is dec))  # type: ignore[attr-defined]
+            return above(site.options_call if site.options_call is not None else site.node)
         if site.form == "wrap":
             wraps.append(site)
-    for i, dec in enumerate(fn.decorator_list):  # type: ignore[attr-defined]
-        expr = dec.func if isinstance(dec, ast.Call) else dec
-        factory = model.resolve_function(expr) if isinstance(expr, ast.Name) else None
-        if factory is not None and any(any(a is factory for a in source.ancestors(site.node)) for site in wraps):
-            return _Scope("decorator", fn, i)  # a project decorator whose body compiles its argument
+    project = model.project_decorated.get(fn)
+    if project is not None and project[0].option_value("fullgraph") is not True:
+        return above(project[1])  # a project decorator whose body compiles its argument
     for site in wraps:
         target = site.target
         held = list(model.assigned_values(target)) if isinstance(target, ast.Name) else []
@@ -443,7 +443,7 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
             moved = line_map(g.original, base) if base != g.original else (lambda n: n)
             f = files[g.path] = _ScopedFile(g, source, model_of(source), base, moved, {}, [])
         fn = _broken_def(f.source, entry, f.moved(entry.firstlineno))
-        scope = _compiled_as_function(f.model, f.source, fn) if fn is not None else None
+        scope = _compiled_as_function(f.model, fn) if fn is not None else None
         if scope is not None:
             f.add(scope, fn)
         elif fn is not None and entry.module_callers:

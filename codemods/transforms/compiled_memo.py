@@ -565,11 +565,12 @@ which exists from torch 2.1.
         attrs, spelled = _is_compiling(ctx)
         check = memo.checks[0][0]
         edits = [Edit(source.target(check.test, "BaseExpression"), functools.partial(_compiling_or, ctx.model, attrs))]
+        gated: List[str] = []
         if stale.gate is not None:
             edits.append(Edit(source.target(stale.gate.test, "BaseExpression"), functools.partial(_guard_test, ctx.model, attrs)))
+            gated = sorted({a for a in map(self_attr, ast.walk(stale.gate.test)) if a is not None})
         else:
             edits += [Edit(statement_target(source, w), functools.partial(_guard_statement, ctx.model, attrs)) for w in stale.writes]
-        gated = sorted({a for a in map(self_attr, ast.walk(stale.gate.test)) if a is not None}) if stale.gate is not None else []
         if gated:
             # the writes run only when a setting of the object holds (open_clip's
             # `cache_labels`, which its fix turns off for compiled tasks): no
