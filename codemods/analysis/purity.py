@@ -163,12 +163,14 @@ class Purity:
 
     # -- the region -----------------------------------------------------------------
 
-    def region(self, fn: ast.AST, stmts: List[ast.stmt], keys: Iterable[ast.AST], value_store: ast.stmt) -> Optional[str]:
+    def region(self, fn: ast.AST, stmts: List[ast.stmt], keys: Iterable[ast.AST], value_store: ast.stmt, memo_global: str = "") -> Optional[str]:
         """Why ``stmts`` (a stretch of ``fn`` ending with ``value_store``,
         which stores the memo and is not judged) is not a pure function of
-        ``keys``; None when it is."""
-        if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(fn)):
-            return "the method declares a global"
+        ``keys``; None when it is.  ``memo_global``: the module global that
+        is the memo (``fn`` may declare that one ``global``)."""
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Nonlocal) or (isinstance(n, ast.Global) and n.names != [memo_global]):
+                return "the method declares a global"
         covered = key_names(fn, keys)
         body = [s for s in stmts if s is not value_store]
         bound = _stored_names(stmts)

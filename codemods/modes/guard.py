@@ -84,6 +84,11 @@ def cause_details(entry: tr.CodeEntry, codes) -> List[str]:
             from ..trace.init_default import presence_cure
 
             cure = presence_cure(entry, cure)
+        elif cause == tr.NONE_CHECK:
+            # whether a global's memo can be skipped while compiling (codemods/trace/global_memo.py)
+            from ..trace.global_memo import global_memo_cure
+
+            cure = global_memo_cure(entry, cure)
         out.append(f"cause: {label}; cure: {cure}")
     return out
 

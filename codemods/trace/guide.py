@@ -24,6 +24,7 @@ from .float_state import apply_float_state_evidence
 from .config_cures import apply_config_evidence, apply_dynamic_sources_evidence
 from .cures import MARK_CODE, apply_alias_evidence, apply_evidence, apply_field_layout_evidence, apply_flag_evidence, apply_layout_evidence
 from .flatten_core import apply_rank_evidence
+from .global_memo import apply_global_memo_evidence, global_memo_files
 from .init_default import apply_presence_evidence, presence_files
 
 
@@ -123,6 +124,9 @@ def guide(
     # the files of classes whose attribute `hasattr` found missing (the
     # default goes into their `__init__`: codemods/trace/init_default.py)
     files += [path for path in presence_files(trace, taken) if path not in files and selection.takes(path)]
+    # the files of globals a compiled call found None and filled (the memo is
+    # skipped while compiling there: codemods/trace/global_memo.py)
+    files += [path for path in global_memo_files(trace, taken) if path not in files and selection.takes(path)]
     indexed = sorted(set(taken) | set(files)) if within else files
     project = build_project_index(indexed, settings, [fact for _, fact in PROJECT_FACTS])
     if made:
@@ -168,6 +172,7 @@ def guide(
             apply_field_layout_evidence(trace, out)
             apply_rank_evidence(trace, out)
             apply_presence_evidence(trace, out)
+            apply_global_memo_evidence(trace, out, settings.unsafe_fixes)
             apply_alias_evidence(trace, out)
         # FR018's finding where it found the dict, TRACE's elsewhere
         apply_float_state_evidence(trace, out, settings.unsafe_fixes, trace_cures=settings.selects(MARK_CODE))

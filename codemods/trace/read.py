@@ -1828,6 +1828,20 @@ def _state_sources(entry: "CodeEntry", cause: str) -> List[str]:
     return out
 
 
+def global_none_checks(entry: "CodeEntry") -> List[Tuple[str, int, str]]:
+    """(file, line, global) of each None check of a module global (``G['X']
+    is None``, also read through its module, ``G['__import_m'].X is None``)
+    the trace saw fail in ``entry``, where the guard names the user's line:
+    a global the compiled call itself filled (vllm-gaudi 86bb66e7)."""
+    out: List[Tuple[str, int, str]] = []
+    for r in entry.reasons:
+        if r.cause != NONE_CHECK or r.stale or not r.file or not r.line or not _IDENT.match(r.source):
+            continue
+        if _GLOBAL.match(r.text.removeprefix("not ")) and (r.file, r.line, r.source) not in out:
+            out.append((r.file, r.line, r.source))
+    return out
+
+
 def presence_attribute(text: str) -> str:
     """The attribute a ``hasattr`` guard tests (``not hasattr(self.impl,
     'running_in_graph')``: ``running_in_graph``), "" for another guard."""
@@ -1862,7 +1876,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
     table), which may name the cures that depend on a finding's source;
     ``trace_cures``: the names of the trace's own fixes made for it there
     (:mod:`codemods.trace.registry`), which the source decided."""
-    from .registry import DYNAMIC_TRUE, FLATTEN_CORE, INIT_DEFAULT
+    from .registry import DYNAMIC_TRUE, FLATTEN_CORE, GLOBAL_MEMO, INIT_DEFAULT
 
     parts = rule_cure_codes(entry, cause, available, matched=matched)
     count = entry.count(cause)
@@ -2009,6 +2023,10 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             # every reader proven to read the default as the missing attribute
             # (codemods/trace/init_default.py)
             parts.append(f"a default in `__init__` for {sources}, which its readers read as the missing attribute")
+        elif cause == NONE_CHECK and GLOBAL_MEMO.name in trace_cures:
+            # the global's check reads a local, None while compiling
+            # (codemods/trace/global_memo.py)
+            parts.append(f"{sources} skipped while compiling, a local standing in for it (safe where the value it holds is proven pure: see the finding)")
         elif cause in (NONE_CHECK, KEYS) and not parts and _state_sources(entry, cause):
             # a global or an attribute of `self` unset at one compiled call and
             # set by the next, no rule's memo (vllm-gaudi 86bb66e7: a module

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Tuple
 
 from ..transforms.base import rule_doc
-from .causes import ALIASING, INT_ARG, KEYS, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, RANK, RESUME_VALUE, TENSOR_SHAPE
+from .causes import ALIASING, INT_ARG, KEYS, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, NONE_CHECK, RANK, RESUME_VALUE, TENSOR_SHAPE
 
 #: the code of every finding the trace makes on its own
 CODE = "TRACE"
@@ -230,6 +230,44 @@ of a large model, a CUDA-graph capture, or an error under
     fix_safety="Safe: every reader of the name in the run's files is proven to read what it read before (a plain read that raised AttributeError reads the default); whatever `__init__` sets still wins. Kept only if the rerun compiles fewer graphs with the same output.",
 )
 
+GLOBAL_MEMO = TraceCure(
+    name="global-memo-from-trace",
+    summary="a module global filled on first use inside compiled code, skipped while compiling",
+    causes=(NONE_CHECK,),
+    what_it_does="""
+Where compiled code recompiled because a module global it checks with
+`if NAME is None:` was None at one call and filled by that call (vllm-gaudi
+86bb66e7: an attention op made on first use inside the regionally compiled
+layers), reads a local instead: `name = None if torch.compiler.is_compiling()
+else NAME` before the check, the local checked, assigned and used in place of
+the global, and the global written back only outside compiled code. Only
+where the module binds the global once, to None, one function declares it
+`global`, checks it in one `if` without `else` and writes it only there, and
+no other function reads it (FR014's judgement of a memo's form); otherwise
+the run says why and changes nothing.
+""",
+    why_it_recompiles="""
+Dynamo guards the global's None check as the first compiled call found it;
+that call fills the global, so the next call fails the guard and compiles
+again (one recompile: the projects fix it, a compile of a large model or an
+error under `error_on_recompile`).
+""",
+    example="""
+    _CACHED_FSDPA_OP = None
+
+    def _hpu_sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs):
+        global _CACHED_FSDPA_OP
+        cached_fsdpa_op = None if torch.compiler.is_compiling() else _CACHED_FSDPA_OP  # inserted
+        if cached_fsdpa_op is None:
+            HPUFusedSDPA = kernels.fsdpa()
+            cached_fsdpa_op = ModuleFusedSDPA(HPUFusedSDPA)
+            if not torch.compiler.is_compiling():  # the write, outside compiled code only
+                _CACHED_FSDPA_OP = cached_fsdpa_op
+        attn_output = cached_fsdpa_op(query, key, value, attention_mask)
+""",
+    fix_safety="Safe where the value the check's body computes is proven a pure function of nothing (FR014's proof, analysis/purity.py, with no key): a compiled call computes what the global would hold. Unsafe otherwise (a call of another module, a module-level object's method: the message says which), applied with --unsafe-fixes. Eager calls read, fill and use the global as before. Kept only if the rerun compiles fewer graphs with the same output.",
+)
+
 CLONE_ALIAS = TraceCure(
     name="clone-alias-from-trace",
     summary=".clone() where two inputs the trace saw aliased are made one tensor",
@@ -370,7 +408,7 @@ share one symbol; the guard on their equality fails when they differ.
 
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
-    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
+    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
 )
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 

@@ -1109,3 +1109,157 @@ def _plain_memos(ctx) -> bool:
                     break
         ctx.cache["fr014_plain"] = held
     return held
+
+
+# -- a module global as the memo (the trace's cure) ------------------------------------
+#
+# vllm-gaudi before 86bb66e7 (PR #1715), in the attention function the
+# regionally compiled layers call::
+#
+#     global _CACHED_FSDPA_OP
+#     if _CACHED_FSDPA_OP is None:
+#         HPUFusedSDPA = kernels.fsdpa()
+#         _CACHED_FSDPA_OP = ModuleFusedSDPA(HPUFusedSDPA)
+#     attn_output = _CACHED_FSDPA_OP(query, ...)
+#
+# The first compiled call is guarded on ``G['_CACHED_FSDPA_OP'] is None`` and
+# fills it, so the next call compiles again.  A local stands in for the
+# global, None while compiling (the global is then not read: no guard), and
+# the value is written back only outside compiled code::
+#
+#     global _CACHED_FSDPA_OP
+#     cached_fsdpa_op = None if torch.compiler.is_compiling() else _CACHED_FSDPA_OP
+#     if cached_fsdpa_op is None:
+#         HPUFusedSDPA = kernels.fsdpa()
+#         cached_fsdpa_op = ModuleFusedSDPA(HPUFusedSDPA)
+#         if not torch.compiler.is_compiling():
+#             _CACHED_FSDPA_OP = cached_fsdpa_op
+#     attn_output = cached_fsdpa_op(query, ...)
+#
+# Eager calls read, fill and use the global as before.  A compiled call
+# builds the value on every call: the same only when the fill is a pure
+# function of nothing (analysis/purity.py, with no key), so the fix is safe
+# only then.  The static reach of such a function is rarely visible (here a
+# transformers registry calls it), so the trace finds it: the guard's line is
+# the check (codemods/trace/global_memo.py).
+
+
+@dataclass
+class GlobalMemo:
+    """A module global filled on first use inside one function: its ``if
+    <name> is None:`` check, the writes in that ``if``, every read of the
+    name in the function, and the local that stands in for it."""
+
+    fn: ast.AST
+    name: str
+    check: ast.If
+    writes: List[ast.Assign]
+    loads: List[ast.Name]
+    local: str
+
+
+def _is_none_check(test: ast.AST, name: str) -> bool:
+    return (
+        isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == name
+        and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) and _is_none(test.comparators[0])
+    )
+
+
+def _names_in(source, fn: ast.AST, name: str) -> List[ast.Name]:
+    """Every ``name`` of ``fn``'s own scope (not of a nested function)."""
+    return [n for n in walk_body(fn) if isinstance(n, ast.Name) and n.id == name and source.enclosing(n, _SCOPES) is fn]
+
+
+def global_memo(source, model, line: int, name: str) -> Tuple[Optional[GlobalMemo], str]:
+    """The global memo ``name`` whose None check is on ``line`` (the line
+    the trace's guard names), or why the fix does not apply: the module
+    binds it once, to None; one function declares it ``global``, checks it
+    in one ``if <name> is None:`` without ``else`` and writes it only there,
+    each write an assignment of its own line; nothing else in the module
+    reads it (a reader elsewhere would find it unfilled by compiled calls)."""
+    fn = None
+    for node in source.nodes(ast.Global):
+        if name in node.names:  # type: ignore[attr-defined]
+            owner = source.enclosing(node, _DEFS)
+            if owner is None:
+                continue
+            if fn is not None and owner is not fn:
+                return None, f"more than one function declares `global {name}`"
+            fn = owner
+    if fn is None:
+        return None, f"no function declares `global {name}`"
+    module_binds = [s for s in model.tree.body if isinstance(s, (ast.Assign, ast.AnnAssign)) and any(
+        isinstance(t, ast.Name) and t.id == name for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))]
+    if len(module_binds) != 1 or not _is_none(module_binds[0].value):
+        return None, f"the module does not bind `{name}` once, to None"
+    checks = [n for n in walk_body(fn) if isinstance(n, ast.If) and _is_none_check(n.test, name) and source.enclosing(n, _SCOPES) is fn]
+    if len(checks) != 1 or not (checks[0].lineno <= line <= checks[0].test.end_lineno):  # type: ignore[operator]
+        return None, f"`{name}` is not checked in one `if {name} is None:` at line {line}"
+    check = checks[0]
+    if check.orelse:
+        return None, "its check has an `else`"
+    uses = _names_in(source, fn, name)
+    writes: List[ast.Assign] = []
+    loads: List[ast.Name] = []
+    for node in uses:
+        if isinstance(node.ctx, ast.Load):
+            if node.lineno < check.lineno:
+                return None, f"`{name}` is read before its check, on line {node.lineno}"
+            loads.append(node)
+            continue
+        stmt = source.statement_of(node)
+        if not (isinstance(node.ctx, ast.Store) and isinstance(stmt, ast.Assign) and stmt.targets == [node] and stmt in check.body):
+            return None, f"`{name}` is changed on line {node.lineno} otherwise than by an assignment in its check"
+        if any(s is not stmt and s.lineno == stmt.lineno for s in check.body):
+            return None, "a write shares its line with another statement"
+        writes.append(stmt)
+    if not writes:
+        return None, f"its check does not write `{name}`"
+    for node in source.nodes(ast.Name):
+        if node.id == name and source.enclosing(node, _SCOPES) not in (fn, None):  # type: ignore[attr-defined]
+            other = source.enclosing(node, _SCOPES)
+            return None, f"`{getattr(other, 'name', '?')}` reads `{name}` too, and would find it unfilled by compiled calls"
+    used = {n.id for n in ast.walk(model.tree) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(model.tree) if isinstance(a, ast.arg)}
+    stem = name.strip("_").lower() or "memo"
+    local, k = stem, 1
+    while local in used:
+        local, k = f"{stem}_{k}", k + 1
+    return GlobalMemo(fn, name, check, writes, sorted(loads, key=lambda n: (n.lineno, n.col_offset)), local), ""
+
+
+def global_memo_impure(source, model, memo: GlobalMemo) -> Optional[str]:
+    """Why the value the memo holds is not proven the same at every call (a
+    pure function of nothing, computed by its check's body), or None."""
+    if len(memo.writes) != 1:
+        return "the memo is written more than once"
+    write = memo.writes[0]
+    region = memo.check.body[: memo.check.body.index(write) + 1]
+    if write is not memo.check.body[-1]:
+        return "its check goes on after the write"
+    return Purity(model, source, []).region(memo.fn, region, [], write, memo_global=memo.name)
+
+
+def global_memo_edits(source, model, settings, memo: GlobalMemo) -> List[Edit]:
+    """The fix: the local bound before the check (None while compiling),
+    read instead of the global, assigned instead of it, and written back to
+    it only outside compiled code."""
+    attrs = ("compiler", "is_compiling") if torch_at_least(settings, IS_COMPILING_SINCE) else ("_dynamo", "is_compiling")
+    edits = [Edit(statement_target(source, memo.check), functools.partial(_global_binding, model, attrs, memo.local, memo.name))]
+    edits += [Edit(source.target(n, "Name"), functools.partial(_to_name, memo.local)) for n in memo.loads]
+    edits += [Edit(statement_target(source, w), functools.partial(_write_back, model, attrs, memo.local, memo.name)) for w in memo.writes]
+    return edits
+
+
+def _global_binding(model, attrs: Tuple[str, ...], local: str, name: str, node: "cst.CSTNode"):
+    """Insert ``local = None if torch.compiler.is_compiling() else NAME`` before ``node``."""
+    value = cst.IfExp(test=cst.Call(func=torch_expr(model, *attrs)), body=cst.Name("None"), orelse=cst.Name(name))
+    binding = cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(local))], value=value)])
+    return cst.FlattenSentinel([binding.with_changes(leading_lines=node.leading_lines), node.with_changes(leading_lines=())])
+
+
+def _write_back(model, attrs: Tuple[str, ...], local: str, name: str, node: "cst.SimpleStatementLine"):
+    """``NAME = value`` -> ``local = value`` and, outside compiled code only, ``NAME = local``."""
+    assign = node.body[0]
+    assigned = node.with_changes(body=[assign.with_changes(targets=[cst.AssignTarget(cst.Name(local))])])
+    back = cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=cst.Name(local))])
+    return cst.FlattenSentinel([assigned, guard_statement(_not_compiling(model, attrs), back)])
