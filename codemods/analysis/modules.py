@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .compile_sites import CompileModel
 from .compile_sites import CompileSite as AstCompileSite
@@ -679,6 +679,29 @@ def _overrides_of_self_method(model: CompileModel, site: AstCompileSite, cls: as
         fn = model.method(sub, method) if sub is not cls else None
         if fn is not None:
             out.append((sub, fn))
+    return out
+
+
+def functions_reached(model: CompileModel, fns: Sequence[ast.AST], depth: int = 3) -> List[ast.AST]:
+    """The module-level functions of this module that ``fns`` call by their
+    name (``attend(x)``), and those call, up to ``depth`` calls deep, in the
+    order first called; none that runs eagerly (``@torch.compiler.disable``)."""
+    out: List[ast.AST] = []
+    seen = {id(f) for f in fns}
+    frontier = list(fns)
+    for _ in range(depth):
+        later: List[ast.AST] = []
+        for fn in frontier:
+            for node in walk_body(fn):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                target = model.functions.get(node.func.id)
+                if target is None or id(target) in seen or runs_eager(model, target):
+                    continue
+                seen.add(id(target))
+                out.append(target)
+                later.append(target)
+        frontier = later
     return out
 
 

@@ -67,6 +67,8 @@ def apply_global_memo_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bo
             g = by_real.get(_real(file))
             if g is None or (g.path, name) in done:
                 continue
+            if any(m.entry is entry and m.cause == tr.NONE_CHECK and m.finding.code == "FR014" for m in g.matches):
+                continue  # FR014 found the memo where the source shows the reach: its finding cures it
             done.add((g.path, name))
             base = g.new if g.new is not None else g.original
             moved = line_map(g.original, base)(line) if base != g.original else line

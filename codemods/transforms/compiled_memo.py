@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .._lazy import cst
+from ..analysis.compile_sites import def_first_lines
 from ..analysis.modules import (
     class_chain,
+    compiled_function,
     compiled_reach,
+    functions_reached,
     init_assignments,
     self_attr,
     walk_body,
@@ -276,6 +279,21 @@ of another key), and reported with --unproven only where its writes depend
 on a setting of the object (`if self.cache_labels:`). Either other fix is
 safe when the memo's value is proven a pure function of its key (see Fix
 safety), unsafe otherwise. Every other form is reported with the cure.
+
+A module global works the same way (vllm-gaudi before 86bb66e7: `global
+_CACHED_FSDPA_OP; if _CACHED_FSDPA_OP is None: _CACHED_FSDPA_OP = ...` in a
+function the compiled code reaches, by name from a compiled function or
+method): a local stands in for it, `op = None if
+torch.compiler.is_compiling() else _OP` before its check, checked, assigned
+and used in its place, and the global is written back only outside compiled
+code. Fixed where the module binds it once, to None, that one function
+declares it `global`, checks it in one `if` without `else` and writes it only
+there, changes it nowhere in place, and no other function reads it; reported
+with `--unproven` only where the module also calls the function outside
+compiled code (an eager call may fill it first). Where the compiled code
+reaches the function in a way the source does not show (a registry of
+callables), `fix-recompiles run --fix` finds it from the trace's guard
+(`TRACE`'s `global-memo-from-trace`).
 """
     why_it_recompiles = """
 dynamo guards what the compiled code read: `self._freqs_cache is None` (a
@@ -337,6 +355,10 @@ file a caller that changes the result in place (`freqs = self.rope(n);
 freqs.mul_(2)`, `self.rope(n)[0] = 0` through a local) makes the fix
 unsafe: with the memo every call returns the one cached tensor, so such a
 change shows at the next call, without it a new one.
+A module global is proven the same way, with no key: the check's body must
+be a pure function of nothing (a table of torch ops on constants); a call of
+another module or of a module-level object's method (`kernels.fsdpa()`) makes
+the fix unsafe. Eager calls read, fill and use the global as before.
 `torch.compiler.is_compiling()` is written for `--target-torch 2.3` and
 later; for older targets (and none given) `torch._dynamo.is_compiling()`,
 which exists from torch 2.1.
@@ -365,8 +387,28 @@ which exists from torch 2.1.
         "import torch\nclass Attn(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.k_cache = None\n"
         "    def forward(self, k, pos):\n        if self.k_cache is None:\n            self.k_cache = torch.zeros(16, 8)\n"
         "        self.k_cache[pos] = k\n        return self.k_cache\nm = torch.compile(Attn())\n",
+        # a module global filled by a function no compiled code calls
+        "import torch\n_TABLE = None\ndef table():\n    global _TABLE\n    if _TABLE is None:\n        _TABLE = torch.arange(8.0).cos()\n    return _TABLE\n"
+        "@torch.compile\ndef step(x):\n    return x * 2\nt = table()\n",
     )
     invalid = (
+        # a module global filled on first use by a function the compiled function calls (vllm-gaudi 86bb66e7's form)
+        Example(
+            "import torch\n_TABLE = None\ndef table():\n    global _TABLE\n    if _TABLE is None:\n        _TABLE = torch.arange(8.0).cos()\n    return _TABLE\n"
+            "@torch.compile\ndef step(x):\n    return x * table()\n",
+            "import torch\n_TABLE = None\ndef table():\n    global _TABLE\n    table_1 = None if torch._dynamo.is_compiling() else _TABLE\n    if table_1 is None:\n"
+            "        table_1 = torch.arange(8.0).cos()\n        if not torch._dynamo.is_compiling():\n            _TABLE = table_1\n    return table_1\n"
+            "@torch.compile\ndef step(x):\n    return x * table()\n",
+        ),
+        # a module global made by a module-level object's method: unsafe (not proven pure)
+        Example(
+            "import torch\nimport kernels\n_OP = None\ndef attend(x):\n    global _OP\n    if _OP is None:\n        _OP = kernels.make()\n    return _OP(x)\n"
+            "class Block(torch.nn.Module):\n    def forward(self, x):\n        return attend(x)\nm = torch.compile(Block())\n",
+            "import torch\nimport kernels\n_OP = None\ndef attend(x):\n    global _OP\n    op = None if torch._dynamo.is_compiling() else _OP\n    if op is None:\n"
+            "        op = kernels.make()\n        if not torch._dynamo.is_compiling():\n            _OP = op\n    return op(x)\n"
+            "class Block(torch.nn.Module):\n    def forward(self, x):\n        return attend(x)\nm = torch.compile(Block())\n",
+            unsafe=True,
+        ),
         # the tuple memo (diffusers' AnyFlow rope), in a method forward reaches
         Example(
             "import torch\nclass Rope(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._freqs_cache = None\n"
@@ -473,7 +515,73 @@ which exists from torch 2.1.
                     continue
                 seen.add((id(memo.owner), memo.attr))
                 findings.append(self._finding(ctx, site, cls, start, memo, others, feeds, {id(r[2]) for r in reached}))
+        if source.nodes(ast.Global):
+            self._global_findings(ctx, findings)
         return findings
+
+    def _global_findings(self, ctx, findings: List[Finding]) -> None:
+        """A module global a function the compiled code reaches fills on
+        first use (:class:`GlobalMemo`): the fix skips it while compiling."""
+        model, source = ctx.model, ctx.source
+        done: Set[Tuple[int, str]] = set()
+        for site in model.compile_sites:
+            reach = compiled_reach(model, site, functions=False)
+            compiled_fn = compiled_function(model, site) if reach is None else None
+            starts = [r[2] for r in reach.reached] if reach is not None else [compiled_fn] if compiled_fn is not None else []
+            if not starts:
+                continue
+            start = reach.start if reach is not None else getattr(compiled_fn, "name", "?")
+            feeds = tuple(reach.feeds) if reach is not None else tuple(def_first_lines(compiled_fn))
+            reached = starts + functions_reached(model, starts)
+            for fn in reached:
+                for node in walk_body(fn):
+                    if not (isinstance(node, ast.Global) and source.enclosing(node, _DEFS) is fn):
+                        continue
+                    for name in node.names:
+                        if (id(fn), name) in done:
+                            continue
+                        check = next((n for n in walk_body(fn) if isinstance(n, ast.If) and _is_none_check(n.test, name)), None)
+                        if check is None:
+                            continue
+                        done.add((id(fn), name))
+                        findings.append(self._global_finding(ctx, site, start, fn, name, check, feeds, {id(f) for f in reached}))
+
+    def _global_finding(self, ctx, site, start: str, fn: ast.AST, name: str, check: ast.If, feeds, reached: Set[int]) -> Finding:
+        model, source = ctx.model, ctx.source
+        where = f"`{fn.name}`" + ("" if fn.name == start else f", which the compiled `{start}` reaches")  # type: ignore[attr-defined]
+        message = (
+            f"`{name}` is a module global filled on first use inside compiled code ({where}, compiled on line {site.node.lineno}): "  # type: ignore[attr-defined]
+            f"torch guards `{name} is None`, and the fill makes the next call fail that guard and recompile"
+        )
+        eager = next((c for c in source.nodes(ast.Call) if isinstance(c.func, ast.Name) and c.func.id == fn.name  # type: ignore[attr-defined]
+                      and id(source.enclosing(c, _DEFS)) not in reached), None)
+        proven = eager is None
+        if eager is not None:
+            message += f" (unless the call on line {eager.lineno}, which runs eagerly, fills it before the first compiled call)"  # type: ignore[attr-defined]
+        memo, why = global_memo(source, model, check.lineno, name)
+        if memo is None or model.torch_alias is None:
+            why = why or "the module does not import torch"
+            return self.finding(
+                ctx, check,
+                message + f"; skip it while compiling: read it only under `not torch.compiler.is_compiling()` and compute the value otherwise (no automatic fix: {why})",
+                feeds=feeds, proven=proven,
+            )
+        impure = global_memo_impure(source, model, memo)
+        how = f"`{memo.local}` stands in for it, None while compiling, written back only outside compiled code"
+        if impure is None:
+            note = "safe: its value is a pure function of nothing, computed in the graph on every compiled call"
+        else:
+            note = f"unsafe: the value is then computed in the graph on every compiled call, the same only if it does not change between calls; not proven: {impure}"
+        return self.finding(
+            ctx, check,
+            message + f"; skip it while compiling ({how}; {note})",
+            edits=global_memo_edits(source, model, ctx.settings, memo),
+            safety=Safety.SAFE if impure is None else Safety.UNSAFE,
+            needs_torch=True,
+            title=f"skip `{name}` while compiling",
+            feeds=feeds,
+            proven=proven,
+        )
 
     def _memos(self, model, source, reached) -> List[Tuple[_Memo, List[ast.AST]]]:
         """Each memo a reached method both checks and writes outside any
@@ -1205,6 +1313,8 @@ def global_memo(source, model, line: int, name: str) -> Tuple[Optional[GlobalMem
         if isinstance(node.ctx, ast.Load):
             if node.lineno < check.lineno:
                 return None, f"`{name}` is read before its check, on line {node.lineno}"
+            if _in_place(source, node, NONE_KIND):
+                return None, f"`{name}` is changed in place on line {node.lineno} (state kept across calls, not a memo)"
             loads.append(node)
             continue
         stmt = source.statement_of(node)
