@@ -372,7 +372,21 @@ def test_a_compile_of_an_annotated_parameter_matches_the_subclass_forward(copied
     assert [(m.finding.code, m.upgraded) for m in guided.matches] == [("FR001", True)]
     script.write_text(script.read_text().replace("submodule: NodeSubmodule", "submodule"))
     guided = trace_guide.guide(trace, Settings(), [str(script.parent)], fixing=True)
-    assert guided.matches == []
+    # no fix; the trace's shape cure says why it writes no mark
+    assert [(m.finding.code, m.finding.rule_name, m.finding.fix) for m in guided.matches] == [("TRACE", "no-mark-placeable", None)]
+    assert "no mark written: this file shows no call from eager code" in guided.matches[0].finding.message
+    assert not guided.files[0].changed
+    # and the table names no mark for it
+    from codemods.modes.output import report_lines
+
+    row = next(line for line in report_lines(trace, Settings(), guided) if "tensor shape `audio_features`" in line)
+    assert "no mark can be written before its calls" in row and "maybe_mark_dynamic" not in row
+    # the CI guard says so too, with why
+    from codemods.modes.guard import cause_details
+
+    entry = guided.matches[0].entry
+    (shape,) = [d for d in cause_details(entry, [], trace) if d.startswith("cause: tensor shape")]
+    assert "no mark can be written before its calls (this file shows no call from eager code" in shape, shape
 
 
 def test_a_trace_of_another_function_implicates_nothing(copied, tmp_path):

@@ -40,7 +40,7 @@ DECORATED = textwrap.dedent(
 
 
 def mark(src: str, function="energy", first=4, dims=None):
-    new, sites = trace_cures.mark_dynamic(src.encode(), function, first, dims or {"x": (0,)})
+    new, sites, _why = trace_cures.mark_dynamic(src.encode(), function, first, dims or {"x": (0,)})
     return (new.decode() if new is not None else None), sites
 
 
@@ -76,7 +76,7 @@ def test_an_expression_argument_is_bound_only_where_the_order_of_evaluation_stay
             return h
         """
     )
-    new, sites = trace_cures.mark_dynamic(src.encode(), "block", 4, {"mask": (1,)})
+    new, sites, _why = trace_cures.mark_dynamic(src.encode(), "block", 4, {"mask": (1,)})
     new = new.decode()
     # in a function: a name the function does not use (`mask` is only the compiled function's parameter)
     assert "    mask = masks[0] if full else masks[1]\n    torch._dynamo.maybe_mark_dynamic(mask, 1)\n    h = block(h, mask=mask)\n" in new
@@ -85,7 +85,7 @@ def test_an_expression_argument_is_bound_only_where_the_order_of_evaluation_stay
     # an element of a parameter (what is it?) and a slice (a new view): not either
     assert "    h = block(h, mask=given[0])\n    h = block(h, mask=masks[0][1:])\n" in new
     assert [(s.line, s.arg) for s in sites] == [(11, "mask")]
-    again, sites = trace_cures.mark_dynamic(new.encode(), "block", 4, {"mask": (1,)})
+    again, sites, _why = trace_cures.mark_dynamic(new.encode(), "block", 4, {"mask": (1,)})
     assert again is None and sites == []  # a second run finds its marks
 
 
@@ -119,7 +119,7 @@ def test_a_submodules_output_is_bound_and_marked():
                 return q, k, v, w
         """
     )
-    new, sites = trace_cures.mark_dynamic(src.encode(), "norm", 4, {"h": (1,)})
+    new, sites, _why = trace_cures.mark_dynamic(src.encode(), "norm", 4, {"h": (1,)})
     new = new.decode()
     assert "        h = self.q_a_proj(x)\n        torch._dynamo.maybe_mark_dynamic(h, 1)\n        q = self.q_b_proj(norm(h))\n" in new
     # a submodule's output of a method's result: evaluated first all the same, bound whole
@@ -128,7 +128,7 @@ def test_a_submodules_output_is_bound_and_marked():
     assert "        k = norm(self.half(x))\n" in new
     assert "        w = self.q_b_proj(x) + norm(self.q_a_proj(x))\n" in new
     assert [(s.line, s.arg) for s in sites] == [(19, "h"), (21, "h_1")]
-    again, sites = trace_cures.mark_dynamic(new.encode(), "norm", 4, {"h": (1,)})
+    again, sites, _why = trace_cures.mark_dynamic(new.encode(), "norm", 4, {"h": (1,)})
     assert again is None and sites == []
 
 
@@ -288,7 +288,7 @@ def test_a_function_compiled_elsewhere_is_marked_at_its_calls_by_name_and_alias(
     assert "        fn = run\n        torch._dynamo.maybe_mark_dynamic(x, 0)\n        return fn(x, counts)\n" in new
     assert "    torch._dynamo.maybe_mark_dynamic(x, 0)\n    return run(x, c)\n\n\n@torch.compile" in new
     # with the trace showing `direct` compiled too, its call is left alone
-    _new, sites = trace_cures.mark_dynamic(src.encode(), "run", 4, {"x": (0,)}, traced=[("direct", 14)])
+    _new, sites, _why = trace_cures.mark_dynamic(src.encode(), "run", 4, {"x": (0,)}, traced=[("direct", 14)])
     assert [s.line for s in sites] == [11]
 
 
@@ -370,7 +370,7 @@ def test_a_parameter_with_a_default_is_marked_only_where_the_entry_is_a_tensor()
     again, sites = mark(new, function="forward", first=5, dims={"mask": (0, 1)})
     assert again is None and sites == []  # a second run finds its marks under the test
     # mark_unbacked (which fails where code needs the size) stays off optional entries
-    assert trace_cures.mark_dynamic(DICT_CALLS.encode(), "forward", 5, {}, {"l_mask_": (0,)}) == (None, [])
+    assert trace_cures.mark_dynamic(DICT_CALLS.encode(), "forward", 5, {}, {"l_mask_": (0,)})[:2] == (None, [])
     # a file whose `isinstance` is another function's name: left alone
     shadowed = DICT_CALLS.replace("def step(gen, batch, extra):", "def step(gen, batch, extra, isinstance=None):")
     assert mark(shadowed, function="forward", first=5, dims={"mask": (0,)}) == (None, [])
@@ -439,13 +439,13 @@ def test_a_tensor_an_object_passed_in_holds_is_marked_through_it(copied):  # noq
     run finds it; the table names it."""
     src = (SCRIPTS / "held_tensor_field.py").read_bytes()
     dims = {"seq_ctx.cu_seq_lens_q": (0,)}
-    new, sites = trace_cures.mark_dynamic(src, "forward", 30, dims)
+    new, sites, _why = trace_cures.mark_dynamic(src, "forward", 30, dims)
     assert [(s.line, s.arg, s.dim) for s in sites] == [(46, "seq_ctx.cu_seq_lens_q", 0)]
     assert b"            torch._dynamo.maybe_mark_dynamic(seq_ctx.cu_seq_lens_q, 0)\n            hidden_states = decoder_layer(" in new
-    assert trace_cures.mark_dynamic(new, "forward", 30, dims) == (None, [])  # a second run changes nothing
+    assert trace_cures.mark_dynamic(new, "forward", 30, dims)[:2] == (None, [])  # a second run changes nothing
     # not an attribute of something that is not a parameter (`self.…`, an unknown name)
-    assert trace_cures.mark_dynamic(src, "forward", 30, {"self.mask": (0,)}) == (None, [])
-    assert trace_cures.mark_dynamic(src, "forward", 30, {"ctx.cu_seq_lens_q": (0,)}) == (None, [])
+    assert trace_cures.mark_dynamic(src, "forward", 30, {"self.mask": (0,)})[:2] == (None, [])
+    assert trace_cures.mark_dynamic(src, "forward", 30, {"ctx.cu_seq_lens_q": (0,)})[:2] == (None, [])
     _script, trace = copied("held_tensor_field")
     [entry] = [e for e in trace.entries if e.name == "forward"]
     assert "torch._dynamo.maybe_mark_dynamic(seq_ctx.cu_seq_lens_q, 0)" in tr.cure_label(entry, tr.TENSOR_SHAPE, [])
@@ -458,10 +458,10 @@ def test_attributes_a_factory_fills_are_marked_only_when_the_trace_ties_them():
     compiled forward as a module (NeMo Automodel c4e9a6c3)."""
     src = (SCRIPTS / "factory_norms.py").read_bytes()
     dims = {"x": (1,)}
-    new, sites = trace_cures.mark_dynamic(src, "forward", 20, dims, callers=[(44, "forward", True)])
+    new, sites, _why = trace_cures.mark_dynamic(src, "forward", 20, dims, callers=[(44, "forward", True)])
     assert [(s.line, s.arg) for s in sites] == [(44, "x"), (45, "x")]
-    assert trace_cures.mark_dynamic(src, "forward", 20, dims) == (None, [])  # no frame of the trace
-    assert trace_cures.mark_dynamic(src, "forward", 20, dims, callers=[(40, "__init__", True)]) == (None, [])  # not a call of one
+    assert trace_cures.mark_dynamic(src, "forward", 20, dims)[:2] == (None, [])  # no frame of the trace
+    assert trace_cures.mark_dynamic(src, "forward", 20, dims, callers=[(40, "__init__", True)])[:2] == (None, [])  # not a call of one
     # a factory returning one class only: the model names it surely
     from codemods.analysis.compile_sites import model_of
     from codemods.pipeline.engine import parse_ast

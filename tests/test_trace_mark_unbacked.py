@@ -166,7 +166,7 @@ SRC = textwrap.dedent(
 
 
 def test_mark_unbacked_before_each_call_for_the_inputs_the_graphs_show():
-    new, sites = trace_cures.mark_dynamic(SRC.encode(), "count", 4, {"x": (0,)}, {"l_x_": (0,), "l_values_": (0,)})
+    new, sites, _why = trace_cures.mark_dynamic(SRC.encode(), "count", 4, {"x": (0,)}, {"l_x_": (0,), "l_values_": (0,)})
     new = new.decode()
     assert new == SRC.replace(
         "    ranks = count(logits, logits[:, :1])\n    ranks = count(x=logits, values=picked)\n",
@@ -181,15 +181,15 @@ def test_mark_unbacked_before_each_call_for_the_inputs_the_graphs_show():
         (10, "logits", 0, "mark_unbacked"), (11, "logits", 0, "mark_unbacked"), (11, "picked", 0, "mark_unbacked"),
     ]
     # a second run finds its own marks
-    assert trace_cures.mark_dynamic(new.encode(), "count", 4, {"x": (0,)}, {"l_x_": (0,), "l_values_": (0,)}) == (None, [])
+    assert trace_cures.mark_dynamic(new.encode(), "count", 4, {"x": (0,)}, {"l_x_": (0,), "l_values_": (0,)}) == (None, [], "every mark it needs is already before its calls")
 
 
 def test_both_kinds_of_mark_together_and_again():
     # dim 1 of x varied (maybe_mark_dynamic), dim 0 compiled at size 1 first (mark_unbacked)
-    new, sites = trace_cures.mark_dynamic(SRC.encode(), "count", 4, {"x": (0, 1)}, {"l_x_": (0,)})
+    new, sites, _why = trace_cures.mark_dynamic(SRC.encode(), "count", 4, {"x": (0, 1)}, {"l_x_": (0,)})
     assert [(s.arg, s.dim, s.func) for s in sites][:2] == [("logits", 0, "mark_unbacked"), ("logits", 1, "maybe_mark_dynamic")]
     assert "    torch._dynamo.decorators.mark_unbacked(logits, 0)\n    torch._dynamo.maybe_mark_dynamic(logits, 1)\n    ranks = count(logits" in new.decode()
-    assert trace_cures.mark_dynamic(new, "count", 4, {"x": (0, 1)}, {"l_x_": (0,)}) == (None, [])
+    assert trace_cures.mark_dynamic(new, "count", 4, {"x": (0, 1)}, {"l_x_": (0,)}) == (None, [], "every mark it needs is already before its calls")
 
 
 def test_guide_inserts_mark_unbacked_at_the_call(copied):  # noqa: F811
@@ -325,10 +325,11 @@ def test_no_mark_without_a_module_frame_or_at_a_line_of_two_calls():
         """
     )
     mark = lambda callers: trace_cures.mark_dynamic(src.encode(), "wrapper", 5, {}, {"l_kwargs_t_": (0,)}, (), None, callers)  # noqa: E731
-    new, sites = mark([(17, "run", True)])
+    new, sites, _why = mark([(17, "run", True)])
     assert [(s.line, s.arg, s.func) for s in sites] == [(17, "ts", "mark_unbacked")]
     assert "    torch._dynamo.decorators.mark_unbacked(ts, 0)\n    return m(x=ts, t=ts)\n" in new.decode()
-    assert mark([(17, "run", False)]) == (None, [])  # a frame that is not a module call
-    assert mark([]) == (None, [])
+    assert mark([(17, "run", False)])[:2] == (None, [])  # a frame that is not a module call
+    assert mark([])[:2] == (None, [])
+    assert "no call from eager code that runs `wrapper` compiled" in mark([])[2]
     two = src.replace("return m(x=ts, t=ts)", "return m(x=ts, t=ts), m(x=ts, t=ts)")
-    assert trace_cures.mark_dynamic(two.encode(), "wrapper", 5, {}, {"l_kwargs_t_": (0,)}, (), None, [(17, "run", True)]) == (None, [])
+    assert trace_cures.mark_dynamic(two.encode(), "wrapper", 5, {}, {"l_kwargs_t_": (0,)}, (), None, [(17, "run", True)])[:2] == (None, [])

@@ -9,7 +9,7 @@ import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 
 from ..trace import read as tr
@@ -61,9 +61,10 @@ def over_limit(trace: tr.Trace, max_recompiles: int) -> List[tr.CodeEntry]:
     ]
 
 
-def cause_details(entry: tr.CodeEntry, codes) -> List[str]:
+def cause_details(entry: tr.CodeEntry, codes, trace: Optional[tr.Trace] = None) -> List[str]:
     """``cause: <cause> `<sources>`; cure: <cure or why there is none>``, one
-    per cause of ``entry`` (the table's cure column, :func:`codemods.trace.read.cure_label`)."""
+    per cause of ``entry`` (the table's cure column, :func:`codemods.trace.read.cure_label`);
+    with the ``trace``, a shape cure also says why no mark can be written."""
     if not entry.causes:
         return ["cause unknown"]
     out = []
@@ -84,6 +85,14 @@ def cause_details(entry: tr.CodeEntry, codes) -> List[str]:
             from ..trace.init_default import presence_cure
 
             cure = presence_cure(entry, cure)
+        elif cause == tr.TENSOR_SHAPE and trace is not None:
+            # whether a call of the file can take the marks (codemods/trace/cures.py)
+            from ..trace.cures import no_mark_why
+            from ..trace.registry import NO_MARK
+
+            why = no_mark_why(trace, entry)
+            if why:
+                cure = tr.cure_label(entry, cause, codes, trace_cures=[NO_MARK]) + f" ({why})"
         elif cause == tr.NONE_CHECK:
             # whether a global's memo can be skipped while compiling (codemods/trace/global_memo.py)
             from ..trace.global_memo import global_memo_cure
@@ -110,7 +119,7 @@ def guard_findings(
             f" {entry.graphs} graph{'s' if entry.graphs != 1 else ''}"
             + (", hit the recompile limit" if entry.limit_hit else "")
         )
-        for detail in cause_details(entry, codes):
+        for detail in cause_details(entry, codes, trace):
             line_no = int(line) if line.isdigit() else 1
             out.append(
                 Finding(
@@ -190,7 +199,7 @@ def guard(
                 f" {e.recompiles} recompile{'s' if e.recompiles != 1 else ''}"
                 + (", hit the recompile limit" if e.limit_hit else "")
             )
-            for detail in cause_details(e, codes):
+            for detail in cause_details(e, codes, trace):
                 say(f"    {detail}")
     else:
         say(

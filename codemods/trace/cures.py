@@ -15,7 +15,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 from .._lazy import cst
 
 from . import read as tr
-from .registry import CLONE_ALIAS, CODE, CONTIGUOUS, UNSPEC_FLAG
+from .registry import CLONE_ALIAS, CODE, CONTIGUOUS, NO_MARK, UNSPEC_FLAG
 from .registry import DYNAMIC_TRUE as DYNAMIC_TRUE_CURE
 from .registry import MARK_DYNAMIC as MARK_DYNAMIC_CURE, MARK_UNBACKED as MARK_UNBACKED_CURE
 from ..analysis.compile_sites import code_def, def_first_lines, dotted_name
@@ -360,6 +360,16 @@ def _module_called(source, function: str, firstlineno: int, callers: Sequence[Tu
     return _Compiled(fn, calls, True)
 
 
+def _defines(data: bytes, function: str, firstlineno: int) -> bool:
+    """Does the file (``data``) hold the ``def`` of the traced code object?"""
+    from ..pipeline.engine import parse_ast
+
+    try:
+        return code_def(parse_ast("<trace>", data), function, firstlineno) is not None
+    except FileError:
+        return False
+
+
 def _compiled_in(data: bytes, function: str, firstlineno: int, traced: Sequence[Tuple[str, int]],
                  callers: Sequence[Tuple[int, str, bool]] = ()):
     """(source, compile-site model, :class:`_Compiled`) of the traced code
@@ -549,15 +559,15 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
                  unbacked: Optional[Dict[str, Tuple[int, ...]]] = None,
                  traced: Sequence[Tuple[str, int]] = (),
                  hidden: Optional[Dict[str, Tuple[int, ...]]] = None,
-                 callers: Sequence[Tuple[int, str, bool]] = ()) -> Tuple[Optional[bytes], List[MarkSite]]:
+                 callers: Sequence[Tuple[int, str, bool]] = ()) -> Tuple[Optional[bytes], List[MarkSite], str]:
     """``data`` with ``maybe_mark_dynamic`` inserted before the calls of the
     compiled function ``function`` (its code object starts at ``firstlineno``:
     a decorator or the ``def`` line; where it is called compiled:
     :func:`_compiled`), for the parameters and dims in ``dims``, and
     ``mark_unbacked`` for the graph inputs and dims in ``unbacked`` (keyed as
     the trace names them, ``l_x_``: see :func:`codemods.trace.read.graph_input`;
-    such a dim gets no ``maybe_mark_dynamic``); (None, []) when nothing can be
-    marked.  A parameter passed as a plain name is marked by that name; one
+    such a dim gets no ``maybe_mark_dynamic``); (None, [], why) when nothing
+    can be marked.  A parameter passed as a plain name is marked by that name; one
     with no default that only a ``**d`` argument can pass, as ``d["param"]``
     (a ``**`` argument that is not a name is first bound to a fresh name before
     the statement, when that keeps the order of evaluation: :func:`_hoistable`)."""
@@ -565,8 +575,15 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
     from ..analysis.source import COMPOUND, statement_target
 
     found = _compiled_in(data, function, firstlineno, traced, callers)
-    if found is None or found[1].torch_alias is None or not found[2].calls:
-        return None, []  # (a mark is written with the file's torch)
+    if found is None and not _defines(data, function, firstlineno):
+        return None, [], ""  # the traced code object is not this file's
+    if found is None or not found[2].calls:
+        return None, [], (
+            f"this file shows no call from eager code that runs `{function}` compiled, where a mark could go; "
+            "a call from inside compiled code refuses a mark, and one through a callable the analysis does not follow is not found"
+        )
+    if found[1].torch_alias is None:
+        return None, [], "the file does not import torch"  # (a mark is written with the file's torch)
     source, model, compiled = found
     fn = compiled.fn
     positional = [a.arg for a in list(fn.args.posonlyargs) + list(fn.args.args)]  # type: ignore[union-attr]
@@ -694,8 +711,10 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         edits.append(_insert_marks(statement_target(source, stmt), statements, binds))
         inserted.extend(todo)
     if not edits:
-        return None, []
-    return _render_edits(source, data, edits), inserted
+        if any(by_stmt.values()):
+            return None, [], "every mark it needs is already before its calls"
+        return None, [], f"no call of `{function}` passes the tensors as names a mark can precede (bind them to a name before the call)"
+    return _render_edits(source, data, edits), inserted, ""
 
 
 # -- fixes made from evidence: dynamic=True where the calls pass sizes as ints ----------
@@ -859,7 +878,14 @@ def apply_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool = False) 
                 )
                 g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))
                 continue
-        new, sites = mark_dynamic(base, entry.name, first, dims, unbacked, traced, tr.hidden_varying_dims(entry), callers)
+        new, sites, why = mark_dynamic(base, entry.name, first, dims, unbacked, traced, tr.hidden_varying_dims(entry), callers)
+        if new is None and why:
+            # the table names the marks; say why none is written
+            shown = entry.shown_sources(tr.TENSOR_SHAPE)
+            message = f"`{entry.name}` recompiled on tensor shape {shown}; no mark written: {why}"
+            line = entry.firstlineno
+            finding = Finding(MARK_CODE, message, g.display_path, line, 1, line, 1, rule_name=NO_MARK)
+            g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))
         if new is None:
             continue
         g.new = new
@@ -1540,6 +1566,29 @@ def apply_alias_evidence(trace: tr.Trace, guided: Guided) -> None:
             )
             finding = _applied_finding(g.display_path, site.line, site.column, message, f"`{site.value}.clone()`", CLONE_ALIAS.name)
             g.matches.append(Match(finding, entry, tr.ALIASING))
+
+
+def no_mark_why(trace: tr.Trace, entry: tr.CodeEntry) -> str:
+    """For the CI guard, which changes nothing: why no mark can be written
+    for a shape recompile, where the file as it is now shows no call to put
+    it before (what ``run --fix`` says); "" when marks can be written or
+    the recompile is not one they cure."""
+    unbacked = {key: tuple(sorted(d)) for key, d in tr.zero_one_sizes(entry).items()}
+    dims = tr.varying_dims(entry)
+    path = entry_file(entry)
+    if not (dims or unbacked) or path is None or tr.is_library_file(entry.filename):
+        return ""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return ""
+    real = _real(path)
+    traced = [(e.name, e.firstlineno) for e in trace.entries if entry_file(e) is not None and _real(entry_file(e)) == real]
+    callers = [(line, name, False) for file, line, name in entry.callers if _real(file) == real]
+    callers += [(line, name, True) for file, line, name in entry.module_callers if _real(file) == real]
+    new, _sites, why = mark_dynamic(data, entry.name, entry.firstlineno, dims, unbacked, traced, tr.hidden_varying_dims(entry), callers)
+    return why if new is None else ""
 
 
 def _current(g: GuidedFile, trace: tr.Trace, entry: tr.CodeEntry) -> Tuple[bytes, int, List[Tuple[str, int]], List[Tuple[int, str, bool]]]:

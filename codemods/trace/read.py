@@ -1876,7 +1876,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
     table), which may name the cures that depend on a finding's source;
     ``trace_cures``: the names of the trace's own fixes made for it there
     (:mod:`codemods.trace.registry`), which the source decided."""
-    from .registry import DYNAMIC_TRUE, FLATTEN_CORE, GLOBAL_MEMO, INIT_DEFAULT
+    from .registry import DYNAMIC_TRUE, FLATTEN_CORE, GLOBAL_MEMO, INIT_DEFAULT, NO_MARK
 
     parts = rule_cure_codes(entry, cause, available, matched=matched)
     count = entry.count(cause)
@@ -1905,6 +1905,11 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             if name is not None and not name.startswith(("args_", "kwargs_"))  # a parameter by its name
             for dim in dims
         ]
+        if NO_MARK in trace_cures:
+            # no call of the file could take the marks (codemods/trace/cures.py:
+            # mark_dynamic's why, in the finding)
+            marks = []
+            parts.append("no mark can be written before its calls")
         for name, dim, call in marks:
             argument = argument_of(name) or ((name, False) if held_source(name) is not None else None)
             if argument is None:

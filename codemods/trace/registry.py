@@ -406,6 +406,10 @@ share one symbol; the guard on their equality fails when they differ.
     fix_safety="Safe: a setting that changes no value (each size gets its own symbol); kept only if the rerun compiles fewer graphs with the same output.",
 )
 
+#: the name of the trace's finding that says why no mark was written for a
+#: shape recompile (``rule_name``; not a cure: the table names no mark then)
+NO_MARK = "no-mark-placeable"
+
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
     UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
