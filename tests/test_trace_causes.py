@@ -689,3 +689,19 @@ def test_inference_tensors_against_normal_ones_name_the_mode():
     other = tr.CodeEntry(name="f", filename="/p/f.py", firstlineno=3, graphs=2)
     other.reasons.extend(tr.parse_reason("0/0: tensor 'x' dispatch key set mismatch. expected DispatchKeySet(CPU, BackendSelect), actual DispatchKeySet(CPU, BackendSelect, Python)"))
     assert tr.cure_label(other, tr.DISPATCH, CODES).startswith("bounded")
+
+
+def test_a_callable_made_again_between_calls_is_reported_with_its_cure():
+    """OneTrainer 3fced711 (benchmarks/recall/onetrainer_fused_leaf_partial_forward):
+    a functools.partial installed as a layer's `forward` anew at every re-hook
+    throws the compiled block away each time: not "bounded", a report naming
+    the cure (make it once, or a bound method of a fixed function); a
+    gradient freed by zero_grad keeps its own remedy."""
+    text = "Cache line invalidated because self._modules['checkpoint']._modules['attn']._modules['to_q'].forward got deallocated"
+    reasons = [tr.Reason(tr.INVALIDATED, "self.checkpoint.attn.to_q.forward", text)] * 4
+    entry = tr.CodeEntry("forward", "m.py", 150, graphs=5, reasons=reasons)
+    label = tr.cure_label(entry, tr.INVALIDATED, CODES)
+    assert label.startswith("report: `self.checkpoint.attn.to_q.forward` is freed and made again between calls (4 recompiles")
+    assert "bound method of a fixed function" in label and "bounded" not in label
+    grad = [tr.Reason(tr.INVALIDATED, "self.w.grad", "Cache line invalidated because self.w.grad got deallocated")] * 2
+    assert tr.cure_label(tr.CodeEntry("step", "m.py", 3, graphs=3, reasons=grad), tr.INVALIDATED, CODES).startswith("bounded, no fix needed")

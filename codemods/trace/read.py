@@ -1849,6 +1849,16 @@ def presence_attribute(text: str) -> str:
     return m.group("attr")[1:-1] if m and m.group("attr") else ""
 
 
+def _remade(entry: "CodeEntry") -> List[str]:
+    """The sources whose deallocation threw the compiled code away, but a
+    gradient (``.grad``: freed by ``zero_grad``, which its remedy names)."""
+    out: List[str] = []
+    for r in entry.reasons:
+        if r.cause == INVALIDATED and r.source and not r.source.endswith(".grad") and r.source not in out:
+            out.append(r.source)
+    return out
+
+
 def _optional_inputs(entry: "CodeEntry") -> List[str]:
     """The sources of a None check that are what the callers pass (an
     argument, an argument's attribute), not program state
@@ -2059,6 +2069,17 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 f"report: {names} is None at some calls and not at others ({count} recompile{'s' if count != 1 else ''}: "
                 "one graph for each): pass a value at every call (a neutral tensor where it is unused: an all-ones mask, "
                 "zeros) so one graph serves both, or accept the two graphs"
+            )
+        elif cause == INVALIDATED and not parts and _remade(entry):
+            # a callable installed anew between calls (OneTrainer 3fced711: a
+            # functools.partial as each q/k/v layer's `forward`, made again at
+            # every re-hook): each re-make costs a compile, for as long as it runs
+            names = ", ".join(f"`{n}`" for n in _remade(entry))
+            parts.append(
+                f"report: {names} is freed and made again between calls ({count} recompile{'s' if count != 1 else ''}: "
+                "the compiled code is thrown away each time, for as long as that goes on): torch guards its identity "
+                "(a functools.partial, lambda or closure installed anew, a hook registered again); make it once and "
+                "reuse it, or install a bound method of a fixed function, whose function and object stay the same"
             )
         else:
             # a rule that cures it names what makes it unbounded (FR019: a
