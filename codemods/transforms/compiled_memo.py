@@ -503,10 +503,10 @@ which exists from torch 2.1.
         model, source = ctx.model, ctx.source
         findings: List[Finding] = []
         seen: Set[Tuple[int, str]] = set()
-        for site in model.compile_sites:
-            # a compiled function (also through torch.vmap) reaches a memo only
-            # through a module-level object (mujoco-torch's _CachedConst.get)
-            reach = compiled_reach(model, site, functions=_plain_memos(ctx))
+        # a compiled function (also through torch.vmap) reaches a memo only
+        # through a module-level object (mujoco-torch's _CachedConst.get)
+        reaches = [(site, compiled_reach(model, site, functions=_plain_memos(ctx))) for site in model.compile_sites]
+        for site, reach in reaches:
             if reach is None or not reach.reached:
                 continue
             cls, start, reached, feeds = reach.cls, reach.start, list(reach.reached), reach.feeds
@@ -516,18 +516,20 @@ which exists from torch 2.1.
                 seen.add((id(memo.owner), memo.attr))
                 findings.append(self._finding(ctx, site, cls, start, memo, others, feeds, {id(r[2]) for r in reached}))
         if source.nodes(ast.Global):
-            self._global_findings(ctx, findings)
+            self._global_findings(ctx, reaches, findings)
         return findings
 
-    def _global_findings(self, ctx, findings: List[Finding]) -> None:
+    def _global_findings(self, ctx, reaches, findings: List[Finding]) -> None:
         """A module global a function the compiled code reaches fills on
-        first use (:class:`GlobalMemo`): the fix skips it while compiling."""
+        first use (:class:`GlobalMemo`): the fix skips it while compiling.
+        ``reaches``: (site, :func:`compiled_reach`) of each compile site."""
         model, source = ctx.model, ctx.source
         done: Set[Tuple[int, str]] = set()
-        for site in model.compile_sites:
-            reach = compiled_reach(model, site, functions=False)
-            compiled_fn = compiled_function(model, site) if reach is None else None
-            starts = [r[2] for r in reach.reached] if reach is not None else [compiled_fn] if compiled_fn is not None else []
+        for site, reach in reaches:
+            compiled_fn = compiled_function(model, site) if reach is None or reach.cls is None else None
+            starts = [r[2] for r in reach.reached] if reach is not None else []
+            if compiled_fn is not None and compiled_fn not in starts:
+                starts.insert(0, compiled_fn)
             if not starts:
                 continue
             start = reach.start if reach is not None else getattr(compiled_fn, "name", "?")
