@@ -152,8 +152,8 @@ def default_for(sources: Sequence, attr: str) -> Tuple[Optional[object], str]:
     return wanted[0][0], ""
 
 
-def _first_statement(init: ast.FunctionDef, module: bool) -> int:
-    """Where the default goes in ``__init__``'s body: after a docstring, and
+def first_statement(init: ast.FunctionDef, module: bool) -> int:
+    """Where a first statement goes in ``__init__``'s body (a default): after a docstring, and
     after ``super().__init__()`` of an ``nn.Module`` (``module``: it sets no
     attribute of the class's own)."""
     body = init.body
@@ -224,7 +224,7 @@ def class_default(source, model, cls: ast.ClassDef, attr: str, others: Iterable 
     if why:
         out.why = why
         return out
-    at = _first_statement(init, model.is_module_class(cls))
+    at = first_statement(init, model.is_module_class(cls))
     out.value = repr(value)
 
     def apply(node: cst.CSTNode):

@@ -26,6 +26,7 @@ from .cures import MARK_CODE, apply_alias_evidence, apply_evidence, apply_field_
 from .flatten_core import apply_rank_evidence
 from .global_memo import apply_global_memo_evidence, global_memo_files
 from .init_default import apply_presence_evidence, presence_files
+from .partial_reuse import apply_partial_reuse_evidence, remade_partial_files
 
 
 class TraceFilter:
@@ -126,7 +127,12 @@ def guide(
     files += [path for path in presence_files(trace, taken) if path not in files and selection.takes(path)]
     # the files of globals a compiled call found None and filled (the memo is
     # skipped while compiling there: codemods/trace/global_memo.py)
-    files += [path for path in global_memo_files(trace, taken) if path not in files and selection.takes(path)]
+    known = {_real(path) for path in files}
+    files += [path for path in global_memo_files(trace, taken) if _real(path) not in known and selection.takes(path)]
+    # the files that install a functools.partial the trace saw freed and made
+    # again (it is made once and reused there: codemods/trace/partial_reuse.py)
+    known = {_real(path) for path in files}
+    files += [path for path in remade_partial_files(trace, taken) if _real(path) not in known and selection.takes(path)]
     indexed = sorted(set(taken) | set(files)) if within else files
     project = build_project_index(indexed, settings, [fact for _, fact in PROJECT_FACTS])
     if made:
@@ -173,6 +179,7 @@ def guide(
             apply_rank_evidence(trace, out)
             apply_presence_evidence(trace, out)
             apply_global_memo_evidence(trace, out, settings.unsafe_fixes)
+            apply_partial_reuse_evidence(trace, out)
             apply_alias_evidence(trace, out)
         # FR018's finding where it found the dict, TRACE's elsewhere
         apply_float_state_evidence(trace, out, settings.unsafe_fixes, trace_cures=settings.selects(MARK_CODE))

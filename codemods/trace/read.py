@@ -1849,7 +1849,7 @@ def presence_attribute(text: str) -> str:
     return m.group("attr")[1:-1] if m and m.group("attr") else ""
 
 
-def _remade(entry: "CodeEntry") -> List[str]:
+def remade_sources(entry: "CodeEntry") -> List[str]:
     """The sources whose deallocation threw the compiled code away, but a
     gradient (``.grad``: freed by ``zero_grad``, which its remedy names)."""
     out: List[str] = []
@@ -1886,7 +1886,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
     table), which may name the cures that depend on a finding's source;
     ``trace_cures``: the names of the trace's own fixes made for it there
     (:mod:`codemods.trace.registry`), which the source decided."""
-    from .registry import DYNAMIC_TRUE, FLATTEN_CORE, GLOBAL_MEMO, INIT_DEFAULT, NO_MARK
+    from .registry import DYNAMIC_TRUE, FLATTEN_CORE, GLOBAL_MEMO, INIT_DEFAULT, NO_MARK, PARTIAL_REUSE
 
     parts = rule_cure_codes(entry, cause, available, matched=matched)
     count = entry.count(cause)
@@ -2070,11 +2070,15 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 "one graph for each): pass a value at every call (a neutral tensor where it is unused: an all-ones mask, "
                 "zeros) so one graph serves both, or accept the two graphs"
             )
-        elif cause == INVALIDATED and not parts and _remade(entry):
+        elif cause == INVALIDATED and PARTIAL_REUSE.name in trace_cures:
+            # a partial installed anew: made once per argument and reused
+            # (codemods/trace/partial_reuse.py)
+            parts.append(f"{sources}: the functools.partial installed there made once per argument and reused")
+        elif cause == INVALIDATED and not parts and remade_sources(entry):
             # a callable installed anew between calls (OneTrainer 3fced711: a
             # functools.partial as each q/k/v layer's `forward`, made again at
             # every re-hook): each re-make costs a compile, for as long as it runs
-            names = ", ".join(f"`{n}`" for n in _remade(entry))
+            names = ", ".join(f"`{n}`" for n in remade_sources(entry))
             parts.append(
                 f"report: {names} is freed and made again between calls ({count} recompile{'s' if count != 1 else ''}: "
                 "the compiled code is thrown away each time, for as long as that goes on): torch guards its identity "

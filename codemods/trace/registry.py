@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Tuple
 
 from ..transforms.base import rule_doc
-from .causes import ALIASING, INT_ARG, KEYS, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, NONE_CHECK, RANK, RESUME_VALUE, TENSOR_SHAPE
+from .causes import ALIASING, INT_ARG, INVALIDATED, KEYS, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, NONE_CHECK, RANK, RESUME_VALUE, TENSOR_SHAPE
 
 #: the code of every finding the trace makes on its own
 CODE = "TRACE"
@@ -268,6 +268,42 @@ error under `error_on_recompile`).
     fix_safety="Safe where the value the check's body computes is proven a pure function of nothing (FR014's proof, analysis/purity.py, with no key): a compiled call computes what the global would hold. Unsafe otherwise (a call of another module, a module-level object's method: the message says which), applied with --unsafe-fixes. Eager calls read, fill and use the global as before. Kept only if the rerun compiles fewer graphs with the same output.",
 )
 
+PARTIAL_REUSE = TraceCure(
+    name="partial-reuse-from-trace",
+    summary="a functools.partial installed anew between compiled calls, made once per argument and reused",
+    causes=(INVALIDATED,),
+    what_it_does="""
+Where compiled code was thrown away because a callable it read was freed
+(`Cache line invalidated because ...['to_q'].forward got deallocated`), and a
+file of the run installs it as `<x>.forward = functools.partial(self.<method>,
+<index>)` in a method run again between calls (OneTrainer before 3fced711:
+adapters hooked again at every step with a prior prediction), keeps one
+partial per argument in a dict on the object, set first in `__init__`:
+`<x>.forward = self._<method>_partials.setdefault(<index>,
+functools.partial(self.<method>, <index>))`. Only where the partial binds a
+method the class defines (that nothing rebinds) to the object itself, and its
+arguments are int or str literals or an enclosing loop's index (`enumerate`,
+`range`), in a method other than `__init__` of a class with a plain
+`__init__`; otherwise the run says why and changes nothing.
+""",
+    why_it_recompiles="""
+Dynamo guards the identity of a callable the compiled code reads; when the
+old object is freed, the compiled code that guarded it is thrown away, and
+each re-made callable costs a compile, for as long as the re-making goes on.
+""",
+    example="""
+    class FusedModuleGroup:
+        def __init__(self, leaves):
+            self._leaf_forward_partials = {}  # inserted
+            self.leaves = leaves
+
+        def hook_to_module(self):
+            for leaf_index, leaf in enumerate(self.leaves):
+                leaf.forward = self._leaf_forward_partials.setdefault(leaf_index, functools.partial(self._leaf_forward, leaf_index))
+""",
+    fix_safety="Safe: the reused partial calls the same method of the same object with equal arguments (ints, strings); only its identity stays the same across re-makes, which is what torch guards. Kept only if the rerun compiles fewer graphs with the same output.",
+)
+
 CLONE_ALIAS = TraceCure(
     name="clone-alias-from-trace",
     summary=".clone() where two inputs the trace saw aliased are made one tensor",
@@ -412,7 +448,7 @@ NO_MARK = "no-mark-placeable"
 
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
-    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
+    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, PARTIAL_REUSE, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
 )
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 
