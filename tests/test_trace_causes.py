@@ -705,3 +705,13 @@ def test_a_callable_made_again_between_calls_is_reported_with_its_cure():
     assert "bound method of a fixed function" in label and "bounded" not in label
     grad = [tr.Reason(tr.INVALIDATED, "self.w.grad", "Cache line invalidated because self.w.grad got deallocated")] * 2
     assert tr.cure_label(tr.CodeEntry("step", "m.py", 3, graphs=3, reasons=grad), tr.INVALIDATED, CODES).startswith("bounded, no fix needed")
+
+
+def test_a_truth_guard_fr014_matched_names_fr014_without_the_report():
+    """open_clip's `not self.loss.labels`: where FR014's finding matched it,
+    the cure is FR014's, not also the report for a container emptied between
+    calls; unmatched, the report stands."""
+    entry = tr.CodeEntry("training_forward", "m.py", 10, graphs=2, reasons=[tr.Reason(tr.TRUTH, "self.loss.labels", "not self.loss.labels")])
+    matched = tr.cure_label(entry, tr.TRUTH, ["FR014"], matched=True)
+    assert matched.startswith("FR014") and "report" not in matched
+    assert tr.cure_label(entry, tr.TRUTH, ["FR014"]).startswith("report: `self.loss.labels` is empty at some calls")

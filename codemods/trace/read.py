@@ -1999,7 +1999,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 f"bounded only if {names} takes few values: each new string is a graph ({count} recompile{'s' if count != 1 else ''} so far); "
                 "if it carries data (a prompt, a path), encode it outside the compiled code and pass the tensor"
             )
-        elif cause == TRUTH and any(src.startswith("self.") and src != "self.state" for src in entry.sources(cause)):
+        elif cause == TRUTH and not parts and any(src.startswith("self.") and src != "self.state" for src in entry.sources(cause)):
             # (an optimizer's `self.state`, empty before its first step: bounded, no cure)
             # a container attribute empty at one call, not at the next
             # (xDiT before PR #781: `update()` of three keys when padding,
