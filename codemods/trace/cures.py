@@ -1583,10 +1583,7 @@ def no_mark_why(trace: tr.Trace, entry: tr.CodeEntry) -> str:
             data = fh.read()
     except OSError:
         return ""
-    real = _real(path)
-    traced = [(e.name, e.firstlineno) for e in trace.entries if entry_file(e) is not None and _real(entry_file(e)) == real]
-    callers = [(line, name, False) for file, line, name in entry.callers if _real(file) == real]
-    callers += [(line, name, True) for file, line, name in entry.module_callers if _real(file) == real]
+    traced, callers = _frames(trace, entry, path)
     new, _sites, why = mark_dynamic(data, entry.name, entry.firstlineno, dims, unbacked, traced, tr.hidden_varying_dims(entry), callers)
     return why if new is None else ""
 
@@ -1601,8 +1598,16 @@ def _current(g: GuidedFile, trace: tr.Trace, entry: tr.CodeEntry) -> Tuple[bytes
 
     base = g.new if g.new is not None else g.original
     moved = line_map(g.original, base) if base != g.original else (lambda n: n)
-    path = _real(g.path)
-    traced = [(e.name, moved(e.firstlineno)) for e in trace.entries if entry_file(e) is not None and _real(entry_file(e)) == path]
-    callers = [(moved(line), name, False) for file, line, name in entry.callers if _real(file) == path]
-    callers += [(moved(line), name, True) for file, line, name in entry.module_callers if _real(file) == path]
+    traced, callers = _frames(trace, entry, g.path, moved)
     return base, moved(entry.firstlineno), traced, callers
+
+
+def _frames(trace: tr.Trace, entry: tr.CodeEntry, path: str, moved=lambda n: n) -> Tuple[List[Tuple[str, int]], List[Tuple[int, str, bool]]]:
+    """(name, first line) of the traced code objects of the file ``path``,
+    and (line, function, as a module) of its frames the trace shows calling
+    ``entry``; lines through ``moved`` (the original file's to the current)."""
+    real = _real(path)
+    traced = [(e.name, moved(e.firstlineno)) for e in trace.entries if entry_file(e) is not None and _real(entry_file(e)) == real]
+    callers = [(moved(line), name, False) for file, line, name in entry.callers if _real(file) == real]
+    callers += [(moved(line), name, True) for file, line, name in entry.module_callers if _real(file) == real]
+    return traced, callers

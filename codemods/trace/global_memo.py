@@ -84,23 +84,17 @@ def apply_global_memo_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bo
                 message = f"`{name}` is None at the first compiled call and filled by it ({seen}); no fix: {why}"
                 g.matches.append(Match(Finding(MARK_CODE, message, g.display_path, moved, 1, moved, 1), entry, tr.NONE_CHECK))
                 continue
-            if model.torch_alias is None:
-                message = f"`{name}` is None at the first compiled call and filled by it ({seen}); no fix: the file does not import torch"
-                g.matches.append(Match(Finding(MARK_CODE, message, g.display_path, moved, 1, moved, 1), entry, tr.NONE_CHECK))
-                continue
             settings = g.ctx.settings if g.ctx is not None else Settings()
             impure = global_memo_impure(source, model, memo)
-            new = _render_edits(source, base, global_memo_edits(source, model, settings, memo), settings)
+            if impure is None or unsafe_fixes:
+                g.new = _render_edits(source, base, global_memo_edits(source, model, settings, memo), settings)
             how = f"`{memo.local}` stands in for it, None while compiling, written back only outside compiled code"
             fn = getattr(memo.fn, "name", "?")
             lead = f"`{name}` is filled on first use in `{fn}`, inside compiled code ({seen}): skip it while compiling ({how}"
             if impure is None:
-                g.new = new
                 message = f"{lead}; safe: its value is a pure function of nothing, computed in the graph at every compiled call)"
                 finding = _applied_finding(g.display_path, memo.check.lineno, memo.check.col_offset + 1, message, f"skip `{name}` while compiling", GLOBAL_MEMO.name)
             else:
-                if unsafe_fixes:
-                    g.new = new
                 message = (
                     f"{lead}; unsafe: the value is then computed in the graph at every compiled call, the same only if "
                     f"it does not change between calls; not proven: {impure})"
@@ -130,8 +124,6 @@ def global_memo_cure(entry: tr.CodeEntry, report: str) -> str:
     memo, why = global_memo(source, model, line, name)
     if memo is None:
         return f"{report}; no fix skips it while compiling: {why}"
-    if model.torch_alias is None:
-        return f"{report}; no fix skips it while compiling: the file does not import torch"
     impure = global_memo_impure(source, model, memo)
     how = f"skip `{name}` while compiling, `{memo.local}` standing in for it (`run --fix"
     if impure is None:

@@ -128,15 +128,18 @@ def _plan_one(source, model, stmt: ast.Assign, call: ast.Call) -> RemadePartial:
         return out
     out.memo = memo
     out.init = init
-    key = source.segment(args[0]) if len(args) == 1 else "(" + ", ".join(source.segment(a) for a in args) + ")"
-    out.edits = (Edit(source.target(call, "Call"), functools.partial(_reuse, me, memo, key)),)
+    out.edits = (Edit(source.target(call, "Call"), functools.partial(_reuse, me, memo)),)
     return out
 
 
-def _reuse(me: str, memo: str, key: str, node: "cst.CSTNode"):
-    """``functools.partial(...)`` -> ``self.<memo>.setdefault(<key>, functools.partial(...))``."""
+def _reuse(me: str, memo: str, node: "cst.CSTNode"):
+    """``functools.partial(f, a, b)`` -> ``self.<memo>.setdefault((a, b), functools.partial(f, a, b))``
+    (the key: the partial's arguments after the function, one alone)."""
+    assert isinstance(node, cst.Call)
+    values = [a.value for a in node.args[1:]]
+    key = values[0] if len(values) == 1 else cst.Tuple([cst.Element(v) for v in values])
     setdefault = cst.Attribute(value=cst.Attribute(value=cst.Name(me), attr=cst.Name(memo)), attr=cst.Name("setdefault"))
-    return cst.Call(func=setdefault, args=[cst.Arg(cst.parse_expression(key)), cst.Arg(node)])
+    return cst.Call(func=setdefault, args=[cst.Arg(key), cst.Arg(node)])
 
 
 def plan(data: bytes, attrs: Sequence[str]) -> Tuple[Optional[bytes], List[Tuple[str, RemadePartial]]]:

@@ -561,8 +561,7 @@ which exists from torch 2.1.
         if eager is not None:
             message += f" (unless the call on line {eager.lineno}, which runs eagerly, fills it before the first compiled call)"  # type: ignore[attr-defined]
         memo, why = global_memo(source, model, check.lineno, name)
-        if memo is None or model.torch_alias is None:
-            why = why or "the module does not import torch"
+        if memo is None:
             return self.finding(
                 ctx, check,
                 message + f"; skip it while compiling: read it only under `not torch.compiler.is_compiling()` and compute the value otherwise (no automatic fix: {why})",
@@ -1286,7 +1285,10 @@ def global_memo(source, model, line: int, name: str) -> Tuple[Optional[GlobalMem
     binds it once, to None; one function declares it ``global``, checks it
     in one ``if <name> is None:`` without ``else`` and writes it only there,
     each write an assignment of its own line; nothing else in the module
-    reads it (a reader elsewhere would find it unfilled by compiled calls)."""
+    reads it (a reader elsewhere would find it unfilled by compiled calls);
+    the module imports torch (the fix calls ``torch.compiler.is_compiling``)."""
+    if model.torch_alias is None:
+        return None, "the file does not import torch"
     fn = None
     for node in source.nodes(ast.Global):
         if name in node.names:  # type: ignore[attr-defined]
