@@ -30,7 +30,12 @@ def test_run_fix_reuses_the_partial_fewer_graphs_same_output(tmp_path):
     assert graphs(out, "total") == (5, 2)
     text = script.read_text()
     assert "    def __init__(self, leaves):\n        self._leaf_forward_partials = {}\n        self.leaves = leaves\n" in text
-    assert "leaf.forward = self._leaf_forward_partials.setdefault(leaf_index, functools.partial(self._leaf_forward, leaf_index))\n" in text
+    # 90 columns on one line: laid out as black does
+    assert (
+        "            leaf.forward = self._leaf_forward_partials.setdefault(\n"
+        "                leaf_index, functools.partial(self._leaf_forward, leaf_index)\n"
+        "            )\n"
+    ) in text
 
 
 def test_the_table_names_the_cure_and_the_guide_applies_it(copied):  # noqa: F811
@@ -108,7 +113,11 @@ def test_two_arguments_key_a_tuple_and_keep_the_values():
     assert [p.why for _a, p in found] == [""]
     fixed = new.decode()
     assert '        """Adapters for the leaves."""\n        self._leaf_forward_partials = {}\n' in fixed
-    assert 'self._leaf_forward_partials.setdefault((leaf_index, "qk"), functools.partial(self._leaf_forward, leaf_index, "qk"))' in fixed
+    assert (
+        '            leaf.forward = self._leaf_forward_partials.setdefault(\n'
+        '                (leaf_index, "qk"), functools.partial(self._leaf_forward, leaf_index, "qk")\n'
+        '            )\n'
+    ) in fixed
     before, graphs_before = _run(PROGRAM, True)
     after, graphs_after = _run(fixed, True)
     eager, _ = _run(PROGRAM, False)
@@ -118,6 +127,13 @@ def test_two_arguments_key_a_tuple_and_keep_the_values():
     # a second run finds nothing left to reuse
     again, found_again = partial_reuse.plan(new, ["forward"])
     assert again is None and found_again == []
+
+
+def test_a_short_rewritten_call_stays_on_one_line():
+    short = PROGRAM.replace("_leaf_forward", "_f").replace("leaf_index", "i").replace("leaf.forward", "leaf.fw").replace(', "qk")', ")")
+    new, found = partial_reuse.plan(short.encode(), ["fw"])
+    assert [p.why for _a, p in found] == [""]
+    assert "            leaf.fw = self._f_partials.setdefault(i, functools.partial(self._f, i))\n" in new.decode()
 
 
 @pytest.mark.parametrize(

@@ -196,7 +196,7 @@ def guard(
         for e in over:
             say(
                 f"  {tr.display_name(e)} ({tr.display_location(e, os.getcwd())}):"
-                f" {e.recompiles} recompile{'s' if e.recompiles != 1 else ''}"
+                f" {tr.recompiles(e.recompiles)}"
                 + (", hit the recompile limit" if e.limit_hit else "")
             )
             for detail in cause_details(e, codes, trace):

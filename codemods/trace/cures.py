@@ -127,6 +127,12 @@ def _render_edits(source, data: bytes, edits: Sequence[Edit], settings: Settings
     return render(FileContext("<trace>", "<trace>", settings, None, source), [finding], data)
 
 
+def _unfixed(g: GuidedFile, entry: tr.CodeEntry, cause: str, line: int, column: int, message: str, rule_name: str = "") -> None:
+    """A ``TRACE`` finding without a fix at ``line``:``column`` of ``g``:
+    why the cure the table names is not written (the table's report stands)."""
+    g.matches.append(Match(Finding(MARK_CODE, message, g.display_path, line, column, line, column, rule_name=rule_name), entry, cause))
+
+
 def _applied_finding(path: str, line: int, column: int, message: str, title: str, rule_name: str, *, unsafe_fixes: Optional[bool] = None) -> Finding:
     """A fix the trace made (code ``TRACE``), as the table and the report
     show it: safe and applied; or, with ``unsafe_fixes`` given, unsafe and
@@ -884,8 +890,7 @@ def apply_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool = False) 
             shown = entry.shown_sources(tr.TENSOR_SHAPE)
             message = f"`{entry.name}` recompiled on tensor shape {shown}; no mark written: {why}"
             line = entry.firstlineno
-            finding = Finding(MARK_CODE, message, g.display_path, line, 1, line, 1, rule_name=NO_MARK)
-            g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))
+            _unfixed(g, entry, tr.TENSOR_SHAPE, line, 1, message, NO_MARK)
         if new is None:
             continue
         g.new = new

@@ -51,10 +51,10 @@ from ..analysis.compile_sites import code_def, model_of
 from ..analysis.elementwise import why_not_elementwise
 from ..analysis.params import is_static, parameter_names
 from ..analysis.source import statement_target
-from ..findings import Edit, FileError, Finding
+from ..findings import Edit, FileError
 from ..cst_edits import is_docstring
 from ..pipeline.engine import parse_ast
-from .cures import MARK_CODE, _applied_finding, _current, _render_edits, argument_entries
+from .cures import _applied_finding, _current, _render_edits, _unfixed, argument_entries
 from .match import Guided, Match
 
 
@@ -229,14 +229,14 @@ def apply_rank_evidence(trace: tr.Trace, guided: Guided) -> None:
             if line:
                 # the table's report stands; the finding says why no wrapper
                 message = (
-                    f"`{entry.name}` recompiled on the rank of `{params[0]}` (from the trace: {entry.count(tr.RANK)} recompiles); "
+                    f"`{entry.name}` recompiled on the rank of `{params[0]}` (from the trace: {tr.recompiles(entry.count(tr.RANK))}); "
                     f"no flattening wrapper: {split.why}"
                 )
-                g.matches.append(Match(Finding(MARK_CODE, message, g.display_path, line, column, line, column), entry, tr.RANK))
+                _unfixed(g, entry, tr.RANK, line, column, message)
             continue
         g.new = split.new
         message = (
-            f"`{entry.name}` recompiled on the rank of `{params[0]}` (from the trace: {entry.count(tr.RANK)} recompiles, "
+            f"`{entry.name}` recompiled on the rank of `{params[0]}` (from the trace: {tr.recompiles(entry.count(tr.RANK))}, "
             "dynamic shapes never make the rank symbolic); its body is elementwise in it: an eager wrapper hands the "
             f"compiled core `{core}` `{params[0]}.flatten()` and reshapes the result (the same values, one rank)"
         )

@@ -29,10 +29,10 @@ from . import read as tr
 from .registry import GLOBAL_MEMO
 from ..analysis.compile_sites import model_of
 from ..analysis.context import Settings
-from ..findings import FileError, Finding
+from ..findings import FileError
 from ..pipeline.engine import parse_ast
 from ..transforms.compiled_memo import global_memo, global_memo_edits, global_memo_impure
-from .cures import MARK_CODE, _applied_finding, _render_edits
+from .cures import _applied_finding, _render_edits, _unfixed
 from .match import Guided, Match, _real
 
 
@@ -73,7 +73,7 @@ def apply_global_memo_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bo
             base = g.new if g.new is not None else g.original
             moved = line_map(g.original, base)(line) if base != g.original else line
             count = entry.count(tr.NONE_CHECK)
-            seen = f"from the trace: {count} recompile{'s' if count != 1 else ''} on `{name} is None`"
+            seen = f"from the trace: {tr.recompiles(count)} on `{name} is None`"
             try:
                 source = parse_ast(g.path, base)
             except FileError:
@@ -82,7 +82,7 @@ def apply_global_memo_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bo
             memo, why = global_memo(source, model, moved, name)
             if memo is None:
                 message = f"`{name}` is None at the first compiled call and filled by it ({seen}); no fix: {why}"
-                g.matches.append(Match(Finding(MARK_CODE, message, g.display_path, moved, 1, moved, 1), entry, tr.NONE_CHECK))
+                _unfixed(g, entry, tr.NONE_CHECK, moved, 1, message)
                 continue
             settings = g.ctx.settings if g.ctx is not None else Settings()
             impure = global_memo_impure(source, model, memo)

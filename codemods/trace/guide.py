@@ -117,22 +117,13 @@ def guide(
     # library function there names the user's site of a torch-internal entry
     taken = selection.discover(within).files if within else []
     map_library_entries(trace, taken)
-    files = [path for path in implicated_files(trace, within) if selection.takes(path)]
+    files = _add_files([], implicated_files(trace, within), selection)
     # the files whose functions made the classes type guards name (FR019):
     # analysed, and with the index (they need no compile site of their own)
     made = [path for path in made_class_files(trace, taken) if selection.takes(path)]
-    files += [path for path in made if path not in files]
-    # the files of classes whose attribute `hasattr` found missing (the
-    # default goes into their `__init__`: codemods/trace/init_default.py)
-    files += [path for path in presence_files(trace, taken) if path not in files and selection.takes(path)]
-    # the files of globals a compiled call found None and filled (the memo is
-    # skipped while compiling there: codemods/trace/global_memo.py)
-    known = {_real(path) for path in files}
-    files += [path for path in global_memo_files(trace, taken) if _real(path) not in known and selection.takes(path)]
-    # the files that install a functools.partial the trace saw freed and made
-    # again (it is made once and reused there: codemods/trace/partial_reuse.py)
-    known = {_real(path) for path in files}
-    files += [path for path in remade_partial_files(trace, taken) if _real(path) not in known and selection.takes(path)]
+    files = _add_files(files, made, selection)
+    for finder in _CURE_FILES:
+        files = _add_files(files, finder(trace, taken), selection)
     indexed = sorted(set(taken) | set(files)) if within else files
     project = build_project_index(indexed, settings, [fact for _, fact in PROJECT_FACTS])
     if made:
@@ -186,6 +177,27 @@ def guide(
         if settings.selects(MARK_CODE):
             apply_config_evidence(trace, out, settings.unsafe_fixes)
             apply_dynamic_sources_evidence(trace, out, settings.unsafe_fixes)
+    return out
+
+
+#: the files a trace cure edits that the trace need not implicate, each
+#: found by its cure's module: the classes whose attribute ``hasattr`` found
+#: missing (the default goes into their ``__init__``), the globals a compiled
+#: call found None and filled (skipped while compiling there), the installs
+#: of a ``functools.partial`` the trace saw freed and made again (made once
+#: and reused there)
+_CURE_FILES = (presence_files, global_memo_files, remade_partial_files)
+
+
+def _add_files(files: List[str], found: Sequence[str], selection: FileSelection) -> List[str]:
+    """``files`` and those of ``found`` the run's selection takes that are
+    not among them yet (compared by real path: a link names the same file)."""
+    known = {_real(path) for path in files}
+    out = list(files)
+    for path in found:
+        if _real(path) not in known and selection.takes(path):
+            known.add(_real(path))
+            out.append(path)
     return out
 
 

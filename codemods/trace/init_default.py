@@ -32,9 +32,9 @@ from .registry import INIT_DEFAULT
 from ..analysis.params import is_static, parameter_names
 from ..analysis.compile_sites import model_of
 from ..analysis.presence import class_default, presence_call
-from ..findings import FileError, Finding
+from ..findings import FileError
 from ..pipeline.engine import parse_ast
-from .cures import MARK_CODE, _applied_finding, _render_edits
+from .cures import _applied_finding, _render_edits, _unfixed
 from .match import Guided, Match, _real
 
 
@@ -184,15 +184,15 @@ def apply_presence_evidence(trace: tr.Trace, guided: Guided) -> None:
             if d.new is None:
                 if d.line:
                     message = (
-                        f"`{d.cls}.{attr}` is missing at the first compiled call and set by it (from the trace: {count} "
-                        f"recompile{'s' if count != 1 else ''} on `hasattr`); no default in `__init__`: {d.why}"
+                        f"`{d.cls}.{attr}` is missing at the first compiled call and set by it (from the trace: "
+                        f"{tr.recompiles(count)} on `hasattr`); no default in `__init__`: {d.why}"
                     )
-                    g.matches.append(Match(Finding(MARK_CODE, message, g.display_path, d.line, 1, d.line, 1), entry, tr.KEYS))
+                    _unfixed(g, entry, tr.KEYS, d.line, 1, message)
                 continue
             g.new = d.new
             message = (
-                f"`{d.cls}.{attr}` is missing at the first compiled call and set by it (from the trace: {count} "
-                f"recompile{'s' if count != 1 else ''} on `hasattr`): `self.{attr} = {d.value}` first in `__init__`, "
+                f"`{d.cls}.{attr}` is missing at the first compiled call and set by it (from the trace: "
+                f"{tr.recompiles(count)} on `hasattr`): `self.{attr} = {d.value}` first in `__init__`, "
                 "which every reader reads as it read the missing attribute"
             )
             finding = _applied_finding(g.display_path, d.line, 1, message, f"default `{attr}` in `{d.cls}.__init__`", INIT_DEFAULT.name)

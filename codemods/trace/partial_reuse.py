@@ -13,7 +13,9 @@ fix here keeps one partial per argument on the object and reuses it::
 
     self._leaf_forward_partials = {}  # first in __init__
     ...
-    leaf.forward = self._leaf_forward_partials.setdefault(leaf_index, functools.partial(self._leaf_forward, leaf_index))
+    leaf.forward = self._leaf_forward_partials.setdefault(
+        leaf_index, functools.partial(self._leaf_forward, leaf_index)
+    )
 
 Only where the partial binds a method of the class to the object itself
 (``self.<method>``, a ``def`` of the class that nothing rebinds) and its
@@ -40,9 +42,9 @@ from .registry import PARTIAL_REUSE
 from ..analysis.compile_sites import model_of
 from ..analysis.presence import first_statement
 from ..analysis.source import statement_target
-from ..findings import Edit, FileError, Finding
+from ..findings import Edit, FileError
 from ..pipeline.engine import parse_ast
-from .cures import MARK_CODE, _applied_finding, _render_edits
+from .cures import _applied_finding, _render_edits, _unfixed
 from .match import Guided, Match
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -128,18 +130,31 @@ def _plan_one(source, model, stmt: ast.Assign, call: ast.Call) -> RemadePartial:
         return out
     out.memo = memo
     out.init = init
-    out.edits = (Edit(source.target(call, "Call"), functools.partial(_reuse, me, memo)),)
+    out.edits = (Edit(source.target(call, "Call"), functools.partial(_reuse, me, memo, call.col_offset)),)
     return out
 
 
-def _reuse(me: str, memo: str, node: "cst.CSTNode"):
-    """``functools.partial(f, a, b)`` -> ``self.<memo>.setdefault((a, b), functools.partial(f, a, b))``
-    (the key: the partial's arguments after the function, one alone)."""
+#: black's line length: a longer rewritten call is laid out on three lines, as black does
+_LINE_LENGTH = 88
+
+
+def _reuse(me: str, memo: str, column: int, node: "cst.CSTNode"):
+    """``functools.partial(f, a, b)`` (at ``column``) ->
+    ``self.<memo>.setdefault((a, b), functools.partial(f, a, b))`` (the key:
+    the partial's arguments after the function, one alone), its arguments on
+    a line of their own when the call would pass black's line length."""
     assert isinstance(node, cst.Call)
     values = [a.value for a in node.args[1:]]
     key = values[0] if len(values) == 1 else cst.Tuple([cst.Element(v) for v in values])
     setdefault = cst.Attribute(value=cst.Attribute(value=cst.Name(me), attr=cst.Name(memo)), attr=cst.Name("setdefault"))
-    return cst.Call(func=setdefault, args=[cst.Arg(key), cst.Arg(node)])
+    call = cst.Call(func=setdefault, args=[cst.Arg(key), cst.Arg(node)])
+    code = cst.Module(body=[]).code_for_node(call)
+    if "\n" in code or column + len(code) <= _LINE_LENGTH:
+        return call
+    return call.with_changes(
+        whitespace_before_args=cst.ParenthesizedWhitespace(indent=True, last_line=cst.SimpleWhitespace("    ")),
+        args=[cst.Arg(key), cst.Arg(node, whitespace_after_arg=cst.ParenthesizedWhitespace(indent=True))],
+    )
 
 
 def plan(data: bytes, attrs: Sequence[str]) -> Tuple[Optional[bytes], List[Tuple[str, RemadePartial]]]:
@@ -226,10 +241,10 @@ def apply_partial_reuse_evidence(trace: tr.Trace, guided: Guided) -> None:
         for attr, p in found:
             entry = attrs[attr]
             count = entry.count(tr.INVALIDATED)
-            seen = f"from the trace: {count} recompile{'s' if count != 1 else ''}, the compiled code thrown away when the old one was freed"
+            seen = f"from the trace: {tr.recompiles(count)}, the compiled code thrown away when the old one was freed"
             if not p.edits:
                 message = f"a `functools.partial` is installed as `.{attr}` anew at each call ({seen}); no fix: {p.why}"
-                g.matches.append(Match(Finding(MARK_CODE, message, g.display_path, p.line, 1, p.line, 1), entry, tr.INVALIDATED))
+                _unfixed(g, entry, tr.INVALIDATED, p.line, 1, message)
                 continue
             message = (
                 f"`functools.partial(self.{p.method}, ...)` is installed as `.{attr}` anew at each call of `{p.cls}.{p.fn}` ({seen}): "

@@ -1954,7 +1954,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         zero_one = sum(1 for r in entry.reasons if is_zero_one(r))
         if zero_one and not unbacked:  # (else mark_unbacked above cures them)
             parts.append(
-                f"sizes 0/1 specialise: bounded ({zero_one} recompile{'s' if zero_one != 1 else ''})"
+                f"sizes 0/1 specialise: bounded ({recompiles(zero_one)})"
             )
     elif cause == LENGTH and loop_iterators(entry, cause):
         # the iterator of a comprehension (`.0`) or of a loop resumed after a
@@ -1979,7 +1979,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         top_named = f"{top} {entry.shown_sources(top)}" if entry.sources(top) else top
         if entry.limit_hit and top != cause and count < entry.count(top):
             # a few recompiles of a bounded cause next to the one that filled the cache
-            parts.append(f"bounded ({count} recompile{'s' if count != 1 else ''}): the limit came from {top_named}")
+            parts.append(f"bounded ({recompiles(count)}): the limit came from {top_named}")
         elif entry.limit_hit and top != cause and top not in BOUNDED:
             # as many failures as the cause that filled the cache (the entries
             # of its other values fail on it in the same compiles), few values
@@ -1996,7 +1996,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             # `_prepare_generation`, one graph per prompt)
             names = ", ".join(f"`{a}`" for a in _string_arguments(entry))
             parts.append(
-                f"bounded only if {names} takes few values: each new string is a graph ({count} recompile{'s' if count != 1 else ''} so far); "
+                f"bounded only if {names} takes few values: each new string is a graph ({recompiles(count)} so far); "
                 "if it carries data (a prompt, a path), encode it outside the compiled code and pass the tensor"
             )
         elif cause == TRUTH and not parts and any(src.startswith("self.") and src != "self.state" for src in entry.sources(cause)):
@@ -2006,7 +2006,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             # `pop()` of them otherwise): a graph per truth value, which the
             # project cured by keeping the key set fixed
             parts.append(
-                f"report: {sources} is empty at some calls and not at others ({count} recompile{'s' if count != 1 else ''}: "
+                f"report: {sources} is empty at some calls and not at others ({recompiles(count)}: "
                 "one graph per truth value): keep its contents fixed between calls (every key present, None when unused) "
                 "or pass what it holds as arguments"
             )
@@ -2018,7 +2018,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             parts.append(
                 f"report: {sources} reached the compiled code once under torch.inference_mode() and once outside it "
                 f"(autograd keys in one dispatch key set only: an inference tensor, or a call under the other mode; "
-                f"{count} recompile{'s' if count != 1 else ''}): run the calls and make their inputs under one mode "
+                f"{recompiles(count)}): run the calls and make their inputs under one mode "
                 "(inference_mode for the warm-up and the serving loop, or no_grad for both; a mode decorator on an "
                 "`async def` does not cover its body: rule FR021)"
             )
@@ -2030,7 +2030,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             # the projects cure it (compressed-tensors 55777c4b: an eager
             # wrapper flattens the input of an elementwise compiled core)
             parts.append(
-                f"report: one graph per number of dims of {sources} ({count} recompile{'s' if count != 1 else ''}; "
+                f"report: one graph per number of dims of {sources} ({recompiles(count)}; "
                 "dynamic shapes never make the rank symbolic): call the compiled code with one rank, as an eager "
                 "wrapper that flattens the input of an elementwise function and reshapes its output, or accept a graph per rank"
             )
@@ -2055,7 +2055,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 else "is missing at one compiled call and present at the next"
             )
             parts.append(
-                f"report: {names} {how} ({count} recompile{'s' if count != 1 else ''}): set it up before the first "
+                f"report: {names} {how} ({recompiles(count)}): set it up before the first "
                 "compiled call (a default in `__init__` or where the object is built, a warm-up call), checking its "
                 "readers take the same branch; a memo of a pure function of its key can instead be skipped while compiling"
             )
@@ -2066,7 +2066,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             # recompile, which the projects cure by passing a value every time
             names = ", ".join(f"`{n}`" for n in _optional_inputs(entry))
             parts.append(
-                f"report: {names} is None at some calls and not at others ({count} recompile{'s' if count != 1 else ''}: "
+                f"report: {names} is None at some calls and not at others ({recompiles(count)}: "
                 "one graph for each): pass a value at every call (a neutral tensor where it is unused: an all-ones mask, "
                 "zeros) so one graph serves both, or accept the two graphs"
             )
@@ -2080,7 +2080,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             # every re-hook): each re-make costs a compile, for as long as it runs
             names = ", ".join(f"`{n}`" for n in remade_sources(entry))
             parts.append(
-                f"report: {names} is freed and made again between calls ({count} recompile{'s' if count != 1 else ''}: "
+                f"report: {names} is freed and made again between calls ({recompiles(count)}: "
                 "the compiled code is thrown away each time, for as long as that goes on): torch guards its identity "
                 "(a functools.partial, lambda or closure installed anew, a hook registered again); make it once and "
                 "reuse it, or install a bound method of a fixed function, whose function and object stay the same"
@@ -2090,7 +2090,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             # class made per call gives every module a type of its own)
             why = BOUNDED_WHY.get(cause)
             parts.append(
-                f"{'else bounded' if parts else 'bounded, no fix needed'} ({count} recompile{'s' if count != 1 else ''}{': ' + why if why else ''})"
+                f"{'else bounded' if parts else 'bounded, no fix needed'} ({recompiles(count)}{': ' + why if why else ''})"
             )
     elif cause in (INT_ARG, FLOAT_ARG) and any(r.op_site for r in entry.reasons if r.cause == cause):
         # an op needed the number (torch.as_tensor(crop_box), bernoulli_(p)):
@@ -2154,6 +2154,11 @@ def display_location(entry: CodeEntry, relative_to: Optional[str] = None) -> str
 
 
 _RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
+
+
+def recompiles(count: int) -> str:
+    """``"1 recompile"``, ``"3 recompiles"``."""
+    return f"{count} recompile{'s' if count != 1 else ''}"
 
 
 def display_name(entry: CodeEntry) -> str:

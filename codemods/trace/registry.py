@@ -299,7 +299,9 @@ each re-made callable costs a compile, for as long as the re-making goes on.
 
         def hook_to_module(self):
             for leaf_index, leaf in enumerate(self.leaves):
-                leaf.forward = self._leaf_forward_partials.setdefault(leaf_index, functools.partial(self._leaf_forward, leaf_index))
+                leaf.forward = self._leaf_forward_partials.setdefault(
+                    leaf_index, functools.partial(self._leaf_forward, leaf_index)
+                )
 """,
     fix_safety="Safe: the reused partial calls the same method of the same object with equal arguments (ints, strings); only its identity stays the same across re-makes, which is what torch guards. Not covered: code in another module that rebinds the method on the class or the object after the first partial was made (this file is checked for that). Kept only if the rerun compiles fewer graphs with the same output.",
 )
