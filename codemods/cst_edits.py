@@ -5,6 +5,11 @@ from __future__ import annotations
 from ._lazy import cst
 
 
+#: black's default line length: an emitted statement longer than this is
+#: laid out on several lines, as black does
+LINE_LENGTH = 88
+
+
 def remove_keyword(call: cst.Call, keyword: str) -> cst.Call:
     """``call`` without its ``keyword=`` argument; when that argument was last,
     the new last argument takes its comma (``f(a, k=1,)`` → ``f(a,)``), so the

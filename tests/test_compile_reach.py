@@ -371,3 +371,28 @@ def test_an_object_a_subclass_may_hand_on_is_not_followed():
     model = model_of(code)
     reached = [(c.name, n) for c, n, _f in methods_reached_through_submodules(model, model.classes["Layer"], "forward")]
     assert reached == [("Layer", "forward")]
+
+
+def test_a_method_of_a_module_level_class_compiled_at_class_level():
+    """``RMSNorm.forward = torch.compile(RMSNorm.forward)`` (unsloth-zoo's
+    patched norms): the compile is of the class's ``def``; a name that is
+    no class of the module (an instance, an import) is not followed."""
+    code = """
+import torch
+from other import Imported
+
+class RMSNorm(torch.nn.Module):
+    def forward(self, x):
+        return x
+
+RMSNorm.forward = torch.compile(RMSNorm.forward)
+Imported.forward = torch.compile(Imported.forward)
+norm = RMSNorm()
+norm.forward = torch.compile(norm.forward)
+"""
+    sites = model_of(code).compile_sites
+    assert [(s.binding, s.target_def.name if s.target_def else None) for s in sites] == [
+        ("RMSNorm.forward", "forward"),
+        ("Imported.forward", None),
+        ("norm.forward", None),
+    ]

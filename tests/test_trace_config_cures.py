@@ -187,7 +187,8 @@ def test_the_compile_call_is_wrapped_on_its_line_when_it_fits():
         if scope is None:
             return None
         assert scope.how == "wrap"
-        return scalar_capture._render_edits(source, src, [scope.edit(source, model, "capture_scalar_outputs")])
+        cure = next(c for c in scalar_capture.CONFIG_CURES if c.flag == "capture_scalar_outputs")
+        return scalar_capture._render_edits(source, src, [scope.edit(source, model, cure)])
 
     head = b"import torch\nimport functools\n\n\ndef f(x):\n    return x\n\n\n"
     assert scoped(head + b"s = torch.compile(f)\n") == head + b"s = torch._dynamo.config.patch(capture_scalar_outputs=True)(torch.compile(f))\n"

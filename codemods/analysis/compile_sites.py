@@ -462,6 +462,12 @@ class CompileModel:
             cls = self.source.enclosing(wrap_call, ast.ClassDef)
             if isinstance(cls, ast.ClassDef):
                 target_def = self.method(cls, target.attr)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            # a method of a module-level class, compiled once for every
+            # instance (``RMSNorm.forward = torch.compile(RMSNorm.forward)``)
+            cls = self._class_named(target.value)
+            if cls is not None:
+                target_def = self.method(cls, target.attr)
         self.compile_sites.append(CompileSite("wrap", wrap_call, options_call, target, target_def, binding, self.source.statement_of(wrap_call)))
 
     def _stored_field(self, keyword: ast.keyword) -> Optional[str]:

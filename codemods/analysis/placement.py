@@ -87,6 +87,31 @@ def builtin_shadowed(model: CompileModel, node: ast.AST, name: str) -> bool:
     return False
 
 
+def _none_valued(value: Optional[ast.AST]) -> bool:
+    """``None``, or a conditional expression one of whose branches is."""
+    if isinstance(value, ast.Constant):
+        return value.value is None
+    if isinstance(value, ast.IfExp):
+        return _none_valued(value.body) or _none_valued(value.orelse)
+    return False
+
+
+def may_be_none(model: CompileModel, name: ast.Name) -> bool:
+    """Can the variable ``name`` loads hold None there: a binding of it in
+    its scope is ``None`` (``residual = None`` before a loop of layers that
+    return it, ``x = None if ... else ...``) or a parameter defaulting to
+    None.  (A mark of None raises: the mark goes under ``is not None``.)"""
+    from .params import parameter_defaults
+
+    for binding in model.scopes.bindings_of(name):
+        if binding.kind in ("assign", "annassign", "walrus") and _none_valued(binding.value):
+            return True
+        if binding.kind == "param" and isinstance(binding.scope.node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if _none_valued(parameter_defaults(binding.scope.node).get(name.id)):
+                return True
+    return False
+
+
 def config_mentions(source: Source, names: Sequence[str]) -> List[ast.AST]:
     """Nodes that set one of the config ``names``: an assignment to ``….name``,
     a keyword ``name=`` (``config.patch(name=…)``, ``torch.compile(name=…)``),
@@ -184,7 +209,14 @@ def _mark_of(stmt: ast.stmt) -> Optional[Tuple[str, Optional[str], object]]:
 
 def _entry_test(test: ast.AST) -> Optional[str]:
     """``d["key"]`` for the test ``isinstance(d.get("key"), <torch>.Tensor)``
-    that guards the marks of an optional ``**`` entry; None otherwise."""
+    that guards the marks of an optional ``**`` entry, ``x`` for ``x is not
+    None`` that guards those of a variable that may hold None; None
+    otherwise."""
+    if (
+        isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot) and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+    ):
+        return test.left.id
     if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords):
         return None
     got, kind = test.args
@@ -199,8 +231,9 @@ def marks_before(source: Source, stmt: ast.stmt) -> set:
     """(func, arg, dim) of the ``…maybe_mark_dynamic(arg, dim)`` /
     ``…mark_unbacked(arg, dim)`` / ``…mark_dynamic(arg, dim)`` statements
     right before ``stmt``, of any mix, and of the marks of an optional
-    ``**`` entry under ``if isinstance(d.get("key"), torch.Tensor):`` (a
-    second run finds its own marks)."""
+    ``**`` entry under ``if isinstance(d.get("key"), torch.Tensor):`` or of
+    a variable under ``if x is not None:`` (a second run finds its own
+    marks)."""
     parent = source.parent(stmt)
     body = next((getattr(parent, f) for f in _BLOCK_FIELDS if any(x is stmt for x in getattr(parent, f, None) or [])), [])
     found = set()

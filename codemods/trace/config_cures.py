@@ -67,12 +67,12 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from .._lazy import cst
 
 from . import read as tr
-from .registry import CAPTURE_DYNAMIC_SHAPES, CAPTURE_SCALARS, DYNAMIC_SOURCES, NO_DUCK_SHAPE, TraceCure
+from .registry import CAPTURE_DYNAMIC_SHAPES, CAPTURE_SCALARS, DYNAMIC_SOURCES, NO_DUCK_SHAPE, PARAMETER_SHAPES, TraceCure
 from ..analysis.params import parameter_names
 from ..analysis.placement import config_mentions, torch_expr
 from ..analysis.source import statement_target
 from ..findings import Edit, FileError
-from ..cst_edits import insert_after_node
+from ..cst_edits import LINE_LENGTH, insert_after_node
 from .cures import _applied_finding, _current, _render_edits, _torch_import
 from .match import Guided, Match, _real, entry_file
 
@@ -96,9 +96,22 @@ class ConfigCure:
     #: not for a code object whose shapes a local fix (a mark before the
     #: call) cures already: the mark does as well without a global setting
     local_first: bool = False
-    #: set for the compiled functions that broke only (:func:`_apply_scoped`),
+    #: set for the compiled functions that show it only (:func:`_apply_scoped`),
     #: where they can be seen, before falling back to the global setting
     scoped: bool = False
+    #: why the scoped setting is safe, as the finding says it
+    scoped_safe: str = ""
+    #: the scoped setting may go on a compile with fullgraph=True (it keeps
+    #: nothing in the graph that could fail to compile there)
+    fullgraph_ok: bool = False
+    #: the causes the fix cures in the table, the first the cured code object
+    #: shows (else its first cause)
+    causes: Tuple[str, ...] = ()
+    #: the scoped setting may go on the ``def`` of a module's forward the
+    #: trace shows called as a module, where dynamo meets the patch inside
+    #: the compiled frame: it breaks the graph there (an error under
+    #: fullgraph=True), so only for a setting that cures a graph break anyway
+    on_def: bool = True
 
     @property
     def setting(self) -> str:
@@ -114,6 +127,13 @@ def _break_phrase(broke: List[str]) -> str:
     return f"broke the graph at {at} (in {len(broke)} compile{'s' if len(broke) != 1 else ''}, from the trace)"
 
 
+#: why a capture setting for the compiled function that broke is safe
+_BREAKS_SAFE = (
+    "(the breaks show no fullgraph=True, so a branch on such a value breaks the graph there;"
+    " other compiled code keeps the setting it had)"
+)
+
+
 CONFIG_CURES: Tuple[ConfigCure, ...] = (
     ConfigCure(
         ("_dynamo", "config"),
@@ -125,6 +145,7 @@ CONFIG_CURES: Tuple[ConfigCure, ...] = (
         "so `.item()` stays in the graph",
         "compiled code that branches on such a value breaks the graph there, or fails to compile under fullgraph=True",
         scoped=True,
+        scoped_safe=_BREAKS_SAFE,
     ),
     ConfigCure(
         ("_dynamo", "config"),
@@ -136,6 +157,22 @@ CONFIG_CURES: Tuple[ConfigCure, ...] = (
         "so ops whose output size depends on the data stay in the graph (sizes unbacked)",
         "compiled code that branches on such a size breaks the graph there, or fails to compile under fullgraph=True",
         scoped=True,
+        scoped_safe=_BREAKS_SAFE,
+    ),
+    ConfigCure(
+        ("_dynamo", "config"),
+        "force_parameter_static_shapes",
+        False,
+        PARAMETER_SHAPES,
+        tr.parameter_sized,
+        lambda guards: "recompiled on the size of an nn.Parameter or a size tied to one (" + "; ".join(guards) + ", from the trace)",
+        "so a parameter whose size differs between calls gets a dynamic size, as other tensors do",
+        "every compiled function's parameters get dynamic sizes, which can make its kernels slower",
+        scoped=True,
+        scoped_safe="(a value-neutral setting; other compiled code keeps static parameter sizes)",
+        fullgraph_ok=True,
+        causes=(tr.PARAMETER_SHAPE, tr.TENSOR_SHAPE),
+        on_def=False,
     ),
     ConfigCure(
         ("fx", "experimental", "_config"),
@@ -204,6 +241,11 @@ def _cured_entry(mine: List[tr.CodeEntry], cure: ConfigCure) -> tr.CodeEntry:
     return max(showing, key=lambda e: e.recompiles)
 
 
+def _cured_cause(entry: tr.CodeEntry, cure: ConfigCure) -> str:
+    """The cause of ``entry``'s row the setting cures."""
+    return next((c for c in cure.causes if c in entry.causes), entry.causes[0] if entry.causes else tr.RESUME_VALUE)
+
+
 def _apply(trace: tr.Trace, guided: Guided, unsafe_fixes: bool, cure: ConfigCure) -> None:
     by_real = {_real(g.path): g for g in guided.files}
     recompiled = {_real(entry_file(e)) for e in trace.entries if e.recompiles and entry_file(e) and not tr.is_library_file(e.filename)}
@@ -239,7 +281,7 @@ def _apply(trace: tr.Trace, guided: Guided, unsafe_fixes: bool, cure: ConfigCure
         else:
             finding = _applied_finding(g.display_path, line, 1, message, title, cure.cure.name)
         cured = _cured_entry(mine, cure)
-        g.matches.append(Match(finding, cured, cured.causes[0] if cured.causes else tr.RESUME_VALUE))
+        g.matches.append(Match(finding, cured, _cured_cause(cured, cure)))
         return
 
 
@@ -301,14 +343,18 @@ class _Scope:
         decorators = getattr(self.node, "decorator_list", [])
         return decorators[self.index].lineno if self.how == "decorator" and self.index < len(decorators) else self.node.lineno  # type: ignore[attr-defined]
 
-    def edit(self, source, model, flag: str) -> Edit:
+    def edit(self, source, model, cure: ConfigCure) -> Edit:
         if self.how == "decorator":
-            return Edit(statement_target(source, self.node), functools.partial(_patch_decorator, model, flag, self.index))  # type: ignore[arg-type]
-        wrapped = len(source.lines[self.node.lineno - 1]) + len(f"torch._dynamo.config.patch({flag}=True)()") > _LINE_LENGTH  # type: ignore[attr-defined]
-        return Edit(source.target(self.node, "Call"), functools.partial(_patch_wrap, model, flag, wrapped))
+            return Edit(statement_target(source, self.node), functools.partial(_patch_decorator, model, cure, self.index))  # type: ignore[arg-type]
+        wrapped = len(source.lines[self.node.lineno - 1]) + len(f"{_patch_text(cure)}()") > LINE_LENGTH  # type: ignore[attr-defined]
+        return Edit(source.target(self.node, "Call"), functools.partial(_patch_wrap, model, cure, wrapped))
 
 
-def _compiled_as_function(model, fn: ast.AST) -> Optional[_Scope]:
+def _patch_text(cure: ConfigCure) -> str:
+    return f"torch._dynamo.config.patch({cure.flag}={cure.value})"
+
+
+def _compiled_as_function(model, fn: ast.AST, fullgraph_ok: bool = False) -> Optional[_Scope]:
     """How this module compiles the function ``fn`` so that a wrapper of it
     can carry the setting: the decorator that compiles it (the patch right
     above it) or the compile call (wrapped); None when it is not compiled so
@@ -318,14 +364,14 @@ def _compiled_as_function(model, fn: ast.AST) -> Optional[_Scope]:
 
     wraps = []
     for site in model.compile_sites:
-        if site.option_value("fullgraph") is True:
+        if site.option_value("fullgraph") is True and not fullgraph_ok:
             continue
         if site.form == "decorator" and site.target is fn:
             return above(site.options_call if site.options_call is not None else site.node)
         if site.form == "wrap":
             wraps.append(site)
     project = model.project_decorated.get(fn)
-    if project is not None and project[0].option_value("fullgraph") is not True:
+    if project is not None and (fullgraph_ok or project[0].option_value("fullgraph") is not True):
         return above(project[1])  # a project decorator whose body compiles its argument
     for site in wraps:
         target = site.target
@@ -351,24 +397,19 @@ def _broken_def(source, entry: tr.CodeEntry, line: int) -> Optional[ast.AST]:
     )
 
 
-def _patch_call(model, flag: str) -> "cst.Call":
-    """``torch._dynamo.config.patch(<flag>=True)``."""
+def _patch_call(model, cure: ConfigCure) -> "cst.Call":
+    """``torch._dynamo.config.patch(<flag>=<value>)``."""
     no_space = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
-    return cst.Call(func=torch_expr(model, "_dynamo", "config", "patch"), args=[cst.Arg(keyword=cst.Name(flag), value=cst.Name("True"), equal=no_space)])
+    return cst.Call(func=torch_expr(model, "_dynamo", "config", "patch"), args=[cst.Arg(keyword=cst.Name(cure.flag), value=cst.Name(str(cure.value)), equal=no_space)])
 
 
-def _patch_decorator(model, flag: str, index: int, node: "cst.FunctionDef") -> "cst.FunctionDef":
+def _patch_decorator(model, cure: ConfigCure, index: int, node: "cst.FunctionDef") -> "cst.FunctionDef":
     decorators = list(node.decorators)
-    decorators.insert(index, cst.Decorator(decorator=_patch_call(model, flag)))
+    decorators.insert(index, cst.Decorator(decorator=_patch_call(model, cure)))
     return node.with_changes(decorators=decorators)
 
 
-#: black's default line length: a wrapped compile call longer than this
-#: puts the call on a line of its own inside the patch's parentheses
-_LINE_LENGTH = 88
-
-
-def _patch_wrap(model, flag: str, wrapped: bool, node: "cst.Call") -> "cst.Call":
+def _patch_wrap(model, cure: ConfigCure, wrapped: bool, node: "cst.Call") -> "cst.Call":
     """``patch(...)(<node>)``; with ``wrapped``, laid out as black does::
 
         compiled_loss = torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)(
@@ -376,9 +417,9 @@ def _patch_wrap(model, flag: str, wrapped: bool, node: "cst.Call") -> "cst.Call"
         ) if compiled else loss_fn
     """
     if not wrapped:
-        return cst.Call(func=_patch_call(model, flag), args=[cst.Arg(value=node)])
+        return cst.Call(func=_patch_call(model, cure), args=[cst.Arg(value=node)])
     return cst.Call(
-        func=_patch_call(model, flag),
+        func=_patch_call(model, cure),
         whitespace_before_args=cst.ParenthesizedWhitespace(indent=True, last_line=cst.SimpleWhitespace("    ")),
         args=[cst.Arg(value=node, whitespace_after_arg=cst.ParenthesizedWhitespace(indent=True))],
     )
@@ -443,10 +484,10 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
             moved = line_map(g.original, base) if base != g.original else (lambda n: n)
             f = files[g.path] = _ScopedFile(g, source, model_of(source), base, moved, {}, [])
         fn = _broken_def(f.source, entry, f.moved(entry.firstlineno))
-        scope = _compiled_as_function(f.model, fn) if fn is not None else None
+        scope = _compiled_as_function(f.model, fn, cure.fullgraph_ok) if fn is not None else None
         if scope is not None:
             f.add(scope, fn)
-        elif fn is not None and entry.module_callers:
+        elif fn is not None and entry.module_callers and cure.on_def:
             module_roots.append((f, fn, entry))
     if not any(f.scopes for f in files.values()):
         # none compiled as a function: a `def` the trace shows called as a
@@ -469,22 +510,21 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
     files = {path: f for path, f in files.items() if f.scopes}
     for f in files.values():
         g = f.g
-        g.new = _render_edits(f.source, f.base, [s.edit(f.source, f.model, cure.flag) for s in f.scopes.values()])  # type: ignore[attr-defined]
+        g.new = _render_edits(f.source, f.base, [s.edit(f.source, f.model, cure) for s in f.scopes.values()])  # type: ignore[attr-defined]
         mine = [e for e in trace.entries if entry_file(e) and _real(entry_file(e)) == _real(g.path)]  # type: ignore[attr-defined]
         shown = [what for e in mine for what in cure.shows(e)]
         resumed = sum(e.recompiles for e in mine)
         which = ", ".join(f"`{n}`" for n in f.names)
-        patch = f"torch._dynamo.config.patch({cure.flag}=True)"
+        patch = _patch_text(cure)
         message = (
             f"{which} {cure.showed(shown)} and this file's compiled code recompiled {resumed} time{'s' if resumed != 1 else ''}:"
             f" set `{cure.flag}` for {'it' if len(f.names) == 1 else 'them'} only, `{patch}`,"
-            f" {cure.keeps} (the breaks show no fullgraph=True, so a branch on such a value breaks the graph there;"
-            " other compiled code keeps the setting it had)"
+            f" {cure.keeps} {cure.scoped_safe}"
         )
         line = min(s.line for s in f.scopes.values())
         finding = _applied_finding(g.display_path, line, 1, message, f"`{patch}` on {which}", cure.cure.name)  # type: ignore[attr-defined]
         cured = _cured_entry(mine, cure)
-        g.matches.append(Match(finding, cured, cured.causes[0] if cured.causes else tr.RESUME_VALUE))  # type: ignore[attr-defined]
+        g.matches.append(Match(finding, cured, _cured_cause(cured, cure)))  # type: ignore[attr-defined]
     return bool(files)
 
 

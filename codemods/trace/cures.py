@@ -70,7 +70,9 @@ class MarkSite:
     ``inputs["hidden_states"]``, ``seq_ctx.cu_seq_lens_q``).  ``optional``:
     the entry may be absent or hold no tensor (its parameter has a
     default), so the mark goes under ``if isinstance(name.get("key"),
-    torch.Tensor):``."""
+    torch.Tensor):``; or the variable may hold None
+    (:func:`codemods.analysis.placement.may_be_none`), so under ``if name
+    is not None:``."""
 
     line: int
     column: int
@@ -90,7 +92,7 @@ class MarkSite:
 
 
 # the statement and the marks already there: shared with FR007 (codemods/placement.py)
-from ..analysis.placement import mark_statement as _mark_statement, marks_before, quoted  # noqa: E402
+from ..analysis.placement import mark_statement as _mark_statement, marks_before, may_be_none, quoted  # noqa: E402
 from .match import Guided, GuidedFile, Match, _real, entry_file
 
 
@@ -165,8 +167,9 @@ def _mark_call_statement(torch_name: str, site: MarkSite) -> cst.SimpleStatement
 
 def _mark_statements(torch_name: str, sites: Sequence[MarkSite]) -> List[cst.BaseStatement]:
     """The marks of ``sites`` as statements, in order; the marks of an
-    optional entry (:attr:`MarkSite.optional`) together under one
-    ``if isinstance(name.get("key"), torch.Tensor):``."""
+    optional entry or variable (:attr:`MarkSite.optional`) together under
+    one ``if isinstance(name.get("key"), torch.Tensor):`` (``if name is not
+    None:``)."""
     out: List[cst.BaseStatement] = []
     guarded: Dict[Tuple[str, Optional[str]], int] = {}  # (name, key) -> where its `if` is in out
     for site in sites:
@@ -176,11 +179,17 @@ def _mark_statements(torch_name: str, sites: Sequence[MarkSite]) -> List[cst.Bas
             out.append(mark)
         elif at is None:
             guarded[(site.name, site.key)] = len(out)
-            out.append(cst.If(test=_is_tensor_entry(torch_name, site.name, site.key or ""), body=cst.IndentedBlock(body=[mark])))
+            test = _is_tensor_entry(torch_name, site.name, site.key) if site.key is not None else _is_not_none(site.name)
+            out.append(cst.If(test=test, body=cst.IndentedBlock(body=[mark])))
         else:
             block = out[at]
             out[at] = block.with_changes(body=block.body.with_changes(body=[*block.body.body, mark]))  # type: ignore[attr-defined]
     return out
+
+
+def _is_not_none(name: str) -> cst.BaseExpression:
+    """``name is not None``."""
+    return cst.Comparison(left=cst.Name(name), comparisons=[cst.ComparisonTarget(cst.IsNot(), cst.Name("None"))])
 
 
 def _is_tensor_entry(torch_name: str, name: str, key: str) -> cst.BaseExpression:
@@ -655,6 +664,7 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
         line, column = source.start(call)
         have = by_stmt.setdefault(stmt, [])
         for param, dim, func in wanted:
+            none_ok = False
             # a tensor an object passed in holds (`seq_ctx.cu_seq_lens_q`, xtuner
             # ea57efb8): the object's parameter, marked through the name passed for it
             held = tr.held_source(param)
@@ -669,6 +679,8 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
                 name, key = value.id, None
             elif isinstance(value, ast.Name):
                 name, key = value.id, None
+                # a variable that may hold None (layer 0's `residual`): the mark under `is not None`
+                none_ok = may_be_none(model, value)
             elif value is None and double_star is not None and param in keyword_ok and (param not in defaults or func == MAYBE_MARK_DYNAMIC):
                 # only the ** dict can pass it: mark its entry (a parameter
                 # with a default may be absent from the dict, or None: the
@@ -694,8 +706,8 @@ def mark_dynamic(data: bytes, function: str, firstlineno: int,
                 name, key = bound, None
             else:
                 continue
-            optional = key is not None and param in defaults
-            if optional and builtin_shadowed(model, call, "isinstance"):
+            optional = (key is not None and param in defaults) or (key is None and not attrs and none_ok)
+            if key is not None and optional and builtin_shadowed(model, call, "isinstance"):
                 continue
             site = MarkSite(line, column + 1, function, name, dim, param, func, key, attrs, optional=optional)
             if not any((m.arg, m.dim) == (site.arg, dim) for m in have):
@@ -923,7 +935,9 @@ def apply_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool = False) 
                     f" `{site.arg}` dynamic before the call (`{call}`, from the trace)"
                 )
                 rule_name = MARK_DYNAMIC_CURE.name
-            if site.optional:
+            if site.optional and site.key is None:
+                message += f" where it is not None (`if {site.name} is not None:`: it is bound to None in its scope)"
+            elif site.optional:
                 message += f" where the entry is a tensor (`if isinstance({site.name}.get({quoted(site.key or '')}), torch.Tensor):`: `{site.param}` has a default, so the dict may lack it or hold None)"
             finding = _applied_finding(g.display_path, site.line, site.column, message, f"insert {call} before the call", rule_name)
             g.matches.append(Match(finding, entry, tr.TENSOR_SHAPE))

@@ -43,6 +43,7 @@ from ..analysis.compile_sites import model_of
 from ..analysis.presence import first_statement
 from ..analysis.source import statement_target
 from ..findings import Edit, FileError
+from ..cst_edits import LINE_LENGTH
 from ..pipeline.engine import parse_ast
 from .cures import _applied_finding, _render_edits, _unfixed
 from .match import Guided, Match
@@ -134,10 +135,6 @@ def _plan_one(source, model, stmt: ast.Assign, call: ast.Call) -> RemadePartial:
     return out
 
 
-#: black's line length: a longer rewritten call is laid out on three lines, as black does
-_LINE_LENGTH = 88
-
-
 def _reuse(me: str, memo: str, column: int, node: "cst.CSTNode"):
     """``functools.partial(f, a, b)`` (at ``column``) ->
     ``self.<memo>.setdefault((a, b), functools.partial(f, a, b))`` (the key:
@@ -149,7 +146,7 @@ def _reuse(me: str, memo: str, column: int, node: "cst.CSTNode"):
     setdefault = cst.Attribute(value=cst.Attribute(value=cst.Name(me), attr=cst.Name(memo)), attr=cst.Name("setdefault"))
     call = cst.Call(func=setdefault, args=[cst.Arg(key), cst.Arg(node)])
     code = cst.Module(body=[]).code_for_node(call)
-    if "\n" in code or column + len(code) <= _LINE_LENGTH:
+    if "\n" in code or column + len(code) <= LINE_LENGTH:
         return call
     return call.with_changes(
         whitespace_before_args=cst.ParenthesizedWhitespace(indent=True, last_line=cst.SimpleWhitespace("    ")),

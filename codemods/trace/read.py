@@ -339,6 +339,14 @@ class CodeEntry:
     #: (file, first line, name) of torch's code object this entry stood for
     #: before it was mapped to the user's function (``through`` says how)
     wrapper: Optional[Tuple[str, int, str]] = None
+    #: a symbolic size a compile fixed to one value where user code tied it
+    #: to a static one (``symbolic_shape_specialization`` records, reason
+    #: ``range_refined_to_singleton``): (compile number, the user's source of
+    #: the tensor, dim, value, where (``file.py:line``), the line's text)
+    specialized: List[Tuple[int, str, int, str, str, str]] = field(default_factory=list)
+    #: compile number -> the sizes of the parameters its graph read
+    #: (``l_self_parameters_weight_`` -> ``weight``: its attribute name)
+    parameter_sizes: Dict[int, Dict[str, List[object]]] = field(default_factory=dict)
 
     def shown_sources(self, cause: str) -> str:
         """The sources of ``cause`` for a person to read, each in backticks
@@ -655,7 +663,7 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
             continue
         if not isinstance(frame, int):
             continue
-        info = pending.setdefault(frame, {"graphs": 0, "stack": None, "sizes": [], "symbols": []})
+        info = pending.setdefault(frame, {"graphs": 0, "stack": None, "sizes": [], "symbols": [], "specialized": [], "parameters": {}})
         if "dynamo_start" in record:
             stack = (record["dynamo_start"] or {}).get("stack") or []
             frames = []
@@ -678,9 +686,19 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
             sizes = graph.get("sizes") if isinstance(graph, dict) else None
             sizes = sizes if isinstance(sizes, dict) else {}
             info["sizes"].append(sizes)
+            params = _parameter_sizes(sizes)
+            if params and isinstance(record.get("frame_compile_id"), int):
+                info["parameters"][record["frame_compile_id"]] = params
             if frame in entries:
                 entries[frame].graphs += 1
                 entries[frame].graph_sizes.append(sizes)
+                entries[frame].parameter_sizes = dict(info["parameters"])
+        elif "symbolic_shape_specialization" in record:
+            fixed = _specialization(record["symbolic_shape_specialization"], record.get("frame_compile_id"), strings)
+            if fixed is not None:
+                info["specialized"].append(fixed)
+                if frame in entries:
+                    entries[frame].specialized.append(fixed)
         elif "create_symbol" in record:
             made = _int_symbol(record["create_symbol"], record.get("frame_compile_id"))
             if made is not None:
@@ -701,6 +719,8 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                     graphs=info["graphs"],
                     graph_sizes=list(info["sizes"]),
                     int_symbols=list(info["symbols"]),
+                    specialized=list(info["specialized"]),
+                    parameter_sizes=dict(info["parameters"]),
                 )
                 entries[frame] = entry
                 order.append(frame)
@@ -712,7 +732,8 @@ def _read_file(path: str, trace: Trace) -> List[CodeEntry]:
                 fname, line, name = stack[-1]
                 entry = CodeEntry(
                     name=name, filename=fname, firstlineno=line, graphs=info["graphs"], graph_sizes=list(info["sizes"]),
-                    int_symbols=list(info["symbols"]),
+                    int_symbols=list(info["symbols"]), specialized=list(info["specialized"]),
+                    parameter_sizes=dict(info["parameters"]),
                 )
                 entries[frame] = entry
                 order.append(frame)
@@ -907,6 +928,10 @@ _LEN = re.compile(
 _OBJ_ID = re.compile(r"^___check_obj_id\((?P<src>.+?),\s*-?\d+\)")
 _TYPE_ID = re.compile(r"^___check_(?:fake_script_)?type_id\((?P<src>.+?),\s*-?\d+\)")
 _IS_NONE = re.compile(r"^(?P<src>.+?)\s+is(?:\s+not)?\s+None$")
+#: a tensor input that is None at this call (torch 2.13's tensor check of a
+#: graph input: ``expected type of 'residual' to be a tensor type, ' but
+#: found <class 'NoneType'>``): a None check by another name
+_TENSOR_IS_NONE = re.compile(r"^expected type of '(?P<src>[^']+)' to be a tensor type, '? but found <class 'NoneType'>$")
 _IS = re.compile(r"^(?P<a>\S+)\s+is\s+(?P<b>\S+)$")
 _PRESENCE = re.compile(
     r"^(?:not\s+)?(?:hasattr\((?P<obj>.+?),\s*(?P<attr>'[^']*')\)|___dict_contains\((?P<key>.+?),\s*(?P<d>.+?)\)|set\.__contains__\((?P<set>.+?),)"
@@ -999,6 +1024,67 @@ _AS_TENSOR_ITEM = re.compile(r"___as_tensor\((?P<inner>[^()]*(?:\([^()]*\)[^()]*
 
 #: a tensor's size, stride or offset as a symbol's source names it (``L['x'].size()[0]``)
 _TENSOR_PROPERTY = re.compile(r"\.(size|stride|storage_offset)\(\)")
+
+
+#: a graph input that is a parameter of a module (``l_self_parameters_weight_``,
+#: ``l_self_modules_norm_parameters_weight_``): its attribute name
+_PARAMETER_INPUT = re.compile(r"^l_.*_parameters_(?P<name>[A-Za-z0-9_]+?)_$")
+#: a tensor's size as a source: ``L['x'].size()[2]``
+_SIZE_SOURCE = re.compile(r"^(?P<tensor>.+)\.size\(\)\[(?P<dim>\d+)\]$")
+
+
+def _parameter_sizes(sizes: Dict[str, List[object]]) -> Dict[str, List[object]]:
+    """The sizes of the graph's parameter inputs, by attribute name."""
+    out: Dict[str, List[object]] = {}
+    for node, dims in sizes.items():
+        m = _PARAMETER_INPUT.match(node)
+        if m and isinstance(dims, list):
+            out.setdefault(m.group("name"), dims)
+    return out
+
+
+def _specialization(record: object, compile_id: object, strings: Dict[int, str]) -> Optional[Tuple[int, str, int, str, str, str]]:
+    """(compile number, the user's source of the tensor, dim, value, where
+    (``file.py:line``), the line's text) of a ``symbolic_shape_specialization`` record where
+    user code fixed a tensor's symbolic size to one value
+    (``{"sources": ["L['x'].size()[2]"], "value": "32", "reason":
+    "range_refined_to_singleton", "user_stack": [{"line": 21, "loc":
+    "return out * self.weight"}]}``); None for anything else."""
+    if not isinstance(record, dict) or not isinstance(compile_id, int) or record.get("reason") != "range_refined_to_singleton":
+        return None
+    sources = record.get("sources") or []
+    stack = record.get("user_stack") or []
+    m = _SIZE_SOURCE.match(str(sources[0])) if len(sources) == 1 else None
+    if m is None or not stack or not isinstance(stack[-1], dict):
+        return None
+    user, is_global = _user_source(m.group("tensor"))
+    if is_global:
+        return None
+    last = stack[-1]
+    fname = last.get("filename")
+    fname = strings.get(fname, str(fname)) if isinstance(fname, int) else str(fname or "")
+    where = f"{os.path.basename(fname)}:{int(last.get('line') or 0)}"
+    return (compile_id, user, int(m.group("dim")), str(record.get("value")), where, str(last.get("loc") or ""))
+
+
+def parameter_pins(entry: "CodeEntry") -> List[Tuple[str, int, str, str, str]]:
+    """(the tensor's source, dim, parameter, where, the line's text) where
+    the entry recompiled on that dim of the tensor and a compile fixed it to
+    the size of a parameter the line reads (``out * self.weight``): it
+    recompiles for every size of the parameter, since parameters keep static
+    sizes; once per (tensor, dim, parameter).  (A dim fixed so that did not
+    recompile, a Linear's input features, is no pin.)"""
+    recompiled = {(r.source, d) for r in entry.reasons if r.cause == TENSOR_SHAPE for d in r.dims}
+    out: List[Tuple[str, int, str, str, str]] = []
+    for compile_id, tensor, dim, value, where, loc in entry.specialized:
+        if (tensor, dim) not in recompiled:
+            continue
+        for name, dims in entry.parameter_sizes.get(compile_id, {}).items():
+            if value in (str(d) for d in dims) and re.search(rf"\.{re.escape(name)}\b", loc):
+                pin = (tensor, dim, name, where, loc)
+                if not any(p[:3] == pin[:3] for p in out):
+                    out.append(pin)
+    return out
 
 
 def _int_symbol(made: object, compile_id: object) -> Optional[Tuple[int, str]]:
@@ -1138,7 +1224,7 @@ def classify(guard: str, hint: str = "") -> Tuple[str, str, Tuple[int, ...], boo
     m = _LEN.match(guard)
     if m:
         return LENGTH, _user_source(m.group("src"))[0], (), False
-    m = _IS_NONE.match(guard)
+    m = _IS_NONE.match(guard) or _TENSOR_IS_NONE.match(guard)
     if m:
         return NONE_CHECK, _user_source(m.group("src"))[0], (), False
     m = _PRESENCE.match(guard)
@@ -1418,6 +1504,16 @@ _KWARG = re.compile(r"""^kwargs\[['"](?P<key>[A-Za-z_]\w*)['"]\]$""")
 DUCK_SIZING = "duck sizing added this equality"
 
 
+def parameter_sized(entry: "CodeEntry") -> List[str]:
+    """The entry's guards on the size of an ``nn.Parameter``, one per text
+    (without torch's hint to set ``force_parameter_static_shapes``), and the
+    dims its compiles tied to a parameter's size (:func:`parameter_pins`)
+    where the entry recompiled on that tensor's shape."""
+    out = [f"`{r.text.split('. Guard failed on a parameter')[0]}`" for r in entry.reasons if r.cause == PARAMETER_SHAPE]
+    out += [f"dim {dim} of `{tensor}` tied to the size of `{name}` at {where} (`{loc}`)" for tensor, dim, name, where, loc in parameter_pins(entry)]
+    return list(dict.fromkeys(out))
+
+
 def duck_sized(entry: "CodeEntry") -> List[str]:
     """The entry's guards duck sizing added, one per text."""
     return list(dict.fromkeys(r.text for r in entry.reasons if r.duck))
@@ -1488,12 +1584,14 @@ def varying_dims(entry: "CodeEntry") -> Dict[str, Tuple[int, ...]]:
     constant, :func:`is_size_test`).  Not a tensor whose rank the trace saw
     change: dim 0 of another rank is another axis, and a mark there cured
     nothing (compressed-tensors' ``cast_to_fp4``, called with ranks 1 to 5:
-    marked 6 -> 7 graphs)."""
+    marked 6 -> 7 graphs).  Nor a dim tied to a parameter's size
+    (:func:`parameter_pins`), which stays static whatever the mark says."""
     reranked = set(entry.sources(RANK))
+    pinned = {(tensor, dim) for tensor, dim, *_ in parameter_pins(entry)}
     dims: Dict[str, set] = {}
     for r in entry.reasons:
         if r.cause == TENSOR_SHAPE and r.source and r.source not in reranked and not is_zero_one(r) and not is_size_test(r):
-            dims.setdefault(r.source, set()).update(r.dims)
+            dims.setdefault(r.source, set()).update(d for d in r.dims if (r.source, d) not in pinned)
     return {name: tuple(sorted(d)) for name, d in dims.items() if d}
 
 
@@ -1886,7 +1984,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
     table), which may name the cures that depend on a finding's source;
     ``trace_cures``: the names of the trace's own fixes made for it there
     (:mod:`codemods.trace.registry`), which the source decided."""
-    from .registry import DYNAMIC_TRUE, FLATTEN_CORE, GLOBAL_MEMO, INIT_DEFAULT, NO_MARK, PARTIAL_REUSE
+    from .registry import DYNAMIC_TRUE, FLATTEN_CORE, GLOBAL_MEMO, INIT_DEFAULT, NO_MARK, PARAMETER_SHAPES, PARTIAL_REUSE
 
     parts = rule_cure_codes(entry, cause, available, matched=matched)
     count = entry.count(cause)
@@ -1927,6 +2025,18 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
             if argument[1]:  # `kwargs['cu_doc_lens']`: the tensor the caller passes by that name
                 name = f"<the tensor passed as {argument[0]}>"
             parts.append(f"{call}({name}, {dim})")
+        pins = parameter_pins(entry)
+        if pins:
+            # a dim tied to a parameter's size, which stays static
+            # (codemods/trace/config_cures.py: the setting for that function)
+            tied = "; ".join(f"dim {dim} of `{tensor}` is tied to the size of `{name}` ({where})" for tensor, dim, name, where, _ in pins)
+            if PARAMETER_SHAPES.name in trace_cures:
+                parts.append(f"force_parameter_static_shapes=False for it ({tied}, a parameter, whose size stays static)")
+            else:
+                parts.append(
+                    f"report: {tied}, a parameter, whose size stays static under dynamic shapes: "
+                    "set torch._dynamo.config.force_parameter_static_shapes = False for this compiled function"
+                )
         reranked = [src for src in entry.sources(cause) if src in entry.sources(RANK)]
         if reranked:
             # varying_dims leaves them out: a dim of one rank is another axis of the next
@@ -2129,6 +2239,9 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         # written into it (codemods/trace/float_state.py)
         attrs = dict_attributes(entry)
         parts.append(", ".join(f"torch.as_tensor(...) at every write of `{a}[...]` (unsafe)" for a in attrs))
+    elif cause == PARAMETER_SHAPE and PARAMETER_SHAPES.name in trace_cures:
+        # the setting for that compiled function (codemods/trace/config_cures.py)
+        parts.append("force_parameter_static_shapes=False for it (a parameter's size made dynamic as other tensors' are)")
     elif cause in REMEDIES and not (matched and any(c.about and c.code in parts for c in rule_cures(entry, cause))):
         # (a rule that matched by the very source guarded names the cure: FR017's
         # `self.state` is no list to keep outside)

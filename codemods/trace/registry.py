@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Tuple
 
 from ..transforms.base import rule_doc
-from .causes import ALIASING, INT_ARG, INVALIDATED, KEYS, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, NONE_CHECK, RANK, RESUME_VALUE, TENSOR_SHAPE
+from .causes import ALIASING, INT_ARG, INVALIDATED, KEYS, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, NONE_CHECK, PARAMETER_SHAPE, RANK, RESUME_VALUE, TENSOR_SHAPE
 
 #: the code of every finding the trace makes on its own
 CODE = "TRACE"
@@ -67,7 +67,8 @@ MARK_DYNAMIC = TraceCure(
 Inserts `torch._dynamo.maybe_mark_dynamic(x, dim)` before each call of the
 compiled function that passes a plain name (or a `**batch` dict entry; one
 whose parameter has a default only under `if isinstance(batch.get("mask"),
-torch.Tensor):`; or a choice of an existing tensor or a submodule's output,
+torch.Tensor):`; a name that may hold None only under `if x is not None:`;
+or a choice of an existing tensor or a submodule's output,
 first bound to a fresh name) for a tensor whose dim the trace saw change,
 and that no static finding cures (a recompile such a fix leaves is marked
 in `run --fix`'s next round).
@@ -444,13 +445,52 @@ share one symbol; the guard on their equality fails when they differ.
     fix_safety="Safe: a setting that changes no value (each size gets its own symbol); kept only if the rerun compiles fewer graphs with the same output.",
 )
 
+PARAMETER_SHAPES = TraceCure(
+    name="parameter-shapes-from-trace",
+    summary="force_parameter_static_shapes=False for the compiled function that recompiles on the size of an nn.Parameter",
+    causes=(PARAMETER_SHAPE,),
+    what_it_does="""
+Sets `force_parameter_static_shapes=False` for the compiled function whose
+code recompiled on the size of an `nn.Parameter`, or on an input's dim its
+code tied to one (`out * self.weight`: the trace's specialisation of that dim
+names the line, and the parameter's size is the value): one forward shared by
+modules whose weights differ in size (unsloth-zoo before #1003, a norm's
+forward compiled once for every norm of the model). A
+`torch._dynamo.config.patch(...)` decorator right above the decorator that
+compiles it, or around its `torch.compile(f)` call (`RMSNorm.forward =
+torch.compile(RMSNorm.forward)` included). Where the file does not show how
+that function is compiled, sets
+`torch._dynamo.config.force_parameter_static_shapes = False` after the
+imports. No mark is proposed for a tied dim: it stays static whatever a mark
+says.
+""",
+    why_it_recompiles="""
+Dynamo keeps the sizes of parameters static whatever `dynamic=` says
+(`force_parameter_static_shapes`, on by default): automatic dynamic never
+makes them symbolic, so each new weight size the shared code sees is another
+graph, until the recompile limit.
+""",
+    example="""
+    RMSNorm.forward = torch._dynamo.config.patch(force_parameter_static_shapes=False)(  # inserted
+        torch.compile(RMSNorm.forward)
+    )
+""",
+    fix_safety=(
+        "Safe for the compiled function: the setting changes no value, and a parameter's size becomes dynamic as any other "
+        "tensor's does (after it is seen to change, or from the first compile under dynamic=True); the patch reaches no other "
+        "compiled code (run --fix keeps it only with fewer graphs and the same output). The global setting (where the file "
+        "does not show the compile) is unsafe: every compiled function's parameters get dynamic sizes, which can make its "
+        "kernels slower."
+    ),
+)
+
 #: the name of the trace's finding that says why no mark was written for a
 #: shape recompile (``rule_name``; not a cure: the table names no mark then)
 NO_MARK = "no-mark-placeable"
 
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
-    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, PARTIAL_REUSE, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
+    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, PARTIAL_REUSE, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, PARAMETER_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
 )
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 

@@ -25,9 +25,12 @@ import tempfile
 HERE = os.environ.get("FIX_RECOMPILES_FIXTURES") or os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trace_scripts")
 
-KEEP = ("str", "dynamo_start", "dynamo_output_graph", "create_symbol", "compilation_metrics")
+KEEP = ("str", "dynamo_start", "dynamo_output_graph", "create_symbol", "symbolic_shape_specialization", "compilation_metrics")
 #: of a ``create_symbol`` record, the fields read (an int argument made symbolic)
 SYMBOL = ("symbol", "val", "source")
+#: of a ``symbolic_shape_specialization`` record, the fields read (a size
+#: user code fixed to one value; its torch stack is left out)
+SPECIALIZATION = ("symbol", "sources", "value", "reason", "user_stack")
 METRICS = (
     "co_name",
     "co_filename",
@@ -93,6 +96,8 @@ def trim_lines(src: str):
                 record.pop("has_payload", None)
             if key == "create_symbol":
                 record[key] = {k: record[key].get(k) for k in SYMBOL}
+            if key == "symbolic_shape_specialization":
+                record[key] = {k: record[key].get(k) for k in SPECIALIZATION}
             lines_out.append(prefix + json.dumps(record) + "\n")
     return lines_out
 
