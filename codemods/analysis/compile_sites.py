@@ -478,11 +478,29 @@ class CompileModel:
         assign = self.source.parent(call) if isinstance(call, ast.Call) else None
         if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name) and keyword.arg):
             return None
-        cls = self.classes.get(dotted_name(call.func) or "")  # type: ignore[union-attr]
+        fields = self.dataclass_fields(call) or []  # type: ignore[arg-type]
+        return f"{assign.targets[0].id}.{keyword.arg}" if keyword.arg in fields else None
+
+    def dataclass_fields(self, call: ast.Call) -> Optional[List[str]]:
+        """The fields, in order, of the class ``call`` constructs when it is
+        a ``@dataclass`` of this module; None otherwise."""
+        cls = self.classes.get(dotted_name(call.func) or "")
         if not isinstance(cls, ast.ClassDef) or not any("dataclass" in (dotted_name(d.func if isinstance(d, ast.Call) else d) or "") for d in cls.decorator_list):
             return None
-        fields = {s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
-        return f"{assign.targets[0].id}.{keyword.arg}" if keyword.arg in fields else None
+        return [s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+
+    def field_value(self, call: ast.Call, field: str) -> Optional[ast.AST]:
+        """What the construction ``call`` of a dataclass of this module
+        passes for ``field`` (by keyword, or by position in the fields'
+        order); None when it is not passed plainly (a default, ``*``/``**``)."""
+        fields = self.dataclass_fields(call)
+        if fields is None or field not in fields or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        by_keyword = next((k.value for k in call.keywords if k.arg == field), None)
+        if by_keyword is not None:
+            return by_keyword
+        index = fields.index(field)
+        return call.args[index] if index < len(call.args) else None
 
     def _factory_closure(self, func: ast.Name) -> Optional[ast.AST]:
         """The nested ``def`` a module-level factory returns (``def

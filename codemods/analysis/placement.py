@@ -68,6 +68,28 @@ def dominates(source: Source, earlier: ast.stmt, later: ast.stmt) -> bool:
     return False
 
 
+def always_follows(source: Source, later: ast.stmt, earlier: ast.stmt) -> bool:
+    """Does statement ``later`` run whenever ``earlier`` has run?  True
+    when both run in the same function, ``later`` comes after, and the block
+    of ``later`` holds ``earlier`` (directly or nested): no test or loop
+    that ``earlier`` is outside of decides whether ``later`` runs."""
+    if function_of(source, earlier) is not function_of(source, later):
+        return False
+    if start_of(earlier) >= start_of(later):
+        return False
+    block = block_of(source, later)
+    if block is None:
+        return False
+    owner, name = block
+    statements = getattr(owner, name)
+    cur: Optional[ast.AST] = earlier
+    while cur is not None:
+        if source.parent(cur) is owner and any(s is cur for s in statements):
+            return True
+        cur = source.parent(cur)
+    return False
+
+
 def insert_before(source: Source, stmt: ast.stmt, new_stmt) -> Edit:
     """An edit inserting ``new_stmt`` (a statement or a list of them) before
     the libcst statement of ``stmt``."""

@@ -33,7 +33,7 @@ from ..analysis.optim_table import (
     optimizer_row,
     scheduler_row,
 )
-from ..analysis.placement import block_of, torch_expr
+from ..analysis.placement import always_follows, block_of, torch_expr
 from ..analysis.tensor_ops_table import TENSOR_MAKERS
 from ..analysis.source import Source, children, statement_target, walk
 from ..cst_edits import remove_keyword
@@ -739,6 +739,31 @@ step), while the step compiled by the default inductor backend is as fast
             "@torch.compile\ndef opt_step():\n    optimizer.step()\n"
             "for it in range(10):\n    for g in optimizer.param_groups:\n        g['lr'] = 6e-4 * (1 - it / 10)\n    opt_step()\n"
         ),
+        # held in a dataclass field and handed to the factory whose closure is
+        # compiled and steps it (open_clip 0b07760's `TrainState(optimizer=...)`,
+        # `torch.compile(make_step(state.model, state.optimizer))`)
+        Example(
+            "import dataclasses\nimport torch\n@dataclasses.dataclass\nclass TrainState:\n    model: torch.nn.Module\n    optimizer: torch.optim.Optimizer\n"
+            "def make_step(model, optimizer):\n    def train_step(x):\n        model(x).sum().backward()\n        optimizer.step()\n    return train_step\n"
+            "m = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\ns = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+            "state = TrainState(m, optimizer=opt)\nstep = torch.compile(make_step(state.model, state.optimizer))\n",
+            "import dataclasses\nimport torch\n@dataclasses.dataclass\nclass TrainState:\n    model: torch.nn.Module\n    optimizer: torch.optim.Optimizer\n"
+            "def make_step(model, optimizer):\n    def train_step(x):\n        model(x).sum().backward()\n        optimizer.step()\n    return train_step\n"
+            "m = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\ns = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+            "state = TrainState(m, optimizer=opt)\nstep = torch.compile(make_step(state.model, state.optimizer))\n",
+        ),
+        # made a tensor by a helper only under a test the construction is not
+        # under (open_clip before 0b07760: native AdamW on CUDA only): whether
+        # the test holds when the step is compiled is not followed (--unproven)
+        Example(
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\ns = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+            "def tensorize(o):\n    for g in o.param_groups:\n        g['lr'] = torch.tensor(g['lr'])\n"
+            "if on_cuda:\n    tensorize(opt)\n@torch.compile\ndef f():\n    opt.step()\n",
+            "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))\ns = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+            "def tensorize(o):\n    for g in o.param_groups:\n        g['lr'] = torch.tensor(g['lr'])\n"
+            "if on_cuda:\n    tensorize(opt)\n@torch.compile\ndef f():\n    opt.step()\n",
+            unproven=True,
+        ),
         # nothing visible changes the lr: a constant lr compiles once, reported only with --unproven
         Example(
             "import torch\nm = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
@@ -932,6 +957,12 @@ step), while the step compiled by the default inductor backend is as fast
             if found and self._lr_change(ctx, b) is None:
                 # a constant lr compiles once: nothing to prove a recompile (--unproven)
                 quiet = "; nothing here changes its lr (no scheduler, no write into its param groups): a constant lr compiles once"
+                found = [dataclasses.replace(f, message=f.message + quiet, proven=False) for f in found]
+            maybe = self._maybe_tensorized(ctx, b) if found else None
+            if maybe is not None:
+                # whether the test that runs the tensorizer holds when the step
+                # is compiled is not followed (--unproven)
+                quiet = f"; line {maybe.lineno} makes its lr a tensor under a test (`{ast.unparse(maybe)}`): a float only when that test fails"
                 found = [dataclasses.replace(f, message=f.message + quiet, proven=False) for f in found]
             out.extend(found)
         return out + elsewhere
@@ -2122,6 +2153,17 @@ step), while the step compiled by the default inductor backend is as fast
         if depth > 3:
             return none
         root = self._param_root(ctx, expr)
+        if root is None and isinstance(expr, ast.Attribute):
+            # `state.optimizer`: a field of a dataclass the holder is
+            # (open_clip 0b07760's `TrainState(optimizer=optimizer)`,
+            # handed down to the factory whose closure steps it)
+            values, whole = self._field_values(ctx, expr.value, expr.attr, 0)
+            out: Set[_Built] = set()
+            for value in values:
+                reached, complete = self._reaching(ctx, value, depth + 1)
+                out |= reached
+                whole = whole and complete
+            return frozenset(out), whole and bool(values)
         if root is None:
             return none
         fn, param = root
@@ -2136,6 +2178,46 @@ step), while the step compiled by the default inductor backend is as fast
             out |= reached
             complete = complete and whole
         return frozenset(out), complete
+
+    def _field_values(self, ctx, holder: ast.AST, field: str, depth: int) -> Tuple[List[ast.AST], bool]:
+        """What the field ``field`` of what ``holder`` holds may be: the
+        value a dataclass construction of this module gives it, where
+        ``holder`` is a name bound once to that construction, or a parameter
+        of a function of this module whose every call passes such a holder;
+        and whether that is all (not when the module assigns a ``.field``
+        anywhere, or a holder is not followed)."""
+        none: Tuple[List[ast.AST], bool] = ([], False)
+        if depth > 4 or not isinstance(holder, ast.Name) or self._field_stored(ctx, field):
+            return none
+        value = self._single_value(ctx, holder)
+        if isinstance(value, ast.Call):
+            passed = ctx.model.field_value(value, field)
+            return ([passed], True) if passed is not None else none
+        root = self._param_root(ctx, holder)
+        calls = self._calls_of(ctx, root[0]) if root is not None else None
+        if not calls:
+            return none
+        out: List[ast.AST] = []
+        whole = True
+        for call, skip in calls:
+            arg = _bound_arg(call, root[0], root[1], skip)  # type: ignore[index]
+            values, complete = self._field_values(ctx, arg, field, depth + 1) if arg is not None else none
+            out += values
+            whole = whole and complete
+        return out, whole
+
+    @staticmethod
+    def _field_stored(ctx, field: str) -> bool:
+        """Does the module assign an attribute named ``field`` anywhere
+        (``state.optimizer = ...``): a field it may change after the
+        construction?"""
+        key = f"fr004_field_stored:{field}"
+        found = ctx.cache.get(key)
+        if found is None:
+            found = ctx.cache[key] = any(
+                isinstance(n.ctx, (ast.Store, ast.Del)) and n.attr == field for n in ctx.source.nodes(ast.Attribute)  # type: ignore[attr-defined]
+            )
+        return found
 
     def _groups_reaching(self, ctx, write: ast.Assign) -> Tuple[FrozenSet[_Built], bool]:
         """For an lr write into the groups a function is given, not an
@@ -2189,16 +2271,32 @@ step), while the step compiled by the default inductor backend is as fast
     def _tensorized(self, ctx, b: _Built) -> bool:
         """Is ``b`` passed, at its slot, to a function that makes its lr a
         tensor (:meth:`_tensorizers`, of this module or, through the project
-        index, of another)?  Its lr is then no float to guard on."""
+        index, of another), by a call that runs whenever ``b`` is built?  Its
+        lr is then no float to guard on."""
+        return any(always for _call, always in self._tensorizer_calls(ctx, b))
+
+    def _maybe_tensorized(self, ctx, b: _Built) -> Optional[ast.Call]:
+        """A call that makes ``b``'s lr a tensor only under a test its
+        construction is not under (open_clip's ``if use_tensor_learning_rate:
+        tensorize_learning_rate(optimizer, device)``, 0b07760 and before): the
+        lr may stay a float, or not, as the test decides; None when there is
+        no such call."""
+        return next((call for call, always in self._tensorizer_calls(ctx, b) if not always), None)
+
+    def _tensorizer_calls(self, ctx, b: _Built) -> List[Tuple[ast.Call, bool]]:
+        """(call, whether it runs whenever ``b`` is built) for the calls that
+        pass ``b`` at its slot to a tensorizer; none when a float is written
+        after it (the cure is that write's ``.fill_``)."""
         if any(b in reached for reached, _ in self._write_reach(ctx).values()):
-            return False  # a float written after it: the cure is that write's `.fill_`
+            return []  # a float written after it: the cure is that write's `.fill_`
         escapes = self._escapes(ctx, b)  # also fills the calls that pass names on
         project = ctx.project
         if project is not None and project.table("lr_writers"):
             if any(hit[1].get("fills") for call in escapes for _, hit in self._index_entries(ctx, call, "lr_writers")):
-                return False  # likewise, in a writer of another module
+                return []  # likewise, in a writer of another module
         local = self._tensorizers(ctx) if b"param_groups" in ctx.source.data else {}
         project = project if project is not None and project.table("lr_tensorizers") else None
+        out: List[Tuple[ast.Call, bool]] = []
         for call, target in ctx.cache["fr004_passed"]:
             if target is not b:
                 continue
@@ -2213,8 +2311,9 @@ step), while the step compiled by the default inductor backend is as fast
                 continue
             arg = argument_at(call, entry["index"], entry["param"])
             if arg is not None and self._resolve(ctx, arg) is b:
-                return True
-        return False
+                stmt, built = ctx.source.statement_of(call), ctx.source.statement_of(b.call)
+                out.append((call, stmt is not None and built is not None and always_follows(ctx.source, stmt, built)))
+        return out
 
     def _escapes(self, ctx, b: _Built) -> List[ast.Call]:
         """The calls that pass ``b`` to code not visible here (not torch's,
