@@ -24,6 +24,7 @@ from .float_state import apply_float_state_evidence
 from .config_cures import apply_config_evidence, apply_dynamic_sources_evidence
 from .cures import MARK_CODE, apply_alias_evidence, apply_evidence, apply_field_layout_evidence, apply_flag_evidence, apply_layout_evidence
 from .flatten_core import apply_rank_evidence
+from .dtype_fields import apply_dtype_evidence
 from .global_memo import apply_global_memo_evidence, global_memo_files
 from .init_default import apply_presence_evidence, presence_files
 from .partial_reuse import apply_partial_reuse_evidence, remade_partial_files
@@ -177,6 +178,7 @@ def guide(
         if settings.selects(MARK_CODE):
             apply_config_evidence(trace, out, settings.unsafe_fixes)
             apply_dynamic_sources_evidence(trace, out, settings.unsafe_fixes)
+            apply_dtype_evidence(trace, out, settings.unsafe_fixes)
     return out
 
 

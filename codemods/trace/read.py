@@ -1476,6 +1476,44 @@ def named_arguments(entry: "CodeEntry", cause: str) -> List[str]:
 _STATE_FIELD = re.compile(r"""^(?!self\.)(?:args\[\d+\]|kwargs\[['"][A-Za-z_]\w*['"]\]|[A-Za-z_]\w*)\.(?P<field>[A-Za-z_]\w*)$""")
 
 
+#: torch's names of dtypes in a guard (``dtype mismatch. expected Long,
+#: actual Int``) -> the ``torch`` attribute
+_DTYPE_NAMES = {
+    "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
+    "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
+}
+_DTYPE_CHANGE = re.compile(r"dtype mismatch\. expected (?P<expected>\w+), actual (?P<actual>\w+)")
+#: a field of a state passed in, read through nested objects: ``args[1].contact.geom``
+_STATE_FIELD_PATH = re.compile(r"""^(?!self\.)(?:args\[\d+\]|kwargs\[['"][A-Za-z_]\w*['"]\]|[A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)*\.(?P<field>[A-Za-z_]\w*)$""")
+
+
+def _field_dtypes(entry: "CodeEntry") -> List[Tuple[str, str, str]]:
+    """(field, expected, actual) of the entry's dtype guards on a field of a
+    state passed in (:func:`state_field`, :func:`dtype_change`)."""
+    out: List[Tuple[str, str, str]] = []
+    for r in entry.reasons:
+        name, dtypes = (state_field(r.source), dtype_change(r.text)) if r.cause == DTYPE else (None, None)
+        if name is not None and dtypes is not None and (name, *dtypes) not in out:
+            out.append((name, *dtypes))
+    return out
+
+
+def dtype_change(text: str) -> Optional[Tuple[str, str]]:
+    """(expected, actual) as ``torch`` attributes (``int64``, ``int32``) of a
+    dtype guard's text; None when either is not a dtype named here."""
+    m = _DTYPE_CHANGE.search(text)
+    if m is None or m.group("expected") not in _DTYPE_NAMES or m.group("actual") not in _DTYPE_NAMES:
+        return None
+    return _DTYPE_NAMES[m.group("expected")], _DTYPE_NAMES[m.group("actual")]
+
+
+def state_field(source: str) -> Optional[str]:
+    """The field a guard's source reads of a state passed in, also through
+    nested objects: ``args[1].contact.geom`` -> ``geom``; None otherwise."""
+    m = _STATE_FIELD_PATH.match(source)
+    return m.group("field") if m else None
+
+
 def field_of(source: str) -> Optional[str]:
     """The field a guard's source reads of a state object passed in:
     ``args[1].subtree_com`` -> ``subtree_com``; None for anything else."""
@@ -1984,7 +2022,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
     table), which may name the cures that depend on a finding's source;
     ``trace_cures``: the names of the trace's own fixes made for it there
     (:mod:`codemods.trace.registry`), which the source decided."""
-    from .registry import DYNAMIC_TRUE, FLATTEN_CORE, GLOBAL_MEMO, INIT_DEFAULT, NO_MARK, PARAMETER_SHAPES, PARTIAL_REUSE
+    from .registry import DYNAMIC_TRUE, FIELD_DTYPE, FLATTEN_CORE, GLOBAL_MEMO, INIT_DEFAULT, NO_MARK, PARAMETER_SHAPES, PARTIAL_REUSE
 
     parts = rule_cure_codes(entry, cause, available, matched=matched)
     count = entry.count(cause)
@@ -2084,6 +2122,17 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         # inputs made one tensor by the code that feeds them back
         # (codemods/trace/cures.py: .clone() where the alias is made)
         parts.append(", ".join(f"`.clone()` where `{a}` and `{b}` are made one tensor" for a, b in aliased_pairs(entry)))
+    elif cause == DTYPE and _field_dtypes(entry):
+        # a field of a state fed back, made with another dtype than at the
+        # first call (codemods/trace/dtype_fields.py: that dtype where it is made)
+        changed = "; ".join(f"`{name}` torch.{e} first, torch.{a} later" for name, e, a in _field_dtypes(entry))
+        if FIELD_DTYPE.name in trace_cures:
+            parts.append(f"the first call's dtype where the field is made with the other ({changed}; unsafe)")
+        else:
+            parts.append(
+                f"report: a field of a state passed in changes dtype between calls ({changed}; {recompiles(count)}): "
+                "make it with one dtype wherever it is made (the one of the first call)"
+            )
     elif cause in BOUNDED:
         top = entry.causes[0] if entry.causes else cause
         top_named = f"{top} {entry.shown_sources(top)}" if entry.sources(top) else top

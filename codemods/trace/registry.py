@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Tuple
 
 from ..transforms.base import rule_doc
-from .causes import ALIASING, INT_ARG, INVALIDATED, KEYS, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, NONE_CHECK, PARAMETER_SHAPE, RANK, RESUME_VALUE, TENSOR_SHAPE
+from .causes import ALIASING, DTYPE, INT_ARG, INVALIDATED, KEYS, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, NONE_CHECK, PARAMETER_SHAPE, RANK, RESUME_VALUE, TENSOR_SHAPE
 
 #: the code of every finding the trace makes on its own
 CODE = "TRACE"
@@ -484,13 +484,44 @@ graph, until the recompile limit.
     ),
 )
 
+FIELD_DTYPE = TraceCure(
+    name="field-dtype-from-trace",
+    summary="the first call's dtype where a field of a state fed back is made with another",
+    causes=(DTYPE,),
+    what_it_does="""
+Where a compiled function recompiled on the dtype of a field of a state
+passed in (`tensor 'args[1].contact.geom' dtype mismatch. expected Long,
+actual Int`: mujoco-torch before a0eaa36, `Contact.zero()` writing int32
+contact ids over `make_data`'s int64 ones at every step without contacts),
+and a file of the run passes that field by keyword to a call made with the
+later dtype (`geom=torch.zeros(shape, dtype=torch.int32)`) while another
+construction makes it with the first call's dtype: that `dtype=` becomes
+the first call's.
+""",
+    why_it_recompiles="""
+The state a compiled step returns is fed back to it; a field made with
+another dtype than at the first call fails the dtype guard, and the step
+compiles again (once per dtype).
+""",
+    example="""
+    return Contact(
+        geom=torch.zeros(shape + (2,), dtype=torch.int64, device=device),  # was torch.int32
+    )
+""",
+    fix_safety=(
+        "Unsafe: the tensor made there has another dtype for every reader, eager code of other files too (an int32 a kernel "
+        "expects, a float's precision). Applied with --unsafe-fixes; run --fix keeps it only if the rerun compiles fewer graphs "
+        "with the same output and exit code."
+    ),
+)
+
 #: the name of the trace's finding that says why no mark was written for a
 #: shape recompile (``rule_name``; not a cure: the table names no mark then)
 NO_MARK = "no-mark-placeable"
 
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
-    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, PARTIAL_REUSE, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, PARAMETER_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES,
+    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, PARTIAL_REUSE, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, PARAMETER_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES, FIELD_DTYPE,
 )
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 
