@@ -47,25 +47,28 @@ def start_of(node: ast.AST) -> Tuple[int, int]:
     return node.lineno, node.col_offset  # type: ignore[attr-defined]
 
 
-def dominates(source: Source, earlier: ast.stmt, later: ast.stmt) -> bool:
-    """Does statement ``earlier`` always run before statement ``later``?  True
-    when both run in the same function, ``earlier`` comes first, and the block
-    of ``earlier`` holds ``later`` (directly or nested)."""
-    if function_of(source, earlier) is not function_of(source, later):
-        return False
-    if start_of(earlier) >= start_of(later):
-        return False
-    block = block_of(source, earlier)
+def _block_holds(source: Source, stmt: ast.stmt, other: ast.AST) -> bool:
+    """Does the block of ``stmt`` hold ``other`` (directly or nested)?"""
+    block = block_of(source, stmt)
     if block is None:
         return False
     owner, name = block
     statements = getattr(owner, name)
-    cur: Optional[ast.AST] = later
+    cur: Optional[ast.AST] = other
     while cur is not None:
         if source.parent(cur) is owner and any(s is cur for s in statements):
             return True
         cur = source.parent(cur)
     return False
+
+
+def dominates(source: Source, earlier: ast.stmt, later: ast.stmt) -> bool:
+    """Does statement ``earlier`` always run before statement ``later``?  True
+    when both run in the same function, ``earlier`` comes first, and the block
+    of ``earlier`` holds ``later`` (directly or nested)."""
+    if function_of(source, earlier) is not function_of(source, later) or start_of(earlier) >= start_of(later):
+        return False
+    return _block_holds(source, earlier, later)
 
 
 def always_follows(source: Source, later: ast.stmt, earlier: ast.stmt) -> bool:
@@ -73,21 +76,9 @@ def always_follows(source: Source, later: ast.stmt, earlier: ast.stmt) -> bool:
     when both run in the same function, ``later`` comes after, and the block
     of ``later`` holds ``earlier`` (directly or nested): no test or loop
     that ``earlier`` is outside of decides whether ``later`` runs."""
-    if function_of(source, earlier) is not function_of(source, later):
+    if function_of(source, earlier) is not function_of(source, later) or start_of(earlier) >= start_of(later):
         return False
-    if start_of(earlier) >= start_of(later):
-        return False
-    block = block_of(source, later)
-    if block is None:
-        return False
-    owner, name = block
-    statements = getattr(owner, name)
-    cur: Optional[ast.AST] = earlier
-    while cur is not None:
-        if source.parent(cur) is owner and any(s is cur for s in statements):
-            return True
-        cur = source.parent(cur)
-    return False
+    return _block_holds(source, later, earlier)
 
 
 def insert_before(source: Source, stmt: ast.stmt, new_stmt) -> Edit:
