@@ -15,7 +15,7 @@ from codemods.trace import read as tr
 
 def test_the_trace_names_the_field_and_its_dtypes():
     (entry,) = [e for e in fixture("state_field_dtype").entries if e.name == "step"]
-    assert tr._field_dtypes(entry) == [("geom", "int64", "int32")]
+    assert tr.field_dtypes(entry) == [("geom", "int64", "int32")]
     label = tr.cure_label(entry, tr.DTYPE, [])
     assert label.startswith("report: a field of a state passed in changes dtype between calls (`geom` torch.int64 first, torch.int32 later")
     assert "bounded" not in label

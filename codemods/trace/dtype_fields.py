@@ -73,8 +73,9 @@ def _made(data: bytes) -> Optional[_Made]:
             dtype = next((k.value for k in kw.value.keywords if k.arg == "dtype"), None)
             name = dotted_name(dtype) if dtype is not None else None
             if name is not None and name.startswith(f"{model.torch_alias}."):
-                out.by_dtype.setdefault((kw.arg, name.split(".", 1)[1]), []).append(dtype)
-                out.of_node[dtype] = (kw.arg, name.split(".", 1)[1], call)  # type: ignore[assignment]
+                made = name.split(".", 1)[1]
+                out.by_dtype.setdefault((kw.arg, made), []).append(dtype)
+                out.of_node[dtype] = (kw.arg, made, call)  # type: ignore[assignment]
     return out
 
 
@@ -93,12 +94,8 @@ def apply_dtype_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) ->
     for entry in trace.entries:
         if entry_file(entry) is None or tr.is_library_file(entry.filename):
             continue
-        for reason in entry.reasons:
-            if reason.cause != tr.DTYPE:
-                continue
-            name, dtypes = tr.state_field(reason.source), tr.dtype_change(reason.text)
-            if name is not None and dtypes is not None:
-                changes.setdefault(name, (*dtypes, entry))
+        for name, expected, actual in tr.field_dtypes(entry):
+            changes.setdefault(name, (expected, actual, entry))
     if not changes:
         return
     made = {g.path: _made(g.new if g.new is not None else g.original) for g in guided.files}

@@ -1473,7 +1473,9 @@ def named_arguments(entry: "CodeEntry", cause: str) -> List[str]:
 
 #: a field of a state object passed in (``args[1].subtree_com``, ``d.qacc``):
 #: not ``self``'s (a module's attribute), not a nested path
-_STATE_FIELD = re.compile(r"""^(?!self\.)(?:args\[\d+\]|kwargs\[['"][A-Za-z_]\w*['"]\]|[A-Za-z_]\w*)\.(?P<field>[A-Za-z_]\w*)$""")
+#: a state passed in, as a guard names it: ``args[1]``, ``kwargs['d']``, ``d`` (not ``self``)
+_STATE_HOLDER = r"""(?!self\.)(?:args\[\d+\]|kwargs\[['"][A-Za-z_]\w*['"]\]|[A-Za-z_]\w*)"""
+_STATE_FIELD = re.compile(rf"^{_STATE_HOLDER}\.(?P<field>[A-Za-z_]\w*)$")
 
 
 #: torch's names of dtypes in a guard (``dtype mismatch. expected Long,
@@ -1484,10 +1486,10 @@ _DTYPE_NAMES = {
 }
 _DTYPE_CHANGE = re.compile(r"dtype mismatch\. expected (?P<expected>\w+), actual (?P<actual>\w+)")
 #: a field of a state passed in, read through nested objects: ``args[1].contact.geom``
-_STATE_FIELD_PATH = re.compile(r"""^(?!self\.)(?:args\[\d+\]|kwargs\[['"][A-Za-z_]\w*['"]\]|[A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)*\.(?P<field>[A-Za-z_]\w*)$""")
+_STATE_FIELD_PATH = re.compile(rf"^{_STATE_HOLDER}(?:\.[A-Za-z_]\w*)*\.(?P<field>[A-Za-z_]\w*)$")
 
 
-def _field_dtypes(entry: "CodeEntry") -> List[Tuple[str, str, str]]:
+def field_dtypes(entry: "CodeEntry") -> List[Tuple[str, str, str]]:
     """(field, expected, actual) of the entry's dtype guards on a field of a
     state passed in (:func:`state_field`, :func:`dtype_change`)."""
     out: List[Tuple[str, str, str]] = []
@@ -2122,10 +2124,10 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         # inputs made one tensor by the code that feeds them back
         # (codemods/trace/cures.py: .clone() where the alias is made)
         parts.append(", ".join(f"`.clone()` where `{a}` and `{b}` are made one tensor" for a, b in aliased_pairs(entry)))
-    elif cause == DTYPE and _field_dtypes(entry):
+    elif cause == DTYPE and field_dtypes(entry):
         # a field of a state fed back, made with another dtype than at the
         # first call (codemods/trace/dtype_fields.py: that dtype where it is made)
-        changed = "; ".join(f"`{name}` torch.{e} first, torch.{a} later" for name, e, a in _field_dtypes(entry))
+        changed = "; ".join(f"`{name}` torch.{e} first, torch.{a} later" for name, e, a in field_dtypes(entry))
         if FIELD_DTYPE.name in trace_cures:
             parts.append(f"the first call's dtype where the field is made with the other ({changed}; unsafe)")
         else:

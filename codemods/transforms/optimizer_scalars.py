@@ -2286,7 +2286,13 @@ step), while the step compiled by the default inductor backend is as fast
     def _tensorizer_calls(self, ctx, b: _Built) -> List[Tuple[ast.Call, bool]]:
         """(call, whether it runs whenever ``b`` is built) for the calls that
         pass ``b`` at its slot to a tensorizer; none when a float is written
-        after it (the cure is that write's ``.fill_``)."""
+        after it (the cure is that write's ``.fill_``); computed once per optimizer."""
+        held = ctx.cache.setdefault("fr004_tensorizer_calls", {})
+        if b not in held:
+            held[b] = self._find_tensorizer_calls(ctx, b)
+        return held[b]
+
+    def _find_tensorizer_calls(self, ctx, b: _Built) -> List[Tuple[ast.Call, bool]]:
         if any(b in reached for reached, _ in self._write_reach(ctx).values()):
             return []  # a float written after it: the cure is that write's `.fill_`
         escapes = self._escapes(ctx, b)  # also fills the calls that pass names on
