@@ -305,7 +305,9 @@ def test_raw_sources_and_dynamic_int_arguments():
     assert tr.raw_source("n") == "L['n']"
     assert tr.raw_source("kwargs['max_doc_len']") == "L['kwargs']['max_doc_len']"
     assert tr.raw_source('kwargs["k"]') == "L['kwargs']['k']"
-    assert tr.raw_source("self.n") is None and tr.raw_source("args[1]") is None
+    assert tr.raw_source("self.n") is None and tr.raw_source("args[1]") == "L['args'][1]"
+    assert tr.raw_source("args[0].param_groups[0]['step']") == "L['args'][0].param_groups[0]['step']"
+    assert tr.raw_source("x.size()") is None
     # an int an object passed in holds (xtuner 567df4be's `seq_ctx.max_length_k`)
     assert tr.raw_source("seq_ctx.max_length_k") == "L['seq_ctx'].max_length_k"
     assert tr.raw_source("self.cfg.n") is None
@@ -401,6 +403,21 @@ def test_run_fix_names_both_ints_that_change_together(tmp_path):
     first, second = results(out)
     assert first == second
     assert "\nfrom torch import nn\ntorch.compiler.config.dynamic_sources += \"L['seq_ctx'].max_length_k,L['seq_ctx'].max_length_q,\"\n" in script.read_text()
+
+
+def test_run_fix_names_a_step_count_in_a_param_group_of_a_compiled_optimizer_step(tmp_path):
+    """timm #2704: `group['step']` a Python int, `opt.step = torch.compile(opt.step)`.
+    The compiled code is torch's (the optimizer's step wrapper); the setting goes
+    after the imports of the file that compiled it.  Under torch 2.13: 3 graphs
+    -> 2 (the empty state's truthiness stays: one graph per truth value), the
+    same printed parameters."""
+    proc, script = run_cli(tmp_path, "param_group_step", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert graphs(out, "total") == (3, 2), out
+    first, second = results(out)
+    assert first == second
+    assert script.read_text().count("""\nimport torch\ntorch.compiler.config.dynamic_sources += "L['args'][0].param_groups[0]['step'],"\n""") == 1
 
 
 def test_a_source_another_compiled_function_has_makes_the_setting_unsafe(copied):  # noqa: F811

@@ -603,14 +603,17 @@ def apply_dynamic_sources_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes
     for entry in trace.entries:
         ints = tr.dynamic_sources_named(entry)
         path = entry_file(entry)
-        if not ints or path is None or tr.is_library_file(entry.filename):
+        if not ints or path is None:
             continue
         g = by_real.get(_real(path))
         if g is None or any(m.entry is entry and m.cause == tr.INT_ARG and m.finding.applied for m in g.matches):
             continue
+        # torch's own code compiled by this file (`torch.compile(optimizer.step)`):
+        # the setting goes in the file that reached it, which ran before the compile
+        library = tr.is_library_file(entry.filename)
         base, first, _traced, _callers = _current(g, trace, entry)
-        fn = _def_at(base, entry.name, first)
-        hidden_dims = tr.hidden_varying_dims(entry)
+        fn = None if library else _def_at(base, entry.name, first)
+        hidden_dims = {} if library else tr.hidden_varying_dims(entry)
         hidden = _hidden_sources(fn, hidden_dims) if fn is not None else []
         sources = [tr.raw_source(i) for i in ints] + hidden
         new, line = dynamic_sources_setting(base, sources)  # type: ignore[arg-type]
@@ -630,7 +633,7 @@ def apply_dynamic_sources_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes
         risk = f" (unsafe: {', '.join(f'`{n}`' for n in shared)} also compile{'s' if len(shared) == 1 else ''} an input of that name, which the setting makes dynamic there too)" if unsafe else ""
         message = (
             f"`{tr.display_name(entry)}` recompiled on int argument{'s' if len(failed) > 1 else ''} {', '.join(f'`{i}`' for i in failed)}"
-            f" (automatic dynamic then made {'them' if len(failed) > 1 else 'it'} symbolic){also}: make them dynamic from the first compile,"
+            f" (automatic dynamic then made {'them' if len(failed) > 1 else 'it'} symbolic){also}: make {'them' if len(sources) > 1 else 'it'} dynamic from the first compile,"
             f" `{setting}` after the imports{risk}"
         )
         title = "append to `torch.compiler.config.dynamic_sources`"

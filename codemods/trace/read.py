@@ -1759,7 +1759,8 @@ def zero_one_sizes(entry: "CodeEntry") -> Dict[str, Dict[int, int]]:
 
 
 #: an argument's source as the trace shows it: a name, then string keys (``kwargs['cu']``)
-_ARGUMENT_SOURCE = re.compile(r"""^(?P<name>[A-Za-z_]\w*)(?P<keys>(?:\[['"][A-Za-z_]\w*['"]\])*)$""")
+#: a source that is a path from one name: attributes, int and string keys
+_SOURCE_PATH = re.compile(r"""^(?P<name>[A-Za-z_]\w*)(?P<rest>(?:\.[A-Za-z_]\w*|\[(?:\d+|'[^'"]*'|"[^'"]*")\])*)$""")
 
 
 #: a guard comparing a source with a string literal
@@ -1779,19 +1780,20 @@ def _string_arguments(entry: "CodeEntry") -> List[str]:
 
 def raw_source(source: str) -> Optional[str]:
     """Dynamo's own name of an argument's source, as
-    ``torch.compiler.config.dynamic_sources`` takes it: ``n`` -> ``L['n']``,
-    ``kwargs['max_doc_len']`` -> ``L['kwargs']['max_doc_len']``, an int an
-    object passed in holds, ``seq_ctx.max_length_k`` ->
-    ``L['seq_ctx'].max_length_k`` (xtuner 567df4be's ``SequenceContext``;
-    measured on 2.13: the setting matches it, 2 -> 1); None for any other
-    source (``self.n``, ``args[1]``)."""
-    m = _ARGUMENT_SOURCE.match(source)
-    if m is not None:
-        return f"L['{m.group('name')}']" + m.group("keys").replace('"', "'")
-    held = held_source(source)
-    if held is not None:
-        return f"L['{held[0]}']" + "".join(f".{a}" for a in held[1])
-    return None
+    ``torch.compiler.config.dynamic_sources`` takes it: the name the source
+    starts with in ``L[...]``, the rest as the guard has it: ``n`` ->
+    ``L['n']``, ``kwargs['max_doc_len']`` -> ``L['kwargs']['max_doc_len']``,
+    an int an object passed in holds, ``seq_ctx.max_length_k`` ->
+    ``L['seq_ctx'].max_length_k`` (xtuner 567df4be), ``args[0].param_groups[0]['step']``
+    -> ``L['args'][0].param_groups[0]['step']`` (timm #2704: an optimizer's
+    step count in its param group, the compiled ``optimizer.step``'s
+    ``*args``; measured on 2.13: the setting matches each of these).  None
+    for ``self``'s (a module's int attribute: FR005's flag) and anything
+    that is not such a path."""
+    m = _SOURCE_PATH.match(source)
+    if m is None or m.group("name") == "self":
+        return None
+    return f"L['{m.group('name')}']" + m.group("rest").replace('"', "'")
 
 
 def dynamic_int_arguments(entry: "CodeEntry") -> List[str]:

@@ -402,7 +402,10 @@ DYNAMIC_SOURCES = TraceCure(
     what_it_does="""
 Where compiled code recompiled on the value of an int argument that automatic
 dynamic then made symbolic (`kwargs['max_doc_len'] == 22`; also an int an
-object passed in holds, `seq_ctx.max_length == 5`, as `L['seq_ctx'].max_length`),
+object passed in holds, `seq_ctx.max_length == 5`, as `L['seq_ctx'].max_length`;
+an optimizer's step count in its param group under a compiled
+`optimizer.step`, `L['args'][0].param_groups[0]['step']`, timm #2704: the
+code is torch's, the setting goes in the file that compiled it),
 appends its source, the other ints the recompile made symbolic (its
 `create_symbol` records: an int that changed at the same call, hidden behind
 the guard that failed first, xtuner 567df4be's `max_length_q` behind

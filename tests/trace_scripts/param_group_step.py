@@ -31,11 +31,16 @@ class Lamb(torch.optim.Optimizer):
                 p.add_(exp_avg / bias_correction1 / denom, alpha=-group["lr"])
 
 
-torch.manual_seed(0)
-model = torch.nn.Linear(8, 4)
-opt = Lamb(model.parameters())
-opt.step = torch.compile(opt.step, backend="eager")
-for i in range(8):
-    model(torch.randn(16, 8)).sum().backward()
-    opt.step()
-    opt.zero_grad(set_to_none=False)
+def train(steps=8):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 4)
+    opt = Lamb(model.parameters())
+    opt.step = torch.compile(opt.step, backend="eager")
+    for i in range(steps):
+        model(torch.randn(16, 8)).sum().backward()
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+    return sum(p.sum().item() for p in model.parameters())
+
+
+print("result:", round(train(), 4))
