@@ -98,6 +98,11 @@ def cause_details(entry: tr.CodeEntry, codes, trace: Optional[tr.Trace] = None) 
             from ..trace.global_memo import global_memo_cure
 
             cure = global_memo_cure(entry, cure)
+        elif cause == tr.LENGTH:
+            # whether the function that grows the list can run eagerly (codemods/trace/growth_disable.py)
+            from ..trace.growth_disable import growth_cure
+
+            cure = growth_cure(entry, cure)
         out.append(f"cause: {label}; cure: {cure}")
     return out
 

@@ -123,9 +123,11 @@ def _insert_marks(target, marks: List[cst.BaseStatement], binds: Sequence[Tuple[
     return Edit(target, apply)
 
 
-def _render_edits(source, data: bytes, edits: Sequence[Edit], settings: Settings = Settings()) -> bytes:
-    """``data`` with the trace's ``edits`` applied (one safe fix, rendered as a rule's are)."""
-    finding = Finding(code=MARK_CODE, message="", path="<trace>", line=1, column=1, end_line=1, end_column=1, fix=Fix(edits=tuple(edits), safety=Safety.SAFE))
+def _render_edits(source, data: bytes, edits: Sequence[Edit], settings: Settings = Settings(), needs_torch: bool = False) -> bytes:
+    """``data`` with the trace's ``edits`` applied (one safe fix, rendered as a
+    rule's are; ``needs_torch``: ``import torch`` added where the file has none)."""
+    fix = Fix(edits=tuple(edits), safety=Safety.SAFE, needs_torch=needs_torch)
+    finding = Finding(code=MARK_CODE, message="", path="<trace>", line=1, column=1, end_line=1, end_column=1, fix=fix)
     return render(FileContext("<trace>", "<trace>", settings, None, source), [finding], data)
 
 

@@ -26,6 +26,7 @@ from .cures import MARK_CODE, apply_alias_evidence, apply_evidence, apply_field_
 from .flatten_core import apply_rank_evidence
 from .dtype_fields import apply_dtype_evidence
 from .global_memo import apply_global_memo_evidence, global_memo_files
+from .growth_disable import apply_growth_evidence, growth_files
 from .init_default import apply_presence_evidence, presence_files
 from .partial_reuse import apply_partial_reuse_evidence, remade_partial_files
 
@@ -171,6 +172,7 @@ def guide(
             apply_rank_evidence(trace, out)
             apply_presence_evidence(trace, out)
             apply_global_memo_evidence(trace, out, settings.unsafe_fixes)
+            apply_growth_evidence(trace, out, settings.unsafe_fixes)
             apply_partial_reuse_evidence(trace, out)
             apply_alias_evidence(trace, out)
         # FR018's finding where it found the dict, TRACE's elsewhere
@@ -187,8 +189,9 @@ def guide(
 #: missing (the default goes into their ``__init__``), the globals a compiled
 #: call found None and filled (skipped while compiling there), the installs
 #: of a ``functools.partial`` the trace saw freed and made again (made once
-#: and reused there)
-_CURE_FILES = (presence_files, global_memo_files, remade_partial_files)
+#: and reused there), the methods that grow a list whose length compiled
+#: code guarded (run eagerly there)
+_CURE_FILES = (presence_files, global_memo_files, remade_partial_files, growth_files)
 
 
 def _add_files(files: List[str], found: Sequence[str], selection: FileSelection) -> List[str]:

@@ -2026,7 +2026,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
     table), which may name the cures that depend on a finding's source;
     ``trace_cures``: the names of the trace's own fixes made for it there
     (:mod:`codemods.trace.registry`), which the source decided."""
-    from .registry import DYNAMIC_TRUE, FIELD_DTYPE, FLATTEN_CORE, GLOBAL_MEMO, INIT_DEFAULT, NO_MARK, PARAMETER_SHAPES, PARTIAL_REUSE
+    from .registry import DYNAMIC_TRUE, FIELD_DTYPE, FLATTEN_CORE, GLOBAL_MEMO, GROWTH_DISABLE, INIT_DEFAULT, NO_MARK, PARAMETER_SHAPES, PARTIAL_REUSE
 
     parts = rule_cure_codes(entry, cause, available, matched=matched)
     count = entry.count(cause)
@@ -2292,6 +2292,9 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
         # written into it (codemods/trace/float_state.py)
         attrs = dict_attributes(entry)
         parts.append(", ".join(f"torch.as_tensor(...) at every write of `{a}[...]` (unsafe)" for a in attrs))
+    elif cause == LENGTH and GROWTH_DISABLE.name in trace_cures:
+        # the function that grows the list runs eagerly (codemods/trace/growth_disable.py)
+        parts.append(f"`@torch.compiler.disable` on the function that grows {sources} (the list stays out of the graph)")
     elif cause == PARAMETER_SHAPE and PARAMETER_SHAPES.name in trace_cures:
         # the setting for that compiled function (codemods/trace/config_cures.py)
         parts.append("force_parameter_static_shapes=False for it (a parameter's size made dynamic as other tensors' are)")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Tuple
 
 from ..transforms.base import rule_doc
-from .causes import ALIASING, DTYPE, INT_ARG, INVALIDATED, KEYS, LAYOUT, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, NONE_CHECK, PARAMETER_SHAPE, RANK, RESUME_VALUE, TENSOR_SHAPE
+from .causes import ALIASING, DTYPE, INT_ARG, INVALIDATED, KEYS, LAYOUT, LENGTH, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, NONE_CHECK, PARAMETER_SHAPE, RANK, RESUME_VALUE, TENSOR_SHAPE
 
 #: the code of every finding the trace makes on its own
 CODE = "TRACE"
@@ -518,13 +518,45 @@ compiles again (once per dtype).
     ),
 )
 
+GROWTH_DISABLE = TraceCure(
+    name="disable-growth-from-trace",
+    summary="@torch.compiler.disable on a method compiled code reaches that grows a list attribute",
+    causes=(LENGTH,),
+    what_it_does="""
+Where compiled code recompiled on the length of a list reached through an
+attribute (`len(ref._metrics_computations[0].labels) == 7  #
+w_labels.append(labels)`) and the line torch names grows it (`.append`,
+`.extend`, `.insert`) in a function of a file of the run that is not the
+compiled function itself, puts `@torch.compiler.disable` on that function
+(torchrec eb2d656b: `AUCMetricComputation.update`, which appends each batch
+to its window lists).
+""",
+    why_it_recompiles="""
+Dynamo guards a list's length; a list the compiled code appends to has a new
+length at every call, so every call compiles again, until the recompile
+limit (then the whole compiled function runs eagerly).
+""",
+    example="""
+    @torch.compiler.disable  # inserted
+    def update(self, *, predictions, labels, weights, **kwargs):
+        ...
+        w_labels.append(labels)
+""",
+    fix_safety=(
+        "Safe where the code object hit the recompile limit: it ran eagerly from then on, the method now does and the rest of "
+        "the compiled call compiles once. Unsafe otherwise (the method, compiled so far, runs eagerly at every call, which can be "
+        "slower): applied with --unsafe-fixes. run --fix keeps it only if the rerun compiles fewer graphs with the same output "
+        "and exit code (a fullgraph=True compile fails at the break and is restored)."
+    ),
+)
+
 #: the name of the trace's finding that says why no mark was written for a
 #: shape recompile (``rule_name``; not a cure: the table names no mark then)
 NO_MARK = "no-mark-placeable"
 
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
-    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, PARTIAL_REUSE, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, PARAMETER_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES, FIELD_DTYPE,
+    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, GROWTH_DISABLE, PARTIAL_REUSE, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, PARAMETER_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES, FIELD_DTYPE,
 )
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 
