@@ -33,6 +33,7 @@ from .float_dict_state import FloatDictState
 from .class_per_call import ClassPerCall
 from .presence_state import PresenceState
 from .mode_on_coroutine import ModeOnCoroutine
+from .param_group_counter import ParamGroupCounter
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
@@ -56,6 +57,7 @@ REGISTRY: List[Rule] = [
     ClassPerCall(),
     PresenceState(),
     ModeOnCoroutine(),
+    ParamGroupCounter(),
 ]
 
 #: every project fact a rule declares, with the code of the rule that reads
