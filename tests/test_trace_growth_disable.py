@@ -81,3 +81,21 @@ def test_growth_in_the_compiled_function_itself_is_fr013s(copied):  # noqa: F811
     guided = trace_guide.guide(trace, Settings(unsafe_fixes=True), [str(script.parent)], fixing=True)
     assert [m.finding.code for m in guided.matches if m.cause == tr.LENGTH] == ["FR013"]
     assert all(g.new is None for g in guided.files)
+
+
+def test_fr013s_fix_found_in_the_source_is_the_one_applied(tmp_path):
+    """torchrec before #3647: FR013 finds the helper that grows the window
+    deque and offers the decorator, unsafe without evidence; the trace's
+    length recompiles make it safe, and the trace's own cure adds no second
+    decorator.  Under torch 2.13: 8 graphs and the limit -> 1, the same value."""
+    proc, script = run_cli(tmp_path, "metric_window_deque", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    first, second = results(out)
+    assert first == second
+    assert graphs(out, "total") == (8, 1), out
+    assert "fixed: metric_window_deque.py:23:9: FR013 " in out and "(safe: cures recompiles observed in trace:" in out
+    assert "disable-growth" not in out and "TRACE `_aggregate_window_state`" not in out
+    assert "FR013, `@torch.compiler.disable` on the function that grows `self._window`" in out
+    text = script.read_text()
+    assert text.count("\n    @torch.compiler.disable\n    def _aggregate_window_state(self, value):\n") == 1

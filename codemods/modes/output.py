@@ -13,6 +13,7 @@ from ..analysis.context import Settings
 from ..findings import Finding, Safety
 from ..trace import read as tr
 from ..trace.cures import FLAG_CODE
+from ..trace.registry import GROWTH_DISABLE
 from ..transforms import BY_CODE
 
 #: ruff's exit codes: nothing found (or all fixed), findings remain, an error (2 wins)
@@ -158,6 +159,8 @@ def report_lines(trace: tr.Trace, settings: Settings, guided: Optional[object] =
                 found.setdefault((id(entry), m.cause), set()).add(code)
                 if m.finding.code == FLAG_CODE and m.finding.rule_name:
                     found[(id(entry), m.cause)].add(m.finding.rule_name)  # which of the trace's cures (the table names it)
+                elif m.finding.code == "FR013" and m.finding.fix is not None:
+                    found[(id(entry), m.cause)].add(GROWTH_DISABLE.name)  # FR013's fix is that cure's decorator
     rows = tr.table_rows(trace, available_codes(settings), relative_to=os.getcwd(), found=found)
     notice = tr.limit_notice(trace)
     if not rows:

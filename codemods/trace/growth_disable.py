@@ -14,7 +14,9 @@ The trace names the guard's line; where that line grows a list (``.append``,
 ``.extend``, ``.insert``) through an attribute (not a list passed in) in a
 function of a file of the run that is not the compiled function itself
 (FR013 names that form: the list kept outside the compiled code), that
-function gets the decorator.  Safe where the code object hit the recompile
+function gets the decorator (the edit is FR013's, :func:`codemods.transforms.
+container_growth.disable_edit`; where FR013 found the growth from the
+source, its fix, made safe by the trace, is the one applied).  Safe where the code object hit the recompile
 limit: it ran eagerly from then on anyway, the method now does and the rest
 compiles; unsafe otherwise (a method compiled so far runs eagerly at every
 call, which can be slower), applied with ``--unsafe-fixes``.  ``run --fix``
@@ -27,24 +29,20 @@ count."""
 from __future__ import annotations
 
 import ast
-import functools
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
-
-import libcst as cst
 
 from . import read as tr
 from .registry import GROWTH_DISABLE
 from ..analysis.compile_sites import model_of
 from ..analysis.context import Settings
-from ..analysis.placement import torch_expr
-from ..findings import Edit, FileError
+from ..findings import FileError
+from ..analysis.modules import runs_eager
+from ..transforms.container_growth import GROW_METHODS, disable_edit
 from ..pipeline.engine import parse_ast
 from .cures import _applied_finding, _render_edits, _unfixed
 from .match import Guided, Match, _real
 
-#: list methods that make it longer (FR013's)
-_GROW = ("append", "extend", "insert")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -85,13 +83,6 @@ def growth_files(trace: tr.Trace, paths: Sequence[str]) -> List[str]:
     return out
 
 
-def _is_disable(model, decorator: ast.AST) -> bool:
-    """``@torch.compiler.disable`` / ``@torch._dynamo.disable``, called or not."""
-    node = decorator.func if isinstance(decorator, ast.Call) else decorator
-    names = model.qualified_names(node)
-    return bool(names & {"torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo"})
-
-
 def growing_function(source, model, line: int, entry: tr.CodeEntry, path: str) -> Tuple[Optional[ast.AST], str]:
     """The function whose statement at ``line`` grows a list through an
     attribute or a name (``w_labels.append(labels)``), or None and why not
@@ -99,7 +90,7 @@ def growing_function(source, model, line: int, entry: tr.CodeEntry, path: str) -
     grow = None
     for node in source.nodes(ast.Call):
         f = node.func
-        if isinstance(f, ast.Attribute) and f.attr in _GROW and node.lineno <= line <= node.end_lineno:
+        if isinstance(f, ast.Attribute) and f.attr in GROW_METHODS and node.lineno <= line <= node.end_lineno:
             grow = node
             break
     fn = source.enclosing(grow, _DEFS + (ast.Lambda, ast.ClassDef)) if grow is not None else None
@@ -108,17 +99,11 @@ def growing_function(source, model, line: int, entry: tr.CodeEntry, path: str) -
     first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
     if _real(path) == _real(entry.filename) and entry.firstlineno in (fn.lineno, first):
         return None, f"`{fn.name}` is the compiled function itself: keep the list outside it (rule FR013)"
-    if any(_is_disable(model, d) for d in fn.decorator_list):
+    if runs_eager(model, fn):
         return None, f"`{fn.name}` is already under `torch.compiler.disable`"
     if source.enclosing(fn, _DEFS) is not None:
         return None, f"`{fn.name}` is defined inside another function (a decorator there is made anew at every call)"
     return fn, ""
-
-
-def _add_disable(model, node: "cst.FunctionDef") -> "cst.FunctionDef":
-    """``@torch.compiler.disable`` above the function's other decorators."""
-    decorators = [cst.Decorator(decorator=torch_expr(model, "compiler", "disable"))] + list(node.decorators)
-    return node.with_changes(decorators=decorators)
 
 
 def apply_growth_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -> None:
@@ -136,6 +121,8 @@ def apply_growth_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -
             g = by_real.get(_real(growth.file))
             if g is None or (g.path, growth.line) in done:
                 continue
+            if any(m.entry is entry and m.finding.code == "FR013" and m.finding.applied for m in g.matches):
+                continue  # FR013 found the growth from the source: its applied fix writes the same decorator
             done.add((g.path, growth.line))
             base = g.new if g.new is not None else g.original
             moved = line_map(g.original, base)(growth.line) if base != g.original else growth.line
@@ -154,8 +141,7 @@ def apply_growth_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -
             unsafe = not entry.limit_hit
             if unsafe_fixes or not unsafe:
                 settings = g.ctx.settings if g.ctx is not None else Settings()
-                edit = Edit(source.target(fn, "FunctionDef"), functools.partial(_add_disable, model))
-                g.new = _render_edits(source, base, [edit], settings, needs_torch=True)
+                g.new = _render_edits(source, base, [disable_edit(source, model, fn)], settings, needs_torch=True)
             lead = (
                 f"`{fn.name}` grows `{growth.source}` inside compiled code (line {moved}), a new length at every call ({seen}):"
                 f" run it eagerly, `@torch.compiler.disable`, so the list stays out of the graph and the rest compiles once"

@@ -529,7 +529,9 @@ w_labels.append(labels)`) and the line torch names grows it (`.append`,
 `.extend`, `.insert`) in a function of a file of the run that is not the
 compiled function itself, puts `@torch.compiler.disable` on that function
 (torchrec eb2d656b: `AUCMetricComputation.update`, which appends each batch
-to its window lists).
+to its window lists, made by `setattr` in a helper). Where FR013 found the
+growth in the source, its fix (the same decorator, made safe by the trace)
+is the one applied.
 """,
     why_it_recompiles="""
 Dynamo guards a list's length; a list the compiled code appends to has a new

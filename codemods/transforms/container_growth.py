@@ -6,18 +6,21 @@ torch guards the list's length, so every call recompiles until the limit
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Dict, Iterable, List, Set, Tuple
 
+from .._lazy import cst
 from ..analysis.compile_sites import def_first_lines
 from ..analysis.context import DEFAULT_RECOMPILE_LIMIT
-from ..findings import Finding
+from ..analysis.placement import torch_expr
+from ..findings import Edit, Finding, Safety
 from ..analysis.variation import literal_int
 from ..trace.causes import CuresCause, LENGTH
 from .base import Example, Rule
-from ..analysis.modules import class_chain, compiled_class_method, init_assignments, methods_reached, self_attr, walk_body
+from ..analysis.modules import class_chain, compiled_class_method, init_assignments, methods_reached, runs_eager, self_attr, walk_body
 
-#: methods that make a list or deque longer
-_GROW = {"append", "extend", "insert", "appendleft", "extendleft"}
+#: methods that make a list or deque longer (also the trace's growth cure's)
+GROW_METHODS = {"append", "extend", "insert", "appendleft", "extendleft"}
 #: what makes it shorter or new again: a bound, or a reset between calls
 _SHRINK = {"clear", "pop", "popleft", "remove"}
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -82,10 +85,28 @@ def _changes_elsewhere(source, attr: str, inits: Set[ast.AST]) -> bool:
     return False
 
 
+# -- the cure: the method that grows the list runs eagerly ----------------------------
+#
+# torchrec's own fix (#3647, eb2d656b): `@torch.compiler.disable` on the method
+# that appends, so the list stays out of the graph and the rest of the compiled
+# call compiles once.  Shared by this rule and the trace's
+# disable-growth-from-trace (codemods/trace/growth_disable.py).
+
+
+def disable_edit(source, model, fn: ast.AST) -> Edit:
+    """``@torch.compiler.disable`` above the other decorators of ``fn``."""
+    return Edit(source.target(fn, "FunctionDef"), functools.partial(_add_disable, model))
+
+
+def _add_disable(model, node: "cst.FunctionDef") -> "cst.FunctionDef":
+    decorators = [cst.Decorator(decorator=torch_expr(model, "compiler", "disable"))] + list(node.decorators)
+    return node.with_changes(decorators=decorators)
+
+
 class ContainerGrowth(Rule):
     code = "FR013"
     #: the trace causes its fix cures (the trace's cure table is made from these)
-    cures = (CuresCause(LENGTH, loop_iterator=False),)
+    cures = (CuresCause(LENGTH, loop_iterator=False, upgrade=True),)
     name = "container-growth"
     summary = "a list attribute the compiled code appends to on every call"
     what_it_does = """
@@ -99,9 +120,12 @@ method (`torch.compile(metric.update)`), or in a method either reaches
 (`self.method()`, `self.sub.method()` of a submodule class of the module).
 Not reported when the module makes the attribute shorter or new anywhere
 but `__init__` (`.clear()`, `.pop()`, `self.hist = []`, `del m.hist[:]`):
-a reset between calls may keep its length to a few values.
+a reset between calls may keep its length to a few values; nor for a method
+under `@torch.compiler.disable` (it runs eagerly).
 
-Report only, with the cure.
+Where a method the compiled code reaches grows it (not the compiled method
+itself), puts `@torch.compiler.disable` on that method (torchrec's fix);
+otherwise report only, with the cure.
 """
     why_it_recompiles = """
 dynamo traces the list as a Python object and guards its length
@@ -132,10 +156,13 @@ compiled code; or move the append into a method decorated with
 preallocated tensor buffer in place.
 """
     fix_safety = """
-No automatic fix: where the list is kept (the caller, a graph break, a
-tensor buffer) is a design choice, and each changes what runs compiled.
+Unsafe: the method then runs eagerly from the first call, while the rest of
+the compiled call runs eagerly only after the limit: a run that stays below
+it may be slower. A trace that shows the length recompiling makes it safe
+(`run --fix`, which keeps it only with fewer graphs and the same output).
+No fix where the compiled method itself grows the list: where it is kept
+then (the caller, a tensor buffer) is a design choice.
 """
-    report_only = True
     reads = "ast"
     triggers = (b"append", b"extend", b"insert", b"+=")
     valid = (
@@ -150,6 +177,10 @@ tensor buffer) is a design choice, and each changes what runs compiled.
         # the module is not compiled
         "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.hist = []\n"
         "    def forward(self, x):\n        self.hist.append(x.sum())\n        return x\nm = M()\n",
+        # grown in a method that runs eagerly (torchrec's fix)
+        "import collections\nimport torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.window = collections.deque(maxlen=1000)\n    def forward(self, x):\n        self._record(x)\n        return x\n"
+        "    @torch.compiler.disable\n    def _record(self, x):\n        self.window.append(x.sum())\nm = M()\nm.compile()\n",
         # a list built anew in forward: the same length every call
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        out = []\n        out.append(x.sum())\n        return out\n"
         "m = torch.compile(M())\n",
@@ -159,11 +190,15 @@ tensor buffer) is a design choice, and each changes what runs compiled.
             "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.hist = []\n"
             "    def forward(self, x):\n        self.hist.append(x.sum())\n        return x\nm = torch.compile(M())\n"
         ),
-        # a deque grown by a method forward reaches, model.compile()
+        # a deque grown by a method forward reaches, model.compile(): that method runs eagerly (unsafe)
         Example(
             "import collections\nimport torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.window = collections.deque(maxlen=1000)\n    def forward(self, x):\n        self._record(x)\n        return x\n"
-            "    def _record(self, x):\n        self.window.append(x.sum())\nm = M()\nm.compile()\n"
+            "    def _record(self, x):\n        self.window.append(x.sum())\nm = M()\nm.compile()\n",
+            "import collections\nimport torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.window = collections.deque(maxlen=1000)\n    def forward(self, x):\n        self._record(x)\n        return x\n"
+            "    @torch.compiler.disable\n    def _record(self, x):\n        self.window.append(x.sum())\nm = M()\nm.compile()\n",
+            unsafe=True,
         ),
         # a compiled bound method (torchrec's metric update)
         Example(
@@ -176,6 +211,8 @@ tensor buffer) is a design choice, and each changes what runs compiled.
         model, source = ctx.model, ctx.source
         findings: List[Finding] = []
         seen: Set[Tuple[int, str]] = set()
+        #: the methods given the decorator (by id), with the line of that fix
+        decorated: Dict[int, int] = {}
         for site in model.compile_sites:
             compiled = compiled_class_method(model, site)
             if compiled is None:
@@ -185,6 +222,8 @@ tensor buffer) is a design choice, and each changes what runs compiled.
             # the code object a trace shows is the compiled method's: match the finding by its lines
             feeds = def_first_lines(reached[0][2]) if reached else ()
             for owner, method, fn in reached:
+                if runs_eager(model, fn):
+                    continue  # `@torch.compiler.disable`: what it grows stays out of the graph
                 lists = _list_attrs(model, owner)
                 if not lists:
                     continue
@@ -193,17 +232,36 @@ tensor buffer) is a design choice, and each changes what runs compiled.
                     if (id(owner), attr) in seen or _changes_elsewhere(source, attr, inits):
                         continue
                     seen.add((id(owner), attr))
-                    where = f"the compiled `{start}` of `{cls.name}`" if method == start and owner is cls else f"`{owner.name}.{method}`, which the compiled `{start}` of `{cls.name}` reaches"
+                    itself = method == start and owner is cls
+                    where = f"the compiled `{start}` of `{cls.name}`" if itself else f"`{owner.name}.{method}`, which the compiled `{start}` of `{cls.name}` reaches"
+                    message = (
+                        f"`self.{attr}` grows on every call in {where} (compiled on line {site.node.lineno}): torch guards "  # type: ignore[attr-defined]
+                        f"its length (`len(self.{attr}) == n`), so every call recompiles, and after the recompile limit "
+                        f"({DEFAULT_RECOMPILE_LIMIT} graphs) the module runs eager. "
+                    )
+                    # the method that grows it, when it is not the compiled one itself, can run eagerly (torchrec's fix)
+                    takes = not itself and model.source.enclosing(fn, _DEFS) is None
+                    if not takes:
+                        message += (
+                            "Keep the list outside the compiled code (return the value and append it in the caller), or grow it "
+                            "in a method decorated with `@torch.compiler.disable` (a graph break), or write into a preallocated tensor buffer"
+                        )
+                        findings.append(self.finding(ctx, node, message, feeds=feeds))
+                        continue
+                    if id(fn) in decorated:
+                        message += f"`@torch.compiler.disable` on `{owner.name}.{method}` (the fix of line {decorated[id(fn)]}) cures it too"
+                        findings.append(self.finding(ctx, node, message, feeds=feeds))
+                        continue
+                    decorated[id(fn)] = node.lineno  # type: ignore[attr-defined]
+                    because = (
+                        f"; unsafe: `{method}` then runs eagerly from the first call, the rest of the compiled call only after the "
+                        "limit (a run that stays below it may be slower)"
+                    )
+                    message += f"Run `{owner.name}.{method}` eagerly, `@torch.compiler.disable` (a graph break: the list stays out of the graph){because}"
                     findings.append(
                         self.finding(
-                            ctx,
-                            node,
-                            f"`self.{attr}` grows on every call in {where} (compiled on line {site.node.lineno}): torch guards "  # type: ignore[attr-defined]
-                            f"its length (`len(self.{attr}) == n`), so every call recompiles, and after the recompile limit "
-                            f"({DEFAULT_RECOMPILE_LIMIT} graphs) the module runs eager. Keep the list outside the compiled code "
-                            "(return the value and append it in the caller), or grow it in a method decorated with "
-                            "`@torch.compiler.disable` (a graph break), or write into a preallocated tensor buffer",
-                            feeds=feeds,
+                            ctx, node, message, feeds=feeds, edits=[disable_edit(source, model, fn)], safety=Safety.UNSAFE,
+                            needs_torch=True, title=f"`@torch.compiler.disable` on `{owner.name}.{method}`", unsafe_because=because,
                         )
                     )
         return findings
@@ -219,7 +277,7 @@ tensor buffer) is a design choice, and each changes what runs compiled.
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 attr = self_attr(node.func.value)
                 if attr in lists:
-                    if node.func.attr in _GROW:
+                    if node.func.attr in GROW_METHODS:
                         grown.append((node, attr))
                     elif node.func.attr in _SHRINK:
                         reset.add(attr)  # type: ignore[arg-type]

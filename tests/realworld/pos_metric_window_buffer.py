@@ -1,4 +1,4 @@
-# realworld: positive fix=none graphs=8 limit
+# realworld: positive fix=unsafe graphs=8 limit
 # Pattern: pytorch/torchrec's rec metrics before #3647 ("disable pt2 compile
 # for RecMetricComputation::_aggregate_window_state"): with
 # enable_pt2_compile the metric's update is a compiled bound method, and it
@@ -9,7 +9,10 @@
 # Measured (torch 2.13.0 CPU, tests/runtime_probe.py counting backend): 8
 # graphs, then the recompile limit (12 updates). Cure by hand (torchrec's):
 # decorate the method that appends with @torch.compiler.disable (1 graph), or
-# keep the window outside the compiled code; no automatic rewrite.
+# keep the window outside the compiled code. FR013 writes torchrec's
+# decorator on the method that appends: unsafe (that method runs eagerly from
+# the first call); `run --fix` applies it, safe, where the trace shows the
+# length recompiling (8 -> 1 in benchmarks/trace_recall.py).
 import collections
 
 import torch
