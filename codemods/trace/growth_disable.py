@@ -36,10 +36,10 @@ from . import read as tr
 from .registry import GROWTH_DISABLE
 from ..analysis.compile_sites import model_of
 from ..analysis.context import Settings
-from ..findings import FileError
 from ..analysis.modules import runs_eager
-from ..transforms.container_growth import GROW_METHODS, disable_edit
+from ..findings import FileError
 from ..pipeline.engine import parse_ast
+from ..transforms.container_growth import GROW_METHODS, disable_edit
 from .cures import _applied_finding, _render_edits, _unfixed
 from .match import Guided, Match, _real
 
