@@ -33,7 +33,7 @@ from .float_dict_state import FloatDictState
 from .class_per_call import ClassPerCall
 from .presence_state import PresenceState
 from .mode_on_coroutine import ModeOnCoroutine
-from .param_group_counter import ParamGroupCounter
+from .optimizer_counter import OptimizerCounter
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
@@ -57,7 +57,7 @@ REGISTRY: List[Rule] = [
     ClassPerCall(),
     PresenceState(),
     ModeOnCoroutine(),
-    ParamGroupCounter(),
+    OptimizerCounter(),
 ]
 
 #: every project fact a rule declares, with the code of the rule that reads
