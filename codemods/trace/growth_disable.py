@@ -36,10 +36,9 @@ from . import read as tr
 from .registry import GROWTH_DISABLE
 from ..analysis.compile_sites import model_of
 from ..analysis.context import Settings
-from ..analysis.modules import runs_eager
 from ..findings import FileError
 from ..pipeline.engine import parse_ast
-from ..transforms.container_growth import GROW_METHODS, disable_edit
+from ..transforms.container_growth import GROW_METHODS, disable_edit, disable_refused
 from .cures import _applied_finding, _render_edits, _unfixed
 from .match import Guided, Match, _real
 
@@ -99,11 +98,8 @@ def growing_function(source, model, line: int, entry: tr.CodeEntry, path: str) -
     first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
     if _real(path) == _real(entry.filename) and entry.firstlineno in (fn.lineno, first):
         return None, f"`{fn.name}` is the compiled function itself: keep the list outside it (rule FR013)"
-    if runs_eager(model, fn):
-        return None, f"`{fn.name}` is already under `torch.compiler.disable`"
-    if source.enclosing(fn, _DEFS) is not None:
-        return None, f"`{fn.name}` is defined inside another function (a decorator there is made anew at every call)"
-    return fn, ""
+    refused = disable_refused(source, model, fn)
+    return (None, refused) if refused else (fn, "")
 
 
 def apply_growth_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -> None:

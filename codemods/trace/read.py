@@ -1471,10 +1471,10 @@ def named_arguments(entry: "CodeEntry", cause: str) -> List[str]:
     return [a[0] for a in (argument_of(s) for s in entry.sources(cause)) if a is not None and not a[1]]
 
 
-#: a field of a state object passed in (``args[1].subtree_com``, ``d.qacc``):
-#: not ``self``'s (a module's attribute), not a nested path
 #: a state passed in, as a guard names it: ``args[1]``, ``kwargs['d']``, ``d`` (not ``self``)
 _STATE_HOLDER = r"""(?!self\.)(?:args\[\d+\]|kwargs\[['"][A-Za-z_]\w*['"]\]|[A-Za-z_]\w*)"""
+#: a field of a state object passed in (``args[1].subtree_com``, ``d.qacc``):
+#: not ``self``'s (a module's attribute), not a nested path
 _STATE_FIELD = re.compile(rf"^{_STATE_HOLDER}\.(?P<field>[A-Za-z_]\w*)$")
 
 
@@ -1758,7 +1758,6 @@ def zero_one_sizes(entry: "CodeEntry") -> Dict[str, Dict[int, int]]:
     return out
 
 
-#: an argument's source as the trace shows it: a name, then string keys (``kwargs['cu']``)
 #: a source that is a path from one name: attributes, int and string keys
 _SOURCE_PATH = re.compile(r"""^(?P<name>[A-Za-z_]\w*)(?P<rest>(?:\.[A-Za-z_]\w*|\[(?:\d+|'[^'"]*'|"[^'"]*")\])*)$""")
 

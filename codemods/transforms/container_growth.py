@@ -93,6 +93,17 @@ def _changes_elsewhere(source, attr: str, inits: Set[ast.AST]) -> bool:
 # disable-growth-from-trace (codemods/trace/growth_disable.py).
 
 
+def disable_refused(source, model, fn: ast.AST) -> str:
+    """Why ``fn`` cannot take the decorator ("" when it can): it runs eagerly
+    already, or it is defined inside another function (a decorator there is
+    made anew at every call)."""
+    if runs_eager(model, fn):
+        return f"`{fn.name}` is already under `torch.compiler.disable`"  # type: ignore[attr-defined]
+    if source.enclosing(fn, _DEFS) is not None:
+        return f"`{fn.name}` is defined inside another function (a decorator there is made anew at every call)"  # type: ignore[attr-defined]
+    return ""
+
+
 def disable_edit(source, model, fn: ast.AST) -> Edit:
     """``@torch.compiler.disable`` above the other decorators of ``fn``."""
     return Edit(source.target(fn, "FunctionDef"), functools.partial(_add_disable, model))
@@ -240,7 +251,7 @@ then (the caller, a tensor buffer) is a design choice.
                         f"({DEFAULT_RECOMPILE_LIMIT} graphs) the module runs eager. "
                     )
                     # the method that grows it, when it is not the compiled one itself, can run eagerly (torchrec's fix)
-                    takes = not itself and model.source.enclosing(fn, _DEFS) is None
+                    takes = not itself and not disable_refused(source, model, fn)
                     if not takes:
                         message += (
                             "Keep the list outside the compiled code (return the value and append it in the caller), or grow it "

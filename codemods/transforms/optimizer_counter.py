@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Tuple
 
-from ..analysis.modules import class_chain
+from ..analysis.modules import class_chain, self_attr
 from ..findings import Finding
 from .base import Example, Rule
 
@@ -123,24 +123,20 @@ def _int_counts(scope: ast.AST, holder: str) -> List[Tuple[ast.AST, str]]:
     return out
 
 
-def _is_self_attr(node: ast.AST, attr: str) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name) and node.value.id == "self"
-
-
 def step_counters(source, step: ast.AST) -> List[Counter]:
     """The ints ``step`` counts up: in each param group (a loop ``for group in
     self.param_groups``), or in each parameter's state (``state =
     self.state[p]``, counted in the loop that looked it up)."""
     out: List[Counter] = []
     for node in ast.walk(step):
-        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and _is_self_attr(node.iter, "param_groups"):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and self_attr(node.iter) == "param_groups":
             out += [Counter(n, node.target.id, k, True) for n, k in _int_counts(node, node.target.id)]
         elif (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, ast.Subscript)
-            and _is_self_attr(node.value.value, "state")
+            and self_attr(node.value.value) == "state"
         ):
             scope = source.enclosing(node, (ast.For, ast.FunctionDef, ast.AsyncFunctionDef)) or step
             holder = node.targets[0].id
