@@ -58,10 +58,12 @@ CASES = [
     ("dtype_other", "plus_one", 5, 3, tr.DTYPE, ["x"], "bounded, no fix needed (2 recompiles: one graph per dtype)"),
     ("item_resume", "torch_dynamo_resume_in_normalize_at_8", 8, 2, tr.RESUME_VALUE, ["___stack0"], "capture_scalar_outputs"),
     ("fullgraph_limit", "normalize", 6, 8, tr.TENSOR_SHAPE, ["x"], "maybe_mark_dynamic(x, 0)"),
-    # a dynamic int attribute tested against a list (FastVideo's VSA impl before 3792707): named whole, with its test
+    # a dynamic int attribute tested against a list (FastVideo's VSA impl before 3792707): named whole, with its
+    # test; dynamic from the first compile, no graph is specialised to layer 0
     (
         "int_attr_membership", "forward", 25, 3, tr.MODULE_INT_ATTR, ["self.layer_idx"],
-        "report: `self.layer_idx` decides Python control flow (`not (self.layer_idx == 0 or self.layer_idx == 5)` at int_attr_membership.py:26)",
+        "torch.compiler.config.dynamic_sources += \"L['self'].layer_idx,\" (no graph specialised to its first value; "
+        "each outcome of the test (`not (self.layer_idx == 0 or self.layer_idx == 5)` at int_attr_membership.py:26) is still a graph",
     ),
 ]
 
@@ -598,19 +600,40 @@ def test_fr017_cures_the_length_of_its_own_dict_only(tmp_path):
         assert matches == [] and others == findings
 
 
-def test_run_reports_an_int_attribute_test_and_changes_nothing(tmp_path):
+def test_run_makes_a_tested_int_attribute_dynamic_from_the_first_compile(tmp_path):
     """int_attr_membership under ``run --fix``: the table names the test and
-    its line, no fix is tried (none makes the test a tensor op), the script
-    is left byte-identical."""
-    from test_trace import run_cli
+    its line; ``self.layer_idx`` goes into ``dynamic_sources``, so no graph
+    is specialised to layer 0: 3 -> 2 graphs (one per outcome of the test),
+    the same result, kept."""
+    from test_trace import graphs, results, run_cli
 
     proc, script = run_cli(tmp_path, "int_attr_membership", "--fix")
     out = proc.stdout
     assert proc.returncode == 0, out
-    assert "`self.layer_idx` decides Python control flow (`not (self.layer_idx == 0 or self.layer_idx == 5)` at int_attr_membership.py:26)" in out
+    assert "each outcome of the test (`not (self.layer_idx == 0 or self.layer_idx == 5)` at int_attr_membership.py:26)" in out
     assert "not (self.layer_idx`" not in out  # no source cut at `==`
-    assert "nothing to fix" in out and "restored" not in out
-    assert script.read_bytes() == (SCRIPTS / "int_attr_membership.py").read_bytes()
+    assert graphs(out, "total") == (3, 2) and "restored" not in out
+    first, *after = results(out)
+    assert after and all(r == first for r in after)
+    assert script.read_text().count("torch.compiler.config.dynamic_sources += \"L['self'].layer_idx,\"\n") == 1
+
+
+def test_an_nn_module_int_attribute_tested_gets_the_flag_then_dynamic_sources(tmp_path):
+    """The same test on an nn.Module's int attribute: specialised at every
+    block (8 graphs, the limit); FR005's flag (from the trace) makes it
+    dynamic after one recompile (3), and the next round names it in
+    ``dynamic_sources`` (2): both kept, the same result."""
+    from test_trace import results, run_cli
+
+    proc, script = run_cli(tmp_path, "int_attr_module", "--fix")
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "8 -> 3" in out and "3 -> 2" in out and "Over 2 rounds: 8 -> 2 graphs." in out, out
+    first, *after = results(out)
+    assert after and all(r == first for r in after)
+    text = script.read_text()
+    assert "torch._dynamo.config.allow_unspec_int_on_nn_module = True" in text
+    assert "torch.compiler.config.dynamic_sources += \"L['self'].layer_idx,\"" in text
 
 
 def test_a_str_argument_is_bounded_only_if_it_takes_few_values():

@@ -305,12 +305,14 @@ def test_raw_sources_and_dynamic_int_arguments():
     assert tr.raw_source("n") == "L['n']"
     assert tr.raw_source("kwargs['max_doc_len']") == "L['kwargs']['max_doc_len']"
     assert tr.raw_source('kwargs["k"]') == "L['kwargs']['k']"
-    assert tr.raw_source("self.n") is None and tr.raw_source("args[1]") == "L['args'][1]"
+    # an attribute of `self` (a tested int attribute: tested_attributes); the int-argument cure leaves it to FR005's flag
+    assert tr.raw_source("self.n") == "L['self'].n" and tr.raw_source("args[1]") == "L['args'][1]"
     assert tr.raw_source("args[0].param_groups[0]['step']") == "L['args'][0].param_groups[0]['step']"
     assert tr.raw_source("x.size()") is None
     # an int an object passed in holds (xtuner 567df4be's `seq_ctx.max_length_k`)
     assert tr.raw_source("seq_ctx.max_length_k") == "L['seq_ctx'].max_length_k"
-    assert tr.raw_source("self.cfg.n") is None
+    assert tr.raw_source("self.cfg.n") == "L['self'].cfg.n"
+    assert not tr._argument_path("self.n") and not tr._argument_path("self") and tr._argument_path("seq_ctx.n")
     # dynamic=False: the int fails again and again, never made symbolic: FR001's, not this cure's
     trace = fixture("int_global")
     (entry,) = [e for e in trace.entries if e.name == "add_n"]

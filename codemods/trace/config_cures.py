@@ -597,45 +597,60 @@ def _inputs_named(entry: tr.CodeEntry) -> set:
 def apply_dynamic_sources_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -> None:
     """For each code object of a guided file that recompiled on int
     arguments automatic dynamic made symbolic (and no applied finding cures
-    that already): their sources and the hidden sizes of its inputs in
-    ``dynamic_sources``, one statement per file (code ``TRACE``)."""
+    that already), or on int attributes of ``self`` that decide a test
+    (:func:`codemods.trace.read.tested_attributes`): their sources and the
+    hidden sizes of its inputs in ``dynamic_sources``, one statement per
+    file (code ``TRACE``)."""
     by_real = {_real(g.path): g for g in guided.files}
     for entry in trace.entries:
         ints = tr.dynamic_sources_named(entry)
+        attrs = tr.tested_attributes(entry)
         path = entry_file(entry)
-        if not ints or path is None:
+        if not (ints or attrs) or path is None:
             continue
         g = by_real.get(_real(path))
-        if g is None or any(m.entry is entry and m.cause == tr.INT_ARG and m.finding.applied for m in g.matches):
+        if g is None:
+            continue
+        if any(m.entry is entry and m.cause == tr.INT_ARG and m.finding.applied for m in g.matches):
+            ints = []
+        if not (ints or attrs):
             continue
         # torch's own code compiled by this file (`torch.compile(optimizer.step)`):
         # the setting goes in the file that reached it, which ran before the compile
         library = tr.is_library_file(entry.filename)
         base, first, _traced, _callers = _current(g, trace, entry)
-        fn = None if library else _def_at(base, entry.name, first)
-        hidden_dims = {} if library else tr.hidden_varying_dims(entry)
+        fn = None if library or not ints else _def_at(base, entry.name, first)
+        hidden_dims = {} if library or not ints else tr.hidden_varying_dims(entry)
         hidden = _hidden_sources(fn, hidden_dims) if fn is not None else []
-        sources = [tr.raw_source(i) for i in ints] + hidden
+        sources = [tr.raw_source(i) for i in ints + attrs] + hidden
         new, line = dynamic_sources_setting(base, sources)  # type: ignore[arg-type]
         if new is None:
             continue
-        names = {tr.graph_input(i) for i in ints} | set(hidden_dims)
+        names = {tr.graph_input(i) for i in ints + attrs} | set(hidden_dims)
         shared = sorted({tr.display_name(e) for e in trace.entries if e is not entry and names & _inputs_named(e)})
         unsafe = bool(shared)
         if unsafe_fixes or not unsafe:
             g.new = new
         setting = f'torch.compiler.config.dynamic_sources += "{_sources_text(sources)}"'
-        failed = tr.dynamic_int_arguments(entry)
-        behind = [i for i in ints if i not in failed]
-        also = f", and its graphs show {', '.join(f'`{h}`' for h in hidden)} compiled static, then symbolic (changed at the same call)" if hidden else ""
-        if behind:
-            also += f"; the recompile also made {', '.join(f'`{b}`' for b in behind)} symbolic (changed at the same call, behind the guard that failed first)"
+        what = []
+        if ints:
+            failed = tr.dynamic_int_arguments(entry)
+            behind = [i for i in ints if i not in failed]
+            also = f", and its graphs show {', '.join(f'`{h}`' for h in hidden)} compiled static, then symbolic (changed at the same call)" if hidden else ""
+            if behind:
+                also += f"; the recompile also made {', '.join(f'`{b}`' for b in behind)} symbolic (changed at the same call, behind the guard that failed first)"
+            what.append(f"int argument{'s' if len(failed) > 1 else ''} {', '.join(f'`{i}`' for i in failed)} (automatic dynamic then made {'them' if len(failed) > 1 else 'it'} symbolic){also}")
+        if attrs:
+            tests = ", ".join(dict.fromkeys(f"`{r.text}`" for r in tr.int_tests(entry, tr.MODULE_INT_ATTR) if r.source in attrs))
+            what.append(
+                f"int attribute{'s' if len(attrs) > 1 else ''} {', '.join(f'`{a}`' for a in attrs)}, compiled at {'their' if len(attrs) > 1 else 'its'} first value and then"
+                f" symbolic, deciding a test ({tests}: each outcome stays a graph, the one for the first value goes)"
+            )
         risk = f" (unsafe: {', '.join(f'`{n}`' for n in shared)} also compile{'s' if len(shared) == 1 else ''} an input of that name, which the setting makes dynamic there too)" if unsafe else ""
         message = (
-            f"`{tr.display_name(entry)}` recompiled on int argument{'s' if len(failed) > 1 else ''} {', '.join(f'`{i}`' for i in failed)}"
-            f" (automatic dynamic then made {'them' if len(failed) > 1 else 'it'} symbolic){also}: make {'them' if len(sources) > 1 else 'it'} dynamic from the first compile,"
+            f"`{tr.display_name(entry)}` recompiled on {'; and on '.join(what)}: make {'them' if len(sources) > 1 else 'it'} dynamic from the first compile,"
             f" `{setting}` after the imports{risk}"
         )
         title = "append to `torch.compiler.config.dynamic_sources`"
         finding = _applied_finding(g.display_path, line, 1, message, title, DYNAMIC_SOURCES.name, unsafe_fixes=unsafe_fixes if unsafe else None)
-        g.matches.append(Match(finding, entry, tr.INT_ARG))
+        g.matches.append(Match(finding, entry, tr.INT_ARG if ints else tr.MODULE_INT_ATTR))

@@ -1786,11 +1786,12 @@ def raw_source(source: str) -> Optional[str]:
     ``L['seq_ctx'].max_length_k`` (xtuner 567df4be), ``args[0].param_groups[0]['step']``
     -> ``L['args'][0].param_groups[0]['step']`` (timm #2704: an optimizer's
     step count in its param group, the compiled ``optimizer.step``'s
-    ``*args``; measured on 2.13: the setting matches each of these).  None
-    for ``self``'s (a module's int attribute: FR005's flag) and anything
-    that is not such a path."""
+    ``*args``), an attribute of ``self``, ``self.layer_idx`` ->
+    ``L['self'].layer_idx`` (measured on 2.13: the setting matches each of
+    these, and makes an nn.Module's int attribute symbolic too).  None for
+    anything that is not such a path."""
     m = _SOURCE_PATH.match(source)
-    if m is None or m.group("name") == "self":
+    if m is None:
         return None
     return f"L['{m.group('name')}']" + m.group("rest").replace('"', "'")
 
@@ -1810,7 +1811,32 @@ def dynamic_int_arguments(entry: "CodeEntry") -> List[str]:
                 held.add(r.source)
     # one recompile each: then it was symbolic (a value that fails again and
     # again was never made so: dynamic=False, FR001's cure)
-    return [src for src, n in counts.items() if n == 1 and src not in held and raw_source(src)]
+    return [src for src, n in counts.items() if n == 1 and src not in held and _argument_path(src)]
+
+
+def _argument_path(source: str) -> bool:
+    """Whether ``source`` is a path :func:`raw_source` names that starts at
+    an argument, not at ``self`` (an int attribute of ``self`` is cured by
+    FR005's flag, or by :func:`tested_attributes` where it decides a test)."""
+    return raw_source(source) is not None and source != "self" and not source.startswith(("self.", "self["))
+
+
+def tested_attributes(entry: "CodeEntry") -> List[str]:
+    """Int attributes of ``self`` (by their source) that decide a test in
+    the code object's compiled code (:func:`int_tests`: the guard is on the
+    test, so automatic dynamic, or FR005's flag, had made them symbolic) and
+    that recompiled first at one specialised value.  Each outcome of the
+    test stays a graph, but named in ``dynamic_sources`` the int is symbolic
+    from the first compile, and the graph specialised to the first value is
+    gone (FastVideo's VSA impl before 3792707: ``self.layer_idx in
+    dense_layers``, measured on 2.13: 3 -> 2 graphs; an nn.Module's: 8, the
+    limit, -> 2, where FR005's flag gives 3)."""
+    first = {r.source for r in entry.reasons if r.cause == MODULE_INT_ATTR and not tested_int(r.text)}
+    out: List[str] = []
+    for r in int_tests(entry, MODULE_INT_ATTR):
+        if r.source in first and r.source.startswith("self.") and raw_source(r.source) and r.source not in out:
+            out.append(r.source)
+    return out
 
 
 def hidden_int_arguments(entry: "CodeEntry") -> List[str]:
@@ -1825,7 +1851,7 @@ def hidden_int_arguments(entry: "CodeEntry") -> List[str]:
     first = {src for number, src in entry.int_symbols if number == 0}
     out: List[str] = []
     for number, src in entry.int_symbols:
-        if number > 0 and src not in named and src not in first and src not in out and raw_source(src):
+        if number > 0 and src not in named and src not in first and src not in out and _argument_path(src):
             out.append(src)
     return out
 
@@ -2273,13 +2299,20 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
     elif cause == MODULE_INT_ATTR and int_tests(entry, cause):
         # a dynamic int attribute tested against constants (FastVideo's
         # `self.layer_idx in dense_layers`): each outcome of the test is a
-        # graph whatever dynamic= or FR005's flag say
+        # graph whatever dynamic= or FR005's flag say; named in
+        # dynamic_sources, no graph is specialised to its first value
+        # (codemods/trace/config_cures.py)
         tests = ", ".join(dict.fromkeys(f"`{r.text}`{_at(r)}" for r in int_tests(entry, cause)))
-        parts.append(
-            f"report: {sources} decides Python control flow ({tests}): each outcome of the test is a graph, "
-            "dynamic or not: compare a 0-d tensor of it with a tensor of the values (`(values == idx).any()`) "
-            "or decide it outside the compiled code"
+        tested = tested_attributes(entry)
+        outcome = (
+            f"each outcome of the test ({tests}) is still a graph: to share one, compare a 0-d tensor of it with a tensor "
+            "of the values (`(values == idx).any()`) or decide it outside the compiled code"
         )
+        if tested:
+            names = "".join(f"{raw_source(src)}," for src in tested)
+            parts.append(f'torch.compiler.config.dynamic_sources += "{names}" (no graph specialised to its first value; {outcome})')
+        else:
+            parts.append(f"report: {sources} decides Python control flow, dynamic or not: {outcome}")
     elif cause == FLOAT_ARG and any(r.specialized for r in entry.reasons if r.cause == cause):
         # a value computed from the float reached an op that needs a Python
         # number: specialised whatever `dynamic=` says (rule_cures: FR001 is no cure)

@@ -397,8 +397,8 @@ speculators dbd631b1, kornia 7d73de442 on its module's `forward`).
 
 DYNAMIC_SOURCES = TraceCure(
     name="dynamic-sources-from-trace",
-    summary="torch.compiler.config.dynamic_sources for int arguments (and sizes behind them) automatic dynamic made symbolic after a recompile",
-    causes=(INT_ARG,),
+    summary="torch.compiler.config.dynamic_sources for int arguments (and sizes behind them) automatic dynamic made symbolic after a recompile, and int attributes of self tested in control flow",
+    causes=(INT_ARG, MODULE_INT_ATTR),
     what_it_does="""
 Where compiled code recompiled on the value of an int argument that automatic
 dynamic then made symbolic (`kwargs['max_doc_len'] == 22`; also an int an
@@ -412,7 +412,13 @@ the guard that failed first, xtuner 567df4be's `max_length_q` behind
 `max_length_k`), and the dims of inputs the graphs show compiled static and
 then symbolic (a size hidden the same way), to
 `torch.compiler.config.dynamic_sources` after the imports of the file of that
-code (OLMo-core 23a3af57, issue #500).
+code (OLMo-core 23a3af57, issue #500). Also an int attribute of `self` that
+recompiled at its first value and then, symbolic, decides a test
+(`not (self.layer_idx == 0 or self.layer_idx == 5)`, FastVideo's per-block
+VSA impl before 3792707), as `L['self'].layer_idx`: each outcome of the test
+stays a graph, the one specialised to the first value goes (3 -> 2; an
+nn.Module's attribute, which the setting makes symbolic too: FR005's flag
+8 -> 3, then this 3 -> 2).
 """,
     why_it_recompiles="""
 An int argument is specialised at its first value; when it changes the code

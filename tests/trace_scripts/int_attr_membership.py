@@ -4,8 +4,8 @@ forward every block shares (FastVideo's MiniMax-H3 VSA impl before 3792707:
 first block's index is specialised; automatic dynamic then makes it a
 SymInt, and the membership test guards `not (self.layer_idx == 0 or
 self.layer_idx == 5)`: one graph for layer 0, one for the others, one for
-layer 5: 3 graphs, whatever dynamic= says.  No rewrite of the tool's makes
-the test a tensor op: the trace reports it, with the line of the test."""
+layer 5: 3 graphs.  Named in `dynamic_sources` the index is symbolic from
+the first compile: one graph per outcome of the test, 2 (measured on 2.13)."""
 from dataclasses import dataclass, field
 from typing import List
 
