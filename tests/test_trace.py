@@ -482,8 +482,8 @@ def _env():
     return env
 
 
-def run_cli(tmp_path, name, *flags, cold=False):
-    """``fix-recompiles run FLAGS -- python NAME.py`` in a copy of the script.
+def run_cli(tmp_path, name, *flags, cold=False, script_args=()):
+    """``fix-recompiles run FLAGS -- python NAME.py [SCRIPT_ARGS]`` in a copy of the script.
     The command is a real child process of the CLI: with ``cold``, a new
     ``python``; otherwise tests/warm_exec.py, which has a fork of a warm
     torch process run the script with its stdio, folder and environment
@@ -492,7 +492,7 @@ def run_cli(tmp_path, name, *flags, cold=False):
     python = [PYTHON] if cold else warm_python.python_command(_env())
     proc = warm_python.cli_run(
         check=False,
-        args=CLI + ["run", *flags, "--", *python, f"{name}.py"],
+        args=CLI + ["run", *flags, "--", *python, f"{name}.py", *script_args],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

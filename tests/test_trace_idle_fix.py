@@ -28,3 +28,23 @@ def test_a_mark_that_cures_nothing_is_taken_back(tmp_path):
     assert out.count("Graphs compiled, before -> after:") == 2
     assert graphs(out.rsplit("Graphs compiled", 1)[1], "scaled (idle_mark.py)") == (6, 1)
     assert len(set(results(out))) == 1 and len(results(out)) == 3
+
+
+def test_a_code_object_with_no_graph_is_judged_by_its_compiles():
+    """A frame that broke at once compiles no graph, yet recompiles (dia's
+    `_prepare_text_input`, once per prompt): a fix matched to it earns its
+    place when its compiles drop, and is taken back when they do not."""
+    from codemods.findings import Finding, Fix, Safety
+    from codemods.modes.traced import _idle_functions
+    from codemods.trace import read as tr
+    from codemods.trace.match import Guided, GuidedFile, Match
+
+    def trace(compiles):
+        return tr.Trace(entries=[tr.CodeEntry("_prepare_text_input", "/p/m.py", 22, graphs=0, compiles=compiles)])
+
+    before = trace(8)
+    fix = Fix(edits=(), safety=Safety.SAFE, title="t")
+    finding = Finding("TRACE", "m", "m.py", 22, 1, 22, 1, fix=fix, applied=True)
+    guided = Guided(files=[GuidedFile("/p/m.py", "m.py", b"", matches=[Match(finding, before.entries[0], tr.CONSTANT)])])
+    assert _idle_functions(guided, before, trace(0)) == []
+    assert _idle_functions(guided, before, trace(8)) == [(("/p/m.py", "_prepare_text_input"), "its compiles (8 -> 8; no graphs)")]

@@ -103,6 +103,11 @@ def cause_details(entry: tr.CodeEntry, codes, trace: Optional[tr.Trace] = None) 
             from ..trace.growth_disable import growth_cure
 
             cure = growth_cure(entry, cure)
+        elif cause in (tr.CONSTANT, tr.RESUME_VALUE):
+            # whether the function that reads the string can run eagerly (codemods/trace/string_disable.py)
+            from ..trace.string_disable import string_cure
+
+            cure = string_cure(entry, trace, cure)
         out.append(f"cause: {label}; cure: {cure}")
     return out
 

@@ -50,12 +50,28 @@ def _print_diff(guided: Guided) -> None:
         out.flush()
 
 
+def _distinct(matches) -> list:
+    """``matches`` with one per finding (a finding matched to several code
+    objects, the frames of one function, counts once)."""
+    seen = set()
+    out = []
+    for m in matches:
+        if id(m.finding) not in seen:
+            seen.add(id(m.finding))
+            out.append(m)
+    return out
+
+
 def _print_matches(guided: Guided, settings: Settings, *, fixing: bool) -> None:
     from .output import format_finding
 
+    shown = set()  # a finding matched to several code objects (a function's frames) is shown once
     for g in guided.files:
         for m in g.matches:
             f = m.finding
+            if id(f) in shown:
+                continue
+            shown.add(id(f))
             if fixing and f.applied:
                 out_line(f"fixed: {format_finding(f, show_fix=False)}")
             else:
@@ -65,13 +81,13 @@ def _print_matches(guided: Guided, settings: Settings, *, fixing: bool) -> None:
         out_line(
             f"{n_other} other finding{'s' if n_other != 1 else ''} in these files not implicated by the trace (left alone; see `fix-recompiles check`)."
         )
-    unsafe_left = [
+    unsafe_left = _distinct(
         m
         for m in guided.matches
         if not m.finding.applied
         and m.finding.fix is not None
         and m.finding.fix.safety == Safety.UNSAFE
-    ]
+    )
     if unsafe_left and not settings.unsafe_fixes:
         out_line(
             f"{len(unsafe_left)} implicated fix{'es stay' if len(unsafe_left) != 1 else ' stays'} unsafe (a trace proves the recompile, not that the rewrite keeps results); apply with --unsafe-fixes."
@@ -112,7 +128,7 @@ def report_and_apply(
         written = write(guided)
         for path, reason in guided.errors:
             err_line(f"error: {path}: {reason}")
-        applied = sum(1 for m in guided.matches if m.finding.applied)
+        applied = len(_distinct(m for m in guided.matches if m.finding.applied))
         if applied:
             out_line(
                 f"Fixed {applied} finding{'s' if applied != 1 else ''} in {written} file{'s' if written != 1 else ''}."
@@ -397,14 +413,14 @@ def _keep_or_restore(
     idle = _idle_functions(guided, before, after)
     if not idle:
         return result, after, frozenset()
-    for (path, name), nb, na in idle:
+    for (path, name), what in idle:
         where = os.path.relpath(path) if path and not os.path.relpath(path).startswith("..") else path
-        err_line(f"fix-recompiles: the fixes for `{name}` ({where}) did not reduce its graphs ({nb} -> {na}); taking them back")
+        err_line(f"fix-recompiles: the fixes for `{name}` ({where}) did not reduce {what}; taking them back")
     fixed = {path: _read_bytes(path) for path, _shown, _original in written}
     _restore(written, fixed)
-    taken = frozenset(key for key, _nb, _na in idle)
+    taken = frozenset(key for key, _what in idle)
     again = guide(before, settings, [os.getcwd()], fixing=True, selection=selection, dropped=dropped | taken)
-    kept = [m for m in again.matches if m.finding.applied]
+    kept = _distinct(m for m in again.matches if m.finding.applied)
     if not kept or not any(g.changed for g in again.files):
         err_line("fix-recompiles: no fix is left; the files were restored")
         return EXIT_FINDINGS, None, taken
@@ -474,15 +490,32 @@ def _dynamic_true(
     return result, later, dropped - frozenset(unsettled)
 
 
-def _idle_functions(guided: Guided, before: tr.Trace, after: tr.Trace) -> List[Tuple[Tuple[str, str], int, int]]:
-    """(function key, graphs before, after) of the functions with an applied
-    fix whose graphs the fixes did not reduce."""
+def _idle_functions(guided: Guided, before: tr.Trace, after: tr.Trace) -> List[Tuple[Tuple[str, str], str]]:
+    """(function key, what did not drop: "its graphs (3 -> 3)") of the
+    functions with an applied fix whose graphs the fixes did not reduce; for
+    a code object that compiled no graph (its frame broke at once and
+    recompiled, dia's ``_prepare_text_input`` on each prompt), its compiles."""
     b, a = graphs_by_function(before), graphs_by_function(after)
-    out: List[Tuple[Tuple[str, str], int, int]] = []
+    cb, ca = _compiles_by_function(before), _compiles_by_function(after)
+    out: List[Tuple[Tuple[str, str], str]] = []
     for m in guided.matches:
         if not m.finding.applied:
             continue
         key = function_key(m.entry)
-        if key in b and a.get(key, 0) >= b[key] and all(k != key for k, _, _ in out):
-            out.append((key, b[key], a.get(key, 0)))
+        if key not in b or any(k == key for k, _ in out):
+            continue
+        if b[key] == 0 and cb.get(key, 0) > ca.get(key, 0):
+            continue
+        if a.get(key, 0) >= b[key]:
+            what = f"its graphs ({b[key]} -> {a.get(key, 0)})" if b[key] else f"its compiles ({cb.get(key, 0)} -> {ca.get(key, 0)}; no graphs)"
+            out.append((key, what))
+    return out
+
+
+def _compiles_by_function(trace: tr.Trace) -> Dict[Tuple[str, str], int]:
+    """Compiles per :func:`function_key` (also those that made no graph)."""
+    out: Dict[Tuple[str, str], int] = {}
+    for e in trace.entries:
+        key = function_key(e)
+        out[key] = out.get(key, 0) + e.compiles
     return out

@@ -27,6 +27,7 @@ from .flatten_core import apply_rank_evidence
 from .dtype_fields import apply_dtype_evidence
 from .global_memo import apply_global_memo_evidence, global_memo_files
 from .growth_disable import apply_growth_evidence, growth_files
+from .string_disable import apply_string_evidence, string_files
 from .init_default import apply_presence_evidence, presence_files
 from .partial_reuse import apply_partial_reuse_evidence, remade_partial_files
 
@@ -173,6 +174,7 @@ def guide(
             apply_presence_evidence(trace, out)
             apply_global_memo_evidence(trace, out, settings.unsafe_fixes)
             apply_growth_evidence(trace, out, settings.unsafe_fixes)
+            apply_string_evidence(trace, out, settings.unsafe_fixes)
             apply_partial_reuse_evidence(trace, out)
             apply_alias_evidence(trace, out)
         # FR018's finding where it found the dict, TRACE's elsewhere
@@ -190,8 +192,9 @@ def guide(
 #: call found None and filled (skipped while compiling there), the installs
 #: of a ``functools.partial`` the trace saw freed and made again (made once
 #: and reused there), the methods that grow a list whose length compiled
-#: code guarded (run eagerly there)
-_CURE_FILES = (presence_files, global_memo_files, remade_partial_files, growth_files)
+#: code guarded, the functions whose frames recompiled on strings (both run
+#: eagerly there)
+_CURE_FILES = (presence_files, global_memo_files, remade_partial_files, growth_files, string_files)
 
 
 def _add_files(files: List[str], found: Sequence[str], selection: FileSelection) -> List[str]:

@@ -1777,6 +1777,35 @@ def _string_arguments(entry: "CodeEntry") -> List[str]:
     return out
 
 
+#: a guard comparing a source with a str or bytes literal (the literal may
+#: hold the other quote: ``'it\'s'`` is written ``"it's"`` by torch)
+_STRING_GUARD = re.compile(r"""^(?P<src>.+?) == b?(?:'.*'|".*")$""")
+
+
+def string_guards(entry: "CodeEntry") -> List[str]:
+    """The sources (an argument, a local of a frame resumed after a graph
+    break, a value on its stack) whose failed guards compare them with a
+    str or bytes literal: ``text == '[S1] Dia is ...'``, ``___stack0 ==
+    b'\\x01 Dia ...'`` (nari-labs/dia before 5f57172d), ``tasks[0] == 'Open
+    the drawer'`` (OpenTau before 1aeed09).  Dynamo never makes a string
+    dynamic: each new value is a graph."""
+    out: List[str] = []
+    for r in entry.reasons:
+        if r.cause in (CONSTANT, RESUME_VALUE) and r.source and not r.stale:
+            m = _STRING_GUARD.match(r.text)
+            if m is not None and m.group("src") == r.source and r.source not in out:
+                out.append(r.source)
+    return out
+
+
+def resumed_at(name: str) -> Optional[Tuple[str, int]]:
+    """``torch_dynamo_resume_in_refine_at_13`` -> (``refine``, 13): the
+    function a frame resumed after a graph break is of, and the line of the
+    break; None for a function's own frame."""
+    m = _RESUME_NAME.match(name)
+    return (m.group("fn"), int(m.group("line"))) if m else None
+
+
 def raw_source(source: str) -> Optional[str]:
     """Dynamo's own name of an argument's source, as
     ``torch.compiler.config.dynamic_sources`` takes it: the name the source
@@ -2051,7 +2080,7 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
     table), which may name the cures that depend on a finding's source;
     ``trace_cures``: the names of the trace's own fixes made for it there
     (:mod:`codemods.trace.registry`), which the source decided."""
-    from .registry import DYNAMIC_TRUE, FIELD_DTYPE, FLATTEN_CORE, GLOBAL_MEMO, GROWTH_DISABLE, INIT_DEFAULT, NO_MARK, PARAMETER_SHAPES, PARTIAL_REUSE
+    from .registry import DYNAMIC_TRUE, FIELD_DTYPE, FLATTEN_CORE, GLOBAL_MEMO, GROWTH_DISABLE, INIT_DEFAULT, NO_MARK, PARAMETER_SHAPES, PARTIAL_REUSE, STRING_DISABLE
 
     parts = rule_cure_codes(entry, cause, available, matched=matched)
     count = entry.count(cause)
@@ -2162,6 +2191,10 @@ def cure_label(entry: "CodeEntry", cause: str, available: Iterable[str], matched
                 f"report: a field of a state passed in changes dtype between calls ({changed}; {recompiles(count)}): "
                 "make it with one dtype wherever it is made (the one of the first call)"
             )
+    elif cause in (CONSTANT, RESUME_VALUE) and STRING_DISABLE.name in trace_cures:
+        # the function whose frames read the string runs eagerly
+        # (codemods/trace/string_disable.py)
+        parts.append(f"`@torch.compiler.disable` on the function that reads {sources} (the string stays out of the graph)")
     elif cause in BOUNDED:
         top = entry.causes[0] if entry.causes else cause
         top_named = f"{top} {entry.shown_sources(top)}" if entry.sources(top) else top

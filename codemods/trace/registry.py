@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Tuple
 
 from ..transforms.base import rule_doc
-from .causes import ALIASING, DTYPE, INT_ARG, INVALIDATED, KEYS, LAYOUT, LENGTH, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, NONE_CHECK, PARAMETER_SHAPE, RANK, RESUME_VALUE, TENSOR_SHAPE
+from .causes import ALIASING, CONSTANT, DTYPE, INT_ARG, INVALIDATED, KEYS, LAYOUT, LENGTH, MODULE_FLOAT_ATTR, MODULE_INT_ATTR, NONE_CHECK, PARAMETER_SHAPE, RANK, RESUME_VALUE, TENSOR_SHAPE
 
 #: the code of every finding the trace makes on its own
 CODE = "TRACE"
@@ -558,13 +558,47 @@ limit (then the whole compiled function runs eagerly).
     ),
 )
 
+STRING_DISABLE = TraceCure(
+    name="disable-string-from-trace",
+    summary="@torch.compiler.disable on a function compiled code calls whose frames recompile on string values",
+    causes=(CONSTANT, RESUME_VALUE),
+    what_it_does="""
+Where the frames of a function (its own, or one resumed after a graph break
+in it) recompiled on the value of a string or bytes (`text == '[S1] Dia is
+...'`, `___stack0 == b'\\x01 Dia ...'`, `tasks[0] == 'Open the drawer'`), and
+compiled code calls it (a frame of compiled code resumed after a graph break
+at the call: it is not the compiled function itself), puts
+`@torch.compiler.disable` on that function in a file of the run
+(nari-labs/dia 5f57172d: `_prepare_text_input`, which encodes the prompt;
+OpenTau 1aeed09: `prepare_language`, which formats the prompt and the
+binned state).
+""",
+    why_it_recompiles="""
+Dynamo never makes a string dynamic: code that reads one guards its value, so
+every new prompt, path or formatted state is a graph, until the recompile
+limit.
+""",
+    example="""
+    @torch.compiler.disable  # inserted
+    def _prepare_text_input(self, text: str) -> torch.Tensor:
+        byte_text = text.encode("utf-8")
+        ...
+""",
+    fix_safety=(
+        "Safe where a frame of the function hit the recompile limit: it ran eagerly from then on, it now does from the first call. "
+        "Unsafe otherwise (a string that takes few values, a mode, compiles once each and is then reused; the function runs eagerly "
+        "at every call, which can be slower): applied with --unsafe-fixes. run --fix keeps it only if the rerun compiles fewer graphs "
+        "with the same output and exit code."
+    ),
+)
+
 #: the name of the trace's finding that says why no mark was written for a
 #: shape recompile (``rule_name``; not a cure: the table names no mark then)
 NO_MARK = "no-mark-placeable"
 
 #: in the order the guide applies them
 TRACE_CURES: Tuple[TraceCure, ...] = (
-    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, GROWTH_DISABLE, PARTIAL_REUSE, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, PARAMETER_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES, FIELD_DTYPE,
+    UNSPEC_FLAG, MARK_DYNAMIC, DYNAMIC_TRUE, MARK_UNBACKED, CONTIGUOUS, FLATTEN_CORE, INIT_DEFAULT, GLOBAL_MEMO, GROWTH_DISABLE, STRING_DISABLE, PARTIAL_REUSE, CLONE_ALIAS, TENSOR_DICT_VALUES, CAPTURE_SCALARS, CAPTURE_DYNAMIC_SHAPES, PARAMETER_SHAPES, NO_DUCK_SHAPE, DYNAMIC_SOURCES, FIELD_DTYPE,
 )
 BY_NAME: Dict[str, TraceCure] = {c.name: c for c in TRACE_CURES}
 
