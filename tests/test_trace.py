@@ -272,6 +272,22 @@ def test_cure_table_follows_the_registry():
     assert tr.BOUNDED <= set(tr.CAUSES) and set(tr.REMEDIES) <= set(tr.CAUSES)
 
 
+def test_rules_and_trace_cures_name_each_other_by_names_that_exist():
+    """A rule's fix declared the edit of a trace cure, a trace cure declared
+    the fix of a rule: both names are in the registries, and the cause is one
+    the other side cures (the table names both for a match)."""
+    from codemods.trace.registry import BY_NAME, TRACE_CURES
+
+    pairs = [(rule, c) for rule in BY_CODE.values() for c in rule.cures if c.trace_cure]
+    assert pairs, "FR013's fix is disable-growth-from-trace's decorator"
+    for rule, c in pairs:
+        assert c.cause in BY_NAME[c.trace_cure].causes, (rule.code, c)
+    ruled = [cure for cure in TRACE_CURES if cure.rule]
+    assert [cure.rule for cure in ruled] == ["FR005"]
+    for cure in ruled:
+        assert set(cure.causes) & {c.cause for c in BY_CODE[cure.rule].cures}, cure.name
+
+
 # -- matching findings to traced code objects ------------------------------------------
 
 

@@ -13,7 +13,7 @@ from ..analysis.context import Settings
 from ..findings import Finding, Safety
 from ..trace import read as tr
 from ..trace.cures import FLAG_CODE
-from ..trace.registry import GROWTH_DISABLE
+from ..trace.registry import BY_NAME
 from ..transforms import BY_CODE
 
 #: ruff's exit codes: nothing found (or all fixed), findings remain, an error (2 wins)
@@ -145,6 +145,20 @@ def available_codes(settings: Settings) -> List[str]:
     return [code for code in BY_CODE if settings.selects(code)]
 
 
+def _cure_names(m) -> Set[str]:
+    """What the table names for a matched finding: its code, and for the
+    trace's own fixes which cure it is (and the rule whose fix that cure
+    writes: the flag set from a trace is FR005's); for a rule's fix, the
+    trace's cure whose edit it is (FR013's decorator)."""
+    f = m.finding
+    if f.code == FLAG_CODE:
+        cure = BY_NAME.get(f.rule_name)
+        return {cure.rule if cure is not None and cure.rule else f.code} | ({f.rule_name} if f.rule_name else set())
+    rule = BY_CODE.get(f.code)
+    same = [c.trace_cure for c in getattr(rule, "cures", ()) if c.cause == m.cause and c.trace_cure] if f.fix is not None else []
+    return {f.code, *same}
+
+
 def report_lines(trace: tr.Trace, settings: Settings, guided: Optional[object] = None) -> List[str]:
     """The table; with ``guided`` (the analysis of the implicated files), each
     cure names the rules whose findings match that recompile, and the rules
@@ -153,14 +167,9 @@ def report_lines(trace: tr.Trace, settings: Settings, guided: Optional[object] =
     if guided is not None:
         found = {}
         for m in guided.matches:
-            # the flag the trace sets is FR005's fix; its other fixes (mark_dynamic, a wrapped float) are its own
-            code = "FR005" if m.finding.code == FLAG_CODE and m.cause == tr.MODULE_INT_ATTR else m.finding.code
+            names = _cure_names(m)
             for entry in (m.entry, *m.also):
-                found.setdefault((id(entry), m.cause), set()).add(code)
-                if m.finding.code == FLAG_CODE and m.finding.rule_name:
-                    found[(id(entry), m.cause)].add(m.finding.rule_name)  # which of the trace's cures (the table names it)
-                elif m.finding.code == "FR013" and m.finding.fix is not None:
-                    found[(id(entry), m.cause)].add(GROWTH_DISABLE.name)  # FR013's fix is that cure's decorator
+                found.setdefault((id(entry), m.cause), set()).update(names)
     rows = tr.table_rows(trace, available_codes(settings), relative_to=os.getcwd(), found=found)
     notice = tr.limit_notice(trace)
     if not rows:

@@ -28,6 +28,9 @@ class TraceCure:
     why_it_recompiles: str
     example: str
     fix_safety: str
+    #: the rule whose fix this cure writes where the rule found nothing (the
+    #: trace's table names the rule: the flag set from a trace is FR005's)
+    rule: str = ""
 
     def doc(self) -> str:
         """As ``fix-recompiles rules NAME`` prints it (a rule's layout)."""
@@ -57,6 +60,7 @@ counter, a layer index of blocks compiled one by one) is a new graph.
     block = torch.compile(Block())
 """,
     fix_safety="Safe: a dynamo setting that changes no value; `run --fix` keeps it only if the rerun compiles fewer graphs with the same output.",
+    rule="FR005",
 )
 
 MARK_DYNAMIC = TraceCure(

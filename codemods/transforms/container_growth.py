@@ -117,7 +117,7 @@ def _add_disable(model, node: "cst.FunctionDef") -> "cst.FunctionDef":
 class ContainerGrowth(Rule):
     code = "FR013"
     #: the trace causes its fix cures (the trace's cure table is made from these)
-    cures = (CuresCause(LENGTH, loop_iterator=False, upgrade=True),)
+    cures = (CuresCause(LENGTH, loop_iterator=False, upgrade=True, trace_cure="disable-growth-from-trace"),)
     name = "container-growth"
     summary = "a list attribute the compiled code appends to on every call"
     what_it_does = """
