@@ -13,6 +13,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..trace import read as tr
 from ..analysis.context import Settings
+from ..analysis.project import _read_bytes
 from ..findings import Safety
 from ..pipeline.selection import FileSelection
 from ..pipeline.writer import write_atomic
@@ -223,14 +224,6 @@ def from_trace(
         trace, settings, within, diff=diff, fix=fix, selection=selection
     )
     return code
-
-
-def _read_bytes(path: str) -> Optional[bytes]:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError:
-        return None
 
 
 def _restore(written: Sequence[Tuple[str, str, bytes]], fixed: Dict[str, Optional[bytes]]) -> None:

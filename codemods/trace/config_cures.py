@@ -458,7 +458,6 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
     file sets the setting already (the global setting is offered then, or
     nothing)."""
     from ..analysis.compile_sites import model_of
-    from ..analysis.lines import line_map
     from ..pipeline.engine import parse_ast
 
     by_real = {_real(g.path): g for g in guided.files}
@@ -474,14 +473,13 @@ def _apply_scoped(trace: tr.Trace, guided: Guided, cure: ConfigCure, recompiled:
             continue
         f = files.get(g.path)
         if f is None:
-            base = g.new if g.new is not None else g.original
+            base, moved = g.current()
             try:
                 source = parse_ast("<trace>", base)
             except FileError:
                 return False
             if config_mentions(source, [cure.flag]):
                 return False
-            moved = line_map(g.original, base) if base != g.original else (lambda n: n)
             f = files[g.path] = _ScopedFile(g, source, model_of(source), base, moved, {}, [])
         fn = _broken_def(f.source, entry, f.moved(entry.firstlineno))
         scope = _compiled_as_function(f.model, fn, cure.fullgraph_ok) if fn is not None else None

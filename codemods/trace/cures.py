@@ -1401,7 +1401,6 @@ def apply_flag_evidence(trace: tr.Trace, guided: Guided, settings: Settings) -> 
     """Add FR005's flag where the trace shows nn.Module methods recompiling on
     int attributes of ``self`` and no applied FR005 finding of that file sets
     it: one flag per file, one finding per code object it cures."""
-    from ..analysis.lines import line_map
     from ..transforms.unspec_int_attrs import FLAG
 
     by_real = {_real(g.path): g for g in guided.files}
@@ -1418,8 +1417,7 @@ def apply_flag_evidence(trace: tr.Trace, guided: Guided, settings: Settings) -> 
         g = by_real[real]
         if any(m.finding.code == "FR005" and (m.finding.applied or m.finding.fix is None) for m in g.matches):
             continue  # FR005 set the flag, or knows it cannot cure this (a list indexed by the int)
-        base = g.new if g.new is not None else g.original
-        moved = line_map(g.original, base) if base != g.original else (lambda n: n)
+        base, moved = g.current()
         new, line = unspec_flag(base, [moved(e.firstlineno) for e, _ in entries], settings)
         if new is None:
             continue
@@ -1615,10 +1613,8 @@ def _current(g: GuidedFile, trace: tr.Trace, entry: tr.CodeEntry) -> Tuple[bytes
     objects in them, and (line, function, as a module) of the frames of
     this file the trace shows calling the entry
     (:attr:`codemods.trace.read.CodeEntry.callers`, ``module_callers``)."""
-    from ..analysis.lines import line_map
 
-    base = g.new if g.new is not None else g.original
-    moved = line_map(g.original, base) if base != g.original else (lambda n: n)
+    base, moved = g.current()
     traced, callers = _frames(trace, entry, g.path, moved)
     return base, moved(entry.firstlineno), traced, callers
 

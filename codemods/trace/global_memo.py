@@ -56,7 +56,6 @@ def apply_global_memo_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bo
     ``TRACE``: safe and applied where the value is proven pure, unsafe and
     applied with ``unsafe_fixes`` otherwise); where the form is not the one
     the fix proves, a finding without a fix says why."""
-    from ..analysis.lines import line_map
 
     by_real = {_real(g.path): g for g in guided.files}
     done = set()
@@ -70,8 +69,8 @@ def apply_global_memo_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bo
             if any(m.entry is entry and m.cause == tr.NONE_CHECK and m.finding.code == "FR014" for m in g.matches):
                 continue  # FR014 found the memo where the source shows the reach: its finding cures it
             done.add((g.path, name))
-            base = g.new if g.new is not None else g.original
-            moved = line_map(g.original, base)(line) if base != g.original else line
+            base, mover = g.current()
+            moved = mover(line)
             count = entry.count(tr.NONE_CHECK)
             seen = f"from the trace: {tr.recompiles(count)} on `{name} is None`"
             try:

@@ -108,7 +108,6 @@ def apply_growth_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -
     attribute (one finding each, code ``TRACE``): safe where that code object
     hit the recompile limit, unsafe otherwise; where the form is not this
     one, a finding without a fix says why."""
-    from ..analysis.lines import line_map
 
     by_real = {_real(g.path): g for g in guided.files}
     done = set()
@@ -120,8 +119,8 @@ def apply_growth_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -
             if any(m.entry is entry and m.finding.code == "FR013" and m.finding.applied for m in g.matches):
                 continue  # FR013 found the growth from the source: its applied fix writes the same decorator
             done.add((g.path, growth.line))
-            base = g.new if g.new is not None else g.original
-            moved = line_map(g.original, base)(growth.line) if base != g.original else growth.line
+            base, mover = g.current()
+            moved = mover(growth.line)
             try:
                 source = parse_ast(g.path, base)
             except FileError:

@@ -159,7 +159,6 @@ def apply_presence_evidence(trace: tr.Trace, guided: Guided) -> None:
     a default in its class's ``__init__`` where every reader is proven to
     read the same (one finding, code ``TRACE``, safe, applied); where not, a
     finding without a fix says why."""
-    from ..analysis.lines import line_map
 
     by_real = {_real(g.path): g for g in guided.files}
     done = set()
@@ -171,8 +170,8 @@ def apply_presence_evidence(trace: tr.Trace, guided: Guided) -> None:
             if g is None or (g.path, line, attr) in done:
                 continue
             done.add((g.path, line, attr))
-            base = g.new if g.new is not None else g.original
-            moved = line_map(g.original, base)(line) if base != g.original else line
+            base, mover = g.current()
+            moved = mover(line)
             try:
                 others = _others(guided, g.path, attr)
             except FileError as exc:

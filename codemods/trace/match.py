@@ -26,7 +26,7 @@ import ast
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 
 from . import read as tr
@@ -62,6 +62,15 @@ class GuidedFile:
     @property
     def changed(self) -> bool:
         return self.new is not None and self.new != self.original
+
+    def current(self) -> Tuple[bytes, Callable[[int], int]]:
+        """The file as the fixes made so far leave it (``new``, else the
+        original), and where a line of the original (the one the trace
+        names) is in it now."""
+        from ..analysis.lines import line_map
+
+        base = self.new if self.new is not None else self.original
+        return base, (line_map(self.original, base) if base != self.original else (lambda n: n))
 
 
 @dataclass

@@ -43,6 +43,7 @@ from . import read as tr
 from .registry import STRING_DISABLE
 from ..analysis.compile_sites import code_def, model_of
 from ..analysis.context import Settings
+from ..analysis.project import _read_bytes
 from ..findings import FileError
 from ..pipeline.engine import parse_ast
 from ..transforms.container_growth import disable_edit, disable_refused
@@ -75,14 +76,6 @@ class StringFrames:
         return sum(max(e.count(tr.CONSTANT), e.count(tr.RESUME_VALUE)) for e in self.entries)
 
 
-def _read(path: str) -> Optional[bytes]:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError:
-        return None
-
-
 def _calls_at(data: bytes, path: str, line: int, function: str) -> bool:
     """Whether line ``line`` of the file calls ``function`` (``f(...)``,
     ``self.f(...)``)."""
@@ -98,7 +91,7 @@ def _calls_at(data: bytes, path: str, line: int, function: str) -> bool:
     return False
 
 
-def string_frames(trace: tr.Trace, read: Callable[[str], Optional[bytes]] = _read) -> List[StringFrames]:
+def string_frames(trace: tr.Trace, read: Callable[[str], Optional[bytes]] = _read_bytes) -> List[StringFrames]:
     """Each user function whose frames recompiled on string values and that
     a frame of compiled code, resumed after a graph break at a call of it in
     another function, shows compiled code reaching; ``read`` gives a file's
@@ -174,20 +167,19 @@ def apply_string_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -
     finding each, code ``TRACE``): safe where one of its frames hit the
     recompile limit, unsafe otherwise; where the function cannot take it, a
     finding without a fix says why."""
-    from ..analysis.lines import line_map
 
     by_real = {_real(g.path): g for g in guided.files}
 
     def current(path: str) -> Optional[bytes]:
         g = by_real.get(_real(path))
-        return g.original if g is not None else _read(path)
+        return g.original if g is not None else _read_bytes(path)
 
     for frames in string_frames(trace, current):
         g = by_real.get(_real(frames.file))
         if g is None:
             continue
-        base = g.new if g.new is not None else g.original
-        moved = line_map(g.original, base)(frames.line) if base != g.original else frames.line
+        base, mover = g.current()
+        moved = mover(frames.line)
         try:
             source = parse_ast(g.path, base)
         except FileError:
@@ -231,7 +223,7 @@ def string_cure(entry: tr.CodeEntry, trace: Optional[tr.Trace], report: str) -> 
     frames = next((f for f in string_frames(trace) if any(e is entry for e in f.entries)), None)
     if frames is None:
         return report
-    data = _read(frames.file)
+    data = _read_bytes(frames.file)
     if data is None:
         return report
     try:
