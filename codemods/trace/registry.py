@@ -589,7 +589,7 @@ limit.
         ...
 """,
     fix_safety=(
-        "Safe where a frame of the function hit the recompile limit: it ran eagerly from then on, it now does from the first call. "
+        "Safe where a frame of the function hit the recompile limit: from then on torch ran it, and what it calls, without compiling again; it now runs eagerly from the first call. "
         "Unsafe otherwise (a string that takes few values, a mode, compiles once each and is then reused; the function runs eagerly "
         "at every call, which can be slower): applied with --unsafe-fixes. run --fix keeps it only if the rerun compiles fewer graphs "
         "with the same output and exit code."
