@@ -34,6 +34,7 @@ from .class_per_call import ClassPerCall
 from .presence_state import PresenceState
 from .mode_on_coroutine import ModeOnCoroutine
 from .optimizer_counter import OptimizerCounter
+from .string_args import StringArgs
 
 REGISTRY: List[Rule] = [
     DynamicShapes(),
@@ -58,6 +59,7 @@ REGISTRY: List[Rule] = [
     PresenceState(),
     ModeOnCoroutine(),
     OptimizerCounter(),
+    StringArgs(),
 ]
 
 #: every project fact a rule declares, with the code of the rule that reads
