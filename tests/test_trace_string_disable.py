@@ -104,6 +104,9 @@ def test_run_fix_encodes_the_prompt_eagerly_fewer_graphs_same_output(tmp_path):
     assert out.count("fixed: prompt_encode.py:22:5: TRACE `_prepare_text_input` recompiles on the value of a string") == 1
     assert "taking them back" not in out
     assert script.read_text().count(DECORATED) == 1
+    # FR023 found the prompt changing between calls in the source; the table
+    # names it at the frame that guards the string (it reads the argument)
+    assert "FR023, `@torch.compiler.disable` on the function that reads `text`" in out
 
 
 def test_run_fix_below_the_limit_needs_unsafe_fixes(tmp_path):

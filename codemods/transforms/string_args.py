@@ -52,6 +52,31 @@ def _reads(fn: ast.AST, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for stmt in fn.body for n in ast.walk(stmt))  # type: ignore[attr-defined]
 
 
+def _readers(model, fn: ast.AST, param: str, depth: int = 3) -> List[ast.AST]:
+    """``fn`` and the functions of the module it passes ``param`` on to
+    (``self._prepare_text_input(text)``), up to ``depth`` calls deep: each
+    may be a frame of its own that guards the string (a graph break at the
+    call), which the trace's guard names."""
+    out: List[ast.AST] = [fn]
+    todo = [(fn, param, 0)]
+    while todo:
+        here, name, level = todo.pop()
+        if level >= depth:
+            continue
+        for call in (n for stmt in here.body for n in ast.walk(stmt) if isinstance(n, ast.Call)):  # type: ignore[attr-defined]
+            callee = model.called_def(call.func)
+            if not isinstance(callee, _DEFS) or any(callee is f for f in out):
+                continue
+            bound = isinstance(call.func, ast.Attribute)
+            for p in list(a.arg for a in callee.args.posonlyargs + callee.args.args + callee.args.kwonlyargs):
+                value = argument_for(call, callee, p, bound)
+                if isinstance(value, ast.Name) and value.id == name and any(value is a for a in list(call.args) + [k.value for k in call.keywords]):
+                    out.append(callee)
+                    todo.append((callee, p, level + 1))
+                    break
+    return out
+
+
 class StringArgs(Rule):
     code = "FR023"
     #: the trace's guard on the string's value (`text == '[S1] ...'`); the
@@ -164,7 +189,7 @@ A string that takes few values (a mode) is bounded: one graph each.
                             "the compiled code and pass the tensor (nari-labs/dia 5f57172d); where a function the compiled code "
                             "calls reads it, `run --fix` runs that function eagerly, from the trace (no fix from the source)",
                             proven=why is not None,
-                            feeds=def_first_lines(fn),
+                            feeds=tuple(line for reader in _readers(model, fn, param) for line in def_first_lines(reader)),
                         )
                     )
         return sorted(findings, key=lambda f: (f.line, f.column))
