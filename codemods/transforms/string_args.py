@@ -6,7 +6,7 @@ prompt passed to the compiled ``_prepare_generation``, encoded inside it)."""
 from __future__ import annotations
 
 import ast
-from typing import Iterable, List, Optional, Set
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ..analysis.compile_sites import def_first_lines
 from ..analysis.params import argument_for, binds_self, parameter_defaults
@@ -133,7 +133,7 @@ A string that takes few values (a mode) is bounded: one graph each.
     reads = "ast"
     valid = (
         # the string is the same at every call
-        "import torch\n@torch.compile\ndef f(x, mode: str):\n    return x.relu() if mode == 'relu' else x\nfor _ in range(3):\n    f(torch.ones(2), 'relu')\n",
+        "import torch\n@torch.compile\ndef f(x, mode: str):\n    return x.relu() if mode == 'relu' else x\nfor _ in range(3):\n    f(torch.ones(2), 'relu')\nf(torch.ones(3), 'relu')\n",
         # a str parameter the compiled function never reads
         "import torch\n@torch.compile\ndef f(x, name: str = ''):\n    return x * 2\nfor n in ['a', 'b']:\n    f(torch.ones(2), n)\n",
         # the argument for a parameter that is no string
@@ -153,43 +153,58 @@ A string that takes few values (a mode) is bounded: one graph each.
         Example(
             "import torch\n@torch.compile\ndef f(x, tag='a'):\n    return x * len(tag)\nfor i in range(4):\n    f(torch.ones(2), tag=f'step {i}')\n"
         ),
-        # passed once: only with --unproven
+        # two calls with different strings
         Example(
-            "import torch\n@torch.compile\ndef f(x, mode: str):\n    return x.relu() if mode == 'relu' else x\nf(torch.ones(2), 'relu')\n",
+            "import torch\n@torch.compile\ndef f(x, mode: str):\n    return x.relu() if mode == 'relu' else x\nf(torch.ones(2), 'relu')\nf(torch.ones(2), 'gelu')\n"
+        ),
+        # a string of unknown origin, passed once: only with --unproven
+        Example(
+            "import torch\n@torch.compile\ndef f(x, mode: str):\n    return x.relu() if mode == 'relu' else x\ndef run(x, mode):\n    return f(x, mode)\n",
             unproven=True,
         ),
     )
 
     def check(self, ctx) -> Iterable[Finding]:
         model, source = ctx.model, ctx.source
-        findings: List[Finding] = []
+        passed: Dict[Tuple[int, str], List[Tuple[object, ast.Call, ast.AST, ast.AST]]] = {}
         seen: Set[int] = set()
         for site in model.compile_sites:
             for call in site.calls:
                 fn = site.def_of(call)
                 if not isinstance(fn, _DEFS):
                     continue
-                params = [p for p in string_parameters(fn) if _reads(fn, p)]
                 bound = binds_self(source, fn)
-                for param in params:
+                for param in string_parameters(fn):
+                    if not _reads(fn, param):
+                        continue
                     value = argument_for(call, fn, param, bound)
                     if value is None or id(value) in seen or not any(value is a for a in list(call.args) + [k.value for k in call.keywords]):
                         continue  # the default: the same string at every call
                     seen.add(id(value))
+                    passed.setdefault((id(fn), param), []).append((site, call, fn, value))
+        findings: List[Finding] = []
+        for (_fn, param), calls in passed.items():
+            literals = sorted({v.value for _s, _c, _f, v in calls if isinstance(v, ast.Constant) and isinstance(v.value, str)})
+            for site, call, fn, value in calls:
+                if isinstance(value, ast.Constant):
+                    if len(literals) < 2:
+                        continue  # one literal at every call: the string never changes
+                    why: Optional[str] = f"`{fn.name}` is called with different strings: {', '.join(repr(v) for v in literals[:3])}"  # type: ignore[attr-defined]
+                else:
                     why = number_varies(model, call, value)
-                    where = f" (compiled on line {site.node.lineno})" if site.node.lineno != fn.lineno else ""  # type: ignore[attr-defined]
-                    changes = f"changes between calls ({why})" if why else "is passed here (no call seen passing another string: reported with --unproven)"
-                    findings.append(
-                        self.finding(
-                            ctx,
-                            value,
-                            f"the str `{param}` of compiled `{fn.name}`{where} {changes}: torch guards a string by its value "  # type: ignore[attr-defined]
-                            "and never makes it dynamic, so each new string is a graph, until the recompile limit (a mode that "
-                            "takes few values is bounded: a graph each); for data (a prompt, a path) encode or tokenize it outside "
-                            "the compiled code and pass the tensor (nari-labs/dia 5f57172d); where a function the compiled code "
-                            "calls reads it, `run --fix` runs that function eagerly, from the trace (no fix from the source)",
-                            proven=why is not None,
-                            feeds=tuple(line for reader in _readers(model, fn, param) for line in def_first_lines(reader)),
-                        )
+                where = f" (compiled on line {site.node.lineno})" if site.node.lineno != fn.lineno else ""  # type: ignore[attr-defined]
+                changes = f"changes between calls ({why})" if why else "is passed here (no call seen passing another string: reported with --unproven)"
+                findings.append(
+                    self.finding(
+                        ctx,
+                        value,
+                        f"the str `{param}` of compiled `{fn.name}`{where} {changes}: torch guards a string by its value "  # type: ignore[attr-defined]
+                        "and never makes it dynamic, so each new string is a graph, until the recompile limit (a mode that "
+                        "takes few values is bounded: a graph each); for data (a prompt, a path) encode or tokenize it outside "
+                        "the compiled code and pass the tensor (nari-labs/dia 5f57172d); where a function the compiled code "
+                        "calls reads it, `run --fix` runs that function eagerly, from the trace (no fix from the source)",
+                        proven=why is not None,
+                        feeds=tuple(line for reader in _readers(model, fn, param) for line in def_first_lines(reader)),
                     )
+                )
         return sorted(findings, key=lambda f: (f.line, f.column))
