@@ -112,6 +112,9 @@ class CuresCause:
     #: file (the trace cannot tell which code made the tensor: FR021's
     #: coroutine under a mode decorator that does not cover its body)
     inference_only: bool = False
+    #: only for a guard on a string's value (``text == '[S1] ...'``), not a
+    #: bool's or another constant's (FR023's strings)
+    strings_only: bool = False
     #: the name of the trace's own cure (:mod:`codemods.trace.registry`)
     #: whose edit the rule's fix is: the trace's table names that cure too
     #: (FR013's `@torch.compiler.disable` is disable-growth-from-trace's)

@@ -137,6 +137,7 @@ class Cure:
     self_attribute: bool = False
     about: bool = False
     inference_only: bool = False
+    strings_only: bool = False
 
 
 def cure_table() -> Dict[str, Tuple[Cure, ...]]:
@@ -150,7 +151,7 @@ def cure_table() -> Dict[str, Tuple[Cure, ...]]:
         table: Dict[str, List[Tuple[bool, Cure]]] = {cause: [] for cause in CAUSES}
         for rule in REGISTRY:
             for declared in rule.cures:
-                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade, loop_iterator=declared.loop_iterator, self_attribute=declared.self_attribute, about=declared.about, inference_only=declared.inference_only)))
+                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade, loop_iterator=declared.loop_iterator, self_attribute=declared.self_attribute, about=declared.about, inference_only=declared.inference_only, strings_only=declared.strings_only)))
         _CURES = {cause: tuple(c for _, c in sorted(found, key=lambda item: item[0])) for cause, found in table.items()}
     return _CURES
 
@@ -1974,6 +1975,8 @@ def rule_cures(entry: "CodeEntry", cause: str) -> List[Cure]:
         cures = [c for c in cures if not c.self_attribute]
     if any(c.inference_only for c in cures) and not _inference_mismatch(entry):
         cures = [c for c in cures if not c.inference_only]
+    if any(c.strings_only for c in cures) and not string_guards(entry):
+        cures = [c for c in cures if not c.strings_only]
     return cures
 
 

@@ -82,7 +82,7 @@ class StringArgs(Rule):
     #: the trace's guard on the string's value (`text == '[S1] ...'`); the
     #: trace cures it where a function compiled code calls reads the string
     #: (disable-string-from-trace), a rewrite this rule cannot prove
-    cures = (CuresCause(CONSTANT),)
+    cures = (CuresCause(CONSTANT, strings_only=True),)
     name = "string-argument"
     summary = "a str passed to a compiled function that changes between calls"
     what_it_does = """
