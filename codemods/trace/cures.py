@@ -156,6 +156,22 @@ def _applied_finding(path: str, line: int, column: int, message: str, title: str
     )
 
 
+def _disable_fix(g: GuidedFile, source, base: bytes, model, fn: ast.AST, message: str, rule_name: str, *, unsafe: bool, unsafe_fixes: bool) -> Finding:
+    """``@torch.compiler.disable`` on ``fn`` (FR013's edit), written into
+    ``g`` when safe or when unsafe fixes are on; the trace's finding for it
+    at the function's first line (its decorators included)."""
+    from ..transforms.container_growth import disable_edit
+
+    if unsafe_fixes or not unsafe:
+        settings = g.ctx.settings if g.ctx is not None else Settings()
+        g.new = _render_edits(source, base, [disable_edit(source, model, fn)], settings, needs_torch=True)
+    first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])  # type: ignore[attr-defined]
+    return _applied_finding(
+        g.display_path, first, fn.col_offset + 1, message, f"`@torch.compiler.disable` on `{fn.name}`",  # type: ignore[attr-defined]
+        rule_name, unsafe_fixes=unsafe_fixes if unsafe else None,
+    )
+
+
 def _mark_call_statement(torch_name: str, site: MarkSite) -> cst.SimpleStatementLine:
     """The mark of ``site`` as a statement: its tensor is ``name``,
     ``name["key"]`` or ``name.a.b``."""

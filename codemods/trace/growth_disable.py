@@ -35,11 +35,10 @@ from typing import List, Optional, Sequence, Tuple
 from . import read as tr
 from .registry import GROWTH_DISABLE
 from ..analysis.compile_sites import model_of
-from ..analysis.context import Settings
 from ..findings import FileError
 from ..pipeline.engine import parse_ast
-from ..transforms.container_growth import GROW_METHODS, disable_edit, disable_refused
-from .cures import _applied_finding, _render_edits, _unfixed
+from ..transforms.container_growth import GROW_METHODS, disable_refused
+from .cures import _disable_fix, _unfixed
 from .match import Guided, Match, _real
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -134,9 +133,6 @@ def apply_growth_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -
                     _unfixed(g, entry, tr.LENGTH, moved, 1, f"`{growth.source}` grows at every call ({seen}); no fix: {why}")
                 continue
             unsafe = not entry.limit_hit
-            if unsafe_fixes or not unsafe:
-                settings = g.ctx.settings if g.ctx is not None else Settings()
-                g.new = _render_edits(source, base, [disable_edit(source, model, fn)], settings, needs_torch=True)
             lead = (
                 f"`{fn.name}` grows `{growth.source}` inside compiled code (line {moved}), a new length at every call ({seen}):"
                 f" run it eagerly, `@torch.compiler.disable`, so the list stays out of the graph and the rest compiles once"
@@ -145,11 +141,7 @@ def apply_growth_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -
                 message = f"{lead}; unsafe: `{tr.display_name(entry)}` did not hit the recompile limit, and `{fn.name}` then runs eagerly at every call, which can be slower"
             else:
                 message = f"{lead}; safe: `{tr.display_name(entry)}` hit the recompile limit and ran eagerly from then on"
-            first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
-            finding = _applied_finding(
-                g.display_path, first, fn.col_offset + 1, message, f"`@torch.compiler.disable` on `{fn.name}`",
-                GROWTH_DISABLE.name, unsafe_fixes=unsafe_fixes if unsafe else None,
-            )
+            finding = _disable_fix(g, source, base, model, fn, message, GROWTH_DISABLE.name, unsafe=unsafe, unsafe_fixes=unsafe_fixes)
             g.matches.append(Match(finding, entry, tr.LENGTH))
 
 

@@ -44,12 +44,11 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from . import read as tr
 from .registry import STRING_DISABLE
 from ..analysis.compile_sites import code_def, model_of
-from ..analysis.context import Settings
 from ..analysis.project import _read_bytes
 from ..findings import FileError
 from ..pipeline.engine import parse_ast
-from ..transforms.container_growth import disable_edit, disable_refused
-from .cures import _applied_finding, _render_edits, _unfixed
+from ..transforms.container_growth import disable_refused
+from .cures import _disable_fix, _unfixed
 from .match import Guided, Match, _real
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -195,9 +194,6 @@ def apply_string_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -
                 _unfixed(g, entry, cause, moved, 1, f"{_what(frames)}; no fix: {why}", STRING_DISABLE.name)
             continue
         unsafe = not frames.limit_hit
-        if unsafe_fixes or not unsafe:
-            settings = g.ctx.settings if g.ctx is not None else Settings()
-            g.new = _render_edits(source, base, [disable_edit(source, model, fn)], settings, needs_torch=True)
         lead = f"{_what(frames)}: run it eagerly, `@torch.compiler.disable`, so the string stays out of the graph and the tensors it makes reach the compiled code"
         if unsafe:
             message = (
@@ -206,11 +202,7 @@ def apply_string_evidence(trace: tr.Trace, guided: Guided, unsafe_fixes: bool) -
             )
         else:
             message = f"{lead}; safe: a frame of it hit the recompile limit, after which torch runs it, and what it calls, without compiling again"
-        first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
-        finding = _applied_finding(
-            g.display_path, first, fn.col_offset + 1, message, f"`@torch.compiler.disable` on `{frames.function}`",
-            STRING_DISABLE.name, unsafe_fixes=unsafe_fixes if unsafe else None,
-        )
+        finding = _disable_fix(g, source, base, model, fn, message, STRING_DISABLE.name, unsafe=unsafe, unsafe_fixes=unsafe_fixes)
         for e in frames.entries:
             g.matches.append(Match(finding, e, tr.CONSTANT if tr.CONSTANT in e.causes else tr.RESUME_VALUE))
 
