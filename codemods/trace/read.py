@@ -37,6 +37,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 from ..analysis.context import DEFAULT_RECOMPILE_LIMIT
 
 from .causes import (  # noqa: F401  (the causes are read as tr.FLOAT_ARG ...)
+    CuresCause,
     FLOAT_ARG,
     INT_ARG,
     TENSOR_SHAPE,
@@ -122,22 +123,16 @@ BOUNDED_WHY: Dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class Cure:
-    """A rule that cures a cause.  ``upgrade``: an observed recompile of this
-    cause is the evidence the rule lacks when it calls its fix unsafe, so a
-    trace makes the fix safe.  Rules whose fixes are unsafe for behavioural
-    reasons (a float used as a Python number, an lr the user overwrites) are
-    not upgraded: a trace proves the recompile, not that the rewrite keeps
-    the program's results."""
+class Cure(CuresCause):
+    """A rule that cures a cause: its declaration (:class:`~codemods.trace.
+    causes.CuresCause`) with the rule's code.  ``upgrade``: an observed
+    recompile of this cause is the evidence the rule lacks when it calls its
+    fix unsafe, so a trace makes the fix safe.  Rules whose fixes are unsafe
+    for behavioural reasons (a float used as a Python number, an lr the user
+    overwrites) are not upgraded: a trace proves the recompile, not that the
+    rewrite keeps the program's results."""
 
-    code: str
-    upgrade: bool = False
-    #: see :class:`~codemods.trace.causes.CuresCause`
-    loop_iterator: Optional[bool] = None
-    self_attribute: bool = False
-    about: bool = False
-    inference_only: bool = False
-    strings_only: bool = False
+    code: str = ""
 
 
 def cure_table() -> Dict[str, Tuple[Cure, ...]]:
@@ -151,7 +146,7 @@ def cure_table() -> Dict[str, Tuple[Cure, ...]]:
         table: Dict[str, List[Tuple[bool, Cure]]] = {cause: [] for cause in CAUSES}
         for rule in REGISTRY:
             for declared in rule.cures:
-                table[declared.cause].append((not declared.first, Cure(rule.code, upgrade=declared.upgrade, loop_iterator=declared.loop_iterator, self_attribute=declared.self_attribute, about=declared.about, inference_only=declared.inference_only, strings_only=declared.strings_only)))
+                table[declared.cause].append((not declared.first, Cure(**dataclasses.asdict(declared), code=rule.code)))
         _CURES = {cause: tuple(c for _, c in sorted(found, key=lambda item: item[0])) for cause, found in table.items()}
     return _CURES
 
