@@ -19,19 +19,25 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _annotated_str(annotation: Optional[ast.AST]) -> bool:
-    """``str``, ``"str"``, ``str | None``, ``Optional[str]``."""
-    if annotation is None:
-        return False
-    if isinstance(annotation, ast.Name):
-        return annotation.id == "str"
-    if isinstance(annotation, ast.Constant):
-        return annotation.value == "str"
+    """``str``, ``"str"``, ``str | None``, ``Optional[str]``: a string or
+    nothing (``str | torch.Tensor``, a tensor at some calls, is not)."""
+    members = _union_members(annotation) if annotation is not None else []
+    kinds = [m for m in members if not (isinstance(m, ast.Constant) and m.value is None) and not (isinstance(m, ast.Name) and m.id == "None")]
+    return bool(kinds) and all((isinstance(m, ast.Name) and m.id == "str") or (isinstance(m, ast.Constant) and m.value == "str") for m in kinds)
+
+
+def _union_members(annotation: ast.AST) -> List[ast.AST]:
+    """The members of ``a | b``, ``Optional[a]``, ``Union[a, b]``; else the annotation itself."""
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        return _annotated_str(annotation.left) or _annotated_str(annotation.right)
+        return _union_members(annotation.left) + _union_members(annotation.right)
     if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, (ast.Name, ast.Attribute)):
         name = annotation.value.id if isinstance(annotation.value, ast.Name) else annotation.value.attr
-        return name == "Optional" and _annotated_str(annotation.slice)
-    return False
+        if name == "Optional":
+            return _union_members(annotation.slice)
+        if name == "Union":
+            parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+            return [m for p in parts for m in _union_members(p)]
+    return [annotation]
 
 
 def string_parameters(fn: ast.AST) -> List[str]:
@@ -88,7 +94,8 @@ class StringArgs(Rule):
     what_it_does = """
 Finds calls of compiled functions (every compile form the module shows)
 that pass a `str` for a parameter annotated `str` (or `Optional[str]`, `str |
-None`) or whose default is a string, which the compiled function reads.
+None`; not a union with another type, `str | torch.Tensor`, a tensor at some
+calls) or whose default is a string, which the compiled function reads.
 A default finding where the source shows the string changing between calls
 (rebuilt in a loop around the call, or a parameter of the function holding
 the call, which is called with changing values: `for text in prompts:
