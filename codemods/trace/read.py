@@ -564,13 +564,22 @@ def _link_resumed(entries: List[CodeEntry]) -> None:
             e.resumed_after = by_function.get((e.filename, function), {})
 
 
-_RESUMED = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+?)_at_\d+$")
+#: the name dynamo gives a frame resumed after a graph break in ``fn`` at ``line``
+_RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
+
+
+def resumed_at(name: str) -> Optional[Tuple[str, int]]:
+    """``torch_dynamo_resume_in_refine_at_13`` -> (``refine``, 13): the
+    function a frame resumed after a graph break is of, and the line of the
+    break; None for a function's own frame."""
+    m = _RESUME_NAME.match(name)
+    return (m.group("fn"), int(m.group("line"))) if m else None
 
 
 def resumed_function(name: str) -> Optional[str]:
     """``torch_dynamo_resume_in_refine_at_13`` -> ``refine``; None for a function's own frame."""
-    m = _RESUMED.match(name)
-    return m.group("fn") if m else None
+    at = resumed_at(name)
+    return at[0] if at else None
 
 
 _RANK_FILE = re.compile(r"rank_(?P<rank>\d+)")
@@ -1758,8 +1767,9 @@ def zero_one_sizes(entry: "CodeEntry") -> Dict[str, Dict[int, int]]:
 _SOURCE_PATH = re.compile(r"""^(?P<name>[A-Za-z_]\w*)(?P<rest>(?:\.[A-Za-z_]\w*|\[(?:\d+|'[^'"]*'|"[^'"]*")\])*)$""")
 
 
-#: a guard comparing a source with a string literal
-_STRING_VALUE = re.compile(r"""^(?P<src>.+?) == (?:'[^']*'|"[^"]*")$""")
+#: a guard comparing a source with a str or bytes literal (the literal may
+#: hold the other quote: ``'it\'s'`` is written ``"it's"`` by torch)
+_STRING_GUARD = re.compile(r"""^(?P<src>.+?) == b?(?:'.*'|".*")$""")
 
 
 def _string_arguments(entry: "CodeEntry") -> List[str]:
@@ -1767,15 +1777,10 @@ def _string_arguments(entry: "CodeEntry") -> List[str]:
     them with string literals (``text == '[S1] Dia is ...'``)."""
     out: List[str] = []
     for r in entry.reasons:
-        m = _STRING_VALUE.match(r.text) if r.cause == CONSTANT and r.source else None
+        m = _STRING_GUARD.match(r.text) if r.cause == CONSTANT and r.source else None
         if m is not None and m.group("src") == r.source and argument_of(r.source) is not None and r.source not in out:
             out.append(r.source)
     return out
-
-
-#: a guard comparing a source with a str or bytes literal (the literal may
-#: hold the other quote: ``'it\'s'`` is written ``"it's"`` by torch)
-_STRING_GUARD = re.compile(r"""^(?P<src>.+?) == b?(?:'.*'|".*")$""")
 
 
 def string_guards(entry: "CodeEntry") -> List[str]:
@@ -1792,14 +1797,6 @@ def string_guards(entry: "CodeEntry") -> List[str]:
             if m is not None and m.group("src") == r.source and r.source not in out:
                 out.append(r.source)
     return out
-
-
-def resumed_at(name: str) -> Optional[Tuple[str, int]]:
-    """``torch_dynamo_resume_in_refine_at_13`` -> (``refine``, 13): the
-    function a frame resumed after a graph break is of, and the line of the
-    break; None for a function's own frame."""
-    m = _RESUME_NAME.match(name)
-    return (m.group("fn"), int(m.group("line"))) if m else None
 
 
 def raw_source(source: str) -> Optional[str]:
@@ -2385,9 +2382,6 @@ def display_location(entry: CodeEntry, relative_to: Optional[str] = None) -> str
     return f"{filename}:{line}"
 
 
-_RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
-
-
 def recompiles(count: int) -> str:
     """``"1 recompile"``, ``"3 recompiles"``."""
     return f"{count} recompile{'s' if count != 1 else ''}"
@@ -2400,9 +2394,9 @@ def display_name(entry: CodeEntry) -> str:
         return entry.user_frame[2]  # the compiled library function, as the user wrote it
     if is_library_file(entry.filename) and entry.user_frame is not None:
         return f"{entry.name} (via {entry.user_frame[2]})"
-    m = _RESUME_NAME.match(entry.name)
-    if m:  # the code after a graph break, compiled as its own function
-        return f"{m.group('fn')} (after the graph break at line {m.group('line')})"
+    at = resumed_at(entry.name)
+    if at:  # the code after a graph break, compiled as its own function
+        return f"{at[0]} (after the graph break at line {at[1]})"
     return entry.name
 
 

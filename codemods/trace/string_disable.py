@@ -77,19 +77,20 @@ class StringFrames:
         return sum(max(e.count(tr.CONSTANT), e.count(tr.RESUME_VALUE)) for e in self.entries)
 
 
-def _calls_at(data: bytes, path: str, line: int, function: str) -> bool:
-    """Whether line ``line`` of the file calls ``function`` (``f(...)``,
-    ``self.f(...)``)."""
+def _called_names(data: bytes, path: str) -> Dict[str, List[Tuple[int, int]]]:
+    """Name -> the line spans of the file's calls of it (``f(...)``,
+    ``self.f(...)``); empty when the file does not parse."""
     try:
         source = parse_ast(path, data)
     except FileError:
-        return False
+        return {}
+    out: Dict[str, List[Tuple[int, int]]] = {}
     for node in source.nodes(ast.Call):
         f = node.func
         name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-        if name == function and node.lineno <= line <= (node.end_lineno or node.lineno):
-            return True
-    return False
+        if name is not None:
+            out.setdefault(name, []).append((node.lineno, node.end_lineno or node.lineno))
+    return out
 
 
 def string_frames(trace: tr.Trace, read: Callable[[str], Optional[bytes]] = _read_bytes) -> List[StringFrames]:
@@ -104,14 +105,21 @@ def string_frames(trace: tr.Trace, read: Callable[[str], Optional[bytes]] = _rea
         at = tr.resumed_at(entry.name)
         groups.setdefault((_real(entry.filename), at[0] if at else entry.name), []).append(entry)
     out: List[StringFrames] = []
+    calls: Dict[str, Dict[str, List[Tuple[int, int]]]] = {}  # each caller file read and parsed once
+
+    def calls_of(path: str) -> Dict[str, List[Tuple[int, int]]]:
+        if path not in calls:
+            data = read(path)
+            calls[path] = _called_names(data, path) if data is not None else {}
+        return calls[path]
+
     for (real, function), entries in groups.items():
         called = None
         for other in trace.entries:
             at = tr.resumed_at(other.name)
             if at is None or at[0] == function or tr.is_library_file(other.filename):
                 continue
-            data = read(other.filename)
-            if data is not None and _calls_at(data, other.filename, at[1], function):
+            if any(first <= at[1] <= last for first, last in calls_of(other.filename).get(function, ())):
                 called = (other.filename, at[1], at[0])
                 break
         if called is None:

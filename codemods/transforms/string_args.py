@@ -9,7 +9,7 @@ import ast
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ..analysis.compile_sites import def_first_lines
-from ..analysis.params import argument_for, binds_self, parameter_defaults
+from ..analysis.params import binds_self, parameter_defaults, passed_argument
 from ..analysis.variation import number_varies
 from ..findings import Finding
 from ..trace.causes import CONSTANT, CuresCause
@@ -75,8 +75,8 @@ def _readers(model, fn: ast.AST, param: str, depth: int = 3) -> List[ast.AST]:
                 continue
             bound = isinstance(call.func, ast.Attribute)
             for p in list(a.arg for a in callee.args.posonlyargs + callee.args.args + callee.args.kwonlyargs):
-                value = argument_for(call, callee, p, bound)
-                if isinstance(value, ast.Name) and value.id == name and any(value is a for a in list(call.args) + [k.value for k in call.keywords]):
+                value = passed_argument(call, callee, p, bound)
+                if isinstance(value, ast.Name) and value.id == name:
                     out.append(callee)
                     todo.append((callee, p, level + 1))
                     break
@@ -184,14 +184,15 @@ A string that takes few values (a mode) is bounded: one graph each.
                 for param in string_parameters(fn):
                     if not _reads(fn, param):
                         continue
-                    value = argument_for(call, fn, param, bound)
-                    if value is None or id(value) in seen or not any(value is a for a in list(call.args) + [k.value for k in call.keywords]):
+                    value = passed_argument(call, fn, param, bound)
+                    if value is None or id(value) in seen:
                         continue  # the default: the same string at every call
                     seen.add(id(value))
                     passed.setdefault((id(fn), param), []).append((site, call, fn, value))
         findings: List[Finding] = []
         for (_fn, param), calls in passed.items():
             literals = sorted({v.value for _s, _c, _f, v in calls if isinstance(v, ast.Constant) and isinstance(v.value, str)})
+            feeds = tuple(line for reader in _readers(model, calls[0][2], param) for line in def_first_lines(reader))
             for site, call, fn, value in calls:
                 if isinstance(value, ast.Constant):
                     if len(literals) < 2:
@@ -211,7 +212,7 @@ A string that takes few values (a mode) is bounded: one graph each.
                         "the compiled code and pass the tensor (nari-labs/dia 5f57172d); where a function the compiled code "
                         "calls reads it, `run --fix` runs that function eagerly, from the trace (no fix from the source)",
                         proven=why is not None,
-                        feeds=tuple(line for reader in _readers(model, fn, param) for line in def_first_lines(reader)),
+                        feeds=feeds,
                     )
                 )
         return sorted(findings, key=lambda f: (f.line, f.column))
